@@ -1,0 +1,175 @@
+"""The command line: parse, build a spec and inputs, call the core, render, pick the exit code.
+
+Exit codes: 0 identical (or within budget), 1 bytes differ, 2 bad usage, input or producer error,
+3 an internal error of fp8check itself.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+import traceback
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from . import __version__
+
+EXIT_OK, EXIT_DIFFER, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+
+
+class Failure(Exception):
+    """A one-line error at the CLI edge (exit 2)."""
+
+
+def _enum_choice(enum_cls):
+    return click.Choice([m.value for m in enum_cls])
+
+
+def spec_options(fn):
+    """Options that describe the cache and the inputs, shared by compare, record and table."""
+    from .inputs import SlotPattern
+    from .spec import FP8Format, Layout, ScaleFormat
+
+    options = [
+        click.option("--block", "block_size", type=int, default=64, show_default=True, help="Tokens per cache block."),
+        click.option("--head-dim", type=int, default=128, show_default=True),
+        click.option("--num-blocks", type=int, default=None, help="Cache blocks [default: 3, or what --input needs]."),
+        click.option("--qbs", "quant_block_size", type=int, default=None,
+                     help="Quant group size [default: 128 when it divides head_dim, else head_dim]."),
+        click.option("--fp8", type=_enum_choice(FP8Format), default="e4m3fn", show_default=True),
+        click.option("--scale-fmt", type=_enum_choice(ScaleFormat), default="ue8m0", show_default=True),
+        click.option("--layout", type=_enum_choice(Layout), default=None,
+                     help="Value layout [default: shuffle when --block > 1, else linear]."),
+        click.option("--seed", type=int, default=0, show_default=True),
+        click.option("--slots", type=_enum_choice(SlotPattern), default="sequential", show_default=True),
+        click.option("--input", "input_path", type=click.Path(path_type=Path), default=None,
+                     help="Replay a safetensors file holding k (bf16) and optionally slot_mapping (int64)."),
+        click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True),
+        click.option("--debug", is_flag=True, help="Show tracebacks."),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def build(opts: dict):
+    """(spec, inputs, device) from the shared options. Raises SpecError / InputError / DeviceError."""
+    from . import inputs as inputs_mod
+    from .compare import resolve_device
+    from .spec import CacheSpec, FP8Format, Layout, ScaleFormat
+
+    head_dim = opts["head_dim"]
+    qbs = opts["quant_block_size"] or (128 if head_dim % 128 == 0 else head_dim)
+    replay = None
+    if opts["input_path"] is not None:
+        replay = inputs_mod.read_inputs(opts["input_path"])
+    num_blocks = opts["num_blocks"]
+    if num_blocks is None:
+        num_blocks = inputs_mod.blocks_needed(replay, opts["block_size"]) if replay and opts["block_size"] > 0 else 3
+    spec = CacheSpec(
+        num_blocks=num_blocks, block_size=opts["block_size"], head_dim=head_dim, quant_block_size=qbs,
+        fp8=FP8Format(opts["fp8"]), scale_fmt=ScaleFormat(opts["scale_fmt"]),
+        layout=Layout(opts["layout"]) if opts["layout"] else None,
+    )
+    if replay is not None:
+        inputs_mod.validate(opts["input_path"], replay.k, replay.slot_mapping, spec)
+        data = replay
+    else:
+        data = inputs_mod.generate(spec, seed=opts["seed"], slots=inputs_mod.SlotPattern(opts["slots"]))
+    return spec, data, resolve_device(opts["device"])
+
+
+def handled(fn):
+    """Turn the library's one-line errors into exit 2, anything unexpected into exit 3."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        from .compare import DeviceError
+        from .inputs import InputError
+        from .producers import ProducerError
+        from .spec import SpecError
+
+        debug = kwargs.get("debug", False)
+        try:
+            return fn(*args, **kwargs)
+        except (Failure, SpecError, InputError, ProducerError, DeviceError) as exc:
+            if debug:
+                traceback.print_exc()
+            click.echo(f"fp8check: error: {exc}", err=True)
+            sys.exit(EXIT_USAGE)
+        except Exception as exc:
+            if debug:
+                raise
+            click.echo(f"fp8check: internal error: {type(exc).__name__}: {exc} (rerun with --debug)", err=True)
+            sys.exit(EXIT_INTERNAL)
+
+    return wrapper
+
+
+def write_json(path: Path | None, payload: dict) -> None:
+    if path is not None:
+        path.write_text(json.dumps(payload, indent=2, sort_keys=False) + "\n")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="fp8check")
+def cli():
+    """Byte-exact checks of FP8 indexer K-cache writers (DeepSeek-V3.2 sparse attention)."""
+
+
+@cli.command()
+@spec_options
+@click.option("--baseline", default="reference", show_default=True, help="Producer name, or file:PATH:FUNC.")
+@click.option("--candidate", default="reference-vllm", show_default=True, help="Producer name, or file:PATH:FUNC.")
+@click.option("--json", "json_path", type=click.Path(path_type=Path), default=None, help="Write the result as JSON.")
+@click.option("--all-blocks", is_flag=True, help="One table row per block, however many.")
+@handled
+def compare(baseline, candidate, json_path, all_blocks, debug, **opts):
+    """Run two writers on the same K and diff their cache bytes block by block."""
+    from . import producers, report
+    from .compare import compare as run_compare
+
+    spec, data, device = build(opts)
+    result = run_compare(
+        spec, baseline=producers.resolve(baseline), candidate=producers.resolve(candidate), inputs=data, device=device
+    )
+    Console().print(report.render_compare(result, all_blocks=all_blocks))
+    write_json(json_path, report.compare_json(result))
+    return EXIT_OK if result.identical else EXIT_DIFFER
+
+
+@cli.command()
+@spec_options
+@click.option("--producer", default="reference", show_default=True)
+@click.option("--out", "out_path", type=click.Path(path_type=Path), required=True, help="Golden .safetensors file.")
+@handled
+def record(producer, out_path, debug, **opts):
+    """Run one writer and save its inputs and cache bytes (a golden file)."""
+    from . import golden, producers, report
+    from .compare import run_side
+
+    spec, data, device = build(opts)
+    side = run_side(producers.resolve(producer), spec, data.to(device), device)
+    golden.write(out_path, spec=spec, producer=side.name, emulated=side.emulated, inputs=data,
+                 buffer=side.buffer, versions=report.versions())
+    click.echo(f"recorded {side.name} ({spec.summary()}, {data.source}) to {out_path}")
+    return EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        rv = cli.main(args=argv, prog_name="fp8check", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.ClickException as exc:
+        click.echo(f"fp8check: error: {exc.format_message()}", err=True)
+        return EXIT_USAGE
+    except click.exceptions.Abort:
+        return 130
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else EXIT_INTERNAL
+    return rv if isinstance(rv, int) else EXIT_OK

@@ -1,0 +1,78 @@
+"""The pure core: run two producers on the same inputs and diff their caches."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+from . import producers
+from .cache import CacheBuffer
+from .diff import DiffResult, diff_caches
+from .inputs import Inputs
+from .producers import Producer
+from .spec import CacheSpec
+
+
+class DeviceError(RuntimeError):
+    """The device asked for is not there."""
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise DeviceError("--device cuda: torch sees no CUDA device (torch.cuda.is_available() is False)")
+    return torch.device(name)
+
+
+@dataclass(frozen=True)
+class Side:
+    """One producer's run: its name, whether it is an emulation, and the cache it wrote."""
+
+    name: str
+    description: str
+    emulated: bool
+    buffer: CacheBuffer
+
+
+@dataclass(frozen=True)
+class CompareResult:
+    spec: CacheSpec
+    inputs: Inputs
+    device: str
+    baseline: Side
+    candidate: Side
+    diff: DiffResult
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def identical(self) -> bool:
+        return self.diff.identical
+
+
+def run_side(producer: Producer, spec: CacheSpec, inputs: Inputs, device: torch.device) -> Side:
+    buffer = producers.run(producer, spec, inputs, device)
+    return Side(producer.name, producer.description, producer.emulated, buffer)
+
+
+def compare(
+    spec: CacheSpec, *, baseline: Producer | Side, candidate: Producer, inputs: Inputs, device: torch.device
+) -> CompareResult:
+    """Both producers on the same inputs (each on a fresh poisoned cache), then the block diff.
+
+    `baseline` may be a finished Side (a golden file's recorded bytes) instead of a producer.
+    """
+    timings: dict[str, float] = {}
+    inputs = inputs.to(device)
+    start = time.perf_counter()
+    base = baseline if isinstance(baseline, Side) else run_side(baseline, spec, inputs, device)
+    timings["baseline"] = time.perf_counter() - start
+    start = time.perf_counter()
+    cand = run_side(candidate, spec, inputs, device)
+    timings["candidate"] = time.perf_counter() - start
+    start = time.perf_counter()
+    result = diff_caches(spec, base.buffer, cand.buffer)
+    timings["diff"] = time.perf_counter() - start
+    return CompareResult(spec, inputs, str(device), base, cand, result, timings)

@@ -1,0 +1,118 @@
+"""Block-by-block byte diff of two caches. Pure: tensors in, frozen records out.
+
+Runs on whatever device the caches live on; only per-block counts and the first mismatch's few bytes
+cross to the host.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+import torch
+
+from . import fp8
+from .cache import CacheBuffer
+from .spec import CacheSpec, Coordinate, Region
+
+
+@dataclass(frozen=True)
+class BlockDiff:
+    block: int
+    value_diff: int
+    value_total: int
+    scale_diff: int
+    scale_total: int
+
+    @property
+    def diff(self) -> int:
+        return self.value_diff + self.scale_diff
+
+    @property
+    def total(self) -> int:
+        return self.value_total + self.scale_total
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    """One differing byte: where, both bytes, and what they mean."""
+
+    coordinate: Coordinate
+    baseline_byte: int
+    candidate_byte: int
+    # value region: the FP8 values of the two bytes; scale region: the two fp32 scales holding them.
+    baseline_value: float
+    candidate_value: float
+    fp8: str
+
+    def to_dict(self) -> dict:
+        c = self.coordinate
+        return {
+            "block": c.block, "token": c.token, "dim": c.dim, "scale_group": c.group,
+            "region": c.region.value, "byte_in_block": c.byte_in_block,
+            "baseline_byte": f"0x{self.baseline_byte:02x}", "candidate_byte": f"0x{self.candidate_byte:02x}",
+            "baseline_value": self.baseline_value, "candidate_value": self.candidate_value, "fp8": self.fp8,
+        }
+
+    def describe(self) -> str:
+        what = "fp8" if self.coordinate.region is Region.VALUE else "fp32 scale"
+        return (
+            f"{self.coordinate.describe()}: baseline 0x{self.baseline_byte:02x} ({what} {self.baseline_value:g}),"
+            f" candidate 0x{self.candidate_byte:02x} ({what} {self.candidate_value:g})"
+        )
+
+
+@dataclass(frozen=True)
+class DiffResult:
+    spec: CacheSpec
+    blocks: tuple[BlockDiff, ...]
+    guard_diff: int  # bytes changed outside the cache (before/after the buffer handed over)
+    first_mismatch: Mismatch | None
+
+    @property
+    def diff_bytes(self) -> int:
+        return sum(b.diff for b in self.blocks) + self.guard_diff
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(b.total for b in self.blocks)
+
+    @property
+    def identical(self) -> bool:
+        return self.diff_bytes == 0
+
+
+def _scale_word(flat_block: torch.Tensor, spec: CacheSpec, byte_in_block: int) -> float:
+    start = spec.value_bytes + (byte_in_block - spec.value_bytes) // 4 * 4
+    return struct.unpack("<f", bytes(flat_block[start : start + 4].tolist()))[0]
+
+
+def mismatch_at(spec: CacheSpec, baseline: torch.Tensor, candidate: torch.Tensor, flat_index: int) -> Mismatch:
+    """The record of byte `flat_index` of two [num_blocks, block_bytes] caches."""
+    coordinate = spec.locate(flat_index)
+    a = int(baseline.view(-1)[flat_index])
+    b = int(candidate.view(-1)[flat_index])
+    if coordinate.region is Region.VALUE:
+        va, vb = fp8.decode_byte(a, spec.fp8), fp8.decode_byte(b, spec.fp8)
+    else:
+        va = _scale_word(baseline[coordinate.block], spec, coordinate.byte_in_block)
+        vb = _scale_word(candidate[coordinate.block], spec, coordinate.byte_in_block)
+    return Mismatch(coordinate, a, b, va, vb, spec.fp8.value)
+
+
+def diff_caches(spec: CacheSpec, baseline: CacheBuffer, candidate: CacheBuffer) -> DiffResult:
+    a, b = baseline.flat, candidate.flat
+    differs = a != b
+    value_diff = differs[:, : spec.value_bytes].sum(dim=1)
+    scale_diff = differs[:, spec.value_bytes : spec.value_bytes + spec.scale_bytes].sum(dim=1)
+    counts = torch.stack([value_diff, scale_diff]).cpu().tolist()
+    guard_diff = int((baseline.guards != candidate.guards).sum())
+    blocks = tuple(
+        BlockDiff(i, counts[0][i], spec.value_bytes, counts[1][i], spec.scale_bytes) for i in range(spec.num_blocks)
+    )
+    first = None
+    if any(counts[0]) or any(counts[1]):
+        # argmax returns the first maximal element: the first differing byte in cache order.
+        index = int(torch.argmax(differs.view(-1).to(torch.uint8)))
+        first = mismatch_at(spec, a, b, index)
+    return DiffResult(spec, blocks, guard_diff, first)

@@ -1,0 +1,94 @@
+"""Exact FP8 (E4M3) encoding and decoding, both formats (SPEC.md section 4).
+
+encode() is what hardware does on a saturating cast: clamp to +-max, then round to nearest, ties to
+even. It never calls torch's float -> fp8 cast, whose out-of-range behaviour changed between torch
+releases (2.11 turns >= 464 into NaN, 2.13 saturates).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import torch
+
+from .spec import FP8Format
+
+# Distance reported between a NaN code and a number: larger than any real code distance (<= 252).
+NAN_DISTANCE = 255
+
+
+def _min_exponent(fmt: FP8Format) -> int:
+    """Exponent of the smallest normal number: 2**(1 - bias)."""
+    return 1 - fmt.bias
+
+
+def encode(x: torch.Tensor, fmt: FP8Format) -> torch.Tensor:
+    """FP8 bytes (uint8, same shape and device) of x, computed on x's fp32 value."""
+    x = x.float()
+    emin = _min_exponent(fmt)
+    magnitude = x.abs().clamp(max=fmt.max)  # +-inf saturate like cvt.satfinite
+    exponent = torch.frexp(magnitude).exponent.to(torch.int32) - 1  # magnitude in [2^e, 2^(e+1))
+    # below the normal range (and at zero, where frexp gives 0) the quantum stays 2^(emin-3)
+    exponent = torch.where(magnitude == 0, emin, exponent).clamp(min=emin)
+    quantum_exp = exponent - 3  # 3 mantissa bits
+    # magnitude / quantum is exact (a power-of-two scaling of an fp32 <= 448, no under/overflow);
+    # torch.round rounds half to even. The count lies in [0, 16]; 16 carries into the next binade.
+    count = torch.round(torch.ldexp(magnitude, -quantum_exp.float()))
+    code = ((exponent - emin) * 8 + count.to(torch.int32)).clamp(max=0x7F)
+    negative = torch.signbit(x)
+    if fmt is FP8Format.E4M3FNUZ:
+        negative &= code != 0  # fnuz has no -0: 0x80 is its NaN
+    code = torch.where(negative, code | 0x80, code)
+    code = torch.where(torch.isnan(x), torch.full_like(code, fmt.nan_code), code)
+    return code.to(torch.uint8)
+
+
+@functools.lru_cache(maxsize=None)
+def decode_table(fmt: FP8Format) -> tuple[float, ...]:
+    """The float value of all 256 codes, from the bit fields (independent of encode())."""
+    values = []
+    for code in range(256):
+        sign = -1.0 if code & 0x80 else 1.0
+        exp_field, mantissa = (code >> 3) & 0xF, code & 0x7
+        if fmt is FP8Format.E4M3FN and code & 0x7F == 0x7F:
+            values.append(math.nan)
+        elif fmt is FP8Format.E4M3FNUZ and code == 0x80:
+            values.append(math.nan)
+        elif exp_field == 0:
+            values.append(sign * mantissa * 2.0 ** (1 - fmt.bias - 3))
+        else:
+            values.append(sign * (8 + mantissa) * 2.0 ** (exp_field - fmt.bias - 3))
+    return tuple(values)
+
+
+def decode(codes: torch.Tensor, fmt: FP8Format) -> torch.Tensor:
+    """fp32 values of FP8 bytes (uint8 tensor, any shape, any device)."""
+    table = torch.tensor(decode_table(fmt), dtype=torch.float32, device=codes.device)
+    return table[codes.long()]
+
+
+def decode_byte(code: int, fmt: FP8Format) -> float:
+    return decode_table(fmt)[int(code) & 0xFF]
+
+
+def is_nan_code(codes: torch.Tensor, fmt: FP8Format) -> torch.Tensor:
+    if fmt is FP8Format.E4M3FN:
+        return (codes & 0x7F) == 0x7F
+    return codes == 0x80
+
+
+def code_distance(a: torch.Tensor, b: torch.Tensor, fmt: FP8Format) -> torch.Tensor:
+    """Number of representable steps between two FP8 codes (int32); +0 and -0 are 0 apart.
+
+    A NaN against a number is NAN_DISTANCE; NaN against NaN is 0.
+    """
+
+    def ordinal(codes: torch.Tensor) -> torch.Tensor:
+        magnitude = (codes & 0x7F).to(torch.int32)
+        return torch.where((codes & 0x80) != 0, -magnitude, magnitude)
+
+    distance = (ordinal(a) - ordinal(b)).abs()
+    nan_a, nan_b = is_nan_code(a, fmt), is_nan_code(b, fmt)
+    distance = torch.where(nan_a | nan_b, torch.full_like(distance, NAN_DISTANCE), distance)
+    return torch.where(nan_a & nan_b, torch.zeros_like(distance), distance)

@@ -1,0 +1,102 @@
+"""Vectorized PyTorch emulations of the real writers' numerics (SPEC.md section 3).
+
+Each profile is a frozen description; `quantize` turns bf16 rows into FP8 codes and fp32 scales, and
+`make_writer` wraps it in the de-facto writer signature. Same code on CPU and CUDA.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from . import fp8
+from .cache import scatter_rows
+from .spec import CacheSpec, FP8Format, Layout, ScaleFormat
+
+SCALE_FLOOR = 1e-4  # s = max(amax, 1e-4) / DIV in every real writer
+FP32_MIN_NORMAL = 2.0**-126
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    divisor_fn: float  # DIV on e4m3fn
+    divisor_fnuz: float  # DIV on e4m3fnuz
+    reciprocal: bool  # value = x * fl(1/s) instead of x / s
+    flush_denormals: bool  # fp32 denormal inputs become (signed) zero
+    description: str
+
+    def divisor(self, fmt: FP8Format) -> float:
+        return self.divisor_fn if fmt is FP8Format.E4M3FN else self.divisor_fnuz
+
+
+AITER = Profile(
+    "aiter", 448.0, 240.0, reciprocal=True, flush_denormals=True,
+    description="aiter C++ op + shuffle_weight (PyTorch emulation): DIV = format max, x * (1/s), clamp, FTZ",
+)
+VLLM = Profile(
+    "vllm", 448.0, 224.0, reciprocal=False, flush_denormals=False,
+    description="vLLM writer numerics (PyTorch emulation): DIV 448 / 224, x / s",
+)
+
+
+def pow2_ceil(s: torch.Tensor) -> torch.Tensor:
+    """2 ** ceil(log2(s)) for positive fp32 s, exactly (from the bits, no log2 rounding)."""
+    mantissa, exponent = torch.frexp(s)  # s = mantissa * 2^exponent, mantissa in [0.5, 1)
+    exponent = torch.where(mantissa == 0.5, exponent - 1, exponent)
+    return torch.ldexp(torch.ones_like(s), exponent.to(s.dtype))
+
+
+def quantize(
+    k: torch.Tensor, *, profile: Profile, fmt: FP8Format, scale_fmt: ScaleFormat, quant_block_size: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(codes uint8 [T, head_dim], scales fp32 [T, head_dim/qbs]) of bf16 rows k [T, head_dim]."""
+    num_tokens, head_dim = k.shape
+    x = k.to(torch.float32).view(num_tokens, head_dim // quant_block_size, quant_block_size)
+    if profile.flush_denormals:
+        x = torch.where(x.abs() < FP32_MIN_NORMAL, torch.copysign(torch.zeros_like(x), x), x)
+    amax = x.abs().amax(dim=-1)
+    scale = amax.clamp(min=SCALE_FLOOR) / profile.divisor(fmt)
+    if scale_fmt is ScaleFormat.UE8M0:
+        scale = pow2_ceil(scale)
+    if profile.reciprocal:
+        y = x * (1.0 / scale).unsqueeze(-1)
+    else:
+        y = x / scale.unsqueeze(-1)
+    return fp8.encode(y, fmt).view(num_tokens, head_dim), scale
+
+
+def spec_of_call(
+    k: torch.Tensor, kv_cache: torch.Tensor, quant_block_size: int, scale_fmt: str | None,
+    fp8_dtype: torch.dtype, layout: str | None,
+) -> CacheSpec:
+    """The CacheSpec implied by a de-facto writer call."""
+    fmt = {torch.float8_e4m3fn: FP8Format.E4M3FN, torch.float8_e4m3fnuz: FP8Format.E4M3FNUZ}[fp8_dtype]
+    return CacheSpec(
+        num_blocks=kv_cache.shape[0],
+        block_size=kv_cache.shape[1],
+        head_dim=k.shape[1],
+        quant_block_size=quant_block_size,
+        fp8=fmt,
+        scale_fmt=ScaleFormat.UE8M0 if scale_fmt == "ue8m0" else ScaleFormat.FP32,
+        layout=Layout(layout) if layout else None,
+    )
+
+
+def make_writer(profile: Profile):
+    def writer(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *,
+               fp8_dtype=torch.float8_e4m3fn, layout=None):
+        spec = spec_of_call(k, kv_cache, quant_block_size, scale_fmt, fp8_dtype, layout)
+        codes, scales = quantize(
+            k, profile=profile, fmt=spec.fp8, scale_fmt=spec.scale_fmt, quant_block_size=quant_block_size
+        )
+        scatter_rows(spec, kv_cache, slot_mapping, codes, scales)
+
+    writer.__name__ = f"reference_{profile.name}_writer"
+    writer.__doc__ = profile.description
+    return writer
+
+
+aiter_writer = make_writer(AITER)
+vllm_writer = make_writer(VLLM)

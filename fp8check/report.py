@@ -1,0 +1,118 @@
+"""Renderers: results to rich renderables and to JSON-ready dicts. Nothing here prints."""
+
+from __future__ import annotations
+
+from importlib import metadata
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from .compare import CompareResult
+from .diff import BlockDiff
+
+MAX_ROWS = 16  # larger caches show their differing blocks first, then one summary row
+
+
+def versions() -> dict[str, str]:
+    out = {}
+    for name in ("torch", "triton", "fp8check"):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    try:  # the imported torch may not be the installed distribution (a source build, a device image)
+        import torch
+
+        out["torch"] = torch.__version__
+    except ImportError:
+        pass
+    return out
+
+
+def percent(part: int, whole: int) -> str:
+    return f"{100.0 * part / whole:.1f}%" if whole else "-"
+
+
+def side_label(name: str, emulated: bool) -> str:
+    return f"{name} (PyTorch emulation)" if emulated else name
+
+
+def rows_to_show(blocks: tuple[BlockDiff, ...], all_blocks: bool) -> list[BlockDiff]:
+    if all_blocks or len(blocks) <= MAX_ROWS:
+        return list(blocks)
+    differing = [b for b in blocks if b.diff]
+    return (differing or list(blocks))[:MAX_ROWS]
+
+
+def block_table(result: CompareResult, *, all_blocks: bool = False) -> Table:
+    title = (
+        f"{side_label(result.baseline.name, result.baseline.emulated)} vs "
+        f"{side_label(result.candidate.name, result.candidate.emulated)}: {result.spec.summary()}, on {result.device}"
+    )
+    table = Table(title=title, title_justify="left")
+    table.add_column("block", justify="right")
+    table.add_column("value bytes differ", justify="right")
+    table.add_column("%", justify="right")
+    table.add_column("scale bytes differ", justify="right")
+    shown = rows_to_show(result.diff.blocks, all_blocks)
+    for b in shown:
+        style = "red" if b.diff else "green"
+        table.add_row(
+            str(b.block), Text(f"{b.value_diff} / {b.value_total}", style=style),
+            percent(b.value_diff, b.value_total), Text(f"{b.scale_diff} / {b.scale_total}", style=style),
+        )
+    hidden = [b for b in result.diff.blocks if b not in shown]
+    if hidden:
+        differ = sum(1 for b in hidden if b.diff)
+        table.add_row("...", f"{len(hidden)} more blocks, {differ} differ", "", "")
+    return table
+
+
+def verdict(result: CompareResult) -> Text:
+    d = result.diff
+    if d.identical:
+        return Text(
+            f"IDENTICAL: 0 of {d.total_bytes} bytes differ in {len(d.blocks)} blocks "
+            f"({result.baseline.name} vs {result.candidate.name}, {result.inputs.source})",
+            style="bold green",
+        )
+    blocks = sum(1 for b in d.blocks if b.diff)
+    text = (
+        f"DIFFERENT: {d.diff_bytes} of {d.total_bytes} bytes differ ({percent(d.diff_bytes, d.total_bytes)}) "
+        f"in {blocks} of {len(d.blocks)} blocks"
+    )
+    if d.guard_diff:
+        text += f"; {d.guard_diff} bytes written outside the cache"
+    if d.first_mismatch is not None:
+        text += f"\nfirst mismatch: {d.first_mismatch.describe()}"
+    return Text(text, style="bold red")
+
+
+def render_compare(result: CompareResult, *, all_blocks: bool = False) -> Group:
+    return Group(block_table(result, all_blocks=all_blocks), verdict(result))
+
+
+def compare_json(result: CompareResult) -> dict:
+    d = result.diff
+    return {
+        "spec": result.spec.to_dict(),
+        "baseline": result.baseline.name,
+        "candidate": result.candidate.name,
+        "baseline_emulated": result.baseline.emulated,
+        "candidate_emulated": result.candidate.emulated,
+        "inputs": result.inputs.source,
+        "device": result.device,
+        "blocks": [
+            {"block": b.block, "value_diff": b.value_diff, "value_total": b.value_total,
+             "scale_diff": b.scale_diff, "scale_total": b.scale_total}
+            for b in d.blocks
+        ],
+        "guard_diff": d.guard_diff,
+        "diff_bytes": d.diff_bytes,
+        "total_bytes": d.total_bytes,
+        "identical": d.identical,
+        "first_mismatch": d.first_mismatch.to_dict() if d.first_mismatch else None,
+        "timings_s": result.timings,
+        "versions": versions(),
+    }

@@ -1,0 +1,202 @@
+"""The one description of an indexer K cache: formats, layout and all byte math (SPEC.md section 2)."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+from dataclasses import dataclass
+from typing import Any
+
+
+class SpecError(ValueError):
+    """An impossible or inconsistent cache description; the message is one line naming the field."""
+
+
+class FP8Format(enum.Enum):
+    E4M3FN = "e4m3fn"
+    E4M3FNUZ = "e4m3fnuz"
+
+    @property
+    def max(self) -> float:
+        return 448.0 if self is FP8Format.E4M3FN else 240.0
+
+    @property
+    def bias(self) -> int:
+        return 7 if self is FP8Format.E4M3FN else 8
+
+    @property
+    def nan_code(self) -> int:
+        return 0x7F if self is FP8Format.E4M3FN else 0x80
+
+    def torch_dtype(self):
+        import torch
+
+        return {FP8Format.E4M3FN: torch.float8_e4m3fn, FP8Format.E4M3FNUZ: torch.float8_e4m3fnuz}[self]
+
+
+class ScaleFormat(enum.Enum):
+    UE8M0 = "ue8m0"
+    FP32 = "fp32"
+
+    @property
+    def writer_arg(self) -> str | None:
+        """What the de-facto writer signature takes as `scale_fmt`."""
+        return "ue8m0" if self is ScaleFormat.UE8M0 else None
+
+
+class Layout(enum.Enum):
+    SHUFFLE = "shuffle"
+    LINEAR = "linear"
+
+
+class Region(enum.Enum):
+    VALUE = "value"
+    SCALE = "scale"
+
+
+@dataclass(frozen=True)
+class Coordinate:
+    """Where one byte of the cache lives, in the domain's words."""
+
+    block: int
+    region: Region
+    token: int
+    dim: int | None  # value region: the head dim
+    group: int | None  # scale region: the quant group
+    byte_in_block: int
+
+    def describe(self) -> str:
+        where = f"dim {self.dim}" if self.region is Region.VALUE else f"scale group {self.group}"
+        return f"block {self.block}, token {self.token}, {where} ({self.region.value} region, byte {self.byte_in_block})"
+
+
+@dataclass(frozen=True)
+class CacheSpec:
+    num_blocks: int = 3
+    block_size: int = 64
+    head_dim: int = 128
+    quant_block_size: int = 128
+    fp8: FP8Format = FP8Format.E4M3FN
+    scale_fmt: ScaleFormat = ScaleFormat.UE8M0
+    layout: Layout | None = None  # None: shuffle when block_size > 1, linear when 1 (vLLM's rule)
+
+    def __post_init__(self) -> None:
+        for name in ("num_blocks", "block_size", "head_dim", "quant_block_size"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise SpecError(f"{name} must be a positive integer, got {value!r}")
+        if self.head_dim % 16:
+            raise SpecError(f"head_dim must be a multiple of 16, got {self.head_dim}")
+        if self.head_dim % self.quant_block_size:
+            raise SpecError(
+                f"quant_block_size {self.quant_block_size} must divide head_dim {self.head_dim}"
+            )
+        if self.layout is None:
+            object.__setattr__(self, "layout", Layout.SHUFFLE if self.block_size > 1 else Layout.LINEAR)
+        if self.layout is Layout.SHUFFLE and self.block_size % 16:
+            raise SpecError(
+                f"layout shuffle needs block_size % 16 == 0 (MFMA 16x16 tiles), got block_size {self.block_size};"
+                " use --layout linear"
+            )
+
+    # ---- sizes -------------------------------------------------------------------------------
+    @property
+    def groups_per_token(self) -> int:
+        return self.head_dim // self.quant_block_size
+
+    @property
+    def row_bytes(self) -> int:
+        """The allocation shape's last dim: head_dim + 4 * head_dim / qbs."""
+        return self.head_dim + 4 * self.groups_per_token
+
+    @property
+    def value_bytes(self) -> int:
+        return self.block_size * self.head_dim
+
+    @property
+    def scale_bytes(self) -> int:
+        return 4 * self.block_size * self.groups_per_token
+
+    @property
+    def block_bytes(self) -> int:
+        return self.block_size * self.row_bytes
+
+    @property
+    def num_slots(self) -> int:
+        return self.num_blocks * self.block_size
+
+    # ---- byte math (scalar; SPEC.md section 2) -------------------------------------------------
+    def value_offset(self, token: int, dim: int) -> int:
+        """Byte of value (token, dim) inside its block."""
+        if self.layout is Layout.LINEAR:
+            return token * self.head_dim + dim
+        return (token // 16) * 16 * self.head_dim + (dim // 16) * 256 + (token % 16) * 16 + dim % 16
+
+    def scale_offset(self, token: int, group: int) -> int:
+        """First byte of the fp32 scale of (token, group) inside its block."""
+        return self.value_bytes + 4 * (token * self.groups_per_token + group)
+
+    def locate(self, byte_in_cache: int) -> Coordinate:
+        """Inverse of the byte math: a flat cache byte offset to its coordinate."""
+        block, byte = divmod(int(byte_in_cache), self.block_bytes)
+        if byte < self.value_bytes:
+            if self.layout is Layout.LINEAR:
+                token, dim = divmod(byte, self.head_dim)
+            else:
+                tile, rest = divmod(byte, 16 * self.head_dim)
+                dtile, rest = divmod(rest, 256)
+                t16, d16 = divmod(rest, 16)
+                token, dim = tile * 16 + t16, dtile * 16 + d16
+            return Coordinate(block, Region.VALUE, token, dim, None, byte)
+        token, group = divmod((byte - self.value_bytes) // 4, self.groups_per_token)
+        return Coordinate(block, Region.SCALE, token, None, group, byte)
+
+    # ---- byte math (vectorized) ------------------------------------------------------------------
+    def value_index(self, device=None):
+        """int64 [block_size, head_dim]: byte offset inside a block of every (token, dim)."""
+        import torch
+
+        t = torch.arange(self.block_size, device=device).view(-1, 1)
+        d = torch.arange(self.head_dim, device=device).view(1, -1)
+        if self.layout is Layout.LINEAR:
+            return t * self.head_dim + d
+        return (t // 16) * 16 * self.head_dim + (d // 16) * 256 + (t % 16) * 16 + d % 16
+
+    # ---- serialization ---------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        for key, value in out.items():
+            if isinstance(value, enum.Enum):
+                out[key] = value.value
+        return out
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "CacheSpec":
+        try:
+            return cls(
+                num_blocks=data["num_blocks"],
+                block_size=data["block_size"],
+                head_dim=data["head_dim"],
+                quant_block_size=data["quant_block_size"],
+                fp8=FP8Format(data["fp8"]),
+                scale_fmt=ScaleFormat(data["scale_fmt"]),
+                layout=Layout(data["layout"]),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            if isinstance(exc, SpecError):
+                raise
+            raise SpecError(f"malformed spec {data!r}: {exc}") from None
+
+    def replace(self, **changes: Any) -> "CacheSpec":
+        return dataclasses.replace(self, **changes)
+
+    def summary(self) -> str:
+        return (
+            f"{self.num_blocks} blocks x {self.block_size} tokens, head_dim {self.head_dim}, "
+            f"qbs {self.quant_block_size}, {self.fp8.value}, scales {self.scale_fmt.value}, "
+            f"{self.layout.value} layout"
+        )
