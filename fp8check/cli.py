@@ -91,11 +91,12 @@ def handled(fn):
         from .inputs import InputError
         from .producers import ProducerError
         from .spec import SpecError
+        from .table import ConfigError
 
         debug = kwargs.get("debug", False)
         try:
             return fn(*args, **kwargs)
-        except (Failure, SpecError, InputError, ProducerError, DeviceError) as exc:
+        except (Failure, SpecError, InputError, ProducerError, DeviceError, ConfigError) as exc:
             if debug:
                 traceback.print_exc()
             click.echo(f"fp8check: error: {exc}", err=True)
@@ -123,7 +124,7 @@ def cli():
 @cli.command()
 @spec_options
 @click.option("--baseline", default="reference", show_default=True, help="Producer name, or file:PATH:FUNC.")
-@click.option("--candidate", default="reference-vllm", show_default=True, help="Producer name, or file:PATH:FUNC.")
+@click.option("--candidate", default="triton", show_default=True, help="Producer name, or file:PATH:FUNC.")
 @click.option("--json", "json_path", type=click.Path(path_type=Path), default=None, help="Write the result as JSON.")
 @click.option("--all-blocks", is_flag=True, help="One table row per block, however many.")
 @handled
@@ -157,6 +158,36 @@ def record(producer, out_path, debug, **opts):
                  buffer=side.buffer, versions=report.versions())
     click.echo(f"recorded {side.name} ({spec.summary()}, {data.source}) to {out_path}")
     return EXIT_OK
+
+
+@cli.command()
+@spec_options
+@click.option("--config", "config_path", type=click.Path(path_type=Path), default=None,
+              help="TOML file with a [table] section (e.g. configs/seed-table.toml); options given here win.")
+@click.option("--baseline", default="reference", show_default=True, help="The C++ path (or its emulation).")
+@click.option("--buggy", default="triton-buggy", show_default=True)
+@click.option("--fixed", default="triton", show_default=True)
+@click.option("--json", "json_path", type=click.Path(path_type=Path), default=None, help="Write the table as JSON.")
+@click.option("--all-blocks", is_flag=True, help="One row per block, however many.")
+@handled
+def table(config_path, json_path, all_blocks, debug, **opts):
+    """The seed's table: buggy and fixed Triton wrappers against the C++ path, block by block."""
+    from . import producers, report
+    from .table import read_config, seed_table
+
+    if config_path is not None:
+        ctx = click.get_current_context()
+        for dest, value in read_config(config_path).items():
+            if ctx.get_parameter_source(dest) is click.core.ParameterSource.DEFAULT:
+                opts[dest] = value
+    spec, data, device = build(opts)
+    result = seed_table(
+        spec, baseline=producers.resolve(opts["baseline"]), buggy=producers.resolve(opts["buggy"]),
+        fixed=producers.resolve(opts["fixed"]), inputs=data, device=device,
+    )
+    Console().print(report.render_seed_table(result, all_blocks=all_blocks))
+    write_json(json_path, report.seed_table_json(result))
+    return EXIT_OK if result.passed else EXIT_DIFFER
 
 
 def main(argv: list[str] | None = None) -> int:

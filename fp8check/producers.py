@@ -53,10 +53,24 @@ def _reference_vllm() -> Producer:
     return Producer("reference-vllm", VLLM.description, vllm_writer, emulated=True)
 
 
+def _triton() -> Producer:
+    from .triton_writer import fixed_writer
+
+    return Producer("triton", "Triton writer (vLLM ROCm semantics), value region viewed as FP8", fixed_writer)
+
+
+def _triton_buggy() -> Producer:
+    from .triton_writer import buggy_writer
+
+    return Producer("triton-buggy", "Triton writer, the seed's buggy wrapper: value region passed as uint8", buggy_writer)
+
+
 # name -> (one-line description, loader). Loaders import lazily: the registry costs nothing to build.
 BUILTIN: dict[str, tuple[str, Callable[[], Producer]]] = {
     "reference": ("PyTorch emulation of aiter's C++ op + shuffle_weight", _reference),
     "reference-vllm": ("PyTorch emulation of vLLM's writer numerics (DIV 448/224, x / s)", _reference_vllm),
+    "triton": ("Triton writer with vLLM ROCm semantics, fixed wrapper (FP8 view)", _triton),
+    "triton-buggy": ("Triton writer, buggy wrapper (uint8 slice: integer conversion)", _triton_buggy),
 }
 
 

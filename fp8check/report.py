@@ -116,3 +116,55 @@ def compare_json(result: CompareResult) -> dict:
         "timings_s": result.timings,
         "versions": versions(),
     }
+
+
+def baseline_title(name: str, emulated: bool) -> str:
+    """How a table column names its baseline: honest about emulation."""
+    if name == "aiter":
+        return "C++ + shuffle_weight [real aiter]"
+    if name == "reference":
+        return "C++ + shuffle_weight [emulated]"
+    return side_label(name, emulated)
+
+
+def table_cell(b: BlockDiff) -> Text:
+    text = f"{b.value_diff} / {b.value_total} differ ({percent(b.value_diff, b.value_total)})"
+    if b.scale_diff:
+        text += f" + {b.scale_diff} scale bytes"
+    return Text(text, style="red" if b.diff else "green")
+
+
+def render_seed_table(table, *, all_blocks: bool = False) -> Group:
+    base = table.buggy.baseline
+    against = baseline_title(base.name, base.emulated)
+    grid = Table(title=f"{table.buggy.spec.summary()}, {table.buggy.inputs.source}, on {table.buggy.device}",
+                 title_justify="left")
+    grid.add_column("block", justify="right")
+    grid.add_column(f"BUGGY (uint8) vs {against}", justify="right")
+    grid.add_column(f"FIXED (fp8 view) vs {against}", justify="right")
+    shown = rows_to_show(table.buggy.diff.blocks, all_blocks)
+    for b in shown:
+        grid.add_row(str(b.block), table_cell(b), table_cell(table.fixed.diff.blocks[b.block]))
+    if len(shown) < len(table.buggy.diff.blocks):
+        grid.add_row("...", f"{len(table.buggy.diff.blocks) - len(shown)} more blocks", "")
+    if table.passed:
+        line = Text("PASS: the fixed wrapper matches byte for byte; the buggy wrapper differs", style="bold green")
+    elif not table.fixed.identical:
+        line = Text(f"FAIL: the fixed wrapper differs in {table.fixed.diff.diff_bytes} bytes", style="bold red")
+    else:
+        line = Text("FAIL: the buggy wrapper matches too: this table cannot tell the two apart", style="bold red")
+    return Group(grid, line)
+
+
+def seed_table_json(table) -> dict:
+    def column(result: CompareResult) -> dict:
+        payload = compare_json(result)
+        return {key: payload[key] for key in ("candidate", "blocks", "diff_bytes", "identical", "first_mismatch")}
+
+    base = compare_json(table.buggy)
+    return {
+        "spec": base["spec"], "baseline": base["baseline"], "baseline_emulated": base["baseline_emulated"],
+        "inputs": base["inputs"], "device": base["device"],
+        "buggy": column(table.buggy), "fixed": column(table.fixed), "passed": table.passed,
+        "versions": base["versions"],
+    }
