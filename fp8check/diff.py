@@ -103,16 +103,17 @@ def mismatch_at(spec: CacheSpec, baseline: torch.Tensor, candidate: torch.Tensor
 def diff_caches(spec: CacheSpec, baseline: CacheBuffer, candidate: CacheBuffer) -> DiffResult:
     a, b = baseline.flat, candidate.flat
     differs = a != b
-    value_diff = differs[:, : spec.value_bytes].sum(dim=1)
-    scale_diff = differs[:, spec.value_bytes : spec.value_bytes + spec.scale_bytes].sum(dim=1)
+    value_diff = torch.count_nonzero(differs[:, : spec.value_bytes], dim=1)
+    scale_diff = torch.count_nonzero(differs[:, spec.value_bytes : spec.value_bytes + spec.scale_bytes], dim=1)
     counts = torch.stack([value_diff, scale_diff]).cpu().tolist()
     guard_diff = int((baseline.guards != candidate.guards).sum())
     blocks = tuple(
         BlockDiff(i, counts[0][i], spec.value_bytes, counts[1][i], spec.scale_bytes) for i in range(spec.num_blocks)
     )
     first = None
-    if any(counts[0]) or any(counts[1]):
-        # argmax returns the first maximal element: the first differing byte in cache order.
-        index = int(torch.argmax(differs.view(-1).to(torch.uint8)))
+    block = next((i for i in range(spec.num_blocks) if counts[0][i] or counts[1][i]), None)
+    if block is not None:
+        # argmax returns the first maximal element: the first differing byte of the first differing block.
+        index = block * spec.block_bytes + int(torch.argmax(differs[block].to(torch.uint8)))
         first = mismatch_at(spec, a, b, index)
     return DiffResult(spec, blocks, guard_diff, first)

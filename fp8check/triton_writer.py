@@ -23,7 +23,7 @@ import triton.language as tl
 from .spec import FP8Format, Layout
 
 DIVISOR = {FP8Format.E4M3FN: 448.0, FP8Format.E4M3FNUZ: 224.0}
-TOKENS_PER_PROGRAM = {"cpu": 256, "cuda": 4}
+TOKENS_PER_PROGRAM = {"cpu": 256, "cuda": 16}  # cuda: measured best on an H200 (docs/PERFORMANCE.md)
 
 
 def _quant_and_cache(
@@ -98,7 +98,7 @@ def check(spec, device: torch.device) -> None:
             )
         return
     try:
-        require()
+        require(spec.fp8)
     except ExactConversionError as exc:
         raise ProducerError(str(exc)) from None
 
