@@ -50,7 +50,7 @@ def block_table(result: CompareResult, *, all_blocks: bool = False) -> Table:
         f"{side_label(result.baseline.name, result.baseline.emulated)} vs "
         f"{side_label(result.candidate.name, result.candidate.emulated)}: {result.spec.summary()}, on {result.device}"
     )
-    table = Table(title=title, title_justify="left")
+    table = Table(title=Text(title), title_justify="left")
     table.add_column("block", justify="right")
     table.add_column("value bytes differ", justify="right")
     table.add_column("%", justify="right")
@@ -137,11 +137,11 @@ def table_cell(b: BlockDiff) -> Text:
 def render_seed_table(table, *, all_blocks: bool = False) -> Group:
     base = table.buggy.baseline
     against = baseline_title(base.name, base.emulated)
-    grid = Table(title=f"{table.buggy.spec.summary()}, {table.buggy.inputs.source}, on {table.buggy.device}",
+    grid = Table(title=Text(f"{table.buggy.spec.summary()}, {table.buggy.inputs.source}, on {table.buggy.device}"),
                  title_justify="left")
     grid.add_column("block", justify="right")
-    grid.add_column(f"BUGGY (uint8) vs {against}", justify="right")
-    grid.add_column(f"FIXED (fp8 view) vs {against}", justify="right")
+    grid.add_column(Text(f"BUGGY (uint8) vs {against}"), justify="right")  # Text: brackets are not markup
+    grid.add_column(Text(f"FIXED (fp8 view) vs {against}"), justify="right")
     shown = rows_to_show(table.buggy.diff.blocks, all_blocks)
     for b in shown:
         grid.add_row(str(b.block), table_cell(b), table_cell(table.fixed.diff.blocks[b.block]))
