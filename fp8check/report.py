@@ -46,11 +46,7 @@ def rows_to_show(blocks: tuple[BlockDiff, ...], all_blocks: bool) -> list[BlockD
 
 
 def block_table(result: CompareResult, *, all_blocks: bool = False) -> Table:
-    title = (
-        f"{side_label(result.baseline.name, result.baseline.emulated)} vs "
-        f"{side_label(result.candidate.name, result.candidate.emulated)}: {result.spec.summary()}, on {result.device}"
-    )
-    table = Table(title=Text(title), title_justify="left")
+    table = Table()
     table.add_column("block", justify="right")
     table.add_column("value bytes differ", justify="right")
     table.add_column("%", justify="right")
@@ -73,8 +69,7 @@ def verdict(result: CompareResult) -> Text:
     d = result.diff
     if d.identical:
         return Text(
-            f"IDENTICAL: 0 of {d.total_bytes} bytes differ in {len(d.blocks)} blocks "
-            f"({result.baseline.name} vs {result.candidate.name}, {result.inputs.source})",
+            f"IDENTICAL: 0 of {d.total_bytes} bytes differ in {len(d.blocks)} blocks",
             style="bold green",
         )
     blocks = sum(1 for b in d.blocks if b.diff)
@@ -89,8 +84,18 @@ def verdict(result: CompareResult) -> Text:
     return Text(text, style="bold red")
 
 
+def header(result: CompareResult) -> Text:
+    """Who ran against whom, on what: printed above the table (not as its title, which wraps to its width)."""
+    text = Text()
+    text.append(side_label(result.baseline.name, result.baseline.emulated), style="bold")
+    text.append(" vs ")
+    text.append(side_label(result.candidate.name, result.candidate.emulated), style="bold")
+    text.append(f"\n{result.spec.summary()}; {result.inputs.source}; on {result.device}")
+    return text
+
+
 def render_compare(result: CompareResult, *, all_blocks: bool = False) -> Group:
-    return Group(block_table(result, all_blocks=all_blocks), verdict(result))
+    return Group(header(result), block_table(result, all_blocks=all_blocks), verdict(result))
 
 
 def compare_json(result: CompareResult) -> dict:

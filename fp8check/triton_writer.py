@@ -85,6 +85,8 @@ def check(spec, device: torch.device) -> None:
     from .producers import ProducerError
     from .triton_exact import ExactConversionError, require
 
+    if not hasattr(tl.standard, "_elementwise_max"):
+        raise ProducerError(f"Triton {triton.__version__} has no tl.standard._elementwise_max; this writer needs it")
     if spec.quant_block_size != spec.head_dim:
         raise ProducerError(
             f"the vLLM Triton writer computes one scale per token over all head_dim; it needs --qbs {spec.head_dim}"
