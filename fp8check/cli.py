@@ -110,9 +110,18 @@ def handled(fn):
     return wrapper
 
 
+def check_writable(path: Path | None, option: str) -> None:
+    """Refuse an output path whose folder is missing before any work is done."""
+    if path is not None and not path.parent.is_dir():
+        raise Failure(f"{option} {path}: folder {path.parent} does not exist")
+
+
 def write_json(path: Path | None, payload: dict) -> None:
     if path is not None:
-        path.write_text(json.dumps(payload, indent=2, sort_keys=False) + "\n")
+        try:
+            path.write_text(json.dumps(payload, indent=2, sort_keys=False) + "\n")
+        except OSError as exc:
+            raise Failure(f"--json {path}: cannot write ({exc.strerror})") from None
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -121,9 +130,49 @@ def cli():
     """Byte-exact checks of FP8 indexer K-cache writers (DeepSeek-V3.2 sparse attention)."""
 
 
+GOLDEN = "golden:"
+# With --baseline golden:FILE the file holds the spec and the inputs: spec options given explicitly must
+# agree with it (spec field -> flag), input options cannot be given at all.
+GOLDEN_SPEC_FLAGS = {
+    "num_blocks": "--num-blocks", "block_size": "--block", "head_dim": "--head-dim", "quant_block_size": "--qbs",
+    "fp8": "--fp8", "scale_fmt": "--scale-fmt", "layout": "--layout",
+}
+GOLDEN_INPUT_FLAGS = {"seed": "--seed", "slots": "--slots", "input_path": "--input"}
+
+
+def given_explicitly(opts: dict) -> set[str]:
+    """The options of `opts` the user typed (or set through the environment), not left at their default."""
+    ctx = click.get_current_context()
+    defaults = (click.core.ParameterSource.DEFAULT, click.core.ParameterSource.DEFAULT_MAP)
+    return {name for name in opts if ctx.get_parameter_source(name) not in defaults}
+
+
+def replay_golden(baseline: str, opts: dict):
+    """(spec, inputs, device, baseline Side) of --baseline golden:FILE: the recorded spec, inputs and bytes."""
+    from . import golden
+    from .compare import resolve_device
+
+    path_text = baseline[len(GOLDEN):]
+    if not path_text:
+        raise Failure("--baseline golden:FILE needs a file")
+    path = Path(path_text)
+    given = given_explicitly(opts)
+    for name, flag in GOLDEN_INPUT_FLAGS.items():
+        if name in given:
+            raise Failure(f"{flag} cannot be combined with --baseline {baseline}: the recorded inputs are replayed")
+    recorded = golden.read(path)
+    golden.check_options(
+        path, recorded.spec, {name: (flag, opts[name]) for name, flag in GOLDEN_SPEC_FLAGS.items() if name in given}
+    )
+    device = resolve_device(opts["device"])
+    return recorded.spec, recorded.inputs, device, golden.as_side(recorded, path, device)
+
+
 @cli.command()
 @spec_options
-@click.option("--baseline", default="reference", show_default=True, help="Producer name, or file:PATH:FUNC.")
+@click.option("--baseline", default="auto", show_default=True,
+              help="Producer name; auto (aiter where it can run, else its emulation reference); golden:FILE"
+                   " (bytes recorded by `fp8check record`); or file:PATH:FUNC.")
 @click.option("--candidate", default="triton", show_default=True, help="Producer name, or file:PATH:FUNC.")
 @click.option("--json", "json_path", type=click.Path(path_type=Path), default=None, help="Write the result as JSON.")
 @click.option("--all-blocks", is_flag=True, help="One table row per block, however many.")
@@ -133,10 +182,13 @@ def compare(baseline, candidate, json_path, all_blocks, debug, **opts):
     from . import producers, report
     from .compare import compare as run_compare
 
-    spec, data, device = build(opts)
-    result = run_compare(
-        spec, baseline=producers.resolve(baseline), candidate=producers.resolve(candidate), inputs=data, device=device
-    )
+    check_writable(json_path, "--json")
+    if baseline.startswith(GOLDEN):
+        spec, data, device, base = replay_golden(baseline, opts)
+    else:
+        spec, data, device = build(opts)
+        base = producers.resolve(baseline)
+    result = run_compare(spec, baseline=base, candidate=producers.resolve(candidate), inputs=data, device=device)
     Console().print(report.render_compare(result, all_blocks=all_blocks))
     write_json(json_path, report.compare_json(result))
     return EXIT_OK if result.identical else EXIT_DIFFER
@@ -152,6 +204,7 @@ def record(producer, out_path, debug, **opts):
     from . import golden, producers, report
     from .compare import run_side
 
+    check_writable(out_path, "--out")
     spec, data, device = build(opts)
     side = run_side(producers.resolve(producer), spec, data.to(device), device)
     golden.write(out_path, spec=spec, producer=side.name, emulated=side.emulated, inputs=data,
@@ -175,6 +228,7 @@ def table(config_path, json_path, all_blocks, debug, **opts):
     from . import producers, report
     from .table import read_config, seed_table
 
+    check_writable(json_path, "--json")
     if config_path is not None:
         ctx = click.get_current_context()
         for dest, value in read_config(config_path).items():
@@ -188,6 +242,33 @@ def table(config_path, json_path, all_blocks, debug, **opts):
     Console().print(report.render_seed_table(result, all_blocks=all_blocks))
     write_json(json_path, report.seed_table_json(result))
     return EXIT_OK if result.passed else EXIT_DIFFER
+
+
+def _requirements(ctx, param, values):
+    from .doctor import requirable
+
+    known = requirable()
+    unknown = [v for v in values if v not in known]
+    if unknown:
+        raise click.BadParameter(f"unknown {', '.join(unknown)}; known: {', '.join(known)}")
+    return tuple(values)
+
+
+@cli.command()
+@click.option("--require", "required", multiple=True, metavar="NAME", callback=_requirements,
+              help="Exit 1 unless NAME works here: a producer name, gpu, triton-exact or triton-exact:FMT."
+                   " Repeatable.")
+@click.option("--json", "json_path", type=click.Path(path_type=Path), default=None, help="Write the findings as JSON.")
+@click.option("--debug", is_flag=True, help="Show tracebacks.")
+@handled
+def doctor(required, json_path, debug):
+    """What can run here: every producer and why not, versions, device, FP8 format, Triton exactness."""
+    from . import doctor as doctor_mod
+
+    found = doctor_mod.diagnose(required)
+    Console().print(doctor_mod.render(found))
+    write_json(json_path, doctor_mod.to_json(found))
+    return EXIT_DIFFER if found.unmet else EXIT_OK
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -93,6 +93,25 @@ def read(path: Path) -> Golden:
     return Golden(spec, metadata.get("producer", "?"), metadata.get("emulated") == "true", inputs, kv_cache, metadata)
 
 
+def check_options(path: Path, spec: CacheSpec, given: dict[str, tuple[str, object]]) -> None:
+    """Spec options typed on the command line must agree with the spec the golden file was recorded with.
+
+    `given`: spec field -> (flag, value) for each option given explicitly; enum fields as their values.
+    """
+    recorded = spec.to_dict()
+    for field, (flag, value) in given.items():
+        if value != recorded[field]:
+            raise GoldenError(f"{flag} {value} contradicts {path}, recorded with {field} {recorded[field]}")
+
+
+def as_side(golden: Golden, path: Path, device):
+    """The recorded bytes as a finished baseline Side for compare(), named after the recording producer."""
+    from .compare import Side
+
+    return Side(f"{golden.producer} (golden {path.name})", f"recorded in {path}", golden.emulated,
+                as_buffer(golden, device))
+
+
 def as_buffer(golden: Golden, device) -> CacheBuffer:
     """The recorded bytes in a poisoned buffer (guards as a fresh allocation has them)."""
     buffer = CacheBuffer.allocate(golden.spec, device)

@@ -7,6 +7,8 @@ A writer is `fn(k, kv_cache, slot_mapping, quant_block_size, scale_fmt)` writing
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
 import importlib.util
 import inspect
 import sys
@@ -65,13 +67,60 @@ def _triton_buggy() -> Producer:
     return Producer("triton-buggy", "Triton writer, the seed's buggy wrapper: value region passed as uint8", buggy_writer)
 
 
+def _adapter(module_name: str) -> Callable[[], Producer]:
+    """The loader of a real writer that may not be installed (fp8check/adapters/)."""
+
+    def load() -> Producer:
+        return importlib.import_module(f".adapters.{module_name}", __package__).producer()
+
+    return load
+
+
+def _adapter_availability(module_name: str) -> Callable[[], tuple[bool, str]]:
+    def probe() -> tuple[bool, str]:
+        return importlib.import_module(f".adapters.{module_name}", __package__).availability()
+
+    return probe
+
+
 # name -> (one-line description, loader). Loaders import lazily: the registry costs nothing to build.
 BUILTIN: dict[str, tuple[str, Callable[[], Producer]]] = {
     "reference": ("PyTorch emulation of aiter's C++ op + shuffle_weight", _reference),
     "reference-vllm": ("PyTorch emulation of vLLM's writer numerics (DIV 448/224, x / s)", _reference_vllm),
     "triton": ("Triton writer with vLLM ROCm semantics, fixed wrapper (FP8 view)", _triton),
     "triton-buggy": ("Triton writer, buggy wrapper (uint8 slice: integer conversion)", _triton_buggy),
+    "aiter": ("ROCm aiter's C++ op indexer_k_quant_and_cache (preshuffle, or row-major + shuffle_weight)",
+              _adapter("aiter")),
+    "vllm-triton": ("vLLM's Triton writer indexer_k_quant_and_cache_triton (installed vLLM)", _adapter("vllm_triton")),
+    "vllm-cuda": ("vLLM's C++ op torch.ops._C_cache_ops.indexer_k_quant_and_cache (row-major)", _adapter("vllm_cuda")),
 }
+
+# name -> availability probe: (ok, one-line reason), never raises, imports lazily. A name without one
+# is always available.
+AVAILABILITY: dict[str, Callable[[], tuple[bool, str]]] = {
+    "aiter": _adapter_availability("aiter"),
+    "vllm-triton": _adapter_availability("vllm_triton"),
+    "vllm-cuda": _adapter_availability("vllm_cuda"),
+}
+
+# The default baseline: the real aiter op where it can run, its PyTorch emulation `reference` elsewhere.
+AUTO = "auto"
+
+
+def available(name: str) -> tuple[bool, str]:
+    """(ok, one-line reason) for a registry name."""
+    if name not in BUILTIN:
+        return False, f"unknown producer {name!r}"
+    probe = AVAILABILITY.get(name)
+    return probe() if probe is not None else (True, "built in")
+
+
+def _auto() -> Producer:
+    ok, reason = available("aiter")
+    if ok:
+        return BUILTIN["aiter"][1]()
+    fallback = BUILTIN["reference"][1]()
+    return dataclasses.replace(fallback, description=f"{fallback.description} (auto: aiter unavailable: {reason})")
 
 
 def names() -> list[str]:
@@ -111,8 +160,13 @@ def load_plugin(spec_text: str) -> Producer:
 def resolve(name: str) -> Producer:
     if name.startswith("file:"):
         return load_plugin(name)
+    if name == AUTO:
+        return _auto()
     if name not in BUILTIN:
-        raise ProducerError(f"unknown producer {name!r}; known: {', '.join(names())}, file:PATH:FUNC")
+        raise ProducerError(f"unknown producer {name!r}; known: {', '.join(names())}, {AUTO}, file:PATH:FUNC")
+    ok, reason = available(name)
+    if not ok:
+        raise ProducerError(f"producer {name!r} is unavailable: {reason}")
     return BUILTIN[name][1]()
 
 

@@ -45,7 +45,8 @@ def pow2_ceil(s: torch.Tensor) -> torch.Tensor:
     """2 ** ceil(log2(s)) for positive fp32 s, exactly (from the bits, no log2 rounding)."""
     mantissa, exponent = torch.frexp(s)  # s = mantissa * 2^exponent, mantissa in [0.5, 1)
     exponent = torch.where(mantissa == 0.5, exponent - 1, exponent)
-    return torch.ldexp(torch.ones_like(s), exponent.to(s.dtype))
+    # frexp(inf) gives exponent 0 (scale 1); the writers' exp2(ceil(log2(s))) keeps an inf or NaN s
+    return torch.where(torch.isfinite(s), torch.ldexp(torch.ones_like(s), exponent.to(s.dtype)), s)
 
 
 def quantize(

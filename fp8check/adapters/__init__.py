@@ -1,0 +1,38 @@
+"""Producers around real writers that may or may not be installed (aiter, vLLM).
+
+Each adapter module offers `availability() -> (ok, reason)` that never raises and imports the real
+library only when called, and `producer()` that builds the registry's Producer or raises
+ProducerError with the same reason. Nothing here runs at import time.
+"""
+
+from __future__ import annotations
+
+
+class Unavailable(Exception):
+    """A real writer that cannot be used here; the message is one line saying why."""
+
+
+def first_line(exc: BaseException) -> str:
+    """`Type: first line of the message`, for reasons that must stay one line."""
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
+
+
+def import_vllm():
+    """(the vllm module, its version), or Unavailable saying why."""
+    import importlib
+    import importlib.metadata
+
+    try:
+        module = importlib.import_module("vllm")
+    except ModuleNotFoundError as exc:
+        if exc.name == "vllm":
+            raise Unavailable("vLLM is not installed") from None
+        raise Unavailable(f"import vllm failed: {first_line(exc)}") from None
+    except Exception as exc:  # vLLM's own import code failed: keep its cause
+        raise Unavailable(f"import vllm failed: {first_line(exc)}") from None
+    try:
+        version = importlib.metadata.version("vllm")
+    except importlib.metadata.PackageNotFoundError:
+        version = str(getattr(module, "__version__", "unknown version"))
+    return module, version

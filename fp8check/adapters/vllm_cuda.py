@@ -1,0 +1,101 @@
+"""vLLM's C++ op `torch.ops._C_cache_ops.indexer_k_quant_and_cache` as the producer `vllm-cuda`.
+
+Registered by importing `vllm._C` (schema: `(Tensor k, Tensor! kv_cache, Tensor slot_mapping,
+int quant_block_size, str kv_cache_dtype)`; the last argument is the scale format, a string). It writes
+row-major only, in the FP8 format its build targets (SPEC.md section 3).
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from ..producers import Producer, ProducerError
+from ..spec import CacheSpec, Layout
+from . import Unavailable, first_line, import_vllm
+from .platform import Platform, probe
+
+NAME = "vllm-cuda"
+EXTENSION = "vllm._C"
+
+
+@dataclass(frozen=True)
+class Found:
+    op: Callable[..., None]
+    version: str
+
+
+def load() -> Found:
+    _, version = import_vllm()
+    try:
+        importlib.import_module(EXTENSION)
+    except ModuleNotFoundError as exc:
+        if exc.name == EXTENSION:
+            raise Unavailable(f"vLLM {version} has no compiled extension {EXTENSION} (a CPU-only or source tree?)") from None
+        raise Unavailable(f"import {EXTENSION} failed: {first_line(exc)}") from None
+    except Exception as exc:  # a compiled extension fails with OSError/ImportError on ABI mismatches
+        raise Unavailable(f"import {EXTENSION} failed: {first_line(exc)}") from None
+    try:
+        op = torch.ops._C_cache_ops.indexer_k_quant_and_cache
+    except (AttributeError, RuntimeError):
+        raise Unavailable(
+            f"vLLM {version}: {EXTENSION} registers no torch.ops._C_cache_ops.indexer_k_quant_and_cache"
+            " (older than DeepSeek-V3.2 support?)"
+        ) from None
+    return Found(op, version)
+
+
+def require_gpu(platform: Platform) -> None:
+    if not platform.gpu:
+        raise Unavailable("the op runs on a GPU, and torch sees none (torch.cuda.is_available() is False)")
+
+
+def availability(platform: Platform | None = None) -> tuple[bool, str]:
+    """(ok, one-line reason). Never raises."""
+    try:
+        found = load()
+    except Unavailable as exc:
+        return False, str(exc)
+    platform = platform or probe()
+    try:
+        require_gpu(platform)
+    except Unavailable as exc:
+        return False, f"vLLM {found.version} found, but {exc}"
+    return True, f"vLLM {found.version}: torch.ops._C_cache_ops.indexer_k_quant_and_cache on {platform.arch}"
+
+
+@dataclass(frozen=True)
+class VllmCudaWriter:
+    found: Found
+    platform: Platform
+
+    def check(self, spec: CacheSpec, device: torch.device) -> None:
+        if device.type != self.platform.torch_device:
+            raise ProducerError(f"producer {NAME!r} runs on the GPU, not on {device}: use --device cuda")
+        if spec.layout is not Layout.LINEAR:
+            raise ProducerError(f"producer {NAME!r} writes row-major only: run with --layout linear")
+        if spec.fp8 is not self.platform.fp8:
+            raise ProducerError(
+                f"producer {NAME!r} writes {self.platform.fp8.value} on {self.platform.arch}, not {spec.fp8.value}:"
+                f" run with --fp8 {self.platform.fp8.value}"
+            )
+
+    def __call__(self, k, kv_cache, slot_mapping, quant_block_size, scale_fmt):
+        self.found.op(k, kv_cache, slot_mapping, quant_block_size, scale_fmt or "")
+
+
+def make_producer(found: Found, platform: Platform) -> Producer:
+    return Producer(
+        NAME, f"vLLM {found.version} _C_cache_ops.indexer_k_quant_and_cache on {platform.arch}",
+        VllmCudaWriter(found, platform),
+    )
+
+
+def producer() -> Producer:
+    ok, reason = availability()
+    if not ok:
+        raise ProducerError(f"producer {NAME!r} is unavailable: {reason}")
+    return make_producer(load(), probe())

@@ -1,0 +1,110 @@
+"""vLLM's Triton writer `indexer_k_quant_and_cache_triton` as the producer `vllm-triton` (SPEC.md 1-3).
+
+It lives in vLLM's ROCm sparse-MLA ops module (`vllm/v1/attention/ops/rocm_aiter_mla_sparse.py`;
+`vllm/attention/ops/` in older trees). vLLM chooses its FP8 format from the GPU (e4m3fnuz iff the arch
+contains gfx94) and its layout from the block size (SHUFFLE when block_size > 1, else row-major).
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from ..producers import Producer, ProducerError
+from ..spec import CacheSpec, Layout
+from . import Unavailable, first_line, import_vllm
+from .platform import Platform, probe
+
+NAME = "vllm-triton"
+FUNCTION = "indexer_k_quant_and_cache_triton"
+MODULES = ("vllm.v1.attention.ops.rocm_aiter_mla_sparse", "vllm.attention.ops.rocm_aiter_mla_sparse")
+
+
+@dataclass(frozen=True)
+class Found:
+    fn: Callable[..., None]
+    where: str  # module.function
+    version: str
+
+
+def load() -> Found:
+    _, version = import_vllm()
+    problems = []
+    for name in MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name is not None and (name == exc.name or name.startswith(exc.name + ".")):
+                problems.append(f"no {name}")
+                continue
+            problems.append(f"import {name} failed: {first_line(exc)}")
+            continue
+        except Exception as exc:  # vLLM's module failed in its own import code (platform checks, deps)
+            problems.append(f"import {name} failed: {first_line(exc)}")
+            continue
+        fn = getattr(module, FUNCTION, None)
+        if callable(fn):
+            return Found(fn, f"{name}.{FUNCTION}", version)
+        problems.append(f"{name} has no {FUNCTION}")
+    raise Unavailable(f"vLLM {version} has no usable {FUNCTION}: {'; '.join(problems)}")
+
+
+def require_gpu(platform: Platform) -> None:
+    if not platform.gpu:
+        raise Unavailable("it runs on a GPU, and torch sees none (torch.cuda.is_available() is False)")
+
+
+def availability(platform: Platform | None = None) -> tuple[bool, str]:
+    """(ok, one-line reason). Never raises."""
+    try:
+        found = load()
+    except Unavailable as exc:
+        return False, str(exc)
+    platform = platform or probe()
+    try:
+        require_gpu(platform)
+    except Unavailable as exc:
+        return False, f"vLLM {found.version} found, but {exc}"
+    return True, f"vLLM {found.version}: {found.where} on {platform.arch} ({platform.fp8.value})"
+
+
+def vllm_layout(block_size: int) -> Layout:
+    return Layout.SHUFFLE if block_size > 1 else Layout.LINEAR
+
+
+@dataclass(frozen=True)
+class VllmTritonWriter:
+    found: Found
+    platform: Platform
+
+    def check(self, spec: CacheSpec, device: torch.device) -> None:
+        if device.type != self.platform.torch_device:
+            raise ProducerError(f"producer {NAME!r} runs on the GPU, not on {device}: use --device cuda")
+        if spec.fp8 is not self.platform.fp8:
+            raise ProducerError(
+                f"producer {NAME!r}: vLLM writes {self.platform.fp8.value} on {self.platform.arch}, not"
+                f" {spec.fp8.value}: run with --fp8 {self.platform.fp8.value}"
+            )
+        expected = vllm_layout(spec.block_size)
+        if spec.layout is not expected:
+            raise ProducerError(
+                f"producer {NAME!r}: vLLM writes the {expected.value} layout for block_size {spec.block_size},"
+                f" not {spec.layout.value}: leave --layout at its default"
+            )
+
+    def __call__(self, k, kv_cache, slot_mapping, quant_block_size, scale_fmt):
+        self.found.fn(k, kv_cache, slot_mapping, quant_block_size, scale_fmt)
+
+
+def make_producer(found: Found, platform: Platform) -> Producer:
+    return Producer(NAME, f"vLLM {found.version} {found.where} on {platform.arch}", VllmTritonWriter(found, platform))
+
+
+def producer() -> Producer:
+    ok, reason = availability()
+    if not ok:
+        raise ProducerError(f"producer {NAME!r} is unavailable: {reason}")
+    return make_producer(load(), probe())

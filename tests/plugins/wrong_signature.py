@@ -1,0 +1,5 @@
+"""A plugin whose function cannot take the de-facto writer arguments."""
+
+
+def writer(k, kv_cache):
+    pass
