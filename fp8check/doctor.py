@@ -31,12 +31,12 @@ class Check:
     name: str
     ok: bool
     detail: str
+    description: str = ""  # what the thing is (producers)
 
 
 @dataclass(frozen=True)
 class DoctorReport:
     producers: tuple[Check, ...]  # name = producer name
-    descriptions: tuple[str, ...]  # one per producer, same order
     auto_baseline: str
     versions: tuple[tuple[str, str], ...]
     platform: Platform
@@ -67,18 +67,17 @@ def requirable() -> list[str]:
     return [*producers.names(), GPU, TRITON_EXACT, *(f"{TRITON_EXACT}:{fmt.value}" for fmt in FP8Format)]
 
 
-def producer_checks() -> tuple[tuple[Check, ...], tuple[str, ...]]:
+def producer_checks() -> tuple[Check, ...]:
     from . import producers
 
-    checks, descriptions = [], []
+    checks = []
     for name in producers.names():
         try:
             ok, reason = producers.available(name)
         except Exception as exc:  # an availability probe must not raise; if one does, that is the fact
             ok, reason = False, f"availability check raised {first_line(exc)}"
-        checks.append(Check(name, ok, reason))
-        descriptions.append(producers.BUILTIN[name][0])
-    return tuple(checks), tuple(descriptions)
+        checks.append(Check(name, ok, reason, producers.BUILTIN[name][0]))
+    return tuple(checks)
 
 
 def auto_baseline(checks: tuple[Check, ...]) -> str:
@@ -98,7 +97,10 @@ def triton_exact_checks() -> tuple[Check, ...]:
         return tuple(Check(fmt.value, False, f"import failed: {first_line(exc)}") for fmt in FP8Format)
     except Exception as exc:
         return tuple(Check(fmt.value, False, f"import failed: {first_line(exc)}") for fmt in FP8Format)
-    per_format = bool(inspect.signature(module.check).parameters)
+    try:
+        per_format = bool(inspect.signature(module.check).parameters)
+    except (AttributeError, TypeError, ValueError) as exc:
+        return tuple(Check(fmt.value, False, f"no usable check(): {first_line(exc)}") for fmt in FP8Format)
     checks = []
     for fmt in FP8Format:
         try:
@@ -109,7 +111,7 @@ def triton_exact_checks() -> tuple[Check, ...]:
     return tuple(checks)
 
 
-def versions(platform: Platform) -> tuple[tuple[str, str], ...]:
+def versions() -> tuple[tuple[str, str], ...]:
     import torch
 
     from .report import versions as package_versions
@@ -132,10 +134,10 @@ def diagnose(required: tuple[str, ...] = ()) -> DoctorReport:
     if unknown:
         raise ValueError(f"unknown requirement(s) {', '.join(unknown)}; known: {', '.join(requirable())}")
     platform = probe()
-    checks, descriptions = producer_checks()
+    checks = producer_checks()
     return DoctorReport(
-        producers=checks, descriptions=descriptions, auto_baseline=auto_baseline(checks),
-        versions=versions(platform), platform=platform, triton_exact=triton_exact_checks(),
+        producers=checks, auto_baseline=auto_baseline(checks),
+        versions=versions(), platform=platform, triton_exact=triton_exact_checks(),
         required=tuple(required),
     )
 
@@ -178,8 +180,8 @@ def to_json(report: DoctorReport) -> dict:
     p = report.platform
     return {
         "producers": [
-            {"name": c.name, "available": c.ok, "reason": c.detail, "description": d}
-            for c, d in zip(report.producers, report.descriptions)
+            {"name": c.name, "available": c.ok, "reason": c.detail, "description": c.description}
+            for c in report.producers
         ],
         "auto_baseline": report.auto_baseline,
         "versions": dict(report.versions),

@@ -18,6 +18,14 @@ from .spec import FP8Format
 NAN_DISTANCE = 255
 
 
+def exp2_int(exponent: torch.Tensor) -> torch.Tensor:
+    """2.0 ** exponent as fp32, built from the bits (exact on every device, unlike pow-based ldexp).
+
+    Valid for integer exponents in [-126, 128]; 128 gives inf.
+    """
+    return ((exponent.to(torch.int32) + 127) << 23).view(torch.float32)
+
+
 def _min_exponent(fmt: FP8Format) -> int:
     """Exponent of the smallest normal number: 2**(1 - bias)."""
     return 1 - fmt.bias
@@ -34,7 +42,7 @@ def encode(x: torch.Tensor, fmt: FP8Format) -> torch.Tensor:
     quantum_exp = exponent - 3  # 3 mantissa bits
     # magnitude / quantum is exact (a power-of-two scaling of an fp32 <= 448, no under/overflow);
     # torch.round rounds half to even. The count lies in [0, 16]; 16 carries into the next binade.
-    count = torch.round(torch.ldexp(magnitude, -quantum_exp.float()))
+    count = torch.round(magnitude * exp2_int(-quantum_exp))
     code = ((exponent - emin) * 8 + count.to(torch.int32)).clamp(max=0x7F)
     negative = torch.signbit(x)
     if fmt is FP8Format.E4M3FNUZ:

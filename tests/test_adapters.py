@@ -221,9 +221,9 @@ def test_auto_falls_back_to_the_emulation_and_says_so(monkeypatch, capsys, tmp_p
 
 def test_auto_runs_aiter_where_it_can(monkeypatch, capsys, tmp_path):
     install(monkeypatch, aiter_standin.modules(preshuffle=False))
-    monkeypatch.setattr(aiter, "probe", lambda: MI355)
+    monkeypatch.setattr(aiter, "probe", lambda: MI355)  # a ROCm GPU whose tensors live on the CPU
     path = tmp_path / "auto.json"
-    code = main(["compare", "--candidate", "reference", "--json", str(path)])
+    code = main(["compare", "--candidate", "reference", "--device", "cpu", "--json", str(path)])
     out, err = capsys.readouterr()
     assert code == 0, err
     payload = json.loads(path.read_text())
