@@ -17,6 +17,12 @@ $(STAMP): pyproject.toml
 compare: $(STAMP)
 	$(VENV)/bin/fp8check compare --block 64 --head-dim 128
 
+table: $(STAMP)
+	$(VENV)/bin/fp8check table --config configs/seed-table.toml
+
+doctor: $(STAMP)
+	$(VENV)/bin/fp8check doctor
+
 test: $(STAMP)
 	$(PY) -m pytest
 

@@ -217,7 +217,8 @@ def record(producer, out_path, debug, **opts):
 @spec_options
 @click.option("--config", "config_path", type=click.Path(path_type=Path), default=None,
               help="TOML file with a [table] section (e.g. configs/seed-table.toml); options given here win.")
-@click.option("--baseline", default="reference", show_default=True, help="The C++ path (or its emulation).")
+@click.option("--baseline", default="auto", show_default=True,
+              help="The C++ path: auto is the real aiter where it can run, else its emulation reference.")
 @click.option("--buggy", default="triton-buggy", show_default=True)
 @click.option("--fixed", default="triton", show_default=True)
 @click.option("--json", "json_path", type=click.Path(path_type=Path), default=None, help="Write the table as JSON.")

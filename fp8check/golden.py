@@ -2,7 +2,8 @@
 
 Tensors: `k` (bf16 [T, head_dim]), `slot_mapping` (int64 [T]), `kv_cache` (uint8
 [num_blocks, block_size*(head_dim + 4*head_dim/qbs)]). String metadata: `spec` (JSON), `producer`,
-`emulated`, `torch`, `triton`, `fp8check`, `sha256` (of the three tensors' bytes, in that order).
+`emulated`, `torch`, `triton`, `fp8check`, `sha256` (of the spec JSON and producer, then the three
+tensors' bytes in that order).
 safetensors holds raw bytes only: nothing is ever unpickled.
 """
 
@@ -36,8 +37,10 @@ class Golden:
     metadata: dict[str, str]
 
 
-def checksum(k: torch.Tensor, slot_mapping: torch.Tensor, kv_cache: torch.Tensor) -> str:
+def checksum(k: torch.Tensor, slot_mapping: torch.Tensor, kv_cache: torch.Tensor, spec_json: str, producer: str) -> str:
+    """sha256 over what a verdict depends on: the spec and producer metadata, then the tensors' bytes."""
     h = hashlib.sha256()
+    h.update(f"{spec_json}\n{producer}\n".encode())
     for tensor in (k, slot_mapping, kv_cache):
         h.update(tensor.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes())
     return h.hexdigest()
@@ -52,7 +55,7 @@ def write(path: Path, *, spec: CacheSpec, producer: str, emulated: bool, inputs:
     kv_cache = buffer.flat.detach().cpu().contiguous()
     metadata = {
         "format": FORMAT, "spec": spec.to_json(), "producer": producer, "emulated": json.dumps(emulated),
-        "sha256": checksum(k, slot_mapping, kv_cache), **versions,
+        "sha256": checksum(k, slot_mapping, kv_cache, spec.to_json(), producer), **versions,
     }
     save_file({"k": k, "slot_mapping": slot_mapping, "kv_cache": kv_cache}, str(path), metadata=metadata)
 
@@ -87,7 +90,7 @@ def read(path: Path) -> Golden:
         raise GoldenError(f"{path}: k is {k.dtype} {list(k.shape)}, spec needs bf16 [T, {spec.head_dim}]")
     if slot_mapping.dtype != torch.int64 or tuple(slot_mapping.shape) != (k.shape[0],):
         raise GoldenError(f"{path}: slot_mapping is {slot_mapping.dtype} {list(slot_mapping.shape)}, needs int64 [{k.shape[0]}]")
-    if checksum(k, slot_mapping, kv_cache) != metadata.get("sha256"):
+    if checksum(k, slot_mapping, kv_cache, metadata["spec"], metadata.get("producer", "")) != metadata.get("sha256"):
         raise GoldenError(f"{path}: checksum mismatch: the file was modified or damaged after recording")
     inputs = Inputs(k.contiguous(), slot_mapping.contiguous(), f"replayed from golden {path.name}")
     return Golden(spec, metadata.get("producer", "?"), metadata.get("emulated") == "true", inputs, kv_cache, metadata)

@@ -95,9 +95,25 @@ BUILTIN: dict[str, tuple[str, Callable[[], Producer]]] = {
     "vllm-cuda": ("vLLM's C++ op torch.ops._C_cache_ops.indexer_k_quant_and_cache (row-major)", _adapter("vllm_cuda")),
 }
 
+def _triton_availability() -> tuple[bool, str]:
+    try:
+        import triton
+    except ImportError as exc:
+        return False, f"triton is not importable ({exc})"
+    if torch.cuda.is_available():
+        return True, f"compiled by Triton {triton.__version__} on {torch.cuda.get_device_name()}"
+    from .spec import FP8Format
+    from .triton_exact import check
+
+    ok, reason = check(FP8Format.E4M3FN)
+    return ok, f"on the CPU only through the interpreter: {reason}"
+
+
 # name -> availability probe: (ok, one-line reason), never raises, imports lazily. A name without one
 # is always available.
 AVAILABILITY: dict[str, Callable[[], tuple[bool, str]]] = {
+    "triton": _triton_availability,
+    "triton-buggy": _triton_availability,
     "aiter": _adapter_availability("aiter"),
     "vllm-triton": _adapter_availability("vllm_triton"),
     "vllm-cuda": _adapter_availability("vllm_cuda"),

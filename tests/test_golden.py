@@ -228,3 +228,17 @@ def test_a_recorded_spec_that_does_not_fit_the_recorded_bytes(capsys, tmp_path, 
     save_file(load_file(str(golden)), str(path), metadata=metadata)
     code, _, err = compare_against(capsys, path)
     assert_one_line_error(code, err, "kv_cache is torch.uint8 [4, 4224], spec needs uint8 [2, 8448]")
+
+
+@pytest.mark.parametrize("field, value", [("layout", "linear"), ("fp8", "e4m3fnuz"), ("scale_fmt", "fp32")])
+def test_an_edited_spec_that_keeps_the_shapes_fails_the_checksum(capsys, tmp_path, golden, field, value):
+    # The bytes only mean something under their spec: the checksum covers the spec metadata too.
+    from safetensors import safe_open
+
+    with safe_open(str(golden), framework="pt") as f:
+        metadata = dict(f.metadata())
+    metadata["spec"] = json.dumps({**json.loads(metadata["spec"]), field: value})
+    path = tmp_path / "edited.safetensors"
+    save_file(load_file(str(golden)), str(path), metadata=metadata)
+    code, _, err = compare_against(capsys, path)
+    assert_one_line_error(code, err, "checksum mismatch")
