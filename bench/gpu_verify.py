@@ -133,11 +133,12 @@ k = torch.randn(tokens, 128, device=cuda, dtype=torch.bfloat16)
 slots = torch.arange(tokens, device=cuda)
 buf = CacheBuffer.allocate(spec, cuda)
 moved = tokens * (256 + 8 + 132)
-for tile in (1, 2, 4, 8, 16):
+for tile in (1, 2, 4, 8, 16, 32, 64):
     TOKENS_PER_PROGRAM["cuda"] = tile
     us = cuda_time(lambda: launch(k, buf.cache, slots, 128, "ue8m0"))
     out[f"triton_1M_us/tokens_per_program={tile}"] = us
     rows.append((f"triton writer, 1M tokens, {tile} tokens/program: us (TB/s)", f"{us:.1f} ({moved / us / 1e6:.2f})"))
+TOKENS_PER_PROGRAM["cuda"] = 16
 src = torch.empty(1 << 30, dtype=torch.uint8, device=cuda)
 dst = torch.empty_like(src)
 us = cuda_time(lambda: dst.copy_(src))

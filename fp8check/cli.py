@@ -30,7 +30,7 @@ def _enum_choice(enum_cls):
 
 def spec_options(fn):
     """Options that describe the cache and the inputs, shared by compare, record and table."""
-    from .inputs import SlotPattern
+    from .inputs import Distribution, SlotPattern
     from .spec import FP8Format, Layout, ScaleFormat
 
     options = [
@@ -45,6 +45,10 @@ def spec_options(fn):
                      help="Value layout [default: shuffle when --block > 1, else linear]."),
         click.option("--seed", type=int, default=0, show_default=True),
         click.option("--slots", type=_enum_choice(SlotPattern), default="sequential", show_default=True),
+        click.option("--inputs", "distribution", type=_enum_choice(Distribution), default="normal", show_default=True,
+                     help="How K is drawn: adversarial inputs for the numerics (ue8m0-boundary, ties, tiny, ...)."),
+        click.option("--specials-inf-nan", "inf_nan", is_flag=True,
+                     help="Let --inputs specials (and mixed) put inf and NaN in K; the real writers disagree on them."),
         click.option("--input", "input_path", type=click.Path(path_type=Path), default=None,
                      help="Replay a safetensors file holding k (bf16) and optionally slot_mapping (int64)."),
         click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True),
@@ -78,7 +82,10 @@ def build(opts: dict):
         inputs_mod.validate(opts["input_path"], replay.k, replay.slot_mapping, spec)
         data = replay
     else:
-        data = inputs_mod.generate(spec, seed=opts["seed"], slots=inputs_mod.SlotPattern(opts["slots"]))
+        data = inputs_mod.generate(
+            spec, seed=opts["seed"], slots=inputs_mod.SlotPattern(opts["slots"]),
+            distribution=inputs_mod.Distribution(opts["distribution"]), inf_nan=opts["inf_nan"],
+        )
     return spec, data, resolve_device(opts["device"])
 
 
@@ -137,7 +144,8 @@ GOLDEN_SPEC_FLAGS = {
     "num_blocks": "--num-blocks", "block_size": "--block", "head_dim": "--head-dim", "quant_block_size": "--qbs",
     "fp8": "--fp8", "scale_fmt": "--scale-fmt", "layout": "--layout",
 }
-GOLDEN_INPUT_FLAGS = {"seed": "--seed", "slots": "--slots", "input_path": "--input"}
+GOLDEN_INPUT_FLAGS = {"seed": "--seed", "slots": "--slots", "input_path": "--input", "distribution": "--inputs",
+                      "inf_nan": "--specials-inf-nan"}
 
 
 def given_explicitly(opts: dict) -> set[str]:
@@ -176,11 +184,20 @@ def replay_golden(baseline: str, opts: dict):
 @click.option("--candidate", default="triton", show_default=True, help="Producer name, or file:PATH:FUNC.")
 @click.option("--json", "json_path", type=click.Path(path_type=Path), default=None, help="Write the result as JSON.")
 @click.option("--all-blocks", is_flag=True, help="One table row per block, however many.")
+@click.option("--max-diff-bytes", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Pass with up to N differing bytes (those --max-code-distance excuses not counted); 0: exact.")
+@click.option("--max-diff-fraction", type=click.FloatRange(0, 1), default=0.0, show_default=True,
+              help="Pass with up to this fraction of the cache's bytes differing; 0: exact.")
+@click.option("--max-code-distance", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Excuse differing FP8 value bytes at most D codes apart; 0: excuse none.")
 @handled
-def compare(baseline, candidate, json_path, all_blocks, debug, **opts):
-    """Run two writers on the same K and diff their cache bytes block by block."""
+def compare(baseline, candidate, json_path, all_blocks, debug, max_diff_bytes, max_diff_fraction, max_code_distance,
+            **opts):
+    """Run two writers on the same K, diff their cache bytes block by block, and say why they differ."""
+    from . import budget as budget_mod
     from . import producers, report
     from .compare import compare as run_compare
+    from .diagnose import diagnose
 
     check_writable(json_path, "--json")
     if baseline.startswith(GOLDEN):
@@ -188,10 +205,14 @@ def compare(baseline, candidate, json_path, all_blocks, debug, **opts):
     else:
         spec, data, device = build(opts)
         base = producers.resolve(baseline)
+    budget = budget_mod.Budget(max_diff_bytes=max_diff_bytes, max_diff_fraction=max_diff_fraction,
+                               max_code_distance=max_code_distance)
     result = run_compare(spec, baseline=base, candidate=producers.resolve(candidate), inputs=data, device=device)
-    Console().print(report.render_compare(result, all_blocks=all_blocks))
-    write_json(json_path, report.compare_json(result))
-    return EXIT_OK if result.identical else EXIT_DIFFER
+    diagnosis = diagnose(result.spec, result.baseline.buffer, result.candidate.buffer, result.inputs)
+    decided = budget_mod.check(budget, result.diff, result.baseline.buffer, result.candidate.buffer)
+    Console().print(report.render_compare(result, all_blocks=all_blocks, diagnosis=diagnosis, budget=decided))
+    write_json(json_path, report.compare_json(result, diagnosis=diagnosis, budget=decided))
+    return EXIT_OK if result.identical or decided.within else EXIT_DIFFER
 
 
 @cli.command()

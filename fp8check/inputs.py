@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from .spec import CacheSpec
+from .spec import CacheSpec, FP8Format
 
 
 class InputError(ValueError):
@@ -24,6 +24,13 @@ class SlotPattern(enum.Enum):
 
 class Distribution(enum.Enum):
     NORMAL = "normal"
+    UNIFORM = "uniform"
+    OUTLIERS = "outliers"  # a few huge elements per row: the rest quantize into the subnormals
+    UE8M0_BOUNDARY = "ue8m0-boundary"  # amax on DIV * 2^k and one bf16 ulp either side (SPEC.md section 3)
+    TIES = "ties"  # x / s on FP8 rounding midpoints
+    TINY = "tiny"  # zero rows, amax below the 1e-4 scale floor, fp32 denormals
+    SPECIALS = "specials"  # -0.0 and +0.0 mixed in; inf / NaN only with inf_nan (the real writers disagree)
+    MIXED = "mixed"  # every row drawn from one of the others
 
 
 @dataclass(frozen=True)
@@ -53,23 +60,139 @@ def make_slot_mapping(spec: CacheSpec, pattern: SlotPattern, generator: torch.Ge
     raise AssertionError(pattern)
 
 
-def make_k(num_tokens: int, head_dim: int, distribution: Distribution, generator: torch.Generator) -> torch.Tensor:
+def make_k(
+    num_tokens: int, head_dim: int, distribution: Distribution, generator: torch.Generator, *,
+    quant_block_size: int | None = None, fp8: FP8Format = FP8Format.E4M3FN, inf_nan: bool = False,
+) -> torch.Tensor:
+    """bf16 K [num_tokens, head_dim]. `quant_block_size` (default head_dim) and `fp8` say where the
+    boundary and tie distributions must plant their values; `inf_nan` lets specials (and mixed) add inf/NaN."""
+    qbs = quant_block_size or head_dim
     if distribution is Distribution.NORMAL:
         # Rows of different magnitude (2^-3 .. 2^3), so scales vary from token to token.
         row_scale = torch.exp2(torch.rand(num_tokens, 1, generator=generator) * 6 - 3)
         return (torch.randn(num_tokens, head_dim, generator=generator) * row_scale).to(torch.bfloat16)
+    if distribution is Distribution.UNIFORM:
+        row_scale = torch.exp2(torch.rand(num_tokens, 1, generator=generator) * 6 - 3)
+        return ((torch.rand(num_tokens, head_dim, generator=generator) * 2 - 1) * row_scale).to(torch.bfloat16)
+    if distribution is Distribution.OUTLIERS:
+        return _outliers(num_tokens, head_dim, generator)
+    if distribution is Distribution.UE8M0_BOUNDARY:
+        return _ue8m0_boundary(num_tokens, head_dim, qbs, fp8, generator)
+    if distribution is Distribution.TIES:
+        return _ties(num_tokens, head_dim, qbs, fp8, generator)
+    if distribution is Distribution.TINY:
+        return _tiny(num_tokens, head_dim, generator)
+    if distribution is Distribution.SPECIALS:
+        return _specials(num_tokens, head_dim, generator, inf_nan)
+    if distribution is Distribution.MIXED:
+        kinds = [d for d in Distribution if d is not Distribution.MIXED]
+        kind = torch.randint(len(kinds), (num_tokens,), generator=generator)
+        k = torch.empty(num_tokens, head_dim, dtype=torch.bfloat16)
+        for i, each in enumerate(kinds):  # one call per distribution, not per token
+            rows = (kind == i).nonzero().view(-1)
+            k[rows] = make_k(rows.numel(), head_dim, each, generator, quant_block_size=qbs, fp8=fp8, inf_nan=inf_nan)
+        return k
     raise AssertionError(distribution)
+
+
+def _random_signs(shape: tuple[int, ...] | int, generator: torch.Generator) -> torch.Tensor:
+    shape = (shape,) if isinstance(shape, int) else shape
+    return torch.randint(2, shape, generator=generator).float() * 2 - 1
+
+
+def _plant(groups: torch.Tensor, values: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """Put values[i] at a random position of group i (groups fp32 [N, qbs]), in place."""
+    column = torch.randint(groups.shape[1], (groups.shape[0], 1), generator=generator)
+    return groups.scatter_(1, column, values.view(-1, 1))
+
+
+def _outliers(num_tokens: int, head_dim: int, generator: torch.Generator) -> torch.Tensor:
+    k = torch.randn(num_tokens, head_dim, generator=generator)
+    # 1 to 3 elements per row of magnitude 2^6 .. 2^13, against a standard normal rest
+    for i in range(3):
+        outlier = torch.exp2(torch.randint(6, 13, (num_tokens, 1), generator=generator).float())
+        outlier *= (1 + torch.rand(num_tokens, 1, generator=generator)) * _random_signs((num_tokens, 1), generator)
+        take = torch.rand(num_tokens, 1, generator=generator) < (1.0 if i == 0 else 0.5)
+        column = torch.randint(head_dim, (num_tokens, 1), generator=generator)
+        k.scatter_(1, column, torch.where(take, outlier, k.gather(1, column)))
+    return k.to(torch.bfloat16)
+
+
+def _divisors(fp8: FP8Format) -> torch.Tensor:
+    """The DIVs real writers use on this format (SPEC.md section 3): 448 on e4m3fn; 240 (aiter) and
+    224 (vLLM) on e4m3fnuz."""
+    return torch.tensor([448.0] if fp8 is FP8Format.E4M3FN else [240.0, 224.0])
+
+
+def _ue8m0_boundary(num_tokens: int, head_dim: int, qbs: int, fp8: FP8Format, generator) -> torch.Tensor:
+    groups = num_tokens * (head_dim // qbs)
+    divisors = _divisors(fp8)
+    div = divisors[torch.randint(divisors.numel(), (groups,), generator=generator)]
+    exponent = torch.randint(-10, 3, (groups,), generator=generator).float()
+    amax = (div * torch.exp2(exponent)).to(torch.bfloat16)  # DIV * 2^k: exact in bf16 (<= 4 significant bits)
+    # one bf16 ulp below, on, or one above the boundary: the bit pattern of a positive bf16 is monotonic
+    step = torch.randint(-1, 2, (groups,), generator=generator).to(torch.int16)
+    amax = (amax.view(torch.int16) + step).view(torch.bfloat16).float()
+    rest = torch.randn(groups, qbs, generator=generator).clamp(-3, 3) * (amax.view(-1, 1) / 4)
+    return _plant(rest, amax * _random_signs(groups, generator), generator).view(num_tokens, head_dim).to(torch.bfloat16)
+
+
+def _ties(num_tokens: int, head_dim: int, qbs: int, fp8: FP8Format, generator) -> torch.Tensor:
+    from . import fp8 as fp8_codes
+
+    table = torch.tensor(fp8_codes.decode_table(fp8))
+    finite = torch.unique(table[torch.isfinite(table) & (table >= 0)])  # sorted
+    midpoints = (finite[1:] + finite[:-1]) / 2  # 5 significant bits at most: exact in bf16
+    groups = num_tokens * (head_dim // qbs)
+    # amax = max * 2^j makes s = 2^j exactly with DIV = the format's max (fp32 and ue8m0 scales alike),
+    # so x / s = the midpoint exactly
+    scale = torch.exp2(torch.randint(-12, 3, (groups, 1), generator=generator).float())
+    pick = torch.randint(midpoints.numel(), (groups, qbs), generator=generator)
+    values = midpoints[pick] * _random_signs((groups, qbs), generator) * scale
+    amax = fp8.max * scale.view(-1) * _random_signs(groups, generator)
+    return _plant(values, amax, generator).view(num_tokens, head_dim).to(torch.bfloat16)
+
+
+def _tiny(num_tokens: int, head_dim: int, generator: torch.Generator) -> torch.Tensor:
+    kind = torch.randint(4, (num_tokens, 1), generator=generator)
+    below_floor = torch.randn(num_tokens, head_dim, generator=generator) * 2.0**-17  # amax ~ 3e-5 < 1e-4
+    # bf16 subnormals: integer mantissas times 2^-133, all below fp32's smallest normal 2^-126
+    denormal = torch.randint(-127, 128, (num_tokens, head_dim), generator=generator).float() * 2.0**-133
+    # a normal row where about half the elements are denormals or signed zeros
+    mixed = torch.randn(num_tokens, head_dim, generator=generator)
+    swap = torch.rand(num_tokens, head_dim, generator=generator) < 0.5
+    mixed = torch.where(swap, denormal * torch.randint(0, 2, (num_tokens, head_dim), generator=generator), mixed)
+    k = torch.where(kind == 1, below_floor, torch.where(kind == 2, denormal, mixed))
+    return torch.where(kind == 0, torch.zeros_like(k), k).to(torch.bfloat16)
+
+
+def _specials(num_tokens: int, head_dim: int, generator: torch.Generator, inf_nan: bool) -> torch.Tensor:
+    row_scale = torch.exp2(torch.rand(num_tokens, 1, generator=generator) * 6 - 3)
+    k = torch.randn(num_tokens, head_dim, generator=generator) * row_scale
+    zero = torch.rand(num_tokens, head_dim, generator=generator)
+    k = torch.where(zero < 0.1, torch.full_like(k, -0.0), torch.where(zero < 0.15, torch.zeros_like(k), k))
+    if inf_nan:
+        special = torch.tensor([float("inf"), float("-inf"), float("nan")])
+        pick = special[torch.randint(3, (num_tokens,), generator=generator)]
+        column = torch.randint(head_dim, (num_tokens, 1), generator=generator)
+        hit = torch.rand(num_tokens, 1, generator=generator) < 0.25
+        k.scatter_(1, column, torch.where(hit, pick.view(-1, 1), k.gather(1, column)))
+    return k.to(torch.bfloat16)
 
 
 def generate(
     spec: CacheSpec, *, seed: int, slots: SlotPattern = SlotPattern.SEQUENTIAL,
-    distribution: Distribution = Distribution.NORMAL,
+    distribution: Distribution = Distribution.NORMAL, inf_nan: bool = False,
 ) -> Inputs:
     """Deterministic inputs: generated on the CPU, so every device sees the same bits."""
     generator = torch.Generator().manual_seed(seed)
     slot_mapping = make_slot_mapping(spec, slots, generator)
-    k = make_k(slot_mapping.numel(), spec.head_dim, distribution, generator)
-    return Inputs(k, slot_mapping, f"{distribution.value} K, {slots.value} slots, seed {seed}")
+    k = make_k(
+        slot_mapping.numel(), spec.head_dim, distribution, generator,
+        quant_block_size=spec.quant_block_size, fp8=spec.fp8, inf_nan=inf_nan,
+    )
+    specials = " with inf/NaN" if inf_nan and distribution in (Distribution.SPECIALS, Distribution.MIXED) else ""
+    return Inputs(k, slot_mapping, f"{distribution.value} K{specials}, {slots.value} slots, seed {seed}")
 
 
 def load(path: Path) -> dict[str, torch.Tensor]:

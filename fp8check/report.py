@@ -8,7 +8,9 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from .budget import BudgetVerdict
 from .compare import CompareResult
+from .diagnose import Diagnosis
 from .diff import BlockDiff
 
 MAX_ROWS = 16  # larger caches show their differing blocks first, then one summary row
@@ -65,7 +67,7 @@ def block_table(result: CompareResult, *, all_blocks: bool = False) -> Table:
     return table
 
 
-def verdict(result: CompareResult) -> Text:
+def verdict(result: CompareResult, budget: BudgetVerdict | None = None) -> Text:
     d = result.diff
     if d.identical:
         return Text(
@@ -79,9 +81,61 @@ def verdict(result: CompareResult) -> Text:
     )
     if d.guard_diff:
         text += f"; {d.guard_diff} bytes written outside the cache"
+    style = "bold red"
+    if budget is not None and not budget.budget.exact:
+        text = f"{budget_line(budget)}\n{text}"
+        style = "bold yellow" if budget.within else "bold red"
     if d.first_mismatch is not None:
         text += f"\nfirst mismatch: {d.first_mismatch.describe()}"
-    return Text(text, style="bold red")
+    return Text(text, style=style)
+
+
+def budget_line(v: BudgetVerdict) -> str:
+    """Whether the diff fits the budget, and which budget it exceeds."""
+    b = v.budget
+    parts = []
+    if b.max_code_distance:
+        worst = f", the farthest {v.worst_distance} apart" if v.worst_distance is not None else ""
+        parts.append(f"{v.excused} value bytes excused as at most {b.max_code_distance} FP8 codes apart"
+                     f" (--max-code-distance{worst})")
+    parts.append(f"{v.counted} bytes counted against {v.allowed} allowed (--max-diff-bytes {b.max_diff_bytes},"
+                 f" --max-diff-fraction {b.max_diff_fraction:g} of {v.total_bytes} bytes)")
+    if v.within:
+        return "WITHIN BUDGET: " + "; ".join(parts)
+    return f"OVER BUDGET (exceeds {', '.join('--' + name for name in v.failed)}): " + "; ".join(parts)
+
+
+def block_ranges(blocks: tuple[int, ...], limit: int = 6) -> str:
+    """Block ids as ranges: (0, 1, 2, 5) -> '0-2, 5'; long lists end with the count."""
+    if not blocks:
+        return "outside the cache"
+    ranges: list[list[int]] = []
+    for block in blocks:
+        if ranges and block == ranges[-1][1] + 1:
+            ranges[-1][1] = block
+        else:
+            ranges.append([block, block])
+    shown = ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in ranges[:limit])
+    if len(ranges) > limit:
+        shown += ", ..."
+    return shown if len(blocks) == 1 else f"{shown} ({len(blocks)} blocks)"
+
+
+def cause_table(diagnosis: Diagnosis, *, title: str = "causes") -> Table:
+    """One row per cause, most bytes first: what was found, what to do, and one example."""
+    table = Table(title=title, title_justify="left")
+    table.add_column("cause")
+    table.add_column("bytes", justify="right")
+    table.add_column("blocks")
+    table.add_column("why")
+    for cause in diagnosis:
+        why = Text(cause.explanation)
+        if cause.hint:
+            why.append(f"\nfix: {cause.hint}", style="italic")
+        if cause.examples:
+            why.append(f"\ne.g. {cause.examples[0].describe()}", style="dim")
+        table.add_row(Text(cause.category.value, style="bold"), str(cause.bytes), block_ranges(cause.blocks), why)
+    return table
 
 
 def header(result: CompareResult) -> Text:
@@ -94,12 +148,22 @@ def header(result: CompareResult) -> Text:
     return text
 
 
-def render_compare(result: CompareResult, *, all_blocks: bool = False) -> Group:
-    return Group(header(result), block_table(result, all_blocks=all_blocks), verdict(result))
+def render_compare(result: CompareResult, *, all_blocks: bool = False, diagnosis: Diagnosis | None = None,
+                   budget: BudgetVerdict | None = None) -> Group:
+    parts = [header(result), block_table(result, all_blocks=all_blocks)]
+    if diagnosis:
+        parts.append(cause_table(diagnosis))
+    return Group(*parts, verdict(result, budget))
 
 
-def compare_json(result: CompareResult) -> dict:
+def compare_json(result: CompareResult, *, diagnosis: Diagnosis | None = None,
+                 budget: BudgetVerdict | None = None) -> dict:
     d = result.diff
+    extra = {}
+    if diagnosis is not None:
+        extra["diagnosis"] = diagnosis.to_json()
+    if budget is not None:
+        extra["budget"] = budget.to_dict()
     return {
         "spec": result.spec.to_dict(),
         "baseline": result.baseline.name,
@@ -118,6 +182,7 @@ def compare_json(result: CompareResult) -> dict:
         "total_bytes": d.total_bytes,
         "identical": d.identical,
         "first_mismatch": d.first_mismatch.to_dict() if d.first_mismatch else None,
+        **extra,
         "timings_s": result.timings,
         "versions": versions(),
     }
@@ -152,24 +217,30 @@ def render_seed_table(table, *, all_blocks: bool = False) -> Group:
         grid.add_row(str(b.block), table_cell(b), table_cell(table.fixed.diff.blocks[b.block]))
     if len(shown) < len(table.buggy.diff.blocks):
         grid.add_row("...", f"{len(table.buggy.diff.blocks) - len(shown)} more blocks", "")
+    parts: list = [grid]
+    for title, causes in (("BUGGY column", table.buggy_causes), ("FIXED column", table.fixed_causes)):
+        if causes:
+            parts.append(cause_table(causes, title=f"causes, {title}"))
     if table.passed:
         line = Text("PASS: the fixed wrapper matches byte for byte; the buggy wrapper differs", style="bold green")
     elif not table.fixed.identical:
         line = Text(f"FAIL: the fixed wrapper differs in {table.fixed.diff.diff_bytes} bytes", style="bold red")
     else:
         line = Text("FAIL: the buggy wrapper matches too: this table cannot tell the two apart", style="bold red")
-    return Group(grid, line)
+    return Group(*parts, line)
 
 
 def seed_table_json(table) -> dict:
-    def column(result: CompareResult) -> dict:
-        payload = compare_json(result)
-        return {key: payload[key] for key in ("candidate", "blocks", "diff_bytes", "identical", "first_mismatch")}
+    def column(result: CompareResult, causes: Diagnosis) -> dict:
+        payload = compare_json(result, diagnosis=causes)
+        keys = ("candidate", "blocks", "diff_bytes", "identical", "first_mismatch", "diagnosis")
+        return {key: payload[key] for key in keys}
 
     base = compare_json(table.buggy)
     return {
         "spec": base["spec"], "baseline": base["baseline"], "baseline_emulated": base["baseline_emulated"],
         "inputs": base["inputs"], "device": base["device"],
-        "buggy": column(table.buggy), "fixed": column(table.fixed), "passed": table.passed,
+        "buggy": column(table.buggy, table.buggy_causes), "fixed": column(table.fixed, table.fixed_causes),
+        "passed": table.passed,
         "versions": base["versions"],
     }

@@ -13,6 +13,7 @@ from pathlib import Path
 import torch
 
 from .compare import CompareResult, compare, run_side
+from .diagnose import Diagnosis, diagnose
 from .inputs import Inputs
 from .producers import Producer
 from .spec import CacheSpec
@@ -56,6 +57,8 @@ def read_config(path: Path) -> dict:
 class SeedTable:
     buggy: CompareResult
     fixed: CompareResult
+    buggy_causes: Diagnosis
+    fixed_causes: Diagnosis
 
     @property
     def passed(self) -> bool:
@@ -68,7 +71,6 @@ def seed_table(
 ) -> SeedTable:
     inputs = inputs.to(device)
     base = run_side(baseline, spec, inputs, device)
-    return SeedTable(
-        buggy=compare(spec, baseline=base, candidate=buggy, inputs=inputs, device=device),
-        fixed=compare(spec, baseline=base, candidate=fixed, inputs=inputs, device=device),
-    )
+    columns = [compare(spec, baseline=base, candidate=c, inputs=inputs, device=device) for c in (buggy, fixed)]
+    causes = [diagnose(spec, r.baseline.buffer, r.candidate.buffer, r.inputs) for r in columns]
+    return SeedTable(buggy=columns[0], fixed=columns[1], buggy_causes=causes[0], fixed_causes=causes[1])

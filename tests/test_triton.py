@@ -202,7 +202,14 @@ def test_table_command_exit_and_json(tmp_path, capsys, monkeypatch):
     assert payload["baseline_emulated"] is True
     assert [b["value_diff"] for b in payload["fixed"]["blocks"]] == [0, 0, 0]
     assert all(b["value_diff"] >= 0.95 * 8192 for b in payload["buggy"]["blocks"])
-    assert "BUGGY (uint8) vs C++ + shuffle_weight [emulated]" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "BUGGY (uint8) vs C++ + shuffle_weight [emulated]" in out
+    # The buggy column's cause is named, with every differing byte, and the hint says what to do.
+    buggy_bytes = sum(b["value_diff"] + b["scale_diff"] for b in payload["buggy"]["blocks"])
+    assert [(c["category"], c["bytes"]) for c in payload["buggy"]["diagnosis"]] == [("integer-cast", buggy_bytes)]
+    assert "torch.float8_e4m3fn" in payload["buggy"]["diagnosis"][0]["hint"]
+    assert "torch.float8_e4m3fn" in out
+    assert payload["fixed"]["diagnosis"] == []
 
 
 def test_table_reads_the_seed_config(tmp_path):

@@ -1,0 +1,125 @@
+"""Budgets: how much two caches may differ and still pass. A pure step after the diff (collect, then decide).
+
+Semantics (every default is 0: byte-exact):
+- a differing FP8 *value* byte is excused when `max_code_distance` >= 1 and the two codes are at most that
+  many representable steps apart (fp8.code_distance: +0 and -0 are 0 apart, a NaN against a number is
+  255 apart, two NaNs 0 apart). `max_code_distance` 0 excuses nothing;
+- every other differing byte counts: scale bytes, guard bytes, value bytes farther apart;
+- the counted bytes must fit the larger allowance of `max_diff_bytes` and `max_diff_fraction` x the
+  cache's bytes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from .cache import CacheBuffer
+from .diff import DiffResult
+from .fp8 import NAN_DISTANCE
+from .spec import FP8Format
+
+CHUNK_BLOCKS = 256  # blocks whose value regions are compared at once
+
+
+class BudgetError(ValueError):
+    """An impossible budget; the message is one line naming the option."""
+
+
+@dataclass(frozen=True)
+class Budget:
+    max_diff_bytes: int = 0
+    max_diff_fraction: float = 0.0
+    max_code_distance: int = 0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.max_diff_bytes, int) or self.max_diff_bytes < 0:
+            raise BudgetError(f"--max-diff-bytes must be a non-negative integer, got {self.max_diff_bytes!r}")
+        if not (isinstance(self.max_diff_fraction, (int, float)) and 0.0 <= self.max_diff_fraction <= 1.0):
+            raise BudgetError(f"--max-diff-fraction must lie in [0, 1], got {self.max_diff_fraction!r}")
+        if not isinstance(self.max_code_distance, int) or self.max_code_distance < 0:
+            raise BudgetError(f"--max-code-distance must be a non-negative integer, got {self.max_code_distance!r}")
+
+    @property
+    def exact(self) -> bool:
+        return not (self.max_diff_bytes or self.max_diff_fraction or self.max_code_distance)
+
+    def allowed(self, total_bytes: int) -> int:
+        return max(self.max_diff_bytes, math.floor(self.max_diff_fraction * total_bytes))
+
+    def describe(self) -> str:
+        return (f"--max-diff-bytes {self.max_diff_bytes}, --max-diff-fraction {self.max_diff_fraction:g},"
+                f" --max-code-distance {self.max_code_distance}")
+
+
+@dataclass(frozen=True)
+class BudgetVerdict:
+    budget: Budget
+    diff_bytes: int
+    total_bytes: int
+    excused: int  # differing value bytes within max_code_distance: not counted
+    counted: int  # differing bytes that count against the byte / fraction allowance
+    allowed: int
+    worst_distance: int | None  # largest code distance of a differing value byte; None: none differs or not measured
+    failed: tuple[str, ...]  # the budgets exceeded (option names without dashes), empty when within
+
+    @property
+    def within(self) -> bool:
+        return self.counted <= self.allowed
+
+    def to_dict(self) -> dict:
+        return {
+            "max_diff_bytes": self.budget.max_diff_bytes, "max_diff_fraction": self.budget.max_diff_fraction,
+            "max_code_distance": self.budget.max_code_distance, "within": self.within, "excused": self.excused,
+            "counted": self.counted, "allowed": self.allowed, "worst_distance": self.worst_distance,
+            "failed": list(self.failed),
+        }
+
+
+def value_code_distance(a: torch.Tensor, b: torch.Tensor, fmt: FP8Format) -> torch.Tensor:
+    """fp8.code_distance in int16 (half the memory traffic on big caches); tests check it on all 65536 pairs."""
+    ma, mb = (a & 0x7F).to(torch.int16), (b & 0x7F).to(torch.int16)
+    same_sign = ((a ^ b) & 0x80) == 0
+    distance = torch.where(same_sign, (ma - mb).abs(), ma + mb)
+    if fmt is FP8Format.E4M3FN:
+        nan_a, nan_b = ma == 0x7F, mb == 0x7F
+    else:
+        nan_a, nan_b = a == 0x80, b == 0x80
+    distance = torch.where(nan_a | nan_b, torch.full_like(distance, NAN_DISTANCE), distance)
+    return torch.where(nan_a & nan_b, torch.zeros_like(distance), distance)
+
+
+def _value_distances(diff: DiffResult, baseline: CacheBuffer, candidate: CacheBuffer, limit: int) -> tuple[int, int]:
+    """(differing value bytes within `limit` codes, worst distance) over the blocks whose values differ."""
+    spec = diff.spec
+    blocks = [b.block for b in diff.blocks if b.value_diff]
+    excused, worst = 0, 0
+    for start in range(0, len(blocks), CHUNK_BLOCKS):
+        index = torch.tensor(blocks[start : start + CHUNK_BLOCKS], device=baseline.buffer.device)
+        a = baseline.flat.index_select(0, index)[:, : spec.value_bytes]
+        b = candidate.flat.index_select(0, index)[:, : spec.value_bytes]
+        differs = a != b
+        distance = value_code_distance(a, b, spec.fp8)
+        excused += int(torch.count_nonzero(differs & (distance <= limit)))
+        worst = max(worst, int(torch.where(differs, distance, torch.zeros_like(distance)).max()))
+    return excused, worst
+
+
+def check(budget: Budget, diff: DiffResult, baseline: CacheBuffer, candidate: CacheBuffer) -> BudgetVerdict:
+    """Decide a diff against a budget. Code distances are measured only when max_code_distance asks for them."""
+    excused, worst = 0, None
+    if budget.max_code_distance and not diff.identical:
+        excused, worst = _value_distances(diff, baseline, candidate, budget.max_code_distance)
+    counted = diff.diff_bytes - excused
+    allowed = budget.allowed(diff.total_bytes)
+    failed: list[str] = []
+    if counted > allowed:
+        if worst is not None and worst > budget.max_code_distance:
+            failed.append("max-code-distance")
+        if counted > budget.max_diff_bytes:
+            failed.append("max-diff-bytes")
+        if counted > math.floor(budget.max_diff_fraction * diff.total_bytes):
+            failed.append("max-diff-fraction")
+    return BudgetVerdict(budget, diff.diff_bytes, diff.total_bytes, excused, counted, allowed, worst, tuple(failed))
