@@ -152,3 +152,15 @@ def test_mismatch_to_dict_and_describe(written):
     text = m.describe()
     assert text.startswith("block 1, token 19, dim 37 (value region, byte 1589): ")
     assert f"baseline 0x{old:02x}" in text and f"candidate 0x{new:02x}" in text
+
+
+@pytest.mark.parametrize("shape, cols", [((7, 8448), slice(0, 8192)), ((7, 8448), slice(8192, 8448)),
+                                         ((5, 132), slice(0, 128)), ((3, 4100), slice(4, 4100)), ((4, 13), slice(0, 13))])
+def test_count_true_matches_count_nonzero_on_slices(shape, cols):
+    # Rows up to 8192 bools (lanes would overflow without chunking), unaligned slices, odd widths.
+    g = torch.Generator().manual_seed(0)
+    mask = torch.rand(shape, generator=g) < 0.9
+    mask[0] = True  # a full row: every lane at its maximum
+    from fp8check.diff import count_true
+
+    assert torch.equal(count_true(mask[:, cols]), torch.count_nonzero(mask[:, cols], dim=1))
