@@ -28,6 +28,7 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/compare_stages.py
+	$(PY) bench/diagnose.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis *.egg-info
