@@ -7,6 +7,10 @@ ProducerError with the same reason. Nothing here runs at import time.
 
 from __future__ import annotations
 
+from typing import Callable, TypeVar
+
+T = TypeVar("T")
+
 
 class Unavailable(Exception):
     """A real writer that cannot be used here; the message is one line saying why."""
@@ -36,3 +40,20 @@ def import_vllm():
     except importlib.metadata.PackageNotFoundError:
         version = str(getattr(module, "__version__", "unknown version"))
     return module, version
+
+
+def availability_of(load: Callable[[], T], require: Callable, *, found: Callable[[T], str],
+                    ready: Callable, platform, probe: Callable) -> tuple[bool, str]:
+    """(ok, one-line reason) of a real writer: can it be imported (`load`), can it run on `platform`
+    (or, when None, what `probe()` finds) (`require`)? `found(x)` names what was imported,
+    `ready(x, platform)` says what will run. Never raises."""
+    try:
+        loaded = load()
+    except Unavailable as exc:
+        return False, str(exc)
+    platform = platform or probe()
+    try:
+        require(platform)
+    except Unavailable as exc:
+        return False, f"{found(loaded)} found, but {exc}"
+    return True, ready(loaded, platform)

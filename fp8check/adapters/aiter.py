@@ -20,7 +20,7 @@ import torch
 
 from ..producers import Producer, ProducerError
 from ..spec import CacheSpec, Layout
-from . import Unavailable, first_line
+from . import Unavailable, availability_of, first_line
 from .platform import Backend, Platform, probe
 
 NAME = "aiter"
@@ -125,18 +125,13 @@ def require_rocm(platform: Platform) -> None:
 
 def availability(platform: Platform | None = None) -> tuple[bool, str]:
     """(ok, one-line reason). Never raises."""
-    try:
-        api = load_api()
-    except Unavailable as exc:
-        return False, str(exc)
-    platform = platform or probe()
-    try:
-        require_rocm(platform)
-    except Unavailable as exc:
-        return False, f"aiter {api.version} found, but {exc}"
-    return True, (
-        f"aiter {api.version} ({api.form.value}) on {platform.arch}: writes {platform.fp8.value}"
-        " (e4m3fnuz on gfx94x, e4m3fn elsewhere)"
+    return availability_of(
+        load_api, require_rocm, found=lambda api: f"aiter {api.version}",
+        ready=lambda api, p: (
+            f"aiter {api.version} ({api.form.value}) on {p.arch}: writes {p.fp8.value}"
+            " (e4m3fnuz on gfx94x, e4m3fn elsewhere)"
+        ),
+        platform=platform, probe=probe,
     )
 
 

@@ -59,3 +59,10 @@ def probe(index: int = 0) -> Platform:
     else:
         arch = f"sm_{props.major}{props.minor}"
     return Platform(backend, True, props.name, arch, "cuda")
+
+
+def require_gpu(platform: Platform) -> None:
+    from . import Unavailable
+
+    if not platform.gpu:
+        raise Unavailable("it runs on a GPU, and torch sees none (torch.cuda.is_available() is False)")

@@ -15,8 +15,8 @@ import torch
 
 from ..producers import Producer, ProducerError
 from ..spec import CacheSpec, Layout
-from . import Unavailable, first_line, import_vllm
-from .platform import Platform, probe
+from . import Unavailable, availability_of, first_line, import_vllm
+from .platform import Platform, probe, require_gpu
 
 NAME = "vllm-triton"
 FUNCTION = "indexer_k_quant_and_cache_triton"
@@ -52,23 +52,13 @@ def load() -> Found:
     raise Unavailable(f"vLLM {version} has no usable {FUNCTION}: {'; '.join(problems)}")
 
 
-def require_gpu(platform: Platform) -> None:
-    if not platform.gpu:
-        raise Unavailable("it runs on a GPU, and torch sees none (torch.cuda.is_available() is False)")
-
-
 def availability(platform: Platform | None = None) -> tuple[bool, str]:
     """(ok, one-line reason). Never raises."""
-    try:
-        found = load()
-    except Unavailable as exc:
-        return False, str(exc)
-    platform = platform or probe()
-    try:
-        require_gpu(platform)
-    except Unavailable as exc:
-        return False, f"vLLM {found.version} found, but {exc}"
-    return True, f"vLLM {found.version}: {found.where} on {platform.arch} ({platform.fp8.value})"
+    return availability_of(
+        load, require_gpu, found=lambda f: f"vLLM {f.version}",
+        ready=lambda f, p: f"vLLM {f.version}: {f.where} on {p.arch} ({p.fp8.value})",
+        platform=platform, probe=probe,
+    )
 
 
 def vllm_layout(block_size: int) -> Layout:
