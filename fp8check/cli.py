@@ -208,7 +208,8 @@ def compare(baseline, candidate, json_path, all_blocks, debug, max_diff_bytes, m
     budget = budget_mod.Budget(max_diff_bytes=max_diff_bytes, max_diff_fraction=max_diff_fraction,
                                max_code_distance=max_code_distance)
     result = run_compare(spec, baseline=base, candidate=producers.resolve(candidate), inputs=data, device=device)
-    diagnosis = diagnose(result.spec, result.baseline.buffer, result.candidate.buffer, result.inputs)
+    diagnosis = diagnose(result.spec, result.baseline.buffer, result.candidate.buffer, result.inputs,
+                         diff=result.diff)
     decided = budget_mod.check(budget, result.diff, result.baseline.buffer, result.candidate.buffer)
     Console().print(report.render_compare(result, all_blocks=all_blocks, diagnosis=diagnosis, budget=decided))
     write_json(json_path, report.compare_json(result, diagnosis=diagnosis, budget=decided))

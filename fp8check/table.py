@@ -72,5 +72,5 @@ def seed_table(
     inputs = inputs.to(device)
     base = run_side(baseline, spec, inputs, device)
     columns = [compare(spec, baseline=base, candidate=c, inputs=inputs, device=device) for c in (buggy, fixed)]
-    causes = [diagnose(spec, r.baseline.buffer, r.candidate.buffer, r.inputs) for r in columns]
+    causes = [diagnose(spec, r.baseline.buffer, r.candidate.buffer, r.inputs, diff=r.diff) for r in columns]
     return SeedTable(buggy=columns[0], fixed=columns[1], buggy_causes=causes[0], fixed_causes=causes[1])
