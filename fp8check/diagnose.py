@@ -65,6 +65,8 @@ RATIO_RESOLUTION = 2.0**-12  # log2 ratios this close are one ratio
 EXAMPLES = 3
 PROBE_UNITS = 1024  # dense units tried with every cause first, to try the likely cause first on all
 CHUNK_BYTES = 1 << 22  # dense byte-local work per step
+FIRST_COLUMNS = 3  # sampled columns a dense judge tries first: 3 non-fitting differing bytes rule a unit out
+JUDGE_ROWS = 1 << 16  # dense units judged per step, so a step's temporaries stay in the CPU cache
 
 
 # ---- results -----------------------------------------------------------------------------------
@@ -610,15 +612,6 @@ def _format_match(fmt: FP8Format, base: torch.Tensor, cand: torch.Tensor) -> tor
     return close & ~_zero_pair(base, cand)
 
 
-def _format_match_table(fmt: FP8Format, base: torch.Tensor, cand: torch.Tensor) -> torch.Tensor:
-    """_format_match(fmt, base, cand), looked up in a table of all 65536 byte pairs: one gather instead of
-    ~20 passes over a dense sample (measured 25 ms against 83 ms for 1M units x 8 columns)."""
-    codes = torch.arange(256, dtype=torch.uint8, device=base.device)
-    table = _format_match(fmt, codes.repeat_interleave(256), codes.repeat(256))
-    key = base.int().bitwise_left_shift_(8).bitwise_or_(cand)
-    return table.index_select(0, key.view(-1)).view(key.shape)
-
-
 def _cast_match(y: torch.Tensor, base: torch.Tensor, cand: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(match, negative) bool: the candidate byte is an integer conversion of the quotient y = x/s to uint8,
     under any convention seen on real platforms (SPEC.md section 5); negative: a negative quotient that
@@ -637,6 +630,24 @@ def _cast_match(y: torch.Tensor, base: torch.Tensor, cand: torch.Tensor) -> tupl
     # floor: the seed's AMD report, -0.3 -> 255; cand + 1 wraps 255 to 0 as (wrap - 1) mod 256 takes 0 to 255
     match |= (y < whole) & (cand + 1 == wrap_byte)
     match |= ~finite & (is_zero | is_max)
+    match &= ~_zero_pair(base, cand)
+    return match, wrapped & match
+
+
+def _cast_match_fp32(y: torch.Tensor, base: torch.Tensor, cand: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """_cast_match for fp32 quotients, through int32 and bytes instead of float trunc and remainder: an fp32
+    |y| >= 2**31 is a whole multiple of 256 (its ulp is >= 256), so its trunc is 0 mod 256."""
+    small = y.abs() < 2.0**31  # False for +-inf and NaN
+    whole = torch.where(small, y, 0).to(torch.int32)  # trunc
+    wrap_byte = whole.to(torch.uint8)  # the low byte: mod 256, -1 -> 255
+    finite = torch.isfinite(y)
+    match = (cand == wrap_byte) & finite
+    negative = y <= -1  # trunc(y) < 0, -inf included
+    wrapped = match & negative
+    match |= negative & (cand == 0)
+    match |= (y >= 256) & (cand == 255)
+    match |= small & (y < whole) & (cand + 1 == wrap_byte)  # floor: a negative y off the integers
+    match |= ~finite & ((cand == 0) | (cand == 255))
     match &= ~_zero_pair(base, cand)
     return match, wrapped & match
 
@@ -724,53 +735,103 @@ def _dense_units(frame: _Frame, ledger: _Ledger, open_u: torch.Tensor, layout_se
     open_u &= ~stray
 
     columns = torch.arange(0, qbs, max(1, qbs // SAMPLE_COLUMNS), device=device)
-    base_s, cand_s = frame.sample(frame.base_phys, columns), frame.sample(frame.cand_phys, columns)
+    # a unit with fewer differing bytes than DENSE_SAMPLED cannot have that many differing sampled bytes
+    maybe = torch.nonzero(open_u & frame.mapped & (frame.n_u >= DENSE_SAMPLED)).view(-1)
+    if not maybe.numel():
+        return torch.zeros_like(open_u)
+    if 4 * maybe.numel() < open_u.numel():  # few: gather their rows rather than sampling every unit
+        base_s = frame.value_rows(frame.base_phys, maybe)[:, columns]
+        cand_s = frame.value_rows(frame.cand_phys, maybe)[:, columns]
+    else:
+        base_s, cand_s = frame.sample(frame.base_phys, columns), frame.sample(frame.cand_phys, columns)
+        base_s, cand_s = base_s[maybe], cand_s[maybe]
     differs = base_s != cand_s
     sampled = count_rows(differs)
-    units = torch.nonzero(open_u & frame.mapped & (sampled >= DENSE_SAMPLED)).view(-1)
+    keep = sampled >= DENSE_SAMPLED
+    units = maybe[keep]
     if not units.numel():
         return torch.zeros_like(open_u)
-    if units.numel() != open_u.numel():
-        base_s, cand_s, differs, sampled = base_s[units], cand_s[units], differs[units], sampled[units]
-    k_sample: list = []  # k at the sampled columns, gathered once a judge needs more than a probe's units
+    if units.numel() != maybe.numel():
+        base_s, cand_s, differs, sampled = base_s[keep], cand_s[keep], differs[keep], sampled[keep]
+    need = SAMPLE_SHARE * sampled
+    first = slice(0, min(FIRST_COLUMNS, columns.numel()))
+    # the differing sampled bytes past the first columns: the most a unit can still match after them
+    past_first = sampled - differs[:, first].sum(dim=1)
 
-    # each judge: rows (indices into `units`) -> (bool per row: the cause fits, facts of the fitting rows)
-    def unwritten(rows: torch.Tensor) -> tuple[torch.Tensor, dict]:
+    def by_share(match, rows: torch.Tensor, screen: bool):
+        """(rows, per-row outputs of match on all columns) of the rows whose matching differing sampled bytes
+        reach SAMPLE_SHARE. screen: first drop, exactly, the rows that cannot reach it whatever their other
+        columns hold (random bytes: nearly all after 3 columns)."""
+        if screen and rows.numel():
+            matched = match(rows, first)[0].sum(dim=1)
+            rows = rows[matched + past_first[rows] >= need[rows]]
+        fits, counts = [], []
+        for start in range(0, rows.numel(), JUDGE_ROWS):
+            part = rows[start : start + JUDGE_ROWS]
+            matched, *facts = match(part, slice(None))
+            fits.append(count_rows(matched) >= need[part])
+            counts.append(facts)
+        if not fits:
+            return rows, []
+        fits = torch.cat(fits)
+        return rows[fits], [torch.cat(c)[fits] for c in zip(*counts)]
+
+    # each judge: (rows: indices into `units`, screen) -> (the rows the cause fits, facts of those rows)
+    def unwritten(rows: torch.Tensor, screen: bool) -> tuple[torch.Tensor, dict]:
+        def poison_cols(r, cols):
+            u = units[r]
+            rows_poison = frame.poison_row[:, columns[cols]].index_select(0, u % frame.poison_row.shape[0])
+            return (cand_s[r, cols] == rows_poison + frame.poison_block[frame.block_i[u]].view(-1, 1)).all(dim=1)
+        if screen:
+            rows = rows[poison_cols(rows, first)]
+        rows = rows[poison_cols(rows, slice(None))]
         u = units[rows]
-        rows_poison = frame.poison_row[:, columns].index_select(0, u % frame.poison_row.shape[0])
-        maybe = (cand_s[rows] == rows_poison + frame.poison_block[frame.block_i[u]].view(-1, 1)).all(dim=1)
-        sure = maybe.clone()
-        sure[maybe] = (frame.value_rows(frame.cand_phys, u[maybe]) == frame.poison_rows(u[maybe])).all(dim=1)
-        return sure, {"units": int(sure.sum())}
+        rows = rows[(frame.value_rows(frame.cand_phys, u) == frame.poison_rows(u)).all(dim=1)]
+        return rows, {"units": rows.numel()}
 
-    def fp8_format(rows: torch.Tensor) -> tuple[torch.Tensor, dict]:
-        match = _format_match_table(spec.fp8, base_s[rows], cand_s[rows]) & differs[rows]
-        return count_rows(match) >= SAMPLE_SHARE * sampled[rows], {}
+    codes = torch.arange(256, dtype=torch.uint8, device=device)
+    format_table = _format_match(spec.fp8, codes.repeat_interleave(256), codes.repeat(256))
 
-    def integer_cast(rows: torch.Tensor) -> tuple[torch.Tensor, dict]:
-        u = units[rows]
-        if rows.numel() <= PROBE_UNITS:
-            x = frame.x(u.view(-1, 1), columns.view(1, -1))
-        else:  # frame.x, by rows: row source * groups + group of k_sample holds a unit's sampled x
-            if not k_sample:
-                k_sample.append(frame.k.view(-1, qbs)[:, columns].float())
-            x = k_sample[0].index_select(0, frame.source[u].clamp(min=0) * spec.groups_per_token + frame.group[u])
-        y = x / frame.quotient_scale(u).view(-1, 1)
-        match, wrapped = _cast_match(y, base_s[rows], cand_s[rows])
-        match &= differs[rows]
-        fits = count_rows(match) >= SAMPLE_SHARE * sampled[rows]
-        return fits, _cast_conventions(match & fits.view(-1, 1), wrapped, cand_s[rows], y)
+    def fp8_format(rows: torch.Tensor, screen: bool) -> tuple[torch.Tensor, dict]:
+        def match(r, cols):
+            key = base_s[r, cols].int().bitwise_left_shift_(8).bitwise_or_(cand_s[r, cols])
+            return (format_table.index_select(0, key.view(-1)).view(key.shape) & differs[r, cols],)
+        return by_share(match, rows, screen)[0], {}
+
+    # frame.x and frame.quotient_scale of the units, by rows: row k_row of k.view(-1, qbs) holds a unit's x
+    k_rows = frame.k.view(-1, qbs)
+    k_row = frame.source[units].clamp(min=0) * spec.groups_per_token + frame.group[units]
+    quotient_scale = frame.quotient_scale(units)
+    k_sample: list = []  # k at the sampled columns, gathered once a judge needs all columns of many units
+
+    def integer_cast(rows: torch.Tensor, screen: bool) -> tuple[torch.Tensor, dict]:
+        def match(r, cols):
+            if cols == slice(None) and not screen and rows.numel() > PROBE_UNITS:  # most of them fit
+                if not k_sample:
+                    k_sample.append(k_rows[:, columns].float())
+                x = k_sample[0].index_select(0, k_row[r])
+            else:
+                x = k_rows[k_row[r].view(-1, 1), columns[cols].view(1, -1)].float()
+            y = x / quotient_scale[r].view(-1, 1)
+            cand = cand_s[r, cols]
+            matched, wrapped = _cast_match_fp32(y, base_s[r, cols], cand)
+            matched &= differs[r, cols]
+            negative = matched & (y <= -1)  # _cast_conventions, per row
+            return matched, (negative & wrapped).sum(dim=1), (negative & (cand == 0)).sum(dim=1)
+        rows, facts = by_share(match, rows, screen)
+        wrap, zero = (int(f.sum()) for f in facts) if facts else (0, 0)
+        return rows, {"negative_wrap": wrap, "negative_zero": zero}
 
     judges = {Category.UNWRITTEN: unwritten, Category.FP8_FORMAT: fp8_format, Category.INTEGER_CAST: integer_cast}
     probe = torch.arange(0, units.numel(), max(1, units.numel() // PROBE_UNITS), device=device)
-    likely = {category: int(judge(probe)[0].sum()) for category, judge in judges.items()}
+    likely = {category: judge(probe, False)[0].numel() for category, judge in judges.items()}
     left = torch.ones(units.numel(), dtype=torch.bool, device=device)
     for category in sorted(judges, key=lambda c: -likely[c]):  # stable: ties keep the documented order
         rows = torch.nonzero(left).view(-1)
         if not rows.numel():
             break
-        fits, facts = judges[category](rows)
-        chosen = rows[fits]
+        # screen where the probe says most rows will not fit: it costs a pass over the first columns
+        chosen, facts = judges[category](rows, 2 * likely[category] < probe.numel())
         if not chosen.numel():
             continue
         _take_units(frame, ledger, category, _units_mask(frame, units[chosen]))
@@ -794,11 +855,20 @@ def _dense_units(frame: _Frame, ledger: _Ledger, open_u: torch.Tensor, layout_se
 def _byte_local_fits(fmt: FP8Format, base: torch.Tensor, cand: torch.Tensor, poison: torch.Tensor,
                      same_scale: torch.Tensor) -> torch.Tensor:
     """bool: a byte-local cause may explain the byte (a superset: the clipped test needs x/s)."""
+    # the byte-pair part, looked up in a table of all 65536 pairs: 1 fits, 2 fits if the scales are equal
+    codes = torch.arange(256, dtype=torch.uint8, device=base.device)
+    table = _byte_local_pairs(fmt, codes.repeat_interleave(256), codes.repeat(256))
+    pair = table.index_select(0, base.int().bitwise_left_shift_(8).bitwise_or_(cand).view(-1)).view(base.shape)
+    return (pair == 1) | ((pair == 2) & same_scale) | (cand == poison) | (base == poison)
+
+
+def _byte_local_pairs(fmt: FP8Format, base: torch.Tensor, cand: torch.Tensor) -> torch.Tensor:
+    """uint8: 1 where signed-zero or saturation-nan may explain the pair, 2 where only rounding may, else 0."""
     top, bottom = _fp8_max_codes(fmt)
     extreme = (base == top) | (base == bottom) | (cand == top) | (cand == bottom)
     extreme |= fp8.is_nan_code(base, fmt) | fp8.is_nan_code(cand, fmt)
-    return (_zero_pair(base, cand) | extreme | (_one_code_apart(base, cand, fmt) & same_scale)
-            | (cand == poison) | (base == poison))
+    always = _zero_pair(base, cand) | extreme
+    return torch.where(always, 1, torch.where(_one_code_apart(base, cand, fmt), 2, 0)).to(torch.uint8)
 
 
 # ---- stage 4: byte by byte ---------------------------------------------------------------------------
