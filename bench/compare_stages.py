@@ -2,7 +2,7 @@
 
 1. Whole command, as a user runs it (fresh process each time, imports included): median of N runs.
 2. One in-process run split by stage: imports, inputs, baseline producer, candidate producer, diff,
-   report rendering. The Triton interpreter's known-answer check runs once per process, inside the
+   diagnosis, report rendering. The Triton interpreter's known-answer check runs once per process, inside the
    candidate's first run; it is timed on its own too.
 A benchmark, not a test: it prints numbers and asserts nothing.
 """
@@ -59,6 +59,12 @@ def stages() -> dict[str, float]:
     out["baseline: reference"] = result.timings["baseline"]
     out["candidate: triton (interpreter)"] = result.timings["candidate"]
     out["diff"] = result.timings["diff"]
+
+    from fp8check.diagnose import diagnose
+
+    start = time.perf_counter()
+    diagnose(result.spec, result.baseline.buffer, result.candidate.buffer, result.inputs, diff=result.diff)
+    out["diagnosis"] = time.perf_counter() - start
 
     start = time.perf_counter()
     Console(file=io.StringIO(), width=100).print(report.render_compare(result))
