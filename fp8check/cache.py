@@ -12,11 +12,20 @@ from .spec import CacheSpec
 GUARD_BYTES = 256
 
 
+# poison(i) = (i * POISON_STEP + POISON_OFFSET) % 256; linear in i, so it splits into per-block and
+# per-byte parts (the diagnosis relies on that to avoid int64 positions for the whole cache).
+POISON_STEP, POISON_OFFSET = 151, 0x5B
+
+
+def poison_at(position: torch.Tensor) -> torch.Tensor:
+    """The poison fill at buffer positions (int64, any shape): position-dependent, so a byte left
+    unwritten (or written at the wrong place) is visible, and identical in baseline and candidate."""
+    return ((position * POISON_STEP + POISON_OFFSET) % 256).to(torch.uint8)
+
+
 def poison(num_bytes: int, device=None) -> torch.Tensor:
-    """The fill of every fresh buffer: position-dependent, so a byte left unwritten (or written at the
-    wrong place) is visible, and identical in baseline and candidate."""
-    i = torch.arange(num_bytes, device=device, dtype=torch.int64)
-    return ((i * 151 + 0x5B) % 256).to(torch.uint8)
+    """The fill of every fresh buffer of num_bytes bytes."""
+    return poison_at(torch.arange(num_bytes, device=device, dtype=torch.int64))
 
 
 @dataclass(frozen=True)

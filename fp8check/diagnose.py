@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import torch
 
 from . import fp8
-from .cache import GUARD_BYTES, CacheBuffer
+from .cache import GUARD_BYTES, POISON_OFFSET, POISON_STEP, CacheBuffer, poison_at
 from .diff import DiffResult, Mismatch, count_true, mismatch_at
 from .inputs import Inputs
 from .reference import SCALE_FLOOR
@@ -170,11 +170,6 @@ def _json_float(value: float | None):
 def count_rows(mask: torch.Tensor) -> torch.Tensor:
     """int64 [N]: True count per row of a bool [N, M] mask (the diff's lane-summing count)."""
     return count_true(mask)
-
-
-def poison_at(position: torch.Tensor) -> torch.Tensor:
-    """The poison fill at buffer positions (int64, any shape): cache.poison's formula, pointwise."""
-    return ((position * 151 + 0x5B) % 256).to(torch.uint8)
 
 
 def any_rows(mask: torch.Tensor) -> torch.Tensor:
@@ -330,8 +325,9 @@ class _Frame:
     value_index: torch.Tensor  # int64 [block_size, head_dim] (spec.value_index)
     run_length: int  # _unit_runs
     runs: torch.Tensor
-    # The poison fill (i * 151 + 0x5B) % 256 of buffer byte i splits into a part per block and a part per
-    # byte of the block, added mod 256 in uint8: no int64 position arithmetic over whole caches.
+    # The poison fill (i * POISON_STEP + POISON_OFFSET) % 256 of buffer byte i splits into a part per
+    # block and a part per byte of the block, added mod 256 in uint8: no int64 position arithmetic over
+    # whole caches.
     poison_row: torch.Tensor  # uint8 [block_size * groups, qbs]: byte part, per (token, group) row
     poison_block: torch.Tensor  # uint8 [nd]: block part
 
@@ -370,7 +366,7 @@ class _Frame:
         spec, rows = self.spec, self.poison_row.shape[0]
         device = units.device
         offset = spec.value_bytes + 4 * torch.arange(rows, device=device).view(-1, 1) + torch.arange(4, device=device)
-        byte_part = ((offset * 151) % 256).to(torch.uint8)
+        byte_part = ((offset * POISON_STEP) % 256).to(torch.uint8)
         return byte_part.index_select(0, units % rows) + self.poison_block[self.block_i[units]].view(-1, 1)
 
     def scale_flat(self, unit: torch.Tensor) -> torch.Tensor:
@@ -415,8 +411,8 @@ def _frame(spec: CacheSpec, inputs: Inputs, blocks: torch.Tensor, a: torch.Tenso
         base_wb=base_wb, cand_wb=cand_wb, wdiff_u=wdiff_u,
         block_i=block_i, token=token, group=unit % groups, source=source,
         block_mapped=(source >= 0).view(nd, -1).any(dim=1), value_index=value_index, run_length=run_length,
-        runs=runs, poison_row=((value_index * 151) % 256).to(torch.uint8).reshape(spec.block_size * groups, qbs),
-        poison_block=(((GUARD_BYTES + blocks * spec.block_bytes) * 151 + 0x5B) % 256).to(torch.uint8),
+        runs=runs, poison_row=((value_index * POISON_STEP) % 256).to(torch.uint8).reshape(spec.block_size * groups, qbs),
+        poison_block=(((GUARD_BYTES + blocks * spec.block_bytes) * POISON_STEP + POISON_OFFSET) % 256).to(torch.uint8),
     )
 
 
@@ -684,7 +680,7 @@ def _layout_predicted(frame: _Frame, tables, block_i: torch.Tensor, token: torch
     owner = owner_token[token, dim]
     moved = frame.base_phys.view(-1)[block_i * spec.block_bytes + source_byte[token, dim]]
     byte = frame.value_index[token, dim]
-    poison = ((byte * 151) % 256).to(torch.uint8) + frame.poison_block[block_i]
+    poison = ((byte * POISON_STEP) % 256).to(torch.uint8) + frame.poison_block[block_i]
     return torch.where(slot_mapped[block_i, owner], moved, poison)
 
 

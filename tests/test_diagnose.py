@@ -353,8 +353,14 @@ def test_logical_view_is_the_spec_byte_math(layout):
     assert torch.equal(dg.logical(spec, values, layout), expected)
 
 
-def test_poison_at_is_the_poison_fill():
-    assert torch.equal(dg.poison_at(torch.arange(5000)), poison(5000))
+def test_poison_fill_splits_into_block_and_byte_parts():
+    # The diagnosis computes poison as (block part + byte part) % 256; that needs poison to be linear.
+    from fp8check.cache import POISON_OFFSET, POISON_STEP
+
+    position = torch.arange(1 << 16)
+    block, byte = position // 4224 * 4224, position % 4224
+    split = ((block * POISON_STEP + POISON_OFFSET) % 256 + (byte * POISON_STEP) % 256) % 256
+    assert torch.equal(split.to(torch.uint8), poison(1 << 16))
 
 
 def test_count_rows_matches_count_nonzero():
