@@ -30,14 +30,7 @@ H200 = Platform(Backend.CUDA, True, "stand-in H200", "sm_90", "cpu")
 NO_GPU = Platform(Backend.CPU, False, "cpu", "cpu", "cpu")
 
 
-@pytest.fixture(autouse=True)
-def no_real_libraries(monkeypatch):
-    """Whatever is installed here, each test sees only the modules it injects."""
-    for name in [n for n in sys.modules if n.split(".")[0] in ("aiter", "vllm")]:
-        monkeypatch.delitem(sys.modules, name)
-    for name in ("aiter", "vllm"):
-        monkeypatch.setitem(sys.modules, name, None)  # None: "not installed" unless a test injects one
-    yield
+pytestmark = pytest.mark.usefixtures("no_real_libraries")  # tests/conftest.py
 
 
 def platform_for(fmt: FP8Format) -> Platform:

@@ -19,12 +19,7 @@ from fp8check.spec import FP8Format
 MI355 = Platform(Backend.ROCM, True, "stand-in MI355X", "gfx950:sramecc+:xnack-", "cpu")
 
 
-@pytest.fixture(autouse=True)
-def no_real_libraries(monkeypatch):
-    for name in [n for n in sys.modules if n.split(".")[0] in ("aiter", "vllm")]:
-        monkeypatch.delitem(sys.modules, name)
-    for name in ("aiter", "vllm"):
-        monkeypatch.setitem(sys.modules, name, None)
+pytestmark = pytest.mark.usefixtures("no_real_libraries")  # tests/conftest.py
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:

@@ -170,13 +170,8 @@ class AiterWriter:
     platform: Platform
 
     def check(self, spec: CacheSpec, device: torch.device) -> None:
-        if device.type != self.platform.torch_device:
-            raise ProducerError(f"producer {NAME!r} runs on the ROCm GPU, not on {device}: use --device cuda")
-        if spec.fp8 is not self.platform.fp8:
-            raise ProducerError(
-                f"producer {NAME!r} writes {self.platform.fp8.value} on {self.platform.arch}, not {spec.fp8.value}:"
-                f" run with --fp8 {self.platform.fp8.value}"
-            )
+        self.platform.require_device(NAME, device, "the ROCm GPU")
+        self.platform.require_format(NAME, spec.fp8)
         if self.api.form is Form.SHUFFLE_AFTER and spec.layout is Layout.SHUFFLE and spec.head_dim % 32:
             raise ProducerError(
                 f"producer {NAME!r} (aiter {self.api.version}, {self.api.form.value}): shuffle_weight with layout"

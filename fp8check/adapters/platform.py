@@ -6,6 +6,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from ..producers import ProducerError
 from ..spec import FP8Format
 
 
@@ -34,6 +35,19 @@ class Platform:
     @property
     def fp8(self) -> FP8Format:
         return fp8_for_arch(self.arch)
+
+    def require_device(self, producer: str, device, place: str = "the GPU") -> None:
+        """ProducerError unless the writer's tensors would live where this platform's writer runs."""
+        if device.type != self.torch_device:
+            raise ProducerError(f"producer {producer!r} runs on {place}, not on {device}: use --device cuda")
+
+    def require_format(self, producer: str, fmt: FP8Format, writer: str = "") -> None:
+        """ProducerError unless `fmt` is the format the real writer writes on this architecture."""
+        if fmt is not self.fp8:
+            who = f"producer {producer!r}" + (f": {writer}" if writer else "")
+            raise ProducerError(
+                f"{who} writes {self.fp8.value} on {self.arch}, not {fmt.value}: run with --fp8 {self.fp8.value}"
+            )
 
     def describe(self) -> str:
         if not self.gpu:

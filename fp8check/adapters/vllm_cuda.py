@@ -63,15 +63,10 @@ class VllmCudaWriter:
     platform: Platform
 
     def check(self, spec: CacheSpec, device: torch.device) -> None:
-        if device.type != self.platform.torch_device:
-            raise ProducerError(f"producer {NAME!r} runs on the GPU, not on {device}: use --device cuda")
+        self.platform.require_device(NAME, device)
         if spec.layout is not Layout.LINEAR:
             raise ProducerError(f"producer {NAME!r} writes row-major only: run with --layout linear")
-        if spec.fp8 is not self.platform.fp8:
-            raise ProducerError(
-                f"producer {NAME!r} writes {self.platform.fp8.value} on {self.platform.arch}, not {spec.fp8.value}:"
-                f" run with --fp8 {self.platform.fp8.value}"
-            )
+        self.platform.require_format(NAME, spec.fp8)
 
     def __call__(self, k, kv_cache, slot_mapping, quant_block_size, scale_fmt):
         self.found.op(k, kv_cache, slot_mapping, quant_block_size, scale_fmt or "")

@@ -71,13 +71,8 @@ class VllmTritonWriter:
     platform: Platform
 
     def check(self, spec: CacheSpec, device: torch.device) -> None:
-        if device.type != self.platform.torch_device:
-            raise ProducerError(f"producer {NAME!r} runs on the GPU, not on {device}: use --device cuda")
-        if spec.fp8 is not self.platform.fp8:
-            raise ProducerError(
-                f"producer {NAME!r}: vLLM writes {self.platform.fp8.value} on {self.platform.arch}, not"
-                f" {spec.fp8.value}: run with --fp8 {self.platform.fp8.value}"
-            )
+        self.platform.require_device(NAME, device)
+        self.platform.require_format(NAME, spec.fp8, writer="vLLM")
         expected = vllm_layout(spec.block_size)
         if spec.layout is not expected:
             raise ProducerError(
