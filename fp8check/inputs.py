@@ -68,11 +68,10 @@ def make_k(
     boundary and tie distributions must plant their values; `inf_nan` lets specials (and mixed) add inf/NaN."""
     qbs = quant_block_size or head_dim
     if distribution is Distribution.NORMAL:
-        # Rows of different magnitude (2^-3 .. 2^3), so scales vary from token to token.
-        row_scale = torch.exp2(torch.rand(num_tokens, 1, generator=generator) * 6 - 3)
+        row_scale = _row_scales(num_tokens, generator)
         return (torch.randn(num_tokens, head_dim, generator=generator) * row_scale).to(torch.bfloat16)
     if distribution is Distribution.UNIFORM:
-        row_scale = torch.exp2(torch.rand(num_tokens, 1, generator=generator) * 6 - 3)
+        row_scale = _row_scales(num_tokens, generator)
         return ((torch.rand(num_tokens, head_dim, generator=generator) * 2 - 1) * row_scale).to(torch.bfloat16)
     if distribution is Distribution.OUTLIERS:
         return _outliers(num_tokens, head_dim, generator)
@@ -93,6 +92,11 @@ def make_k(
             k[rows] = make_k(rows.numel(), head_dim, each, generator, quant_block_size=qbs, fp8=fp8, inf_nan=inf_nan)
         return k
     raise AssertionError(distribution)
+
+
+def _row_scales(num_tokens: int, generator: torch.Generator) -> torch.Tensor:
+    """[num_tokens, 1] magnitudes 2^-3 .. 2^3: rows of different magnitude, so scales vary by token."""
+    return torch.exp2(torch.rand(num_tokens, 1, generator=generator) * 6 - 3)
 
 
 def _random_signs(shape: tuple[int, ...] | int, generator: torch.Generator) -> torch.Tensor:
@@ -167,7 +171,7 @@ def _tiny(num_tokens: int, head_dim: int, generator: torch.Generator) -> torch.T
 
 
 def _specials(num_tokens: int, head_dim: int, generator: torch.Generator, inf_nan: bool) -> torch.Tensor:
-    row_scale = torch.exp2(torch.rand(num_tokens, 1, generator=generator) * 6 - 3)
+    row_scale = _row_scales(num_tokens, generator)
     k = torch.randn(num_tokens, head_dim, generator=generator) * row_scale
     zero = torch.rand(num_tokens, head_dim, generator=generator)
     k = torch.where(zero < 0.1, torch.full_like(k, -0.0), torch.where(zero < 0.15, torch.zeros_like(k), k))

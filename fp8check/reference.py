@@ -77,13 +77,12 @@ def spec_of_call(
     fp8_dtype: torch.dtype, layout: str | None,
 ) -> CacheSpec:
     """The CacheSpec implied by a de-facto writer call."""
-    fmt = {torch.float8_e4m3fn: FP8Format.E4M3FN, torch.float8_e4m3fnuz: FP8Format.E4M3FNUZ}[fp8_dtype]
     return CacheSpec(
         num_blocks=kv_cache.shape[0],
         block_size=kv_cache.shape[1],
         head_dim=k.shape[1],
         quant_block_size=quant_block_size,
-        fp8=fmt,
+        fp8=FP8Format.from_torch_dtype(fp8_dtype),
         scale_fmt=ScaleFormat.UE8M0 if scale_fmt == "ue8m0" else ScaleFormat.FP32,
         layout=Layout(layout) if layout else None,
     )

@@ -34,6 +34,10 @@ class FP8Format(enum.Enum):
 
         return {FP8Format.E4M3FN: torch.float8_e4m3fn, FP8Format.E4M3FNUZ: torch.float8_e4m3fnuz}[self]
 
+    @classmethod
+    def from_torch_dtype(cls, dtype) -> "FP8Format":
+        return next(fmt for fmt in cls if fmt.torch_dtype() == dtype)
+
 
 class ScaleFormat(enum.Enum):
     UE8M0 = "ue8m0"

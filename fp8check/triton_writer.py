@@ -20,7 +20,8 @@ import torch
 import triton
 import triton.language as tl
 
-from .spec import FP8Format, Layout
+from .reference import spec_of_call
+from .spec import FP8Format, Layout, ScaleFormat
 
 DIVISOR = {FP8Format.E4M3FN: 448.0, FP8Format.E4M3FNUZ: 224.0}
 TOKENS_PER_PROGRAM = {"cpu": 256, "cuda": 16}  # cuda: measured best on an H200 (docs/PERFORMANCE.md)
@@ -107,12 +108,9 @@ def check(spec, device: torch.device) -> None:
 
 def launch(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *, fp8_dtype=torch.float8_e4m3fn,
            layout=None, view_as_fp8: bool = True) -> None:
-    num_blocks, block_size, row_bytes = kv_cache.shape
-    num_tokens, head_dim = k.shape
-    fmt = {torch.float8_e4m3fn: FP8Format.E4M3FN, torch.float8_e4m3fnuz: FP8Format.E4M3FNUZ}[fp8_dtype]
-    shuffle = (Layout(layout) if layout else (Layout.SHUFFLE if block_size > 1 else Layout.LINEAR)) is Layout.SHUFFLE
-    blocks = kv_cache.view(num_blocks, block_size * row_bytes)
-    values = blocks[:, : block_size * head_dim]
+    spec = spec_of_call(k, kv_cache, quant_block_size, scale_fmt, fp8_dtype, layout)
+    num_tokens = k.shape[0]
+    values = kv_cache.view(spec.num_blocks, spec.block_bytes)[:, : spec.value_bytes]
     if view_as_fp8:  # the fix: the kernel's .to(element type) is then an FP8 quantization
         values = values.view(fp8_dtype)
     scales = kv_cache.view(-1).view(torch.float32)
@@ -121,8 +119,9 @@ def launch(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *, fp8_dtype=
     kernel = _interpreted() if on_cpu else _compiled
     grid = (triton.cdiv(num_tokens, tokens),)
     kernel[grid](
-        k, values, scales, slot_mapping, num_tokens, block_size, block_size * row_bytes,
-        HEAD_DIM=head_dim, TOKENS=tokens, DIV=DIVISOR[fmt], UE8M0=scale_fmt == "ue8m0", SHUFFLE=shuffle,
+        k, values, scales, slot_mapping, num_tokens, spec.block_size, spec.block_bytes, HEAD_DIM=spec.head_dim,
+        TOKENS=tokens, DIV=DIVISOR[spec.fp8], UE8M0=spec.scale_fmt is ScaleFormat.UE8M0,
+        SHUFFLE=spec.layout is Layout.SHUFFLE,
     )
 
 
