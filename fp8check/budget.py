@@ -18,14 +18,10 @@ import torch
 
 from .cache import CacheBuffer
 from .diff import DiffResult
-from .fp8 import NAN_DISTANCE
-from .spec import FP8Format
+from .fp8 import code_distance
+from .errors import BudgetError
 
 CHUNK_BLOCKS = 256  # blocks whose value regions are compared at once
-
-
-class BudgetError(ValueError):
-    """An impossible budget; the message is one line naming the option."""
 
 
 @dataclass(frozen=True)
@@ -78,30 +74,17 @@ class BudgetVerdict:
         }
 
 
-def value_code_distance(a: torch.Tensor, b: torch.Tensor, fmt: FP8Format) -> torch.Tensor:
-    """fp8.code_distance in int16 (half the memory traffic on big caches); tests check it on all 65536 pairs."""
-    ma, mb = (a & 0x7F).to(torch.int16), (b & 0x7F).to(torch.int16)
-    same_sign = ((a ^ b) & 0x80) == 0
-    distance = torch.where(same_sign, (ma - mb).abs(), ma + mb)
-    if fmt is FP8Format.E4M3FN:
-        nan_a, nan_b = ma == 0x7F, mb == 0x7F
-    else:
-        nan_a, nan_b = a == 0x80, b == 0x80
-    distance = torch.where(nan_a | nan_b, torch.full_like(distance, NAN_DISTANCE), distance)
-    return torch.where(nan_a & nan_b, torch.zeros_like(distance), distance)
-
-
 def _value_distances(diff: DiffResult, baseline: CacheBuffer, candidate: CacheBuffer, limit: int) -> tuple[int, int]:
     """(differing value bytes within `limit` codes, worst distance) over the blocks whose values differ."""
     spec = diff.spec
-    blocks = [b.block for b in diff.blocks if b.value_diff]
+    blocks = torch.nonzero(diff.value_diff).view(-1)
     excused, worst = 0, 0
-    for start in range(0, len(blocks), CHUNK_BLOCKS):
-        index = torch.tensor(blocks[start : start + CHUNK_BLOCKS], device=baseline.buffer.device)
+    for start in range(0, blocks.numel(), CHUNK_BLOCKS):
+        index = blocks[start : start + CHUNK_BLOCKS]
         a = baseline.flat.index_select(0, index)[:, : spec.value_bytes]
         b = candidate.flat.index_select(0, index)[:, : spec.value_bytes]
         differs = a != b
-        distance = value_code_distance(a, b, spec.fp8)
+        distance = code_distance(a, b, spec.fp8)
         excused += int(torch.count_nonzero(differs & (distance <= limit)))
         worst = max(worst, int(torch.where(differs, distance, torch.zeros_like(distance)).max()))
     return excused, worst

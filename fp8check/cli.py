@@ -16,12 +16,8 @@ import click
 from rich.console import Console
 
 from . import __version__
+from .errors import ExitCode, UsageError, UserError
 
-EXIT_OK, EXIT_DIFFER, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
-
-
-class Failure(Exception):
-    """A one-line error at the CLI edge (exit 2)."""
 
 
 def _enum_choice(enum_cls):
@@ -62,7 +58,7 @@ def spec_options(fn):
 def build(opts: dict):
     """(spec, inputs, device) from the shared options. Raises SpecError / InputError / DeviceError."""
     from . import inputs as inputs_mod
-    from .compare import resolve_device
+    from .device import resolve_device
     from .spec import CacheSpec, FP8Format, Layout, ScaleFormat
 
     head_dim = opts["head_dim"]
@@ -89,30 +85,30 @@ def build(opts: dict):
     return spec, data, resolve_device(opts["device"])
 
 
+def fail(message: str, code: ExitCode) -> int:
+    """The one way out with an error: one line on stderr, the exit code from the table."""
+    click.echo(f"fp8check: {message}", err=True)
+    return code
+
+
 def handled(fn):
-    """Turn the library's one-line errors into exit 2, anything unexpected into exit 3."""
+    """A command's errors to exit codes: UserError is exit 2, anything else a checker error, exit 3.
+
+    `--debug` adds the traceback; it never changes the exit code."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        from .compare import DeviceError
-        from .inputs import InputError
-        from .producers import ProducerError
-        from .spec import SpecError
-        from .table import ConfigError
-
         debug = kwargs.get("debug", False)
         try:
             return fn(*args, **kwargs)
-        except (Failure, SpecError, InputError, ProducerError, DeviceError, ConfigError) as exc:
+        except UserError as exc:
             if debug:
                 traceback.print_exc()
-            click.echo(f"fp8check: error: {exc}", err=True)
-            sys.exit(EXIT_USAGE)
+            return fail(f"error: {exc}", ExitCode.USAGE)
         except Exception as exc:
             if debug:
-                raise
-            click.echo(f"fp8check: internal error: {type(exc).__name__}: {exc} (rerun with --debug)", err=True)
-            sys.exit(EXIT_INTERNAL)
+                traceback.print_exc()
+            return fail(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug)", ExitCode.INTERNAL)
 
     return wrapper
 
@@ -120,7 +116,7 @@ def handled(fn):
 def check_writable(path: Path | None, option: str) -> None:
     """Refuse an output path whose folder is missing before any work is done."""
     if path is not None and not path.parent.is_dir():
-        raise Failure(f"{option} {path}: folder {path.parent} does not exist")
+        raise UsageError(f"{option} {path}: folder {path.parent} does not exist")
 
 
 def write_json(path: Path | None, payload: dict) -> None:
@@ -128,7 +124,7 @@ def write_json(path: Path | None, payload: dict) -> None:
         try:
             path.write_text(json.dumps(payload, indent=2, sort_keys=False) + "\n")
         except OSError as exc:
-            raise Failure(f"--json {path}: cannot write ({exc.strerror})") from None
+            raise UsageError(f"--json {path}: cannot write ({exc.strerror})") from None
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -158,16 +154,16 @@ def given_explicitly(opts: dict) -> set[str]:
 def replay_golden(baseline: str, opts: dict):
     """(spec, inputs, device, baseline Side) of --baseline golden:FILE: the recorded spec, inputs and bytes."""
     from . import golden
-    from .compare import resolve_device
+    from .device import resolve_device
 
     path_text = baseline[len(GOLDEN):]
     if not path_text:
-        raise Failure("--baseline golden:FILE needs a file")
+        raise UsageError("--baseline golden:FILE needs a file")
     path = Path(path_text)
     given = given_explicitly(opts)
     for name, flag in GOLDEN_INPUT_FLAGS.items():
         if name in given:
-            raise Failure(f"{flag} cannot be combined with --baseline {baseline}: the recorded inputs are replayed")
+            raise UsageError(f"{flag} cannot be combined with --baseline {baseline}: the recorded inputs are replayed")
     recorded = golden.read(path)
     golden.check_options(
         path, recorded.spec, {name: (flag, opts[name]) for name, flag in GOLDEN_SPEC_FLAGS.items() if name in given}
@@ -195,8 +191,10 @@ def compare(baseline, candidate, json_path, all_blocks, debug, max_diff_bytes, m
             **opts):
     """Run two writers on the same K, diff their cache bytes block by block, and say why they differ."""
     from . import budget as budget_mod
-    from . import producers, report
     from .compare import compare as run_compare
+    from .report import json as report_json
+    from .report import terminal
+    from .writers import registry as producers
     from .diagnose import diagnose
 
     check_writable(json_path, "--json")
@@ -211,9 +209,9 @@ def compare(baseline, candidate, json_path, all_blocks, debug, max_diff_bytes, m
     diagnosis = diagnose(result.spec, result.baseline.buffer, result.candidate.buffer, result.inputs,
                          diff=result.diff)
     decided = budget_mod.check(budget, result.diff, result.baseline.buffer, result.candidate.buffer)
-    Console().print(report.render_compare(result, all_blocks=all_blocks, diagnosis=diagnosis, budget=decided))
-    write_json(json_path, report.compare_json(result, diagnosis=diagnosis, budget=decided))
-    return EXIT_OK if result.identical or decided.within else EXIT_DIFFER
+    Console().print(terminal.render_compare(result, all_blocks=all_blocks, diagnosis=diagnosis, budget=decided))
+    write_json(json_path, report_json.compare_json(result, diagnosis=diagnosis, budget=decided))
+    return ExitCode.OK if result.identical or decided.within else ExitCode.DIFFER
 
 
 @cli.command()
@@ -223,16 +221,18 @@ def compare(baseline, candidate, json_path, all_blocks, debug, max_diff_bytes, m
 @handled
 def record(producer, out_path, debug, **opts):
     """Run one writer and save its inputs and cache bytes (a golden file)."""
-    from . import golden, producers, report
+    from . import golden
     from .compare import run_side
+    from .device import versions
+    from .writers import registry as producers
 
     check_writable(out_path, "--out")
     spec, data, device = build(opts)
     side = run_side(producers.resolve(producer), spec, data.to(device), device)
     golden.write(out_path, spec=spec, producer=side.name, emulated=side.emulated, inputs=data,
-                 buffer=side.buffer, versions=report.versions())
+                 buffer=side.buffer, versions=versions())
     click.echo(f"recorded {side.name} ({spec.summary()}, {data.source}) to {out_path}")
-    return EXIT_OK
+    return ExitCode.OK
 
 
 @cli.command()
@@ -248,8 +248,10 @@ def record(producer, out_path, debug, **opts):
 @handled
 def table(config_path, json_path, all_blocks, debug, **opts):
     """The seed's table: buggy and fixed Triton wrappers against the C++ path, block by block."""
-    from . import producers, report
+    from .report import json as report_json
+    from .report import terminal
     from .table import read_config, seed_table
+    from .writers import registry as producers
 
     check_writable(json_path, "--json")
     if config_path is not None:
@@ -262,9 +264,9 @@ def table(config_path, json_path, all_blocks, debug, **opts):
         spec, baseline=producers.resolve(opts["baseline"]), buggy=producers.resolve(opts["buggy"]),
         fixed=producers.resolve(opts["fixed"]), inputs=data, device=device,
     )
-    Console().print(report.render_seed_table(result, all_blocks=all_blocks))
-    write_json(json_path, report.seed_table_json(result))
-    return EXIT_OK if result.passed else EXIT_DIFFER
+    Console().print(terminal.render_seed_table(result, all_blocks=all_blocks))
+    write_json(json_path, report_json.seed_table_json(result))
+    return ExitCode.OK if result.passed else ExitCode.DIFFER
 
 
 def _requirements(ctx, param, values):
@@ -287,11 +289,12 @@ def _requirements(ctx, param, values):
 def doctor(required, json_path, debug):
     """What can run here: every producer and why not, versions, device, FP8 format, Triton exactness."""
     from . import doctor as doctor_mod
+    from .report import doctor as doctor_report
 
     found = doctor_mod.diagnose(required)
-    Console().print(doctor_mod.render(found))
-    write_json(json_path, doctor_mod.to_json(found))
-    return EXIT_DIFFER if found.unmet else EXIT_OK
+    Console().print(doctor_report.render(found))
+    write_json(json_path, doctor_report.to_json(found))
+    return ExitCode.DIFFER if found.unmet else ExitCode.OK
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -301,10 +304,7 @@ def main(argv: list[str] | None = None) -> int:
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except click.ClickException as exc:
-        click.echo(f"fp8check: error: {exc.format_message()}", err=True)
-        return EXIT_USAGE
+        return fail(f"error: {exc.format_message()}", ExitCode.USAGE)
     except click.exceptions.Abort:
         return 130
-    except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else EXIT_INTERNAL
-    return rv if isinstance(rv, int) else EXIT_OK
+    return int(rv) if isinstance(rv, int) else ExitCode.OK

@@ -7,24 +7,12 @@ from dataclasses import dataclass, field
 
 import torch
 
-from . import producers
+from .writers import registry
 from .cache import CacheBuffer
 from .diff import DiffResult, diff_caches
 from .inputs import Inputs
-from .producers import Producer
+from .writers.registry import Producer
 from .spec import CacheSpec
-
-
-class DeviceError(RuntimeError):
-    """The device asked for is not there."""
-
-
-def resolve_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise DeviceError("--device cuda: torch sees no CUDA device (torch.cuda.is_available() is False)")
-    return torch.device(name)
 
 
 @dataclass(frozen=True)
@@ -53,7 +41,7 @@ class CompareResult:
 
 
 def run_side(producer: Producer, spec: CacheSpec, inputs: Inputs, device: torch.device) -> Side:
-    buffer = producers.run(producer, spec, inputs, device)
+    buffer = registry.run(producer, spec, inputs, device)
     return Side(producer.name, producer.description, producer.emulated, buffer)
 
 

@@ -33,8 +33,7 @@ from . import fp8
 from .cache import GUARD_BYTES, POISON_OFFSET, POISON_STEP, CacheBuffer, poison_at
 from .diff import DiffResult, Mismatch, count_true, mismatch_at
 from .inputs import Inputs
-from .reference import SCALE_FLOOR
-from .spec import CacheSpec, Coordinate, FP8Format, Layout, Region, ScaleFormat
+from .spec import SCALE_FLOOR, CacheSpec, Coordinate, FP8Format, Layout, Region, ScaleFormat
 
 
 class Category(enum.Enum):
@@ -267,7 +266,7 @@ def _differing_units(spec: CacheSpec, baseline: CacheBuffer, candidate: CacheBuf
     a, b = baseline.flat, candidate.flat
     all_blocks = torch.arange(spec.num_blocks, device=a.device)
     if diff is not None:
-        blocks = torch.tensor([d.block for d in diff.blocks if d.diff], dtype=torch.int64, device=a.device)
+        blocks = torch.nonzero(diff.block_diff()).view(-1).to(a.device)
         if 2 * blocks.numel() > spec.num_blocks:
             return (all_blocks, a, b, *_unit_counts(spec, a, b))
         a, b = a.index_select(0, blocks), b.index_select(0, blocks)

@@ -1,7 +1,8 @@
-"""Block-by-block byte diff of two caches. Pure: tensors in, frozen records out.
+"""Block-by-block byte diff of two caches. Pure: tensors in, a frozen record of tensors out.
 
-Runs on whatever device the caches live on; only per-block counts and the first mismatch's few bytes
-cross to the host.
+Runs on whatever device the caches live on. Per-block counts stay tensors on that device; one host
+transfer brings back the totals and the first mismatch's position, and `BlockDiff` records are built
+only for the rows a renderer shows.
 """
 
 from __future__ import annotations
@@ -65,21 +66,48 @@ class Mismatch:
 @dataclass(frozen=True)
 class DiffResult:
     spec: CacheSpec
-    blocks: tuple[BlockDiff, ...]
+    value_diff: torch.Tensor  # int64 [num_blocks]: differing value bytes per block (on the caches' device)
+    scale_diff: torch.Tensor  # int64 [num_blocks]: differing scale bytes per block
     guard_diff: int  # bytes changed outside the cache (before/after the buffer handed over)
+    cache_diff: int  # differing bytes inside the cache (value + scale regions)
+    differing_blocks: int  # blocks with at least one differing byte
     first_mismatch: Mismatch | None
 
     @property
+    def num_blocks(self) -> int:
+        return self.spec.num_blocks
+
+    @property
     def diff_bytes(self) -> int:
-        return sum(b.diff for b in self.blocks) + self.guard_diff
+        return self.cache_diff + self.guard_diff
 
     @property
     def total_bytes(self) -> int:
-        return sum(b.total for b in self.blocks)
+        return self.spec.num_blocks * (self.spec.value_bytes + self.spec.scale_bytes)
 
     @property
     def identical(self) -> bool:
         return self.diff_bytes == 0
+
+    def block_diff(self) -> torch.Tensor:
+        """int64 [num_blocks]: differing bytes per block, both regions."""
+        return self.value_diff + self.scale_diff
+
+    def block(self, index: int) -> BlockDiff:
+        """The record of one block, for a renderer's row."""
+        return BlockDiff(index, int(self.value_diff[index]), self.spec.value_bytes, int(self.scale_diff[index]),
+                         self.spec.scale_bytes)
+
+    def all_rows(self) -> list[BlockDiff]:
+        return self.rows(range(self.num_blocks))
+
+    def rows(self, indices) -> list[BlockDiff]:
+        """Records of the given blocks (one host transfer for all of them)."""
+        index = torch.as_tensor(list(indices), dtype=torch.int64)
+        values = self.value_diff.cpu()[index].tolist()
+        scales = self.scale_diff.cpu()[index].tolist()
+        return [BlockDiff(int(i), v, self.spec.value_bytes, s, self.spec.scale_bytes)
+                for i, v, s in zip(index.tolist(), values, scales)]
 
 
 def count_true(mask: torch.Tensor) -> torch.Tensor:
@@ -126,15 +154,17 @@ def diff_caches(spec: CacheSpec, baseline: CacheBuffer, candidate: CacheBuffer) 
     differs = a != b
     value_diff = count_true(differs[:, : spec.value_bytes])
     scale_diff = count_true(differs[:, spec.value_bytes : spec.value_bytes + spec.scale_bytes])
-    counts = torch.stack([value_diff, scale_diff]).cpu().tolist()
-    guard_diff = int((baseline.guards != candidate.guards).sum())
-    blocks = tuple(
-        BlockDiff(i, counts[0][i], spec.value_bytes, counts[1][i], spec.scale_bytes) for i in range(spec.num_blocks)
-    )
+    per_block = value_diff + scale_diff
+    differing = per_block > 0
+    guard = (baseline.guards != candidate.guards).sum()
+    # one host transfer: totals, the number of differing blocks and the first of them
+    first_block = torch.argmax(differing.to(torch.uint8)) if spec.num_blocks else per_block.new_zeros(())
+    cache_diff, differing_blocks, guard_diff, block = torch.stack(
+        [per_block.sum(), differing.sum(), guard.to(torch.int64), first_block.to(torch.int64)]
+    ).tolist()
     first = None
-    block = next((i for i in range(spec.num_blocks) if counts[0][i] or counts[1][i]), None)
-    if block is not None:
+    if cache_diff:
         # argmax returns the first maximal element: the first differing byte of the first differing block.
         index = block * spec.block_bytes + int(torch.argmax(differs[block].to(torch.uint8)))
         first = mismatch_at(spec, a, b, index)
-    return DiffResult(spec, blocks, guard_diff, first)
+    return DiffResult(spec, value_diff, scale_diff, guard_diff, cache_diff, differing_blocks, first)

@@ -87,16 +87,12 @@ def is_nan_code(codes: torch.Tensor, fmt: FP8Format) -> torch.Tensor:
 
 
 def code_distance(a: torch.Tensor, b: torch.Tensor, fmt: FP8Format) -> torch.Tensor:
-    """Number of representable steps between two FP8 codes (int32); +0 and -0 are 0 apart.
-
-    A NaN against a number is NAN_DISTANCE; NaN against NaN is 0.
+    """Number of representable steps between two FP8 codes (int16, half the memory traffic of int32 on
+    big caches); +0 and -0 are 0 apart. A NaN against a number is NAN_DISTANCE; NaN against NaN is 0.
     """
-
-    def ordinal(codes: torch.Tensor) -> torch.Tensor:
-        magnitude = (codes & 0x7F).to(torch.int32)
-        return torch.where((codes & 0x80) != 0, -magnitude, magnitude)
-
-    distance = (ordinal(a) - ordinal(b)).abs()
+    ma, mb = (a & 0x7F).to(torch.int16), (b & 0x7F).to(torch.int16)
+    same_sign = ((a ^ b) & 0x80) == 0
+    distance = torch.where(same_sign, (ma - mb).abs(), ma + mb)
     nan_a, nan_b = is_nan_code(a, fmt), is_nan_code(b, fmt)
     distance = torch.where(nan_a | nan_b, torch.full_like(distance, NAN_DISTANCE), distance)
     return torch.where(nan_a & nan_b, torch.zeros_like(distance), distance)

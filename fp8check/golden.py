@@ -19,12 +19,9 @@ import torch
 from .cache import CacheBuffer
 from .inputs import InputError, Inputs, load
 from .spec import CacheSpec, SpecError
+from .errors import GoldenError
 
 FORMAT = "fp8check-golden/1"
-
-
-class GoldenError(InputError):
-    """A golden file that is missing, damaged, foreign or contradicts the options given."""
 
 
 @dataclass(frozen=True)

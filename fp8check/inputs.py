@@ -9,10 +9,7 @@ from pathlib import Path
 import torch
 
 from .spec import CacheSpec, FP8Format
-
-
-class InputError(ValueError):
-    """Unusable inputs; the message is one line naming the file or option."""
+from .errors import InputError
 
 
 class SlotPattern(enum.Enum):
@@ -125,7 +122,7 @@ def _outliers(num_tokens: int, head_dim: int, generator: torch.Generator) -> tor
 def _divisors(fp8: FP8Format) -> torch.Tensor:
     """The DIVs real writers use on this format (SPEC.md section 3): 448 on e4m3fn; 240 (aiter) and
     224 (vLLM) on e4m3fnuz."""
-    return torch.tensor([448.0] if fp8 is FP8Format.E4M3FN else [240.0, 224.0])
+    return torch.tensor(list(dict.fromkeys([fp8.max, fp8.vllm_divisor])))
 
 
 def _ue8m0_boundary(num_tokens: int, head_dim: int, qbs: int, fp8: FP8Format, generator) -> torch.Tensor:

@@ -9,8 +9,11 @@ from dataclasses import dataclass
 from typing import Any
 
 
-class SpecError(ValueError):
-    """An impossible or inconsistent cache description; the message is one line naming the field."""
+from .errors import SpecError
+
+# vLLM's divisor on e4m3fnuz (SPEC.md section 3): its ROCm writers divide by 224, not the format's max 240.
+VLLM_FNUZ_DIVISOR = 224.0
+SCALE_FLOOR = 1e-4  # s = max(amax, 1e-4) / DIV in every real writer
 
 
 class FP8Format(enum.Enum):
@@ -20,6 +23,11 @@ class FP8Format(enum.Enum):
     @property
     def max(self) -> float:
         return 448.0 if self is FP8Format.E4M3FN else 240.0
+
+    @property
+    def vllm_divisor(self) -> float:
+        """DIV of vLLM's writers: 448 on e4m3fn, 224 on e4m3fnuz (the aiter op uses `max`)."""
+        return self.max if self is FP8Format.E4M3FN else VLLM_FNUZ_DIVISOR
 
     @property
     def bias(self) -> int:
@@ -52,6 +60,11 @@ class ScaleFormat(enum.Enum):
 class Layout(enum.Enum):
     SHUFFLE = "shuffle"
     LINEAR = "linear"
+
+
+def default_layout(block_size: int) -> Layout:
+    """vLLM's rule for its ROCm writer: SHUFFLE when block_size > 1, LINEAR when 1."""
+    return Layout.SHUFFLE if block_size > 1 else Layout.LINEAR
 
 
 class Region(enum.Enum):
@@ -97,7 +110,7 @@ class CacheSpec:
                 f"quant_block_size {self.quant_block_size} must divide head_dim {self.head_dim}"
             )
         if self.layout is None:
-            object.__setattr__(self, "layout", Layout.SHUFFLE if self.block_size > 1 else Layout.LINEAR)
+            object.__setattr__(self, "layout", default_layout(self.block_size))
         if self.layout is Layout.SHUFFLE and self.block_size % 16:
             raise SpecError(
                 f"layout shuffle needs block_size % 16 == 0 (MFMA 16x16 tiles), got block_size {self.block_size};"

@@ -15,17 +15,14 @@ import torch
 from .compare import CompareResult, compare, run_side
 from .diagnose import Diagnosis, diagnose
 from .inputs import Inputs
-from .producers import Producer
+from .writers.registry import Producer
 from .spec import CacheSpec
+from .errors import ConfigError
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
-
-
-class ConfigError(ValueError):
-    """A TOML sweep file that cannot be used; one line naming the file and key."""
 
 
 # Keys a [table] section may set, with the CLI option (dest name) each one stands for.

@@ -14,12 +14,12 @@ import pytest
 import torch
 from standins import aiter_standin, install, vllm_standin
 
-from fp8check import producers
-from fp8check.adapters import aiter, vllm_cuda, vllm_triton
-from fp8check.adapters.platform import Backend, Platform
+from fp8check.writers import registry as producers
+from fp8check.writers.adapters import aiter, vllm_cuda, vllm_triton
+from fp8check.writers.adapters.platform import Backend, Platform
 from fp8check.cli import main
 from fp8check.inputs import Inputs, SlotPattern, generate
-from fp8check.producers import ProducerError
+from fp8check.errors import ProducerError
 from fp8check.spec import CacheSpec, FP8Format, Layout, ScaleFormat
 
 CPU = torch.device("cpu")

@@ -11,7 +11,7 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
-from fp8check import reference
+from fp8check.writers import reference
 from fp8check.cache import CacheBuffer
 from fp8check.cli import main
 from fp8check.spec import CacheSpec

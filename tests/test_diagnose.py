@@ -13,7 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fp8check import diagnose as dg
-from fp8check import fp8, producers
+from fp8check import fp8
+from fp8check.writers import registry as producers
 from fp8check.cache import GUARD_BYTES, CacheBuffer, poison
 from fp8check.cli import main
 from fp8check.compare import compare
@@ -398,7 +399,7 @@ def test_format_match_reads_the_other_format():
 
 
 def test_block_ranges_render_compactly():
-    from fp8check.report import block_ranges
+    from fp8check.report.terminal import block_ranges
 
     assert block_ranges((0, 1, 2, 5, 7, 8)) == "0-2, 5, 7-8 (6 blocks)"
     assert block_ranges((3,)) == "3"

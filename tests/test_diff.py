@@ -7,7 +7,8 @@ import struct
 import pytest
 import torch
 
-from fp8check import inputs, producers
+from fp8check import inputs
+from fp8check.writers import registry as producers
 from fp8check.cache import GUARD_BYTES, CacheBuffer
 from fp8check.diff import diff_caches
 from fp8check.spec import CacheSpec, FP8Format, Region
@@ -47,7 +48,7 @@ def test_identical_caches(written):
     assert result.identical
     assert result.first_mismatch is None
     assert result.diff_bytes == 0 and result.guard_diff == 0
-    assert [(b.block, b.value_diff, b.value_total, b.scale_diff, b.scale_total) for b in result.blocks] == [
+    assert [(b.block, b.value_diff, b.value_total, b.scale_diff, b.scale_total) for b in result.all_rows()] == [
         (i, 0, 2048, 0, 256) for i in range(3)
     ]
     assert result.total_bytes == 3 * 2304
@@ -73,7 +74,7 @@ def test_one_planted_byte_is_found_at_its_coordinate(written, block, byte, token
 
     assert not result.identical
     assert result.diff_bytes == 1 and result.guard_diff == 0
-    counts = [(b.value_diff, b.scale_diff) for b in result.blocks]
+    counts = [(b.value_diff, b.scale_diff) for b in result.all_rows()]
     expected = [(0, 0)] * 3
     expected[block] = (1, 0) if region is Region.VALUE else (0, 1)
     assert counts == expected
@@ -95,7 +96,7 @@ def test_one_planted_byte_is_found_at_its_coordinate(written, block, byte, token
 def test_planted_value_byte_is_the_written_token(written):
     # The planted coordinate names the token and dim the writer put there: the un-flipped byte is the
     # reference quantization of k[19 + 32, 37] (sequential slots: token i -> slot i).
-    from fp8check import reference
+    from fp8check.writers import reference
 
     data = inputs.generate(SPEC, seed=11)
     codes, _ = reference.quantize(
@@ -114,7 +115,7 @@ def test_first_mismatch_is_the_earliest_in_cache_order(written):
     flip(candidate, 1, 1589)
     result = diff_caches(SPEC, written, candidate)
     assert result.diff_bytes == 3
-    assert [(b.value_diff, b.scale_diff) for b in result.blocks] == [(0, 0), (1, 1), (1, 0)]
+    assert [(b.value_diff, b.scale_diff) for b in result.all_rows()] == [(0, 0), (1, 1), (1, 0)]
     c = result.first_mismatch.coordinate
     assert (c.block, c.byte_in_block, c.token, c.dim) == (1, 1589, 19, 37)
 
@@ -127,7 +128,7 @@ def test_guard_byte_write_is_counted_outside_the_blocks(written, position):
     assert result.guard_diff == 1
     assert result.diff_bytes == 1
     assert not result.identical
-    assert all(b.diff == 0 for b in result.blocks)
+    assert all(b.diff == 0 for b in result.all_rows())
     assert result.first_mismatch is None  # a stray write has no cache coordinate
 
 
@@ -135,7 +136,7 @@ def test_every_byte_differs_counts_full_regions(written):
     candidate = copy(written)
     candidate.flat.bitwise_xor_(0xFF)
     result = diff_caches(SPEC, written, candidate)
-    assert [(b.value_diff, b.scale_diff) for b in result.blocks] == [(2048, 256)] * 3
+    assert [(b.value_diff, b.scale_diff) for b in result.all_rows()] == [(2048, 256)] * 3
     assert result.diff_bytes == result.total_bytes == 3 * 2304
     assert result.guard_diff == 0
 

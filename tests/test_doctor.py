@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
-import sys
 from types import SimpleNamespace
 
 import pytest
 import torch
 from standins import aiter_standin, install
 
-from fp8check import doctor, producers
-from fp8check.adapters import aiter, platform
-from fp8check.adapters.platform import Backend, Platform, fp8_for_arch
+from fp8check import doctor
+from fp8check.writers import registry as producers
+from fp8check.writers.adapters import aiter, platform
+from fp8check.writers.adapters.platform import Backend, Platform, fp8_for_arch
 from fp8check.cli import main
 from fp8check.spec import FP8Format
 
@@ -45,7 +46,7 @@ def test_doctor_lists_every_producer_with_a_reason_and_exits_0(capsys, tmp_path)
     assert list(rows) == producers.names()
     assert rows["reference"]["available"] is True
     assert rows["aiter"] == {
-        "name": "aiter", "available": False, "description": producers.BUILTIN["aiter"][0],
+        "name": "aiter", "available": False, "description": producers.REGISTRY["aiter"].description,
         "reason": "aiter is not installed (ROCm's kernel library, pip package amd-aiter; needs a ROCm GPU)",
     }
     assert rows["vllm-triton"]["reason"] == rows["vllm-cuda"]["reason"] == "vLLM is not installed"
@@ -93,7 +94,8 @@ def test_a_crashing_availability_probe_is_reported_not_raised(capsys, tmp_path, 
     def broken():
         raise RuntimeError("probe exploded\nsecond line")
 
-    monkeypatch.setitem(producers.AVAILABILITY, "vllm-cuda", broken)
+    entry = dataclasses.replace(producers.REGISTRY["vllm-cuda"], availability=broken)
+    monkeypatch.setitem(producers.REGISTRY, "vllm-cuda", entry)
     _, payload = doctor_json(capsys, tmp_path)
     row = next(row for row in payload["producers"] if row["name"] == "vllm-cuda")
     assert (row["available"], row["reason"]) == (False, "availability check raised RuntimeError: probe exploded")
@@ -131,40 +133,15 @@ def test_require_an_unknown_name_is_a_usage_error(capsys):
 # ---- the Triton interpreter's exact conversion ----------------------------------------------------
 
 
-def test_triton_exact_missing_module_is_not_built(monkeypatch):
-    monkeypatch.setitem(sys.modules, "fp8check.triton_exact", None)
-    checks = doctor.triton_exact_checks()
-    assert [(c.name, c.ok, c.detail) for c in checks] == [
-        (fmt.value, False, "not built (fp8check/triton_exact.py is missing)") for fmt in FP8Format
-    ]
+def test_triton_exact_reports_the_real_known_answer_check_per_format(capsys, tmp_path):
+    from fp8check.writers import interpreter
 
-
-def test_triton_exact_check_per_format_is_reported(monkeypatch):
-    def check(fmt):
-        return (fmt is FP8Format.E4M3FN, f"{fmt.value} says so")
-
-    monkeypatch.setitem(sys.modules, "fp8check.triton_exact", SimpleNamespace(check=check))
-    checks = doctor.triton_exact_checks()
-    assert [(c.name, c.ok, c.detail) for c in checks] == [
-        ("e4m3fn", True, "e4m3fn says so"), ("e4m3fnuz", False, "e4m3fnuz says so"),
-    ]
-
-
-def test_triton_exact_check_that_raises_is_not_ok(monkeypatch):
-    def check():
-        raise ValueError("interpreter missing")
-
-    monkeypatch.setitem(sys.modules, "fp8check.triton_exact", SimpleNamespace(check=check))
-    assert {c.detail for c in doctor.triton_exact_checks()} == {"check() raised ValueError: interpreter missing"}
-
-
-def test_require_triton_exact_follows_its_check(capsys, tmp_path, monkeypatch):
-    monkeypatch.setitem(
-        sys.modules, "fp8check.triton_exact", SimpleNamespace(check=lambda fmt: (fmt is FP8Format.E4M3FN, "x"))
-    )
-    assert doctor_json(capsys, tmp_path, "--require", "triton-exact:e4m3fn")[0] == 0
-    assert doctor_json(capsys, tmp_path, "--require", "triton-exact:e4m3fnuz")[0] == 1
-    assert doctor_json(capsys, tmp_path, "--require", "triton-exact")[0] == 1
+    code, payload = doctor_json(capsys, tmp_path, "--require", "triton-exact:e4m3fn")
+    assert code == 0
+    for fmt in FP8Format:
+        ok, reason = interpreter.check(fmt)
+        assert payload["triton_exact"][fmt.value] == {"ok": ok, "reason": reason}
+    assert payload["triton_exact"]["e4m3fn"]["ok"] is True
 
 
 # ---- device, architecture and the deployment FP8 format --------------------------------------------

@@ -9,10 +9,12 @@ import struct
 import pytest
 import torch
 
-from fp8check import inputs, producers, reference
+from fp8check import inputs
+from fp8check.writers import reference
+from fp8check.writers import registry as producers
 from fp8check.cache import GUARD_BYTES, CacheBuffer, poison
 from fp8check.compare import compare
-from fp8check.reference import AITER, VLLM
+from fp8check.writers.reference import AITER, VLLM
 from fp8check.spec import CacheSpec, FP8Format, Layout, ScaleFormat
 
 FN, FNUZ = FP8Format.E4M3FN, FP8Format.E4M3FNUZ
@@ -283,7 +285,7 @@ def test_profiles_identical_on_e4m3fn_ue8m0():
     result = compare_profiles(CacheSpec(num_blocks=3, block_size=64, head_dim=128, quant_block_size=128))
     assert result.identical
     assert result.diff.first_mismatch is None
-    assert [(b.value_diff, b.scale_diff) for b in result.diff.blocks] == [(0, 0)] * 3
+    assert [(b.value_diff, b.scale_diff) for b in result.diff.all_rows()] == [(0, 0)] * 3
     assert result.diff.total_bytes == 3 * 64 * (128 + 4)
 
 
@@ -291,7 +293,7 @@ def test_profiles_differ_in_every_block_on_e4m3fnuz():
     spec = CacheSpec(num_blocks=3, block_size=64, head_dim=128, quant_block_size=128, fp8=FNUZ)
     result = compare_profiles(spec)
     assert not result.identical
-    assert all(b.value_diff > 0 and b.scale_diff > 0 for b in result.diff.blocks)
+    assert all(b.value_diff > 0 and b.scale_diff > 0 for b in result.diff.all_rows())
     # exactly the tokens whose amax lies in (224 * 2^j, 240 * 2^j] get different scales
     k = inputs.generate(spec, seed=0).k.float()
     amax = k.abs().amax(dim=1).clamp(min=1e-4)

@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 import torch
 
-from fp8check import fp8, producers, triton_exact
+from fp8check import fp8
+from fp8check.writers import interpreter as triton_exact
+from fp8check.writers import registry as producers
 from fp8check.cache import GUARD_BYTES, CacheBuffer, poison
 from fp8check.cli import main
 from fp8check.compare import compare
@@ -88,7 +90,7 @@ def test_stock_interpreter_would_report_false_mismatches(stock_interpreter_conve
     spec = CacheSpec(num_blocks=2, block_size=64, head_dim=128)
     data = generate(spec, seed=0)
     buffer = CacheBuffer.allocate(spec, CPU)
-    from fp8check.triton_writer import fixed_writer
+    from fp8check.writers.triton import fixed_writer
 
     fixed_writer(data.k, buffer.cache, data.slot_mapping, 128, "ue8m0")
     reference = producers.run(producers.resolve("reference"), spec, data, CPU)
@@ -130,10 +132,10 @@ def test_seed_table_buggy_column_differs_fixed_column_zero(block_size):
     table = seed_table(spec, baseline=producers.resolve("reference"), buggy=producers.resolve("triton-buggy"),
                        fixed=producers.resolve("triton"), inputs=generate(spec, seed=0), device=CPU)
     assert table.passed
-    for b in table.buggy.diff.blocks:
+    for b in table.buggy.diff.all_rows():
         assert b.value_diff >= 0.95 * b.value_total
         assert b.scale_diff == 0  # the bug is in the value region only
-    assert all(b.diff == 0 for b in table.fixed.diff.blocks)
+    assert all(b.diff == 0 for b in table.fixed.diff.all_rows())
 
 
 def test_buggy_bytes_are_the_interpreters_integer_conversion():

@@ -7,7 +7,7 @@ import torch
 
 from fp8check import fp8
 from fp8check.cache import scatter_rows
-from fp8check.reference import AITER, FP32_MIN_NORMAL, SCALE_FLOOR, pow2_ceil, spec_of_call
+from fp8check.writers.reference import AITER, FP32_MIN_NORMAL, SCALE_FLOOR, pow2_ceil, spec_of_call
 from fp8check.spec import ScaleFormat
 
 

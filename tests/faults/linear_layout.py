@@ -4,7 +4,7 @@ preshuffle, MFMA 16x16 tiles; SPEC.md section 2). Diagnosed as `layout`."""
 import torch
 
 from fp8check.cache import scatter_rows
-from fp8check.reference import AITER, quantize, spec_of_call
+from fp8check.writers.reference import AITER, quantize, spec_of_call
 from fp8check.spec import Layout
 
 

@@ -5,7 +5,7 @@ import torch
 
 from fp8check import fp8
 from fp8check.cache import scatter_rows
-from fp8check.reference import AITER, quantize, spec_of_call
+from fp8check.writers.reference import AITER, quantize, spec_of_call
 from fp8check.spec import FP8Format
 
 

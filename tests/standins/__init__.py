@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from types import ModuleType
 
-from fp8check import reference
+from fp8check.writers import reference
 from fp8check.cache import scatter_rows
 from fp8check.spec import CacheSpec, FP8Format, Layout, ScaleFormat
 

@@ -13,8 +13,9 @@ from typing import Callable
 
 import torch
 
-from ..producers import Producer, ProducerError
-from ..spec import CacheSpec, Layout
+from ...errors import ProducerError
+from ..registry import Producer
+from ...spec import CacheSpec, default_layout
 from . import Unavailable, availability_of, first_line, import_vllm
 from .platform import Platform, probe, require_gpu
 
@@ -61,10 +62,6 @@ def availability(platform: Platform | None = None) -> tuple[bool, str]:
     )
 
 
-def vllm_layout(block_size: int) -> Layout:
-    return Layout.SHUFFLE if block_size > 1 else Layout.LINEAR
-
-
 @dataclass(frozen=True)
 class VllmTritonWriter:
     found: Found
@@ -73,7 +70,7 @@ class VllmTritonWriter:
     def check(self, spec: CacheSpec, device: torch.device) -> None:
         self.platform.require_device(NAME, device)
         self.platform.require_format(NAME, spec.fp8, writer="vLLM")
-        expected = vllm_layout(spec.block_size)
+        expected = default_layout(spec.block_size)
         if spec.layout is not expected:
             raise ProducerError(
                 f"producer {NAME!r}: vLLM writes the {expected.value} layout for block_size {spec.block_size},"
@@ -85,7 +82,8 @@ class VllmTritonWriter:
 
 
 def make_producer(found: Found, platform: Platform) -> Producer:
-    return Producer(NAME, f"vLLM {found.version} {found.where} on {platform.arch}", VllmTritonWriter(found, platform))
+    writer = VllmTritonWriter(found, platform)
+    return Producer(NAME, f"vLLM {found.version} {found.where} on {platform.arch}", writer, check=writer.check)
 
 
 def producer() -> Producer:

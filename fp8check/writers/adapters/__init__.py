@@ -9,17 +9,13 @@ from __future__ import annotations
 
 from typing import Callable, TypeVar
 
+from ...errors import first_line
+
 T = TypeVar("T")
 
 
 class Unavailable(Exception):
     """A real writer that cannot be used here; the message is one line saying why."""
-
-
-def first_line(exc: BaseException) -> str:
-    """`Type: first line of the message`, for reasons that must stay one line."""
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
 
 
 def import_vllm():

@@ -6,8 +6,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from ..producers import ProducerError
-from ..spec import FP8Format
+from ...errors import ProducerError
+from ...spec import FP8Format
 
 
 class Backend(enum.Enum):

@@ -10,11 +10,10 @@ from dataclasses import dataclass
 
 import torch
 
-from . import fp8
-from .cache import scatter_rows
-from .spec import CacheSpec, FP8Format, Layout, ScaleFormat
+from .. import fp8
+from ..cache import scatter_rows
+from ..spec import SCALE_FLOOR, CacheSpec, FP8Format, Layout, ScaleFormat
 
-SCALE_FLOOR = 1e-4  # s = max(amax, 1e-4) / DIV in every real writer
 FP32_MIN_NORMAL = 2.0**-126
 
 
@@ -32,11 +31,11 @@ class Profile:
 
 
 AITER = Profile(
-    "aiter", 448.0, 240.0, reciprocal=True, flush_denormals=True,
+    "aiter", FP8Format.E4M3FN.max, FP8Format.E4M3FNUZ.max, reciprocal=True, flush_denormals=True,
     description="aiter C++ op + shuffle_weight (PyTorch emulation): DIV = format max, x * (1/s), clamp, FTZ",
 )
 VLLM = Profile(
-    "vllm", 448.0, 224.0, reciprocal=False, flush_denormals=False,
+    "vllm", FP8Format.E4M3FN.vllm_divisor, FP8Format.E4M3FNUZ.vllm_divisor, reciprocal=False, flush_denormals=False,
     description="vLLM writer numerics (PyTorch emulation): DIV 448 / 224, x / s",
 )
 

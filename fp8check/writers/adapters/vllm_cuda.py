@@ -13,8 +13,9 @@ from typing import Callable
 
 import torch
 
-from ..producers import Producer, ProducerError
-from ..spec import CacheSpec, Layout
+from ...errors import ProducerError
+from ..registry import Producer
+from ...spec import CacheSpec, Layout
 from . import Unavailable, availability_of, first_line, import_vllm
 from .platform import Platform, probe, require_gpu
 
@@ -73,9 +74,10 @@ class VllmCudaWriter:
 
 
 def make_producer(found: Found, platform: Platform) -> Producer:
+    writer = VllmCudaWriter(found, platform)
     return Producer(
-        NAME, f"vLLM {found.version} _C_cache_ops.indexer_k_quant_and_cache on {platform.arch}",
-        VllmCudaWriter(found, platform),
+        NAME, f"vLLM {found.version} _C_cache_ops.indexer_k_quant_and_cache on {platform.arch}", writer,
+        check=writer.check,
     )
 
 

@@ -20,10 +20,10 @@ import torch
 import triton
 import triton.language as tl
 
+from ..errors import ProducerError
+from ..spec import FP8Format, Layout, ScaleFormat
 from .reference import spec_of_call
-from .spec import FP8Format, Layout, ScaleFormat
 
-DIVISOR = {FP8Format.E4M3FN: 448.0, FP8Format.E4M3FNUZ: 224.0}
 TOKENS_PER_PROGRAM = {"cpu": 256, "cuda": 16}  # cuda: measured best on an H200 (docs/PERFORMANCE.md)
 
 
@@ -78,13 +78,8 @@ def _interpreted():
     return InterpretedFunction(_quant_and_cache)
 
 
-class TritonUnsupported(RuntimeError):
-    """This Triton writer cannot run this spec on this device (one line, with what to do instead)."""
-
-
 def check(spec, device: torch.device) -> None:
-    from .producers import ProducerError
-    from .triton_exact import ExactConversionError, require
+    from .interpreter import require
 
     if not hasattr(tl.standard, "_elementwise_max"):
         raise ProducerError(f"Triton {triton.__version__} has no tl.standard._elementwise_max; this writer needs it")
@@ -100,10 +95,7 @@ def check(spec, device: torch.device) -> None:
                 " with --device cpu"
             )
         return
-    try:
-        require(spec.fp8)
-    except ExactConversionError as exc:
-        raise ProducerError(str(exc)) from None
+    require(spec.fp8)
 
 
 def launch(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *, fp8_dtype=torch.float8_e4m3fn,
@@ -120,7 +112,7 @@ def launch(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *, fp8_dtype=
     grid = (triton.cdiv(num_tokens, tokens),)
     kernel[grid](
         k, values, scales, slot_mapping, num_tokens, spec.block_size, spec.block_bytes, HEAD_DIM=spec.head_dim,
-        TOKENS=tokens, DIV=DIVISOR[spec.fp8], UE8M0=spec.scale_fmt is ScaleFormat.UE8M0,
+        TOKENS=tokens, DIV=spec.fp8.vllm_divisor, UE8M0=spec.scale_fmt is ScaleFormat.UE8M0,
         SHUFFLE=spec.layout is Layout.SHUFFLE,
     )
 
@@ -137,6 +129,3 @@ def buggy_writer(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *, fp8_
     launch(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, fp8_dtype=fp8_dtype, layout=layout,
            view_as_fp8=False)
 
-
-fixed_writer.check = check
-buggy_writer.check = check

@@ -18,8 +18,9 @@ from typing import Callable
 
 import torch
 
-from ..producers import Producer, ProducerError
-from ..spec import CacheSpec, Layout
+from ...errors import ProducerError
+from ..registry import Producer
+from ...spec import CacheSpec, Layout, default_layout
 from . import Unavailable, availability_of, first_line
 from .platform import Backend, Platform, probe
 
@@ -180,8 +181,8 @@ class AiterWriter:
 
     def __call__(self, k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *, fp8_dtype=None, layout=None):
         fp8_dtype = fp8_dtype or self.platform.fp8.torch_dtype()
-        if layout is None:  # the cache's own rule (CacheSpec): shuffle when block_size > 1
-            layout = Layout.SHUFFLE.value if kv_cache.shape[1] > 1 else Layout.LINEAR.value
+        if layout is None:
+            layout = default_layout(kv_cache.shape[1]).value
         shuffle = layout == Layout.SHUFFLE.value
         scale_arg = scale_fmt or ""  # the op takes a string; anything but "ue8m0" means fp32 scales
         if self.api.form is Form.PRESHUFFLE:
@@ -195,10 +196,11 @@ class AiterWriter:
 
 
 def make_producer(api: AiterAPI, platform: Platform) -> Producer:
+    writer = AiterWriter(api, platform)
     return Producer(
         NAME,
         f"aiter {api.version} indexer_k_quant_and_cache ({api.form.value}) on {platform.arch}",
-        AiterWriter(api, platform),
+        writer, check=writer.check, keywords=frozenset({"fp8_dtype", "layout"}),
     )
 
 

@@ -16,8 +16,9 @@ import math
 import numpy as np
 import torch
 
-from . import fp8
-from .spec import FP8Format
+from .. import fp8
+from ..errors import ProducerError
+from ..spec import FP8Format
 
 # Interpreter internals this patch relies on were read in these releases (the patch target and its
 # signature are also checked at run time).
@@ -26,7 +27,7 @@ TESTED_TRITON = ("3.4", "3.5", "3.6", "3.7", "3.8", "3.9")
 _STATE: dict[str, object] = {"installed": False}
 
 
-class ExactConversionError(RuntimeError):
+class ExactConversionError(ProducerError):
     """The interpreter's FP8 conversion could not be made exact: no CPU Triton run may be trusted."""
 
 

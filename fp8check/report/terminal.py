@@ -1,35 +1,17 @@
-"""Renderers: results to rich renderables and to JSON-ready dicts. Nothing here prints."""
+"""Terminal renderers: results to rich renderables. Nothing here prints; the CLI does."""
 
 from __future__ import annotations
-
-from importlib import metadata
 
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from .budget import BudgetVerdict
-from .compare import CompareResult
-from .diagnose import Diagnosis
-from .diff import BlockDiff
+from ..budget import BudgetVerdict
+from ..compare import CompareResult
+from ..diagnose import Diagnosis
+from ..diff import BlockDiff, DiffResult
 
 MAX_ROWS = 16  # larger caches show their differing blocks first, then one summary row
-
-
-def versions() -> dict[str, str]:
-    out = {}
-    for name in ("torch", "triton", "fp8check"):
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            out[name] = "not installed"
-    try:  # the imported torch may not be the installed distribution (a source build, a device image)
-        import torch
-
-        out["torch"] = torch.__version__
-    except ImportError:
-        pass
-    return out
 
 
 def percent(part: int, whole: int) -> str:
@@ -40,11 +22,12 @@ def side_label(name: str, emulated: bool) -> str:
     return f"{name} (PyTorch emulation)" if emulated else name
 
 
-def rows_to_show(blocks: tuple[BlockDiff, ...], all_blocks: bool) -> list[BlockDiff]:
-    if all_blocks or len(blocks) <= MAX_ROWS:
-        return list(blocks)
-    differing = [b for b in blocks if b.diff]
-    return (differing or list(blocks))[:MAX_ROWS]
+def rows_to_show(diff: DiffResult, all_blocks: bool) -> list[BlockDiff]:
+    """The blocks a table shows: all of them when few or asked for, else the first differing ones."""
+    if all_blocks or diff.num_blocks <= MAX_ROWS:
+        return diff.all_rows()
+    differing = diff.block_diff().nonzero().view(-1)[:MAX_ROWS].cpu().tolist()
+    return diff.rows(differing or range(MAX_ROWS))
 
 
 def block_table(result: CompareResult, *, all_blocks: bool = False) -> Table:
@@ -53,17 +36,17 @@ def block_table(result: CompareResult, *, all_blocks: bool = False) -> Table:
     table.add_column("value bytes differ", justify="right")
     table.add_column("%", justify="right")
     table.add_column("scale bytes differ", justify="right")
-    shown = rows_to_show(result.diff.blocks, all_blocks)
+    shown = rows_to_show(result.diff, all_blocks)
     for b in shown:
         style = "red" if b.diff else "green"
         table.add_row(
             str(b.block), Text(f"{b.value_diff} / {b.value_total}", style=style),
             percent(b.value_diff, b.value_total), Text(f"{b.scale_diff} / {b.scale_total}", style=style),
         )
-    hidden = [b for b in result.diff.blocks if b not in shown]
+    hidden = result.diff.num_blocks - len(shown)
     if hidden:
-        differ = sum(1 for b in hidden if b.diff)
-        table.add_row("...", f"{len(hidden)} more blocks, {differ} differ", "", "")
+        differ = result.diff.differing_blocks - sum(1 for b in shown if b.diff)
+        table.add_row("...", f"{hidden} more blocks, {differ} differ", "", "")
     return table
 
 
@@ -71,13 +54,12 @@ def verdict(result: CompareResult, budget: BudgetVerdict | None = None) -> Text:
     d = result.diff
     if d.identical:
         return Text(
-            f"IDENTICAL: 0 of {d.total_bytes} bytes differ in {len(d.blocks)} blocks",
+            f"IDENTICAL: 0 of {d.total_bytes} bytes differ in {d.num_blocks} blocks",
             style="bold green",
         )
-    blocks = sum(1 for b in d.blocks if b.diff)
     text = (
         f"DIFFERENT: {d.diff_bytes} of {d.total_bytes} bytes differ ({percent(d.diff_bytes, d.total_bytes)}) "
-        f"in {blocks} of {len(d.blocks)} blocks"
+        f"in {d.differing_blocks} of {d.num_blocks} blocks"
     )
     if d.guard_diff:
         text += f"; {d.guard_diff} bytes written outside the cache"
@@ -156,38 +138,6 @@ def render_compare(result: CompareResult, *, all_blocks: bool = False, diagnosis
     return Group(*parts, verdict(result, budget))
 
 
-def compare_json(result: CompareResult, *, diagnosis: Diagnosis | None = None,
-                 budget: BudgetVerdict | None = None) -> dict:
-    d = result.diff
-    extra = {}
-    if diagnosis is not None:
-        extra["diagnosis"] = diagnosis.to_json()
-    if budget is not None:
-        extra["budget"] = budget.to_dict()
-    return {
-        "spec": result.spec.to_dict(),
-        "baseline": result.baseline.name,
-        "candidate": result.candidate.name,
-        "baseline_emulated": result.baseline.emulated,
-        "candidate_emulated": result.candidate.emulated,
-        "inputs": result.inputs.source,
-        "device": result.device,
-        "blocks": [
-            {"block": b.block, "value_diff": b.value_diff, "value_total": b.value_total,
-             "scale_diff": b.scale_diff, "scale_total": b.scale_total}
-            for b in d.blocks
-        ],
-        "guard_diff": d.guard_diff,
-        "diff_bytes": d.diff_bytes,
-        "total_bytes": d.total_bytes,
-        "identical": d.identical,
-        "first_mismatch": d.first_mismatch.to_dict() if d.first_mismatch else None,
-        **extra,
-        "timings_s": result.timings,
-        "versions": versions(),
-    }
-
-
 def baseline_title(name: str, emulated: bool) -> str:
     """How a table column names its baseline: honest about emulation."""
     if name == "aiter":
@@ -212,11 +162,12 @@ def render_seed_table(table, *, all_blocks: bool = False) -> Group:
     grid.add_column("block", justify="right")
     grid.add_column(Text(f"BUGGY (uint8) vs {against}"), justify="right")  # Text: brackets are not markup
     grid.add_column(Text(f"FIXED (fp8 view) vs {against}"), justify="right")
-    shown = rows_to_show(table.buggy.diff.blocks, all_blocks)
-    for b in shown:
-        grid.add_row(str(b.block), table_cell(b), table_cell(table.fixed.diff.blocks[b.block]))
-    if len(shown) < len(table.buggy.diff.blocks):
-        grid.add_row("...", f"{len(table.buggy.diff.blocks) - len(shown)} more blocks", "")
+    shown = rows_to_show(table.buggy.diff, all_blocks)
+    fixed = table.fixed.diff.rows(b.block for b in shown)
+    for b, f in zip(shown, fixed):
+        grid.add_row(str(b.block), table_cell(b), table_cell(f))
+    if len(shown) < table.buggy.diff.num_blocks:
+        grid.add_row("...", f"{table.buggy.diff.num_blocks - len(shown)} more blocks", "")
     parts: list = [grid]
     for title, causes in (("BUGGY column", table.buggy_causes), ("FIXED column", table.fixed_causes)):
         if causes:
@@ -228,19 +179,3 @@ def render_seed_table(table, *, all_blocks: bool = False) -> Group:
     else:
         line = Text("FAIL: the buggy wrapper matches too: this table cannot tell the two apart", style="bold red")
     return Group(*parts, line)
-
-
-def seed_table_json(table) -> dict:
-    def column(result: CompareResult, causes: Diagnosis) -> dict:
-        payload = compare_json(result, diagnosis=causes)
-        keys = ("candidate", "blocks", "diff_bytes", "identical", "first_mismatch", "diagnosis")
-        return {key: payload[key] for key in keys}
-
-    base = compare_json(table.buggy)
-    return {
-        "spec": base["spec"], "baseline": base["baseline"], "baseline_emulated": base["baseline_emulated"],
-        "inputs": base["inputs"], "device": base["device"],
-        "buggy": column(table.buggy, table.buggy_causes), "fixed": column(table.fixed, table.fixed_causes),
-        "passed": table.passed,
-        "versions": base["versions"],
-    }

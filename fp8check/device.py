@@ -1,0 +1,38 @@
+"""The machine a run uses: the torch device (`auto`, `cpu`, `cuda`, refused in one line when absent) and
+the versions of what runs there."""
+
+from __future__ import annotations
+
+from importlib import metadata
+
+import torch
+
+from .errors import DeviceError
+
+DEVICE_CHOICES = ("auto", "cpu", "cuda")
+
+
+def resolve_device(name: str) -> torch.device:
+    if name not in DEVICE_CHOICES:
+        raise DeviceError(f"--device {name!r}: expected one of {', '.join(DEVICE_CHOICES)}")
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise DeviceError("--device cuda: torch sees no CUDA device (torch.cuda.is_available() is False)")
+    return torch.device(name)
+
+
+def versions() -> dict[str, str]:
+    out = {}
+    for name in ("torch", "triton", "fp8check"):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    try:  # the imported torch may not be the installed distribution (a source build, a device image)
+        import torch
+
+        out["torch"] = torch.__version__
+    except ImportError:
+        pass
+    return out

@@ -1,0 +1,59 @@
+"""`fp8check doctor` rendered: a rich renderable and a JSON-ready dict."""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from ..doctor import DoctorReport
+
+
+def _status(ok: bool, good: str = "available", bad: str = "unavailable") -> Text:
+    return Text(good, style="green") if ok else Text(bad, style="red")
+
+
+def render(report: DoctorReport) -> Group:
+    producers = Table(title="producers", title_justify="left")
+    producers.add_column("producer")
+    producers.add_column("status")
+    producers.add_column("reason")
+    for check in report.producers:
+        producers.add_row(check.name, _status(check.ok), check.detail)
+
+    env = Table(title="environment", title_justify="left", show_header=False)
+    env.add_column("what")
+    env.add_column("value")
+    for name, version in report.versions:
+        env.add_row(name, version)
+    p = report.platform
+    env.add_row("device", p.describe())
+    env.add_row("architecture", p.arch)
+    env.add_row("deployment FP8", f"{p.fp8.value} (e4m3fnuz on gfx94x, e4m3fn elsewhere)")
+    env.add_row("auto baseline", report.auto_baseline)
+    for check in report.triton_exact:
+        env.add_row(Text.assemble(f"triton exact ({check.name}) ", _status(check.ok, "ok", "not ok")), check.detail)
+
+    parts = [producers, env]
+    for check in report.unmet:
+        parts.append(Text(f"required {check.name} is not met: {check.detail}", style="bold red"))
+    if report.required and not report.unmet:
+        parts.append(Text(f"all required met: {', '.join(report.required)}", style="bold green"))
+    return Group(*parts)
+
+
+def to_json(report: DoctorReport) -> dict:
+    p = report.platform
+    return {
+        "producers": [
+            {"name": c.name, "available": c.ok, "reason": c.detail, "description": c.description}
+            for c in report.producers
+        ],
+        "auto_baseline": report.auto_baseline,
+        "versions": dict(report.versions),
+        "device": {"backend": p.backend.value, "gpu": p.gpu, "name": p.device_name, "arch": p.arch,
+                   "deployment_fp8": p.fp8.value},
+        "triton_exact": {c.name: {"ok": c.ok, "reason": c.detail} for c in report.triton_exact},
+        "required": list(report.required),
+        "unmet": [{"name": c.name, "reason": c.detail} for c in report.unmet],
+    }

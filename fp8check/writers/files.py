@@ -1,0 +1,61 @@
+"""Writers (and later readers) taken from the user's own Python files: `file:PATH:FUNC`.
+
+Signature inspection happens once, here, at load time: the Producer records which optional
+keywords the function takes, so the runner never sniffs signatures.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import inspect
+import sys
+from pathlib import Path
+
+from ..errors import ProducerError, first_line
+from .registry import EXTRA_KEYWORDS, FILE_PREFIX, Producer
+
+
+def _accepts(params, keyword: str) -> bool:
+    return keyword in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
+def import_file(path: Path, label: str):
+    """Execute the Python file `path` as a fresh module; its failures become one ProducerError line."""
+    digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
+    module_name = f"fp8check_plugin_{digest}"
+    try:
+        module_spec = importlib.util.spec_from_file_location(module_name, path)
+        module = importlib.util.module_from_spec(module_spec)
+        sys.modules[module_name] = module
+        module_spec.loader.exec_module(module)
+    except Exception as exc:  # the plugin's own code failed: name it, keep the cause for --debug
+        raise ProducerError(f"producer {label!r}: {path} failed to import: {first_line(exc)}") from exc
+    return module
+
+
+def load_writer(text: str) -> Producer:
+    """`file:PATH:FUNC` -> a Producer around FUNC of the Python file PATH."""
+    body = text[len(FILE_PREFIX):]
+    path_text, sep, func_name = body.rpartition(":")
+    if not sep or not path_text or not func_name:
+        raise ProducerError(f"producer {text!r}: expected file:PATH:FUNC")
+    path = Path(path_text)
+    if not path.is_file():
+        raise ProducerError(f"producer {text!r}: {path} is not a file")
+    module = import_file(path, text)
+    fn = getattr(module, func_name, None)
+    if not callable(fn):
+        raise ProducerError(f"producer {text!r}: {path} has no function {func_name!r}")
+    try:
+        signature = inspect.signature(fn)
+        signature.bind(None, None, None, None, None)
+    except (TypeError, ValueError):
+        raise ProducerError(
+            f"producer {text!r}: {func_name} must take (k, kv_cache, slot_mapping, quant_block_size,"
+            f" scale_fmt), has {func_name}{inspect.signature(fn)}"
+        ) from None
+    keywords = frozenset(k for k in EXTRA_KEYWORDS if _accepts(signature.parameters, k))
+    source = path.read_bytes()
+    provenance = {"file": str(path), "function": func_name, "sha256": hashlib.sha256(source).hexdigest()}
+    return Producer(text, f"{func_name} from {path}", fn, keywords=keywords, provenance=provenance)
