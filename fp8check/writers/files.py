@@ -10,7 +10,9 @@ import hashlib
 import importlib.util
 import inspect
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from ..errors import ProducerError, first_line
 from .registry import EXTRA_KEYWORDS, FILE_PREFIX, Producer
@@ -20,7 +22,7 @@ def _accepts(params, keyword: str) -> bool:
     return keyword in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
 
 
-def import_file(path: Path, label: str):
+def import_file(path: Path, label: str, role: str = "producer"):
     """Execute the Python file `path` as a fresh module; its failures become one ProducerError line."""
     digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
     module_name = f"fp8check_plugin_{digest}"
@@ -30,23 +32,41 @@ def import_file(path: Path, label: str):
         sys.modules[module_name] = module
         module_spec.loader.exec_module(module)
     except Exception as exc:  # the plugin's own code failed: name it, keep the cause for --debug
-        raise ProducerError(f"producer {label!r}: {path} failed to import: {first_line(exc)}") from exc
+        raise ProducerError(f"{role} {label!r}: {path} failed to import: {first_line(exc)}") from exc
     return module
 
 
-def load_writer(text: str) -> Producer:
-    """`file:PATH:FUNC` -> a Producer around FUNC of the Python file PATH."""
+@dataclass(frozen=True)
+class LoadedFunction:
+    """A function taken from a user's file, with what was checked: the text given, and its provenance
+    (file, function, sha256 of the source that ran; later also git revision/commit and bound names)."""
+
+    fn: Callable
+    label: str
+    provenance: dict
+
+
+def load_function(text: str, *, role: str = "producer") -> LoadedFunction:
+    """`file:PATH:FUNC` -> FUNC of the Python file PATH. `role` names the thing in error messages."""
     body = text[len(FILE_PREFIX):]
     path_text, sep, func_name = body.rpartition(":")
     if not sep or not path_text or not func_name:
-        raise ProducerError(f"producer {text!r}: expected file:PATH:FUNC")
+        raise ProducerError(f"{role} {text!r}: expected file:PATH:FUNC")
     path = Path(path_text)
     if not path.is_file():
-        raise ProducerError(f"producer {text!r}: {path} is not a file")
-    module = import_file(path, text)
+        raise ProducerError(f"{role} {text!r}: {path} is not a file")
+    module = import_file(path, text, role)
     fn = getattr(module, func_name, None)
     if not callable(fn):
-        raise ProducerError(f"producer {text!r}: {path} has no function {func_name!r}")
+        raise ProducerError(f"{role} {text!r}: {path} has no function {func_name!r}")
+    provenance = {"file": str(path), "function": func_name, "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+    return LoadedFunction(fn, text, provenance)
+
+
+def load_writer(text: str) -> Producer:
+    """A Producer around a writer function from a file (see load_function)."""
+    loaded = load_function(text)
+    fn, func_name = loaded.fn, loaded.provenance["function"]
     try:
         signature = inspect.signature(fn)
         signature.bind(None, None, None, None, None)
@@ -56,6 +76,5 @@ def load_writer(text: str) -> Producer:
             f" scale_fmt), has {func_name}{inspect.signature(fn)}"
         ) from None
     keywords = frozenset(k for k in EXTRA_KEYWORDS if _accepts(signature.parameters, k))
-    source = path.read_bytes()
-    provenance = {"file": str(path), "function": func_name, "sha256": hashlib.sha256(source).hexdigest()}
-    return Producer(text, f"{func_name} from {path}", fn, keywords=keywords, provenance=provenance)
+    return Producer(text, f"{func_name} from {loaded.provenance['file']}", fn, keywords=keywords,
+                    provenance=loaded.provenance)
