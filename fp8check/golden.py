@@ -106,7 +106,7 @@ def check_options(path: Path, spec: CacheSpec, given: dict[str, tuple[str, objec
 
 def as_side(golden: Golden, path: Path, device):
     """The recorded bytes as a finished baseline Side for compare(), named after the recording producer."""
-    from .compare import Side
+    from .writers.producer import Side
 
     return Side(f"{golden.producer} (golden {path.name})", f"recorded in {path}", golden.emulated,
                 as_buffer(golden, device))

@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import ProducerError, first_line
-from .registry import EXTRA_KEYWORDS, FILE_PREFIX, Producer
+from .producer import EXTRA_KEYWORDS, Producer
+
+FILE_PREFIX = "file:"
 
 
 def _accepts(params, keyword: str) -> bool:
