@@ -88,8 +88,11 @@ class AiterReader:
     platform: Platform
 
     def check(self, spec: CacheSpec, device: torch.device) -> None:
-        self.platform.require_device(NAME, device, "the ROCm GPU")
-        self.platform.require_format(NAME, spec.fp8)
+        if device.type != self.platform.torch_device:
+            raise ProducerError(f"reader {NAME!r} runs on the ROCm GPU, not on {device}: use --device cuda")
+        if spec.fp8 is not self.platform.fp8:
+            raise ProducerError(f"reader {NAME!r} reads {self.platform.fp8.value} on {self.platform.arch}, not"
+                                f" {spec.fp8.value}: run with --fp8 {self.platform.fp8.value}")
 
     def __call__(self, q_fp8, kv_cache, weights, context_lens, block_tables, max_model_len):
         batch, next_n = q_fp8.shape[:2]

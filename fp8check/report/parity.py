@@ -46,29 +46,34 @@ def _title(result: ParityResult) -> Text:
     return text
 
 
-def table(result: ParityResult) -> Table:
-    k, c = result.config.topk, result.config
-    grid = Table(title=_title(result), title_justify="left", box=box.SIMPLE_HEAD)
-    grid.add_column("ctx", justify="right", no_wrap=True)
-    for col in result.columns:  # numbers fold rather than vanish behind an ellipsis on narrow terminals
-        grid.add_column(Text(f"{col.name}\nrecall@{k}"), justify="right", overflow="fold")
-        grid.add_column(f"positional\n@{k}", justify="right", overflow="fold")
-        grid.add_column("max_rel", justify="right", overflow="fold")
-        grid.add_column("bad/N", justify="right", overflow="fold")
+def _cells(result: ParityResult, i: int, ctx: int) -> list:
+    c = result.config
+    cells: list = [str(ctx)]
+    for col in result.columns:
+        m = col.rows[i]
+        cells += [_recall_cell(m, c.min_recall), fraction(m.positional), rel(m.max_rel), f"{m.bad}/{m.n}"]
     if result.reader_check is not None:
-        grid.add_column(Text(f"reader check\nrecall@{k}"), justify="right", overflow="fold")
-        grid.add_column("max_rel", justify="right", overflow="fold")
-    grid.add_column("vacuous", overflow="fold")
-    for i, ctx in enumerate(c.ctx):
-        cells: list = [str(ctx)]
-        for col in result.columns:
-            m = col.rows[i]
-            cells += [_recall_cell(m, c.min_recall), fraction(m.positional), rel(m.max_rel), f"{m.bad}/{m.n}"]
-        if result.reader_check is not None:
-            m = result.reader_check[i]
-            cells += [_recall_cell(m, c.min_recall), rel(m.max_rel)]
-        cells.append(Text("vacuous", style="dim") if c.vacuous(ctx) else "")
-        grid.add_row(*cells)
+        m = result.reader_check[i]
+        cells += [_recall_cell(m, c.min_recall), rel(m.max_rel)]
+    cells.append(Text("vacuous", style="dim") if c.vacuous(ctx) else "")
+    return cells
+
+
+def table(result: ParityResult) -> Table:
+    k = result.config.topk
+    headers: list = ["ctx"]
+    for col in result.columns:
+        headers += [Text(f"{col.name}\nrecall @{k}"), f"positional @{k}", "max_rel", "bad/N"]
+    if result.reader_check is not None:
+        headers += [Text(f"reader check recall @{k}"), "max_rel"]
+    headers.append("vacuous")
+    rows = [_cells(result, i, ctx) for i, ctx in enumerate(result.config.ctx)]
+    grid = Table(box=box.SIMPLE_HEAD, collapse_padding=True)
+    for j, header in enumerate(headers):  # numbers keep their width; headers wrap on narrow terminals
+        width = max(len(str(row[j])) for row in rows)
+        grid.add_column(header, justify="left" if header == "vacuous" else "right", min_width=width, overflow="fold")
+    for row in rows:
+        grid.add_row(*row)
     return grid
 
 
@@ -123,7 +128,7 @@ def notes(result: ParityResult) -> list[Text]:
 
 def render(result: ParityResult) -> Group:
     verdict = Text("PASS", style="bold green") if result.passed else Text("FAIL", style="bold red")
-    return Group(table(result), *notes(result), verdict)
+    return Group(_title(result), table(result), *notes(result), verdict)
 
 
 def _record(ctx: int, writer: str, m: Metrics) -> dict:
