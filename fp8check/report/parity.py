@@ -70,7 +70,8 @@ def table(result: ParityResult) -> Table:
     rows = [_cells(result, i, ctx) for i, ctx in enumerate(result.config.ctx)]
     grid = Table(box=box.SIMPLE_HEAD, collapse_padding=True)
     for j, header in enumerate(headers):  # numbers keep their width; headers wrap on narrow terminals
-        width = max(len(str(row[j])) for row in rows)
+        words = str(header).split()  # a header word up to 16 wide stays whole (long file: names fold)
+        width = max([len(str(row[j])) for row in rows] + [min(16, max(len(w) for w in words))])
         grid.add_column(header, justify="left" if header == "vacuous" else "right", min_width=width, overflow="fold")
     for row in rows:
         grid.add_row(*row)
