@@ -31,13 +31,15 @@ def sweep(device: torch.device):
         writers=[producers.resolve(name) for name in parity.DEFAULT_WRITERS],
         reader=readers.resolve("reference", spec=spec), inputs=inputs, device=device,
     )
-    torch.cuda.synchronize()
+    if device.type == "cuda":
+        torch.cuda.synchronize()
     return result, time.perf_counter() - start
 
 
 def main() -> None:
-    device = torch.device("cuda")
-    print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}")
+    device = torch.device(sys.argv[1] if len(sys.argv) > 1 else "cuda")  # `cpu`: a dry run of this script
+    name = torch.cuda.get_device_name() if device.type == "cuda" else "CPU"
+    print(f"{name}, torch {torch.__version__}")
     (cold, cold_s), (warm, warm_s) = sweep(device), sweep(device)
     print(f"{'ctx':>6} | {'triton-buggy recall':>19} | {'positional':>10} | {'triton recall':>13} | {'max_rel':>8}"
           " | vacuous")
@@ -52,10 +54,9 @@ def main() -> None:
     for stage, seconds in warm.timings.items():
         print(f"  {stage:<55} {seconds * 1000:9.1f} ms")
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "fp8check", "parity", "--device", "cuda", "--expect-fail",
-                           "triton-buggy"], capture_output=True, text=True, check=False)
-    print(f"whole command `fp8check parity --device cuda --expect-fail triton-buggy`: {time.perf_counter() - start:.2f} s,"
-          f" exit {done.returncode}")
+    command = ["parity", "--device", device.type, "--expect-fail", "triton-buggy"]
+    done = subprocess.run([sys.executable, "-m", "fp8check", *command], capture_output=True, text=True, check=False)
+    print(f"whole command `fp8check {' '.join(command)}`: {time.perf_counter() - start:.2f} s, exit {done.returncode}")
 
 
 if __name__ == "__main__":

@@ -245,7 +245,10 @@ def run_parity(spec: CacheSpec, config: ParityConfig, *, baseline: Producer, wri
     """Every writer once on max(ctx) tokens, the reader once per writer, scored against the truth."""
     progress = progress or (lambda label, done, total: None)
     total, done, timings = 2 + 2 * len(writers) + (0 if reader.exact else 1), 0, {}
-    unknown = sorted(config.expect_fail - {w.name for w in writers})
+    names = [w.name for w in writers]
+    if len(set(names)) != len(names):
+        raise UsageError(f"--writers {','.join(names)}: each writer may be named once")
+    unknown = sorted(config.expect_fail - set(names))
     if unknown:
         raise UsageError(f"--expect-fail {', '.join(unknown)}: not among the writers ({', '.join(w.name for w in writers)})")
     reader.check(spec, device)

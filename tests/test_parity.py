@@ -304,6 +304,7 @@ def test_bad_input_files_are_one_line_exit_2(capsys, tmp_path, tensors, message)
     (("--ctx", "64,abc"), "--ctx '64,abc': expected a comma-separated list of integers"),
     (("--ctx", "1", "--next-n", "2"), "--next-n 2: must be >= 1 and <= the smallest --ctx (1)"),
     (("--expect-fail", "nobody"), "--expect-fail nobody: not among the writers"),
+    (("--writers", "reference,reference"), "--writers reference,reference: each writer may be named once"),
     (("--reader", "nobody"), "unknown reader 'nobody'"),
     (("--writers", "nobody"), "unknown producer 'nobody'"),
     (("--reader", reader_plugin("raises", "misbehaving.py")), "raised RuntimeError: deliberate failure inside the reader"),
