@@ -335,7 +335,7 @@ def parity(config_path, json_path, debug, **opts):
     from .inputs import Distribution
     from .readers import registry as readers
     from .report import parity as report_parity
-    from .spec import CacheSpec, FP8Format, Layout, ScaleFormat
+    from .spec import FP8Format, Layout, ScaleFormat
     from .writers import registry as producers
 
     check_writable(json_path, "--json")
@@ -347,10 +347,8 @@ def parity(config_path, json_path, debug, **opts):
     )
     if opts["distribution"] not in {d.value for d in Distribution}:
         raise UsageError(f"--inputs {opts['distribution']!r}: expected one of {', '.join(d.value for d in Distribution)}")
-    block_size = opts["block_size"]
-    spec = CacheSpec(
-        num_blocks=max(1, -(-config.max_ctx // block_size)) if block_size > 0 else 1, block_size=block_size,
-        head_dim=opts["head_dim"], quant_block_size=opts["quant_block_size"] or opts["head_dim"],
+    spec = parity_mod.cache_spec(
+        config, block_size=opts["block_size"], head_dim=opts["head_dim"], quant_block_size=opts["quant_block_size"],
         fp8=FP8Format(opts["fp8"]), scale_fmt=ScaleFormat(opts["scale_fmt"]),
         layout=Layout(opts["layout"]) if opts["layout"] else None,
     )

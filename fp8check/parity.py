@@ -24,7 +24,7 @@ from .readers.metrics import (
     DEFAULT_ATOL, DEFAULT_RTOL, Metrics, compare_logits, is_vacuous, quantize_q, visible_tokens,
 )
 from .readers.registry import Reader, run_reader
-from .spec import CacheSpec
+from .spec import CacheSpec, FP8Format, Layout, ScaleFormat
 from .writers import registry as producers
 from .writers.registry import Producer
 
@@ -73,6 +73,15 @@ class ParityConfig:
     def to_dict(self) -> dict:
         return {"ctx": list(self.ctx), "topk": self.topk, "next_n": self.next_n, "rtol": self.rtol,
                 "atol": self.atol, "min_recall": self.min_recall, "expect_fail": sorted(self.expect_fail)}
+
+
+def cache_spec(config: ParityConfig, *, block_size: int, head_dim: int, quant_block_size: int | None,
+               fp8: FP8Format, scale_fmt: ScaleFormat, layout: Layout | None) -> CacheSpec:
+    """The paged cache of one max(ctx)-token sequence: just enough blocks; qbs defaults to head_dim (one
+    scale per token, what vLLM's Triton writer and its readers assume)."""
+    blocks = -(-config.max_ctx // block_size) if isinstance(block_size, int) and block_size > 0 else 1
+    return CacheSpec(num_blocks=blocks, block_size=block_size, head_dim=head_dim,
+                     quant_block_size=quant_block_size or head_dim, fp8=fp8, scale_fmt=scale_fmt, layout=layout)
 
 
 # ---- inputs -------------------------------------------------------------------------------------------
