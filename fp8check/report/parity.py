@@ -104,6 +104,9 @@ def notes(result: ParityResult) -> list[Text]:
             f"vacuous rows: every query row sees <= K = {c.topk} tokens, so every token is selected and any"
             f" writer scores recall 1.000 there (this is why the seed's bug hid below ctx {c.topk + 1});"
             " pick a smaller --topk to test those lengths.", style="dim"))
+    if result.all_vacuous:
+        lines.append(Text(f"every row is vacuous (ctx <= K = {c.topk}): recall cannot tell these writers apart;"
+                          " the verdict below says nothing about them.", style="bold yellow"))
     if result.reader_check is not None:
         worst = max((m.max_rel for m in result.reader_check), key=lambda x: (math.isnan(x), x))
         if result.reader_fault:
