@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.fp8check-installed
 
-.PHONY: compare test bench table doctor clean
+.PHONY: compare test bench table parity doctor clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -20,6 +20,9 @@ compare: $(STAMP)
 table: $(STAMP)
 	$(VENV)/bin/fp8check table --config configs/seed-table.toml
 
+parity: $(STAMP)
+	$(VENV)/bin/fp8check parity --config configs/seed-parity.toml
+
 doctor: $(STAMP)
 	$(VENV)/bin/fp8check doctor
 
@@ -29,6 +32,7 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/compare_stages.py
 	$(PY) bench/diagnose.py
+	$(PY) bench/parity.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis *.egg-info

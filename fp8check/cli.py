@@ -16,7 +16,7 @@ import click
 from rich.console import Console
 
 from . import __version__
-from .errors import ExitCode, UsageError, UserError
+from .errors import ConfigError, ExitCode, UsageError, UserError
 
 
 
@@ -266,6 +266,111 @@ def table(config_path, json_path, all_blocks, debug, **opts):
     )
     Console().print(terminal.render_seed_table(result, all_blocks=all_blocks))
     write_json(json_path, report_json.seed_table_json(result))
+    return ExitCode.OK if result.passed else ExitCode.DIFFER
+
+
+def _apply_config(values: dict, opts: dict, path: Path, section: str) -> None:
+    """Config values for the options left at their default, each checked by its option's own type."""
+    ctx = click.get_current_context()
+    params = {p.name: p for p in ctx.command.params}
+    for dest, value in values.items():
+        if ctx.get_parameter_source(dest) is not click.core.ParameterSource.DEFAULT:
+            continue
+        try:
+            opts[dest] = params[dest].type_cast_value(ctx, value)
+        except click.BadParameter as exc:
+            raise ConfigError(f"{path}: [{section}] {dest.replace('_', '-')}: {exc.format_message()}") from None
+
+
+def _comma_list(text: str, option: str, convert=str) -> list:
+    items = [item.strip() for item in str(text).split(",") if item.strip()]
+    try:
+        return [convert(item) for item in items]
+    except ValueError:
+        raise UsageError(f"{option} {text!r}: expected a comma-separated list of integers") from None
+
+
+@cli.command()
+@click.option("--config", "config_path", type=click.Path(path_type=Path), default=None,
+              help="TOML file with a [parity] section (e.g. configs/seed-parity.toml); options given here win.")
+@click.option("--ctx", default="128,512,1024,2048,2049,4096,8192,16384", show_default=True,
+              help="Context lengths, one table row each (comma-separated).")
+@click.option("--writers", default="triton-buggy,triton", show_default=True,
+              help="Writers, one column each (comma-separated producer names, file:PATH:FUNC, ...).")
+@click.option("--baseline", default="auto", show_default=True, help="The writer whose bytes define the truth.")
+@click.option("--reader", default="reference", show_default=True,
+              help="reference (exact, float64), aiter, file:PATH:FUNC or vllm-file:PATH:FUNC.")
+@click.option("--topk", type=click.IntRange(min=1), default=2048, show_default=True)
+@click.option("--next-n", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Query rows per sequence (2: MTP; row n sees ctx - next_n + n + 1 tokens).")
+@click.option("--heads", type=click.IntRange(min=1), default=None, help="Query heads [default: 64, or --input's].")
+@click.option("--rtol", type=click.FloatRange(min=0), default=1e-3, show_default=True, help="bad/N: relative tolerance.")
+@click.option("--atol", type=click.FloatRange(min=0), default=1e-3, show_default=True, help="bad/N: absolute tolerance.")
+@click.option("--min-recall", type=click.FloatRange(0, 1), default=1.0, show_default=True,
+              help="Pass when every non-vacuous row of every writer not expected to fail has recall@K >= this.")
+@click.option("--expect-fail", multiple=True, metavar="NAME", help="A writer expected to fail (repeatable).")
+@click.option("--block", "block_size", type=int, default=64, show_default=True, help="Tokens per cache block.")
+@click.option("--head-dim", type=int, default=128, show_default=True)
+@click.option("--qbs", "quant_block_size", type=int, default=None, help="Quant group size [default: head_dim].")
+@click.option("--fp8", type=click.Choice(["e4m3fn", "e4m3fnuz"]), default="e4m3fn", show_default=True)
+@click.option("--scale-fmt", type=click.Choice(["ue8m0", "fp32"]), default="ue8m0", show_default=True)
+@click.option("--layout", type=click.Choice(["shuffle", "linear"]), default=None,
+              help="Value layout [default: shuffle when --block > 1, else linear].")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--slots", type=click.Choice(["sequential", "shuffled"]), default="sequential", show_default=True,
+              help="Block table in order, or shuffled.")
+@click.option("--inputs", "distribution", default="normal", show_default=True, help="How K is drawn (as in compare).")
+@click.option("--input", "input_path", type=click.Path(path_type=Path), default=None,
+              help="safetensors with k (bf16 [T, D]), q (bf16 [H, D] or [next_n, H, D]), weights (fp32 [H] or [next_n, H]).")
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
+@click.option("--json", "json_path", type=click.Path(path_type=Path), default=None, help="Write the records as JSON.")
+@click.option("--debug", is_flag=True, help="Show tracebacks.")
+@handled
+def parity(config_path, json_path, debug, **opts):
+    """Top-K parity: each writer's bytes read back into indexer logits, top-K against the truth."""
+    from rich.progress import Progress
+
+    from . import parity as parity_mod
+    from .device import resolve_device
+    from .inputs import Distribution
+    from .readers import registry as readers
+    from .report import parity as report_parity
+    from .spec import FP8Format, Layout, ScaleFormat
+    from .writers import registry as producers
+
+    check_writable(json_path, "--json")
+    if config_path is not None:
+        _apply_config(parity_mod.read_config(config_path), opts, config_path, "parity")
+    config = parity_mod.ParityConfig(
+        ctx=tuple(_comma_list(opts["ctx"], "--ctx", int)), topk=opts["topk"], next_n=opts["next_n"],
+        rtol=opts["rtol"], atol=opts["atol"], min_recall=opts["min_recall"], expect_fail=frozenset(opts["expect_fail"]),
+    )
+    if opts["distribution"] not in {d.value for d in Distribution}:
+        raise UsageError(f"--inputs {opts['distribution']!r}: expected one of {', '.join(d.value for d in Distribution)}")
+    spec = parity_mod.cache_spec(
+        config, block_size=opts["block_size"], head_dim=opts["head_dim"], quant_block_size=opts["quant_block_size"],
+        fp8=FP8Format(opts["fp8"]), scale_fmt=ScaleFormat(opts["scale_fmt"]),
+        layout=Layout(opts["layout"]) if opts["layout"] else None,
+    )
+    shuffled, device = opts["slots"] == "shuffled", resolve_device(opts["device"])
+    if opts["input_path"] is not None:
+        data = parity_mod.read(opts["input_path"], spec, config, heads=opts["heads"], seed=opts["seed"],
+                               shuffled=shuffled)
+    else:
+        data = parity_mod.generate(spec, config, heads=opts["heads"] or parity_mod.DEFAULT_HEADS, seed=opts["seed"],
+                                   shuffled=shuffled, distribution=Distribution(opts["distribution"]))
+    writers = [producers.resolve(name) for name in _comma_list(opts["writers"], "--writers")]
+    if not writers:
+        raise UsageError("--writers: name at least one writer")
+    baseline, reader = producers.resolve(opts["baseline"]), readers.resolve(opts["reader"], spec=spec)
+    with Progress(console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("parity", total=None)
+        result = parity_mod.run_parity(
+            spec, config, baseline=baseline, writers=writers, reader=reader, inputs=data, device=device,
+            progress=lambda label, done, total: bar.update(task, description=label, completed=done, total=total),
+        )
+    Console().print(report_parity.render(result))
+    write_json(json_path, report_parity.to_json(result))
     return ExitCode.OK if result.passed else ExitCode.DIFFER
 
 

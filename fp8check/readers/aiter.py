@@ -1,0 +1,118 @@
+"""ROCm aiter's paged MQA logits kernel as the reader `aiter` (SPEC.md section 7).
+
+`deepgemm_fp8_paged_mqa_logits(q_fp8, kv_cache, weights, out_logits, context_lens, block_tables,
+max_model_len, ...)` lives in `aiter.ops.triton.pa_mqa_logits` (newer trees:
+`aiter.ops.triton.attention.pa_mqa_logits`). It fills a caller-made output buffer; vLLM calls it with
+`ChunkK=256, Preshuffle=block_size > 1, KVBlockSize=block_size, WavePerEU=2`, and so does this adapter:
+with Preshuffle it reads the SHUFFLE layout, so on a cache written LINEAR it reads the wrong bytes
+(which `fp8check parity` then reports as a reader fault).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from ..errors import ProducerError
+from ..spec import CacheSpec
+from ..writers.adapters import Unavailable, availability_of, first_line
+from ..writers.adapters.aiter import DISTRIBUTION, require_rocm
+from ..writers.adapters.platform import Platform, probe
+from .registry import Reader
+
+NAME = "aiter"
+FUNCTION = "deepgemm_fp8_paged_mqa_logits"
+MODULES = ("aiter.ops.triton.pa_mqa_logits", "aiter.ops.triton.attention.pa_mqa_logits")
+CHUNK_K = 256  # vLLM's call (rocm_aiter_mla_sparse.py)
+WAVE_PER_EU = 2
+
+
+@dataclass(frozen=True)
+class Found:
+    fn: Callable[..., None]
+    where: str  # module.function
+    version: str
+
+
+def _version(module) -> str:
+    try:
+        return importlib.metadata.version(DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        return str(getattr(module, "__version__", "unknown version"))
+
+
+def load() -> Found:
+    """The installed aiter's logits kernel; Unavailable with the reason otherwise."""
+    try:
+        module = importlib.import_module("aiter")
+    except ModuleNotFoundError as exc:
+        if exc.name == "aiter":
+            raise Unavailable(f"aiter is not installed (ROCm's kernel library, pip package {DISTRIBUTION})") from None
+        raise Unavailable(f"import aiter failed: {first_line(exc)}") from None
+    except Exception as exc:  # a broken install raises anything from its own import code: keep it
+        raise Unavailable(f"import aiter failed: {first_line(exc)}") from None
+    version, problems = _version(module), []
+    for name in MODULES:
+        try:
+            fn = getattr(importlib.import_module(name), FUNCTION, None)
+        except ModuleNotFoundError as exc:
+            problems.append(f"no {exc.name}" if exc.name and name.startswith(exc.name) else first_line(exc))
+            continue
+        except Exception as exc:
+            problems.append(f"import {name} failed: {first_line(exc)}")
+            continue
+        if callable(fn):
+            return Found(fn, f"{name}.{FUNCTION}", version)
+        problems.append(f"{name} has no {FUNCTION}")
+    raise Unavailable(f"aiter {version} has no usable {FUNCTION}: {'; '.join(problems)}")
+
+
+def availability(platform: Platform | None = None) -> tuple[bool, str]:
+    """(ok, one-line reason). Never raises."""
+    return availability_of(
+        load, require_rocm, found=lambda f: f"aiter {f.version}",
+        ready=lambda f, p: f"aiter {f.version}: {f.where} on {p.arch} (reads {p.fp8.value})",
+        platform=platform, probe=probe,
+    )
+
+
+@dataclass(frozen=True)
+class AiterReader:
+    """vLLM's reader signature around aiter's kernel, called the way vLLM calls it."""
+
+    found: Found
+    platform: Platform
+
+    def check(self, spec: CacheSpec, device: torch.device) -> None:
+        if device.type != self.platform.torch_device:
+            raise ProducerError(f"reader {NAME!r} runs on the ROCm GPU, not on {device}: use --device cuda")
+        if spec.fp8 is not self.platform.fp8:
+            raise ProducerError(f"reader {NAME!r} reads {self.platform.fp8.value} on {self.platform.arch}, not"
+                                f" {spec.fp8.value}: run with --fp8 {self.platform.fp8.value}")
+
+    def __call__(self, q_fp8, kv_cache, weights, context_lens, block_tables, max_model_len):
+        batch, next_n = q_fp8.shape[:2]
+        block_size = kv_cache.shape[1]
+        out = torch.full((batch * next_n, max_model_len), float("-inf"), dtype=torch.float32, device=q_fp8.device)
+        self.found.fn(
+            q_fp8, kv_cache, weights, out, context_lens, block_tables, max_model_len,
+            Preshuffle=block_size > 1, KVBlockSize=block_size, ChunkK=CHUNK_K, WavePerEU=WAVE_PER_EU,
+        )
+        return out
+
+
+def make_reader(found: Found, platform: Platform) -> Reader:
+    fn = AiterReader(found, platform)
+    return Reader(NAME, f"aiter {found.version} {found.where} on {platform.arch}", fn, check=fn.check,
+                  provenance={"function": found.where, "version": found.version})
+
+
+def reader(spec: CacheSpec) -> Reader:
+    ok, reason = availability()
+    if not ok:
+        raise ProducerError(f"reader {NAME!r} is unavailable: {reason}")
+    return make_reader(load(), probe())

@@ -1,0 +1,84 @@
+"""The reader registry and the aiter reader adapter, contract-tested against a stand-in (no real aiter here)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from standins import aiter_reader_standin, install
+
+from fp8check import parity
+from fp8check.errors import ProducerError
+from fp8check.readers import aiter as aiter_reader
+from fp8check.readers import registry as readers
+from fp8check.spec import CacheSpec, Layout
+from fp8check.writers import registry as producers
+from fp8check.writers.adapters.platform import Backend, Platform
+
+CPU = torch.device("cpu")
+MI355 = Platform(Backend.ROCM, True, "stand-in MI355X", "gfx950:sramecc+:xnack-", "cpu")  # stand-in runs on the CPU
+MI300 = Platform(Backend.ROCM, True, "stand-in MI300X", "gfx942:sramecc+:xnack-", "cpu")
+H200 = Platform(Backend.CUDA, True, "stand-in H200", "sm_90", "cpu")
+
+pytestmark = pytest.mark.usefixtures("no_real_libraries")  # tests/conftest.py
+
+
+def sweep(spec: CacheSpec, reader, ctx=(16, 100, 300)):
+    config = parity.ParityConfig(ctx=ctx, topk=32)
+    spec = spec.replace(num_blocks=-(-config.max_ctx // spec.block_size))
+    inputs = parity.generate(spec, config, heads=4, seed=2, shuffled=True)
+    return parity.run_parity(spec, config, baseline=producers.resolve("reference"),
+                             writers=[producers.resolve("reference")], reader=reader, inputs=inputs, device=CPU)
+
+
+def test_registry_lists_reference_and_aiter():
+    assert readers.names() == ["reference", "aiter"]
+    spec = CacheSpec()
+    reader = readers.resolve("reference", spec=spec)
+    assert reader.exact and reader.name == "reference"
+
+
+def test_aiter_reader_unavailable_without_aiter_says_why():
+    ok, reason = aiter_reader.availability(MI355)
+    assert not ok and reason.startswith("aiter is not installed")
+    with pytest.raises(ProducerError, match="reader 'aiter' is unavailable: aiter is not installed"):
+        readers.resolve("aiter", spec=CacheSpec())
+
+
+@pytest.mark.parametrize("nested", [False, True], ids=["pa_mqa_logits", "attention.pa_mqa_logits"])
+def test_aiter_reader_found_in_either_module_needs_a_rocm_gpu(monkeypatch, nested):
+    install(monkeypatch, aiter_reader_standin.modules(nested=nested))
+    found = aiter_reader.load()
+    assert found.where.endswith("pa_mqa_logits.deepgemm_fp8_paged_mqa_logits")
+    assert ("attention" in found.where) is nested
+    assert aiter_reader.availability(MI355)[0]
+    ok, reason = aiter_reader.availability(H200)
+    assert not ok and "needs a ROCm device" in reason
+
+
+@pytest.mark.parametrize("spec", [
+    pytest.param(CacheSpec(block_size=64, head_dim=128), id="block64-shuffle"),
+    pytest.param(CacheSpec(block_size=16, head_dim=64, quant_block_size=64), id="block16-shuffle"),
+    pytest.param(CacheSpec(block_size=1, head_dim=128), id="block1-linear"),
+])
+def test_aiter_reader_called_like_vllm_agrees_with_the_reference(monkeypatch, spec):
+    install(monkeypatch, aiter_reader_standin.modules())
+    reader = aiter_reader.make_reader(aiter_reader.load(), MI355)
+    result = sweep(spec, reader)
+    assert not result.reader_fault and result.passed
+    for m in result.reader_check + result.columns[0].rows:
+        assert m.recall == 1.0 and m.bad == 0 and m.max_rel < 1e-6  # the stand-in rounds to fp32
+
+
+def test_aiter_reader_on_a_linear_cache_of_block_64_is_a_reader_fault(monkeypatch):
+    # vLLM calls it with Preshuffle=block_size > 1: it reads SHUFFLE, whatever was written
+    install(monkeypatch, aiter_reader_standin.modules())
+    result = sweep(CacheSpec(block_size=64, layout=Layout.LINEAR), aiter_reader.make_reader(aiter_reader.load(), MI355))
+    assert result.reader_fault and not result.passed
+    assert [ctx for ctx, _ in result.reader_disagreements] == [100, 300]
+
+
+def test_aiter_reader_refuses_the_other_fp8_format(monkeypatch):
+    install(monkeypatch, aiter_reader_standin.modules())
+    reader = aiter_reader.make_reader(aiter_reader.load(), MI300)  # gfx942 reads e4m3fnuz
+    with pytest.raises(ProducerError, match="reader 'aiter' reads e4m3fnuz on gfx942"):
+        sweep(CacheSpec(), reader)
