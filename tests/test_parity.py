@@ -31,9 +31,10 @@ def reader_plugin(func: str = "paged_mqa_logits", file: str = "linear_reader.py"
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:
+    """Exit code, stdout with its whitespace collapsed (rich wraps at the terminal's width), stderr."""
     code = main(list(argv))
     out, err = capsys.readouterr()
-    return code, out, err
+    return code, " ".join(out.split()), err
 
 
 # Small sweeps: the reference writers (fast anywhere), few heads, K below the context lengths.
