@@ -1,0 +1,154 @@
+"""The fast paths compute the same answers as the plain ones: the one-pass diff kernel (run here under
+Triton's interpreter), the Triton `reference` writer (byte for byte against the PyTorch emulation), and
+the diff's host transfers (one per diff, plus `torch.equal` on the CPU)."""
+
+from __future__ import annotations
+
+import collections
+import itertools
+
+import pytest
+import torch
+
+from fp8check import inputs
+from fp8check.cache import CacheBuffer
+from fp8check.diff import diff_caches
+from fp8check.spec import CacheSpec, FP8Format, Layout, ScaleFormat
+from fp8check.writers import registry
+from fp8check.writers.interpreter import check as interpreter_check
+from fp8check.writers.reference import aiter_writer
+
+CPU = torch.device("cpu")
+
+
+def random_pair(num_blocks: int, block_bytes: int, flips: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    a = torch.randint(0, 256, (num_blocks, block_bytes), dtype=torch.uint8, generator=g)
+    b = a.clone()
+    where = torch.randint(0, a.numel(), (flips,), generator=g)
+    b.view(-1)[where] ^= torch.randint(1, 256, (flips,), dtype=torch.uint8, generator=g)
+    return a, b
+
+
+@pytest.mark.parametrize("num_blocks, block_bytes, value_bytes, flips", [
+    (7, 2304, 2048, 500), (5, 8448, 8192, 3), (4, 132, 128, 40), (3, 2304, 2048, 0),
+])
+def test_diff_kernel_counts_equal_torch_counts(num_blocks, block_bytes, value_bytes, flips):
+    from fp8check.diff_kernel import block_diff
+
+    a, b = random_pair(num_blocks, block_bytes, flips, seed=num_blocks + flips)
+    b[1] = a[1]  # one equal block
+    value, scale, first = block_diff(a, b, value_bytes, block_bytes - value_bytes)
+    differs = a != b
+    assert value.tolist() == differs[:, :value_bytes].sum(dim=1).tolist()
+    assert scale.tolist() == differs[:, value_bytes:].sum(dim=1).tolist()
+    assert first.tolist() == [int(row.nonzero()[0]) if row.any() else block_bytes for row in differs]
+
+
+def count_transfers(monkeypatch) -> collections.Counter:
+    """Count every way a tensor's value reaches Python (and torch.equal, whose answer does)."""
+    counter: collections.Counter = collections.Counter()
+    for name in ("item", "tolist", "__int__", "__float__", "__bool__", "__index__", "cpu", "numpy"):
+        original = getattr(torch.Tensor, name)
+
+        def counted(self, *args, _original=original, _name=name, **kwargs):
+            counter[_name] += 1
+            return _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(torch.Tensor, name, counted)
+    equal = torch.equal
+
+    def counted_equal(a, b):
+        counter["torch.equal"] += 1
+        return equal(a, b)
+
+    monkeypatch.setattr(torch, "equal", counted_equal)
+    return counter
+
+
+SPEC = CacheSpec(num_blocks=6, block_size=32, head_dim=64, quant_block_size=32)
+
+
+@pytest.fixture(scope="module")
+def written() -> CacheBuffer:
+    return registry.run(registry.resolve("reference"), SPEC, inputs.generate(SPEC, seed=3), CPU)
+
+
+def test_identical_diff_is_one_torch_equal(written, monkeypatch):
+    other = CacheBuffer(SPEC, written.buffer.clone())
+    counter = count_transfers(monkeypatch)
+    result = diff_caches(SPEC, written, other)
+    assert dict(counter) == {"torch.equal": 1}
+    assert result.identical and result.first_mismatch is None and result.differing_blocks == 0
+    assert result.value_diff.tolist() == [0] * 6 and result.scale_diff.tolist() == [0] * 6
+
+
+def test_differing_diff_is_one_transfer_after_torch_equal(written, monkeypatch):
+    other = CacheBuffer(SPEC, written.buffer.clone())
+    other.flat[2, 2050] ^= 0x10  # a scale byte of block 2
+    other.flat[4, :100] ^= 0xFF
+    counter = count_transfers(monkeypatch)
+    result = diff_caches(SPEC, written, other)
+    assert dict(counter) == {"torch.equal": 1, "tolist": 1}
+    monkeypatch.undo()
+    assert result.cache_diff == 101 and result.differing_blocks == 2
+    assert result.value_diff.tolist() == [0, 0, 0, 0, 100, 0] and result.scale_diff.tolist() == [0, 0, 1, 0, 0, 0]
+    m = result.first_mismatch
+    assert (m.coordinate.block, m.coordinate.byte_in_block) == (2, 2050)
+    word = written.flat[2, 2048:2052].contiguous().view(torch.float32).item()
+    assert m.baseline_value == word and m.baseline_byte == int(written.flat[2, 2050])
+
+
+# (block_size, head_dim, qbs): DeepSeek's shape, several groups per token, block 1 (linear only), a
+# quant group that is not a power of two (masked lanes)
+SHAPES = [(64, 128, 128), (16, 128, 64), (32, 64, 32), (1, 96, 32), (16, 48, 48)]
+CASES = [
+    (shape, fmt, scale_fmt, layout)
+    for shape, fmt, scale_fmt, layout in itertools.product(SHAPES, FP8Format, ScaleFormat, Layout)
+    if not (layout is Layout.SHUFFLE and shape[0] % 16)
+]
+
+
+@pytest.mark.parametrize("shape, fmt, scale_fmt, layout", CASES,
+                         ids=[f"{s[0]}x{s[1]}q{s[2]}-{f.value}-{sf.value}-{lay.value}" for s, f, sf, lay in CASES])
+def test_triton_reference_bytes_equal_pytorch_reference(shape, fmt, scale_fmt, layout):
+    ok, reason = interpreter_check(fmt)
+    if not ok:
+        pytest.skip(reason)
+    from fp8check.writers.reference_triton import launch
+
+    block_size, head_dim, qbs = shape
+    spec = CacheSpec(num_blocks=3, block_size=block_size, head_dim=head_dim, quant_block_size=qbs, fp8=fmt,
+                     scale_fmt=scale_fmt, layout=layout)
+    data = inputs.generate(spec, seed=5, slots=inputs.SlotPattern.PADDED, distribution=inputs.Distribution.MIXED,
+                           inf_nan=True)
+    expected, got = CacheBuffer.allocate(spec, CPU), CacheBuffer.allocate(spec, CPU)
+    aiter_writer(data.k, expected.cache, data.slot_mapping, qbs, scale_fmt.writer_arg, fp8_dtype=fmt.torch_dtype(),
+                 layout=layout.value)
+    launch(spec, data.k, got.cache, data.slot_mapping)
+    assert torch.equal(got.buffer, expected.buffer)
+    assert not torch.equal(got.buffer, CacheBuffer.allocate(spec, CPU).buffer)  # it wrote something
+
+
+def test_known_answer_proof_catches_a_wrong_kernel(monkeypatch):
+    """The start-up proof compares against the PyTorch bytes: a kernel that rounds differently fails it."""
+    if not interpreter_check(FP8Format.E4M3FN)[0]:
+        pytest.skip("no exact interpreter")
+    from fp8check.writers import reference_device, reference_triton
+
+    spec = CacheSpec(num_blocks=2, block_size=16, head_dim=64, quant_block_size=64)
+    assert reference_device.known_answer(spec, CPU)[0] == 0
+    original = reference_triton.launch
+
+    def wrong(spec, k, kv_cache, slot_mapping):
+        original(spec, k, kv_cache, slot_mapping)
+        kv_cache.view(-1)[5] ^= 1
+
+    monkeypatch.setattr(reference_triton, "launch", wrong)
+    assert reference_device.known_answer(spec, CPU)[0] == 1
+
+
+def test_reference_writes_with_pytorch_on_the_cpu():
+    from fp8check.writers import reference_device
+
+    assert not reference_device.uses_triton(SPEC, CPU)
