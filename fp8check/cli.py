@@ -74,15 +74,16 @@ def build(opts: dict):
         fp8=FP8Format(opts["fp8"]), scale_fmt=ScaleFormat(opts["scale_fmt"]),
         layout=Layout(opts["layout"]) if opts["layout"] else None,
     )
+    device = resolve_device(opts["device"])
     if replay is not None:
         inputs_mod.validate(opts["input_path"], replay.k, replay.slot_mapping, spec)
         data = replay
     else:
         data = inputs_mod.generate(
             spec, seed=opts["seed"], slots=inputs_mod.SlotPattern(opts["slots"]),
-            distribution=inputs_mod.Distribution(opts["distribution"]), inf_nan=opts["inf_nan"],
+            distribution=inputs_mod.Distribution(opts["distribution"]), inf_nan=opts["inf_nan"], device=device,
         )
-    return spec, data, resolve_device(opts["device"])
+    return spec, data, device
 
 
 def fail(message: str, code: ExitCode) -> int:

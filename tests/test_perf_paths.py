@@ -152,3 +152,45 @@ def test_reference_writes_with_pytorch_on_the_cpu():
     from fp8check.writers import reference_device
 
     assert not reference_device.uses_triton(SPEC, CPU)
+
+
+def python_mix(x: int) -> int:
+    x ^= x >> 16
+    x = (x * 0x7FEB352D) & 0xFFFFFFFF
+    x ^= x >> 15
+    x = (x * 0x27D4EB2D) & 0xFFFFFFFF
+    return x ^ (x >> 16)
+
+
+def python_hashed_bits(seed: int, token: int, dim: int, head_dim: int) -> int:
+    """One element of hashed K as bf16 bits, in plain Python integers and doubles (hashed.py's recipe)."""
+    import struct
+
+    base = python_mix(seed & 0xFFFFFFFF)
+    element_key, row_key = python_mix(base ^ 0x9E3779B9), python_mix(base ^ 0x85EBCA6B)
+    i = token * head_dim + dim
+    h1, h2 = python_mix((2 * i) ^ element_key), python_mix((2 * i + 1) ^ element_key)
+    u = (h1 & 0xFFFF) + (h1 >> 16) + (h2 & 0xFFFF) + (h2 >> 16) - 131070
+    r = python_mix(token ^ row_key)
+    value = u * 2.0**-15 * 2.0 ** (r % 7 - 3) * (8 + (r >> 3) % 8) / 8  # exact in a double
+    bits = struct.unpack("<I", struct.pack("<f", value))[0]  # exact in fp32 too (<= 22 significant bits)
+    return (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16  # bf16, nearest even
+
+
+@pytest.mark.parametrize("seed", [0, 7, -5, 2**40 + 3])
+def test_hashed_inputs_are_the_documented_function_of_seed_and_position(seed):
+    spec = CacheSpec(num_blocks=1, block_size=16, head_dim=48, quant_block_size=48)
+    k = inputs.generate(spec, seed=seed, distribution=inputs.Distribution.HASHED).k
+    got = k.view(torch.int16).to(torch.int64) & 0xFFFF
+    expected = [[python_hashed_bits(seed, t, d, 48) for d in range(48)] for t in range(16)]
+    assert got.tolist() == expected
+
+
+@pytest.mark.parametrize("num_tokens, head_dim", [(300, 128), (7, 48), (1, 16)])
+def test_hashed_kernel_bytes_equal_the_torch_ops(num_tokens, head_dim):
+    from fp8check.hashed import hashed_k, keys
+    from fp8check.hashed_kernel import launch
+
+    expected = hashed_k(num_tokens, head_dim, 11)
+    got = launch(num_tokens, head_dim, keys(11), CPU, interpret=True)
+    assert torch.equal(got.view(torch.int16), expected.view(torch.int16))
