@@ -194,3 +194,43 @@ def test_hashed_kernel_bytes_equal_the_torch_ops(num_tokens, head_dim):
     expected = hashed_k(num_tokens, head_dim, 11)
     got = launch(num_tokens, head_dim, keys(11), CPU, interpret=True)
     assert torch.equal(got.view(torch.int16), expected.view(torch.int16))
+
+
+def synthetic_diff(value_diff: list[int]):
+    from fp8check.diff import DiffResult
+
+    spec = CacheSpec(num_blocks=len(value_diff), block_size=16, head_dim=64, quant_block_size=64)
+    values = torch.tensor(value_diff, dtype=torch.int64)
+    differing = sum(1 for v in value_diff if v)
+    return DiffResult(spec, values, torch.zeros_like(values), 0, sum(value_diff), differing, None)
+
+
+def test_terminal_shows_the_first_and_the_worst_differing_blocks():
+    from fp8check.report.terminal import MAX_ROWS, rows_to_show
+
+    counts = [0] * 1000
+    for block in (3, 10, 11, 50, 51, 52, 60, 70, 80, 90):  # the first differing blocks, one byte each
+        counts[block] = 1
+    for rank, block in enumerate((999, 500, 400, 300, 200, 150, 120, 110, 105)):  # the worst, 900 bytes down
+        counts[block] = 900 - rank
+    shown = [b.block for b in rows_to_show(synthetic_diff(counts), all_blocks=False)]
+    first = [b for b, c in enumerate(counts) if c][: MAX_ROWS // 2]
+    worst = sorted(range(1000), key=lambda b: -counts[b])[: MAX_ROWS // 2]
+    assert shown == sorted(set(first) | set(worst))
+    assert 999 in shown and 105 not in shown  # the ninth worst is not among the eight worst
+
+
+def test_all_blocks_renders_one_line_per_block():
+    import io
+
+    from rich.console import Console
+
+    from fp8check.report.terminal import BlockLines, rows_to_show
+
+    counts = [i % 3 for i in range(500)]
+    rows = rows_to_show(synthetic_diff(counts), all_blocks=True)
+    console = Console(file=io.StringIO(), width=100)
+    console.print(BlockLines(rows))
+    lines = console.file.getvalue().splitlines()
+    assert len(lines) == 501
+    assert lines[1 + 302].split() == ["302", "2", "/", "1024", "0.2%", "0", "/", "64"]
