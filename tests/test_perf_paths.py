@@ -234,3 +234,10 @@ def test_all_blocks_renders_one_line_per_block():
     lines = console.file.getvalue().splitlines()
     assert len(lines) == 501
     assert lines[1 + 302].split() == ["302", "2", "/", "1024", "0.2%", "0", "/", "64"]
+
+
+@pytest.mark.parametrize("num_bytes", [0, 1, 255, 256, 257, 3 * 8448 + 512])
+def test_poison_by_period_equals_the_formula(num_bytes):
+    from fp8check.cache import poison, poison_at
+
+    assert torch.equal(poison(num_bytes), poison_at(torch.arange(num_bytes)))
