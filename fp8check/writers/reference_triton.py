@@ -58,7 +58,8 @@ def _aiter_quant_and_cache(
     x = tl.where((bits & 0x7F800000) == 0, (bits & -2147483648).to(tl.float32, bitcast=True), x)
     amax = tl.reduce(tl.abs(x), 1, tl.standard._elementwise_max)
     has_nan = tl.reduce((x != x).to(tl.int32), 1, tl.standard._elementwise_max)
-    clamped = tl.where(has_nan != 0, float("nan"), tl.maximum(amax, 1e-4))
+    nan = tl.full([TOKENS], 0x7FC00000, tl.int32).to(tl.float32, bitcast=True)
+    clamped = tl.where(has_nan != 0, nan, tl.maximum(amax, 1e-4))
     scale = tl.math.div_rn(clamped, tl.full([TOKENS], DIV, tl.float32))
     if UE8M0:
         sbits = scale.to(tl.int32, bitcast=True)
