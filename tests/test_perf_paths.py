@@ -225,12 +225,12 @@ def test_all_blocks_renders_one_line_per_block():
 
     from rich.console import Console
 
-    from fp8check.report.terminal import BlockLines, rows_to_show
+    from fp8check.report.terminal import block_lines, rows_to_show
 
     counts = [i % 3 for i in range(500)]
     rows = rows_to_show(synthetic_diff(counts), all_blocks=True)
     console = Console(file=io.StringIO(), width=100)
-    console.print(BlockLines(rows))
+    console.print(block_lines(rows))
     lines = console.file.getvalue().splitlines()
     assert len(lines) == 501
     assert lines[1 + 302].split() == ["302", "2", "/", "1024", "0.2%", "0", "/", "64"]
