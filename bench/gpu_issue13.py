@@ -10,6 +10,8 @@
 3. `hashed` inputs: the CUDA kernel's bytes == the torch ops on CUDA == the torch ops on the CPU.
 4. Host transfers of one CUDA diff (counted).
 5. bench/stages.py's CUDA column (1M tokens, median of 10, CUDA events) and whole processes.
+6. (added after run 4, not run yet) bench/diff_words.py: the diff on 4-byte words, equal to and timed
+   against the byte kernel.
 Everything goes to OUTDIR/gpu_issue13.json; a short table is printed last.
 """
 
@@ -193,7 +195,13 @@ def stages():
         summary.append(("5.", line))
 
 
-for step in (reference_kernel_bytes, diff_kernel_counts, hashed_inputs, host_transfers, stages):
+def word_diff_experiment():
+    import diff_words
+
+    diff_words.main()  # prints: the word kernel == the byte kernel, and both timed against torch.equal
+
+
+for step in (reference_kernel_bytes, diff_kernel_counts, hashed_inputs, host_transfers, stages, word_diff_experiment):
     phase(step)
 (OUT / "gpu_issue13.json").write_text(json.dumps(results, indent=1, default=str))
 print("\n=== summary ===")
