@@ -30,7 +30,7 @@ test: $(STAMP)
 	$(PY) -m pytest
 
 bench: $(STAMP)
-	$(PY) bench/compare_stages.py
+	$(PY) bench/stages.py --merge bench/results/h200-2026-11-30.json
 	$(PY) bench/diagnose.py
 	$(PY) bench/parity.py
 

@@ -6,6 +6,7 @@ out=${1:-.}
 export PYTHONPATH=. PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader
 python3 bench/gpu_verify.py "$out/gpu_verify.json" 2>&1 | tee "$out/gpu_verify.txt"
+python3 bench/gpu_issue13.py "$out" > "$out/gpu_issue13.txt" 2>&1
 python3 bench/diagnose.py --device cuda 2>&1 | tee "$out/diagnose_cuda.txt"
 python3 -m fp8check table --device cuda --num-blocks 8 --json "$out/table_cuda.json" 2>&1 | tee "$out/table_cuda.txt"
 python3 -m fp8check compare --device cuda --num-blocks 1024 --inputs ue8m0-boundary --json "$out/boundary.json" 2>&1 | tail -30

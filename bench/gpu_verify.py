@@ -20,12 +20,14 @@ import time
 import torch
 import triton
 
-from fp8check import producers, reference
+from fp8check.errors import ProducerError
+from fp8check.writers import reference
+from fp8check.writers import registry as producers
 from fp8check.compare import compare, run_side
 from fp8check.diff import diff_caches
 from fp8check.inputs import Inputs, SlotPattern, generate
 from fp8check.spec import CacheSpec, ScaleFormat
-from fp8check.triton_exact import check as interpreter_check
+from fp8check.writers.interpreter import check as interpreter_check
 
 cuda = torch.device("cuda")
 out: dict = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__}
@@ -64,7 +66,7 @@ try:
     cpu_bug = run_side(buggy, spec, data, torch.device("cpu"))
     note("interpreter vs compiled, buggy (platform-defined float->uint8): differing bytes",
          int((gpu_bug.buffer.buffer.cpu() != cpu_bug.buffer.buffer).sum()))
-except producers.ProducerError as exc:
+except ProducerError as exc:
     note("interpreter vs compiled", f"CPU run refused: {exc}")
 
 # 4. fp32 scales: reciprocal (aiter) vs Triton's compiled division; and vs IEEE division (reference-vllm)
@@ -74,7 +76,7 @@ for base in ("reference", "reference-vllm"):
     r = compare(spec32, baseline=producers.resolve(base), candidate=fixed, inputs=data32, device=cuda)
     d = r.diff
     note(f"fp32 scales, {base} vs triton: value / scale bytes differing of {d.total_bytes}",
-         f"{sum(b.value_diff for b in d.blocks)} / {sum(b.scale_diff for b in d.blocks)}")
+         f"{int(d.value_diff.sum())} / {int(d.scale_diff.sum())}")
 # rows with amax exactly 448 * 2^k: the ue8m0 ceil is exact only with exact division
 g = torch.Generator().manual_seed(3)
 tokens = 64 * 64
@@ -90,23 +92,23 @@ note("  first mismatch", r.diff.first_mismatch.describe() if r.diff.first_mismat
 try:
     r = compare(spec_b, baseline=ref, candidate=fixed, inputs=boundary, device=torch.device("cpu"))
     note("ue8m0, amax = 448*2^k rows, reference vs interpreted triton: differing bytes", r.diff.diff_bytes)
-except producers.ProducerError as exc:
+except ProducerError as exc:
     note("interpreted boundary rows", f"CPU run refused: {exc}")
 
 # 5. the seed table on the GPU
 spec = CacheSpec(num_blocks=8, block_size=64, head_dim=128)
 data = generate(spec, seed=0)
-b = compare(spec, baseline=ref, candidate=buggy, inputs=data, device=cuda).diff.blocks
-f = compare(spec, baseline=ref, candidate=fixed, inputs=data, device=cuda).diff.blocks
+b = compare(spec, baseline=ref, candidate=buggy, inputs=data, device=cuda).diff.all_rows()
+f = compare(spec, baseline=ref, candidate=fixed, inputs=data, device=cuda).diff.all_rows()
 note("seed table on GPU, buggy value bytes differing per block (of 8192)", [x.value_diff for x in b])
 note("seed table on GPU, fixed value bytes differing per block", [x.value_diff for x in f])
 
 # 6. fnuz is refused on NVIDIA
 try:
-    run_side(fixed, CacheSpec(num_blocks=2, block_size=64, head_dim=128, fp8=reference.FP8Format.E4M3FNUZ),
+    run_side(fixed, CacheSpec(num_blocks=2, block_size=64, head_dim=128, fp8=__import__('fp8check.spec', fromlist=['FP8Format']).FP8Format.E4M3FNUZ),
              data.to(cuda), cuda)
     note("fnuz on NVIDIA", "ran (unexpected)")
-except producers.ProducerError as exc:
+except ProducerError as exc:
     note("fnuz on NVIDIA", str(exc))
 
 # 7. timing
@@ -125,7 +127,7 @@ def cuda_time(fn, reps=20) -> float:
     return times[len(times) // 2]
 
 from fp8check.cache import CacheBuffer  # noqa: E402
-from fp8check.triton_writer import TOKENS_PER_PROGRAM, launch  # noqa: E402
+from fp8check.writers.triton import TOKENS_PER_PROGRAM, launch  # noqa: E402
 
 tokens = 1 << 20
 spec = CacheSpec(num_blocks=tokens // 64, block_size=64, head_dim=128)

@@ -24,8 +24,12 @@ def poison_at(position: torch.Tensor) -> torch.Tensor:
 
 
 def poison(num_bytes: int, device=None) -> torch.Tensor:
-    """The fill of every fresh buffer of num_bytes bytes."""
-    return poison_at(torch.arange(num_bytes, device=device, dtype=torch.int64))
+    """The fill of every fresh buffer of num_bytes bytes.
+
+    poison_at is periodic with period 256, so one period is repeated: a 138 MB buffer costs one uint8
+    write instead of five passes over int64 positions (~2 ms of a 5 ms compare() on an H200)."""
+    period = poison_at(torch.arange(256, device=device, dtype=torch.int64))
+    return period.repeat(-(-num_bytes // 256))[:num_bytes]
 
 
 @dataclass(frozen=True)

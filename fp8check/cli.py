@@ -74,15 +74,16 @@ def build(opts: dict):
         fp8=FP8Format(opts["fp8"]), scale_fmt=ScaleFormat(opts["scale_fmt"]),
         layout=Layout(opts["layout"]) if opts["layout"] else None,
     )
+    device = resolve_device(opts["device"])
     if replay is not None:
         inputs_mod.validate(opts["input_path"], replay.k, replay.slot_mapping, spec)
         data = replay
     else:
         data = inputs_mod.generate(
             spec, seed=opts["seed"], slots=inputs_mod.SlotPattern(opts["slots"]),
-            distribution=inputs_mod.Distribution(opts["distribution"]), inf_nan=opts["inf_nan"],
+            distribution=inputs_mod.Distribution(opts["distribution"]), inf_nan=opts["inf_nan"], device=device,
         )
-    return spec, data, resolve_device(opts["device"])
+    return spec, data, device
 
 
 def fail(message: str, code: ExitCode) -> int:
@@ -192,7 +193,6 @@ def compare(baseline, candidate, json_path, all_blocks, debug, max_diff_bytes, m
     """Run two writers on the same K, diff their cache bytes block by block, and say why they differ."""
     from . import budget as budget_mod
     from .compare import compare as run_compare
-    from .report import json as report_json
     from .report import terminal
     from .writers import registry as producers
     from .diagnose import diagnose
@@ -210,7 +210,10 @@ def compare(baseline, candidate, json_path, all_blocks, debug, max_diff_bytes, m
                          diff=result.diff)
     decided = budget_mod.check(budget, result.diff, result.baseline.buffer, result.candidate.buffer)
     Console().print(terminal.render_compare(result, all_blocks=all_blocks, diagnosis=diagnosis, budget=decided))
-    write_json(json_path, report_json.compare_json(result, diagnosis=diagnosis, budget=decided))
+    if json_path is not None:  # the payload lists every block: build it only when asked for
+        from .report import json as report_json
+
+        write_json(json_path, report_json.compare_json(result, diagnosis=diagnosis, budget=decided))
     return ExitCode.OK if result.identical or decided.within else ExitCode.DIFFER
 
 

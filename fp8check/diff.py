@@ -149,22 +149,69 @@ def mismatch_at(spec: CacheSpec, baseline: torch.Tensor, candidate: torch.Tensor
     return Mismatch(coordinate, a, b, va, vb, spec.fp8.value)
 
 
-def diff_caches(spec: CacheSpec, baseline: CacheBuffer, candidate: CacheBuffer) -> DiffResult:
-    a, b = baseline.flat, candidate.flat
+def _mismatch_from(spec: CacheSpec, index: int, window_a: list[int], window_b: list[int]) -> Mismatch:
+    """The record of byte `index` from 4-byte windows of both caches at its scale word's start (or at
+    the byte itself in the value region): built from numbers already on the host, no device reads."""
+    coordinate = spec.locate(index)
+    at = (coordinate.byte_in_block - spec.value_bytes) % 4 if coordinate.region is Region.SCALE else 0
+    a, b = window_a[at], window_b[at]
+    if coordinate.region is Region.VALUE:
+        va, vb = fp8.decode_byte(a, spec.fp8), fp8.decode_byte(b, spec.fp8)
+    else:
+        va, vb = (struct.unpack("<f", bytes(w))[0] for w in (window_a, window_b))
+    return Mismatch(coordinate, a, b, va, vb, spec.fp8.value)
+
+
+def _block_counts(spec: CacheSpec, a: torch.Tensor, b: torch.Tensor):
+    """(value_diff, scale_diff, first differing offset per block, block_bytes where none): one pass over
+    both caches on CUDA (Triton kernel), the vectorized byte-lane count on the CPU."""
+    if a.is_cuda:
+        try:
+            from .diff_kernel import block_diff
+        except ImportError:  # no Triton on this GPU machine: the torch ops below run there too
+            pass
+        else:
+            return block_diff(a, b, spec.value_bytes, spec.scale_bytes)
     differs = a != b
     value_diff = count_true(differs[:, : spec.value_bytes])
     scale_diff = count_true(differs[:, spec.value_bytes : spec.value_bytes + spec.scale_bytes])
+    # argmax returns the first maximal element: the first differing byte of each block (0 in an equal
+    # block, which is never looked at)
+    first = torch.argmax(differs.view(torch.uint8), dim=1) if a.shape[1] else value_diff
+    return value_diff, scale_diff, first
+
+
+def _identical(spec: CacheSpec, device: torch.device) -> DiffResult:
+    zeros = torch.zeros(spec.num_blocks, dtype=torch.int64, device=device)
+    return DiffResult(spec, zeros, zeros, 0, 0, 0, None)
+
+
+def diff_caches(spec: CacheSpec, baseline: CacheBuffer, candidate: CacheBuffer) -> DiffResult:
+    """Counts per block and region, guard bytes and the first mismatch, with one host transfer.
+
+    Identical buffers (the common case in CI) take the fastest path on the CPU: one `torch.equal`.
+    On CUDA the one-pass kernel is about as fast as `torch.equal` and its answer needs no second
+    transfer, so it runs directly (docs/PERFORMANCE.md).
+    """
+    a, b = baseline.flat, candidate.flat
+    if not a.is_cuda and torch.equal(baseline.buffer, candidate.buffer):
+        return _identical(spec, a.device)
+    value_diff, scale_diff, first = _block_counts(spec, a, b)
     per_block = value_diff + scale_diff
     differing = per_block > 0
     guard = (baseline.guards != candidate.guards).sum()
-    # one host transfer: totals, the number of differing blocks and the first of them
-    first_block = torch.argmax(differing.to(torch.uint8)) if spec.num_blocks else per_block.new_zeros(())
-    cache_diff, differing_blocks, guard_diff, block = torch.stack(
-        [per_block.sum(), differing.sum(), guard.to(torch.int64), first_block.to(torch.int64)]
-    ).tolist()
-    first = None
+    # the first differing block and byte, and 4-byte windows of both caches there (the byte itself, or
+    # the whole fp32 scale word it belongs to), all in the same transfer as the totals
+    block = torch.argmax(differing.to(torch.uint8)) if spec.num_blocks else per_block.new_zeros(())
+    offset = first[block] if spec.num_blocks else block
+    word = torch.where(offset >= spec.value_bytes, offset - (offset - spec.value_bytes) % 4, offset)
+    at = (block * spec.block_bytes + word + torch.arange(4, device=a.device)).clamp(max=max(a.numel() - 1, 0))
+    window = torch.cat([a.reshape(-1)[at], b.reshape(-1)[at]]).to(torch.int64) if a.numel() else at.new_zeros(8)
+    totals = torch.stack([per_block.sum(), differing.sum(), guard.to(torch.int64), block.to(torch.int64),
+                          offset.to(torch.int64)])
+    numbers = torch.cat([totals, window]).tolist()
+    cache_diff, differing_blocks, guard_diff, block, offset = numbers[:5]
+    first_mismatch = None
     if cache_diff:
-        # argmax returns the first maximal element: the first differing byte of the first differing block.
-        index = block * spec.block_bytes + int(torch.argmax(differs[block].to(torch.uint8)))
-        first = mismatch_at(spec, a, b, index)
-    return DiffResult(spec, value_diff, scale_diff, guard_diff, cache_diff, differing_blocks, first)
+        first_mismatch = _mismatch_from(spec, block * spec.block_bytes + offset, numbers[5:9], numbers[9:13])
+    return DiffResult(spec, value_diff, scale_diff, guard_diff, cache_diff, differing_blocks, first_mismatch)

@@ -18,6 +18,7 @@ import torch
 
 from .. import fp8
 from ..errors import ProducerError
+from . import interpreter_speed
 from ..spec import FP8Format
 
 # Interpreter internals this patch relies on were read in these releases (the patch target and its
@@ -76,6 +77,7 @@ def install() -> None:
 
     builder.create_fp_to_fp = create_fp_to_fp
     _STATE["installed"] = True
+    interpreter_speed.install()  # a large grid's programs on every core (interpreter_speed.py)
 
 
 # Known answers, written out by hand from the format definitions (SPEC.md section 4), not from encode():

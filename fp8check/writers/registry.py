@@ -34,9 +34,10 @@ class Entry:
 
 
 def _reference() -> Producer:
-    from .reference import AITER, aiter_writer
+    from .reference import AITER
+    from .reference_device import writer  # PyTorch ops; on CUDA their proven Triton twin (reference_triton.py)
 
-    return Producer("reference", AITER.description, aiter_writer, emulated=True, keywords=frozenset(EXTRA_KEYWORDS))
+    return Producer("reference", AITER.description, writer, emulated=True, keywords=frozenset(EXTRA_KEYWORDS))
 
 
 def _reference_vllm() -> Producer:
