@@ -27,6 +27,7 @@ OPS = KERNELS / "rocm_indexer_ops.py"
 WRITER = f"vllm-file:{OPS}"
 FIX = ".view(FP8_DTYPE)\n"
 SMALL = ("--num-blocks", "2")
+NEXT_N = 2
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:
@@ -225,7 +226,7 @@ def reader_inputs(block_size: int, fp8: FP8Format):
     data = inputs_mod.generate(spec, seed=3)
     cache = run_writer(resolve("reference"), spec, data, torch.device("cpu")).cache
     gen = torch.Generator().manual_seed(5)
-    batch, next_n, heads, ctx = 1, 2, 4, spec.num_slots - 3
+    batch, next_n, heads, ctx = 1, NEXT_N, 4, spec.num_slots - 3
     q = (torch.randn(batch, next_n, heads, 64, generator=gen) * 4).to(fp8.torch_dtype())
     weights = torch.rand(batch * next_n, heads, generator=gen)
     tables = torch.arange(spec.num_blocks, dtype=torch.int32).view(1, -1)
@@ -369,3 +370,24 @@ def test_program_listener_hears_every_program():
     with interpreter.program_listener(lambda done, total: heard.append((done, total))):
         interpreter._run_semantics_kernel()
     assert heard == [(1, 2), (2, 2)]
+
+
+@pytest.fixture
+def stock_interpreter_masks(monkeypatch):
+    """The interpreter's masked load/store as Triton ships them (fp8check's mask fix taken out)."""
+    from triton.runtime import interpreter as stock
+
+    interpreter.check_semantics()  # installs the fix, so there is something to take out
+    builder = stock.InterpreterBuilder
+    monkeypatch.setattr(builder, "create_masked_load", builder.create_masked_load.__wrapped__)
+    monkeypatch.setattr(builder, "create_masked_store", builder.create_masked_store.__wrapped__)
+    monkeypatch.setattr(interpreter, "install_mask_fix", lambda: None)
+    interpreter.check_semantics.cache_clear()
+    yield
+    interpreter.check_semantics.cache_clear()
+
+
+def test_semantics_check_refuses_the_stock_interpreters_int1_masks(stock_interpreter_masks):
+    ok, reason = interpreter.check_semantics()
+    assert not ok
+    assert "cannot run the semantics kernel" in reason and "mask has unsupported dtype" in reason

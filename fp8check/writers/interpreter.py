@@ -210,8 +210,9 @@ def _run_semantics_kernel():
         a = tl.load(int_ptr + offs)
         tl.store(out_int_ptr + offs, a // 16)
         tl.store(out_int_ptr + N + offs, a % 16)
-        x = tl.load(float_ptr + offs, mask=offs < N - 2, other=-7.0)
-        tl.store(out_float_ptr + offs, x)
+        in_table = tl.program_id(0) < N  # a scalar int1: `block & scalar` masks must load and store
+        x = tl.load(float_ptr + offs, mask=(offs < N - 2) & in_table, other=-7.0)
+        tl.store(out_float_ptr + offs, x, mask=(offs >= 0) & in_table)
         tl.store(out_float_ptr + N, tl.max(x, axis=-1))
         tl.store(out_float_ptr + N + 1, tl.reduce(x, 0, tl.standard._elementwise_max))
         tl.store(out_float_ptr + N + 2 + offs, tl.exp2(tl.ceil(tl.log2(tl.abs(x)))))
@@ -224,6 +225,35 @@ def _run_semantics_kernel():
     return out_int.tolist(), out_float.tolist()
 
 
+def install_mask_fix() -> None:
+    """Masks that are int1 to Triton but int32 in numpy (a block int1 `&` a scalar int1, e.g. vLLM's
+    `(pos < seq_len) & (logical_blk < max_blocks)`) make the stock interpreter's masked load and store
+    fail ("mask has unsupported dtype"); compiled Triton takes them. Give those calls the int1 values
+    (the low bit) as numpy bools. Idempotent; proven by the semantics kernel."""
+    from triton.runtime import interpreter
+
+    builder = interpreter.InterpreterBuilder
+    if getattr(builder.create_masked_load, "_fp8check_mask_fix", False):
+        return
+    load, store, handle_cls = builder.create_masked_load, builder.create_masked_store, interpreter.TensorHandle
+
+    def as_bool(mask):
+        if mask.data.dtype == np.bool_:
+            return mask
+        return handle_cls((mask.data & 1).astype(np.bool_), mask.dtype.scalar)
+
+    @functools.wraps(load)
+    def create_masked_load(self, ptrs, mask, other, cache_policy, is_volatile):
+        return load(self, ptrs, as_bool(mask), other, cache_policy, is_volatile)
+
+    @functools.wraps(store)
+    def create_masked_store(self, ptrs, value, mask, cache_policy):
+        return store(self, ptrs, value, as_bool(mask), cache_policy)
+
+    create_masked_load._fp8check_mask_fix = True
+    builder.create_masked_load, builder.create_masked_store = create_masked_load, create_masked_store
+
+
 @functools.lru_cache(maxsize=None)
 def check_semantics() -> tuple[bool, str]:
     """(ok, one-line reason): interpreter mode is on in time and the interpreter computes tl.max,
@@ -232,6 +262,7 @@ def check_semantics() -> tuple[bool, str]:
         ok, reason = interpret_mode()
         if not ok:
             return False, reason
+        install_mask_fix()
         ints, floats = _run_semantics_kernel()
     except Exception as exc:  # the interpreter itself broke: not trustworthy
         return False, f"Triton {_triton_version()} interpreter cannot run the semantics kernel ({first_line(exc)})"
@@ -242,7 +273,8 @@ def check_semantics() -> tuple[bool, str]:
     if floats != list(SEMANTICS_EXPECTED_FLOATS):
         return False, (f"Triton {_triton_version()} interpreter's masked load / tl.max / tl.reduce / exp2(ceil(log2))"
                        f" gave {floats}, expected {list(SEMANTICS_EXPECTED_FLOATS)}")
-    return True, "interpreter mode on before import; tl.max, tl.reduce, exp2/log2/ceil, masks, early return, // and % agree"
+    return True, ("interpreter mode on before import; tl.max, tl.reduce, exp2/log2/ceil, masks (int1 masks fixed),"
+                  " early return, // and % agree with compiled Triton")
 
 
 def require_any_kernel(fmt: FP8Format) -> None:
