@@ -20,7 +20,7 @@ import torch
 from fp8check.cli import main
 from fp8check.spec import CacheSpec, FP8Format, Layout, ScaleFormat
 from fp8check.writers import interpreter
-from fp8check.writers.files import load_function
+from fp8check.writers.files import load_function, prepare_to_run
 
 KERNELS = Path(__file__).parent / "kernels"
 OPS = KERNELS / "rocm_indexer_ops.py"
@@ -206,6 +206,20 @@ def test_unrelated_module_code_is_never_executed(tmp_path):
         assert loaded.provenance["executed"] == ["_SCALE", "probe"]
 
 
+def test_a_definition_needing_vllm_is_replaced_by_its_stand_in_with_what_it_pulled_in(tmp_path):
+    path = tmp_path / "ops.py"
+    path.write_text(
+        "from vllm.utils.platform_utils import num_compute_units\n\n_UNITS = 4\n\n\n"
+        "def _helper():\n    return _UNITS\n\n\n"
+        "def _decode_cu_count():\n    return num_compute_units() + _helper()\n\n\n"
+        "def reader():\n    return _decode_cu_count(), _UNITS\n"
+    )
+    loaded = load_function(f"vllm-file:{path}:reader", role="reader", device=torch.device("cpu"))
+    assert loaded.fn() == (256, 4)  # vLLM's own CPU fallback count
+    assert loaded.provenance["executed"] == ["_UNITS", "reader"]  # _helper came only with the replaced one
+    assert list(loaded.provenance["bound"]) == ["_decode_cu_count"]
+
+
 def test_writer_follows_each_runs_fp8(capsys, tmp_path):
     code, payload, text = run_json(capsys, tmp_path, "compare", "--baseline", "reference-vllm", "--candidate", WRITER,
                                    "--fp8", "e4m3fnuz", "--block", "1", *SMALL)
@@ -245,7 +259,9 @@ def reader_inputs(block_size: int, fp8: FP8Format):
 @pytest.mark.parametrize("reader", ["fp8_paged_mqa_logits_torch", "rocm_fp8_paged_mqa_logits_triton"])
 def test_vllm_style_readers_load_and_run(reader):
     args, truth = reader_inputs(16, FP8Format.E4M3FN)
-    loaded = load_function(f"vllm-file:{OPS}:{reader}", role="reader", fp8=FP8Format.E4M3FN)
+    loaded = load_function(f"vllm-file:{OPS}:{reader}", role="reader", fp8=FP8Format.E4M3FN,
+                           device=torch.device("cpu"))
+    prepare_to_run(loaded, FP8Format.E4M3FN, torch.device("cpu"))
     logits = loaded.fn(*args)
     finite = torch.isfinite(truth)
     assert torch.equal(torch.isfinite(logits), finite)

@@ -98,16 +98,18 @@ def _holds_kernels(namespace: dict) -> bool:
 
 
 def load_function(text: str, *, role: str = "producer", fp8: FP8Format | None = None,
-                  default_function: str = DEFAULT_WRITER, repo: Path | None = None) -> LoadedFunction:
+                  default_function: str = DEFAULT_WRITER, repo: Path | None = None,
+                  device: torch.device | None = None) -> LoadedFunction:
     """`file:[git:REV:]PATH:FUNC` or `vllm-file:[git:REV:]PATH[:FUNC]` -> the function and its provenance.
 
     `role` names the thing in error messages ("producer", "reader"); `fp8` is the format vLLM's platform
     names are bound to (vllm-file; None: bound per run through `rebind`); `default_function` is FUNC
     when a vllm-file target names none; `repo` is the repository `git:` reads from (default: the
-    current directory's).
+    current directory's); `device` is where vllm-file's workspace stand-in allocates (default: cuda when
+    available, else cpu). Before the function runs on the CPU, call `prepare_to_run`.
     """
     if text.startswith(VLLM_FILE_PREFIX):
-        return _load_vllm(text, role=role, fp8=fp8, default_function=default_function, repo=repo)
+        return _load_vllm(text, role=role, fp8=fp8, default_function=default_function, repo=repo, device=device)
     if not text.startswith(FILE_PREFIX):
         raise ProducerError(f"{role} {text!r}: expected file:PATH:FUNC or vllm-file:PATH[:FUNC]")
     file_text, func_name = split_target(text, FILE_PREFIX, role=role, default_function=None)
@@ -120,7 +122,7 @@ def load_function(text: str, *, role: str = "producer", fp8: FP8Format | None = 
     return LoadedFunction(fn, text, provenance, uses_triton=_holds_kernels(vars(module)))
 
 
-def _load_vllm(text: str, *, role: str, fp8, default_function: str, repo) -> LoadedFunction:
+def _load_vllm(text: str, *, role: str, fp8, default_function: str, repo, device) -> LoadedFunction:
     from .vllm_file import compile_function
 
     file_text, func_name = split_target(text, VLLM_FILE_PREFIX, role=role, default_function=default_function)
@@ -130,25 +132,30 @@ def _load_vllm(text: str, *, role: str, fp8, default_function: str, repo) -> Loa
     except UnicodeDecodeError:
         raise ProducerError(f"{role} {text!r}: {source.provenance['file']} is not UTF-8 text") from None
     compiled = compile_function(code, label=text, file=source.provenance["file"], func=func_name,
-                                sha256=source.provenance["sha256"], role=role, fp8=fp8)
+                                sha256=source.provenance["sha256"], role=role, fp8=fp8, device=device)
     provenance = {"loader": "vllm-file", **source.provenance, "function": func_name,
                   "bound": dict(compiled.binding.bound), "executed": list(compiled.executed)}
     return LoadedFunction(compiled.fn, text, provenance, uses_triton=compiled.uses_triton,
                           rebind=compiled.binding.rebind)
 
 
+def prepare_to_run(loaded: LoadedFunction, fp8: FP8Format, device: torch.device) -> None:
+    """Before a loaded function runs: on the CPU its Triton kernels run only in the proven exact
+    interpreter (interpreter mode on in time, compiled semantics, exact `fp8` conversion), else
+    ExactConversionError (a ProducerError, one line)."""
+    if device.type != "cpu" or "triton" not in sys.modules:
+        return
+    from .interpreter import install, require_any_kernel
+
+    if loaded.uses_triton:
+        require_any_kernel(fp8)
+    else:  # kernels may still be built at call time: give them the exact conversion too
+        install()
+
+
 def _cpu_check(loaded: LoadedFunction):
-    """On the CPU, a producer holding Triton kernels runs only in the proven exact interpreter."""
-
     def check(spec: CacheSpec, device: torch.device) -> None:
-        if device.type != "cpu" or "triton" not in sys.modules:
-            return
-        from .interpreter import install, require_any_kernel
-
-        if loaded.uses_triton:
-            require_any_kernel(spec.fp8)
-        else:  # kernels may still be built at call time: give them the exact conversion too
-            install()
+        prepare_to_run(loaded, spec.fp8, device)
 
     return check
 

@@ -66,12 +66,14 @@ class Platform:
 
 
 class Workspace:
-    """vLLM's workspace manager: every request gets new tensors (NaN-filled floats, so a reader that
-    reads what it never wrote shows up)."""
+    """vLLM's workspace manager: every request gets new tensors on the run's device (NaN-filled floats,
+    so a reader that reads what it never wrote shows up)."""
+
+    def __init__(self, device: torch.device):
+        self.device = device
 
     def get_simultaneous(self, *requests):
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-        return tuple(_poisoned(shape, dtype, device) for shape, dtype in requests)
+        return tuple(_poisoned(shape, dtype, self.device) for shape, dtype in requests)
 
 
 def _poisoned(shape, dtype, device):
@@ -84,30 +86,32 @@ def _cdiv(a, b):
     return -(a // -b)
 
 
-def _decode_cu_count() -> int:
-    if torch.cuda.is_available():
-        return torch.cuda.get_device_properties(0).multi_processor_count
-    return CPU_CU_COUNT
+def _cu_count(device: torch.device) -> Callable[[], int]:
+    def _decode_cu_count() -> int:
+        if device.type == "cuda":
+            return torch.cuda.get_device_properties(device).multi_processor_count
+        return CPU_CU_COUNT
+
+    return _decode_cu_count
 
 
-_WORKSPACE = Workspace()
-
-
-def _fallbacks() -> dict[str, tuple[object, str]]:
+def _fallbacks(device: torch.device) -> dict[str, tuple[object, str]]:
     """Names provided when the file does not define them usably: name -> (value, how it is described)."""
     import torch.nn.functional as F
     import triton
     import triton.language as tl
 
     logger = logging.getLogger("fp8check.vllm_file")
+    workspace = Workspace(device)
     return {
         "tl": (tl, f"triton.language (Triton {triton.__version__})"),
         "triton": (triton, f"triton (Triton {triton.__version__})"),
         "torch": (torch, f"torch {torch.__version__}"),
         "F": (F, "torch.nn.functional"),
         "cdiv": (_cdiv, "fp8check's cdiv(a, b) = -(a // -b)"),
-        "current_workspace_manager": (lambda: _WORKSPACE, "fp8check stand-in: get_simultaneous returns new tensors"),
-        "_decode_cu_count": (_decode_cu_count, f"fp8check stand-in: {CPU_CU_COUNT} on the CPU, the GPU's count on CUDA"),
+        "current_workspace_manager": (lambda: workspace,
+                                      f"fp8check stand-in: get_simultaneous returns new tensors on {device}"),
+        "_decode_cu_count": (_cu_count(device), f"fp8check stand-in: {CPU_CU_COUNT} on the CPU, the GPU's count on CUDA"),
         "logger": (logger, "logging.getLogger('fp8check.vllm_file')"),
         "init_logger": (logging.getLogger, "logging.getLogger"),
     }
@@ -222,6 +226,9 @@ class Plan:
     bound: dict[str, str] = field(default_factory=dict)  # name -> "fallback" | "platform" | "shim"
     executed: list[str] = field(default_factory=list)
 
+    def snapshot(self) -> "Plan":
+        return Plan(dict(self.statements), list(self.imports), dict(self.bound), list(self.executed))
+
 
 class Resolver:
     """Finds, for FUNC, every top-level definition it needs, and what must be bound instead."""
@@ -260,14 +267,15 @@ class Resolver:
         if definition.kind == "import":
             self._import(definition, chain)
             return
-        saved = (dict(self.plan.statements), list(self.plan.executed), set(self.done))
+        # What this definition pulled in is dropped again if it turns out unusable (a fallback may replace it).
+        plan, done = self.plan.snapshot(), set(self.done)
         try:
             for needed in sorted(definition.needs):
                 self.need(needed, chain)
             self._body_imports(definition.node, chain)
             self._platform_attributes(definition.node, chain)
         except Missing:
-            self.plan.statements, self.plan.executed, self.done = saved[0], saved[1], saved[2] | {definition.name}
+            self.plan, self.done = plan, done
             raise
         self.plan.statements[id(definition.node)] = definition.node
         self.plan.executed.append(definition.name)
@@ -341,7 +349,7 @@ def _pseudo_filename(label: str, sha256: str) -> str:
 
 
 def compile_function(source: str, *, label: str, file: str, func: str, sha256: str, role: str,
-                     fp8: FP8Format | None) -> Compiled:
+                     fp8: FP8Format | None, device: torch.device | None = None) -> Compiled:
     """FUNC of `source` and everything it needs, compiled into a fresh namespace (see the module doc)."""
     filename = _pseudo_filename(label, sha256)
     try:
@@ -351,7 +359,7 @@ def compile_function(source: str, *, label: str, file: str, func: str, sha256: s
         raise ProducerError(f"{role} {label!r}: {file} is not valid Python (line {exc.lineno}: {exc.msg})") from None
     if not any(d.kind == "def" for d in defs.get(func, [])):
         raise ProducerError(f"{role} {label!r}: {file} has no top-level function {func!r}")
-    fallbacks = _fallbacks()
+    fallbacks = _fallbacks(device or torch.device("cuda" if torch.cuda.is_available() else "cpu"))
     resolver = Resolver(defs, fallbacks)
     try:
         resolver.need(func)
