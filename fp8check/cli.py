@@ -116,7 +116,7 @@ def progress(device, producers):
     import contextlib
 
     err = Console(stderr=True)
-    if device.type != "cpu" or not err.is_terminal or not any(getattr(p, "triton", False) for p in producers):
+    if device.type != "cpu" or not err.is_terminal or not any(p.triton for p in producers):
         return contextlib.nullcontext()
     from .report.progress import interpreter_progress
 
@@ -197,9 +197,10 @@ def replay_golden(baseline: str, opts: dict):
     path_text = baseline[len(GOLDEN):]
     if not path_text:
         raise UsageError("--baseline golden:FILE needs a file")
+    from .errors import GoldenError
     from .sources import materialize
 
-    path, origin = materialize(path_text, opts.get("repo"), error=UsageError)
+    path, origin = materialize(path_text, opts.get("repo"), error=GoldenError)
     given = given_explicitly(opts)
     for name, flag in GOLDEN_INPUT_FLAGS.items():
         if name in given:
@@ -221,9 +222,9 @@ def replay_golden(baseline: str, opts: dict):
 @spec_options
 @click.option("--baseline", default="auto", show_default=True,
               help="Producer name; auto (aiter where it can run, else its emulation reference); golden:FILE"
-                   " (bytes recorded by `fp8check record`); or file:PATH:FUNC.")
-@click.option("--candidate", default="triton", show_default=True, help="Producer name, file:PATH:FUNC or vllm-file:PATH[:FUNC]"
-                   " (PATH may be git:REV:PATH).")
+                   " (bytes recorded by `fp8check record`); or file:PATH:FUNC, vllm-file:PATH[:FUNC].")
+@click.option("--candidate", default="triton", show_default=True,
+              help="Producer name, file:PATH:FUNC or vllm-file:PATH[:FUNC]; PATH may be git:REV:PATH.")
 @click.option("--json", "json_path", type=click.Path(path_type=Path), default=None, help="Write the result as JSON.")
 @click.option("--all-blocks", is_flag=True, help="One table row per block, however many.")
 @click.option("--max-diff-bytes", type=click.IntRange(min=0), default=0, show_default=True,

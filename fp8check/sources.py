@@ -69,8 +69,11 @@ def read_source(text: str, repo: Path | None = None, *, error: type[UserError] =
     where = Path(repo) if repo is not None else Path.cwd()
     if not where.is_dir():
         raise error(f"{text}: --repo {where} is not a folder")
-    commit = _git(where, ["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], text, error).decode().strip()
     top = _git(where, ["rev-parse", "--show-toplevel"], text, error).decode().strip()
+    try:
+        commit = _git(where, ["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], text, error).decode().strip()
+    except UserError:
+        raise error(f"{text}: no commit {rev!r} in the git repository {top}") from None
     data = _git(where, ["show", f"{commit}:{path_text}"], text, error)
     provenance = {"file": path_text, "revision": rev, "commit": commit, "repository": top,
                   "sha256": hashlib.sha256(data).hexdigest()}

@@ -340,7 +340,8 @@ def test_file_git_function_and_bad_revision(capsys, tmp_path):
     assert code == 0, out + err
     code, _, err = run(capsys, "compare", "--repo", str(repo), "--candidate", "file:git:nope:shimmed.py:writer")
     line = one_line(code, err)
-    assert line.startswith("fp8check: error: producer 'file:git:nope:shimmed.py:writer': git:nope:shimmed.py: git")
+    assert line == (f"fp8check: error: producer 'file:git:nope:shimmed.py:writer': git:nope:shimmed.py: no commit"
+                    f" 'nope' in the git repository {git(repo, 'rev-parse', '--show-toplevel')}")
 
 
 def test_input_and_golden_from_git(capsys, tmp_path, fix_repo):
