@@ -6,6 +6,13 @@ writer is a byte oracle only once that conversion is replaced by clamp + round-t
 `install()` wraps the interpreter's fp -> fp conversion for the two E4M3 destinations and leaves
 every other conversion alone; `check()` then runs a known-answer kernel through the interpreter.
 A Triton whose internals moved is refused, never trusted.
+
+The one place that makes *any* Triton kernel exact on the CPU (the user's own included):
+`prepare_cpu()` turns interpreter mode on before Triton is imported; `check_semantics()` proves that
+came in time and that the interpreter computes what vLLM-style kernels rely on as compiled Triton does
+(fixing int1 masks held as int32 on the way); `require_any_kernel(fmt)` is both checks, raised as one
+line; `compiled_caveat(spec)` says why a compiled kernel could still differ; `program_listener` feeds
+progress bars. Everything here is idempotent and survives fork.
 """
 
 from __future__ import annotations
