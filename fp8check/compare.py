@@ -8,23 +8,10 @@ from dataclasses import dataclass, field
 import torch
 
 from .writers import registry
-from .cache import CacheBuffer
 from .diff import DiffResult, diff_caches
 from .inputs import Inputs
-from .writers.registry import Producer
+from .writers.producer import Producer, Side
 from .spec import CacheSpec
-
-
-@dataclass(frozen=True)
-class Side:
-    """One producer's run: its name, whether it is an emulation, and the cache it wrote."""
-
-    name: str
-    description: str
-    emulated: bool
-    buffer: CacheBuffer
-    provenance: dict = field(default_factory=dict)  # what ran: file, function, revision, commit, sha256, bound
-    triton: bool = False  # ran Triton kernels (on the CPU: in the exact interpreter)
 
 
 @dataclass(frozen=True)

@@ -108,7 +108,7 @@ def check_options(path: Path, spec: CacheSpec, given: dict[str, tuple[str, objec
 
 def as_side(golden: Golden, path: Path, device):
     """The recorded bytes as a finished baseline Side for compare(), named after the recording producer."""
-    from .compare import Side
+    from .writers.producer import Side
 
     recorded = json.loads(golden.metadata.get("producer_provenance", "{}"))
     provenance = {"recorded_by": recorded} if recorded else {}

@@ -27,8 +27,11 @@ import torch
 from ..errors import ProducerError, first_line
 from ..sources import GIT_PREFIX, Source, read_source
 from ..spec import CacheSpec, FP8Format
-from .registry import EXTRA_KEYWORDS, FILE_PREFIX, VLLM_FILE_PREFIX, Producer
+from .producer import EXTRA_KEYWORDS, Producer
 from .vllm_file import DEFAULT_WRITER
+
+FILE_PREFIX = "file:"
+VLLM_FILE_PREFIX = "vllm-file:"  # writers/vllm_file.py: one function of a vLLM source file, without vLLM
 
 
 def _accepts(params, keyword: str) -> bool:

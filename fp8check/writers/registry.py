@@ -1,17 +1,14 @@
 """The writer registry: one frozen entry per name (description, loader, availability probe).
 
-A writer is `fn(k, kv_cache, slot_mapping, quant_block_size, scale_fmt)` writing the uint8 cache
-`[num_blocks, block_size, head_dim + 4*head_dim/qbs]` in place. A `Producer` is a loaded writer with
-what the runner needs to know about it: whether it is an emulation, what it checks before running,
-which of the optional keywords `fp8_dtype` / `layout` it takes, and where its code came from.
-Loaders import lazily: building the registry imports nothing heavy.
+Loaders import lazily: building the registry imports nothing heavy. `resolve(name)` turns any
+producer name into a `Producer` (writers/producer.py); `run` runs one on a fresh poisoned cache.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 import torch
@@ -20,27 +17,7 @@ from ..cache import CacheBuffer
 from ..errors import ProducerError, first_line
 from ..inputs import Inputs
 from ..spec import CacheSpec
-
-Writer = Callable[..., None]
-Check = Callable[[CacheSpec, torch.device], None]
-EXTRA_KEYWORDS = ("fp8_dtype", "layout")  # optional keywords a writer may accept
-
-
-def _no_check(spec: CacheSpec, device: torch.device) -> None:
-    return None
-
-
-@dataclass(frozen=True)
-class Producer:
-    name: str
-    description: str
-    writer: Writer
-    emulated: bool = False  # a PyTorch emulation of a writer that is not itself running
-    check: Check = _no_check  # raises ProducerError when this spec cannot run on this device
-    keywords: frozenset[str] = frozenset()  # the subset of EXTRA_KEYWORDS the writer accepts
-    provenance: dict = field(default_factory=dict)  # file, function, revision, sha256 of code from files
-    triton: bool = False  # runs Triton kernels: on the CPU in the exact interpreter (interpreter.compiled_caveat)
-
+from .producer import EXTRA_KEYWORDS, Producer
 
 def _always() -> tuple[bool, str]:
     return True, "built in"
@@ -128,8 +105,6 @@ REGISTRY: dict[str, Entry] = _entries()
 
 # The default baseline: the real aiter op where it can run, its PyTorch emulation `reference` elsewhere.
 AUTO = "auto"
-FILE_PREFIX = "file:"
-VLLM_FILE_PREFIX = "vllm-file:"  # writers/vllm_file.py: one function of a vLLM source file, without vLLM
 
 
 def names() -> list[str]:
@@ -165,9 +140,9 @@ def resolve(name: str, *, fp8=None, repo=None) -> Producer:
     """The producer a name stands for: a registry name, `auto`, or code from a file (`file:`, `vllm-file:`,
     either with `git:REV:PATH` read from `repo`). `fp8` (an FP8Format) names the format vllm-file's
     platform names are reported bound to; a vllm-file writer is bound to each run's --fp8 either way."""
-    if name.startswith((FILE_PREFIX, VLLM_FILE_PREFIX)):
-        from .files import load_writer
+    from .files import FILE_PREFIX, VLLM_FILE_PREFIX, load_writer
 
+    if name.startswith((FILE_PREFIX, VLLM_FILE_PREFIX)):
         return load_writer(name, fp8=fp8, repo=repo)
     if name == AUTO:
         return _auto()

@@ -19,7 +19,7 @@ from typing import Callable
 import torch
 
 from ...errors import ProducerError
-from ..registry import Producer
+from ..producer import Producer
 from ...spec import CacheSpec, Layout, default_layout
 from . import Unavailable, availability_of, first_line
 from .platform import Backend, Platform, probe

@@ -14,7 +14,7 @@ from typing import Callable
 import torch
 
 from ...errors import ProducerError
-from ..registry import Producer
+from ..producer import Producer
 from ...spec import CacheSpec, Layout
 from . import Unavailable, availability_of, first_line, import_vllm
 from .platform import Platform, probe, require_gpu
