@@ -327,7 +327,7 @@ def _importer(shims: dict[str, types.ModuleType]) -> Callable:
     return __import__
 
 
-def _describe(name: str, value, fallbacks: dict, platform: Platform, fp8_given: bool) -> str:
+def _describe(name: str, fallbacks: dict, platform: Platform, fp8_given: bool) -> str:
     origin = "from --fp8" if fp8_given else "from each run's --fp8"
     if name == "FP8_DTYPE":
         return f"{platform.fp8_dtype()} {origin}"
@@ -344,14 +344,8 @@ class Compiled:
     executed: tuple[str, ...]
 
 
-def _pseudo_filename(label: str, sha256: str) -> str:
-    return f"<fp8check {label} sha256:{sha256[:12]}>"
-
-
-def compile_function(source: str, *, label: str, file: str, func: str, sha256: str, role: str,
-                     fp8: FP8Format | None, device: torch.device | None = None) -> Compiled:
-    """FUNC of `source` and everything it needs, compiled into a fresh namespace (see the module doc)."""
-    filename = _pseudo_filename(label, sha256)
+def _plan(source: str, *, filename: str, label: str, file: str, func: str, role: str, fallbacks: dict):
+    """(tree, plan): what of the file FUNC needs, or one ProducerError line naming the missing name."""
     try:
         tree = ast.parse(source, filename=filename)
         defs = definitions(tree, source, filename)
@@ -359,7 +353,6 @@ def compile_function(source: str, *, label: str, file: str, func: str, sha256: s
         raise ProducerError(f"{role} {label!r}: {file} is not valid Python (line {exc.lineno}: {exc.msg})") from None
     if not any(d.kind == "def" for d in defs.get(func, [])):
         raise ProducerError(f"{role} {label!r}: {file} has no top-level function {func!r}")
-    fallbacks = _fallbacks(device or torch.device("cuda" if torch.cuda.is_available() else "cpu"))
     resolver = Resolver(defs, fallbacks)
     try:
         resolver.need(func)
@@ -368,19 +361,36 @@ def compile_function(source: str, *, label: str, file: str, func: str, sha256: s
         via = f" through {' -> '.join(missing.chain[:-1])}" if len(missing.chain) > 2 else ""
         raise ProducerError(f"{role} {label!r}: {file}: {func} needs {missing.name!r}{detail}{via}, which the"
                             " vllm-file loader cannot provide") from None
-    plan = resolver.plan
-    platform = Platform(fp8 or FP8Format.E4M3FN)
-    values = {name: platform if name == "current_platform" else platform.fp8_dtype() if name == "FP8_DTYPE"
-              else fallbacks[name][0] for name in plan.bound}
-    values.setdefault("current_platform", platform)
-    shims = {module: types.ModuleType(module) for module in SHIM_MODULES}
+    return tree, resolver.plan
+
+
+def _namespace(plan: Plan, platform: Platform, fallbacks: dict, *, filename: str, sha256: str) -> dict:
+    """A fresh module namespace: the bound names, and an `__import__` serving vLLM shim modules to imports
+    inside function bodies (nothing is added to sys.modules)."""
+    def value(name):
+        return platform if name == "current_platform" else fallbacks[name][0]
+
+    values = {name: platform.fp8_dtype() if name == "FP8_DTYPE" else value(name) for name in plan.bound}
+    shims = {}
     for module, names in SHIM_MODULES.items():
+        shims[module] = types.ModuleType(module)
         for name in names:
-            setattr(shims[module], name, platform if name == "current_platform" else fallbacks[name][0])
-    namespace = {"__name__": f"fp8check_vllm_file_{sha256[:16]}", "__file__": filename,
-                 "__builtins__": {**vars(builtins), "__import__": _importer(shims)}, **values}
+            setattr(shims[module], name, value(name))
+    return {"__name__": f"fp8check_vllm_file_{sha256[:16]}", "__file__": filename,
+            "__builtins__": {**vars(builtins), "__import__": _importer(shims)}, **values}
+
+
+def compile_function(source: str, *, label: str, file: str, func: str, sha256: str, role: str,
+                     fp8: FP8Format | None, device: torch.device | None = None) -> Compiled:
+    """FUNC of `source` and everything it needs, compiled into a fresh namespace (see the module doc)."""
+    filename = f"<fp8check {label} sha256:{sha256[:12]}>"  # never a real path: no stale on-disk reads
+    fallbacks = _fallbacks(device or torch.device("cuda" if torch.cuda.is_available() else "cpu"))
+    tree, plan = _plan(source, filename=filename, label=label, file=file, func=func, role=role, fallbacks=fallbacks)
+    platform = Platform(fp8 or FP8Format.E4M3FN)
+    namespace = _namespace(plan, platform, fallbacks, filename=filename, sha256=sha256)
     futures = [s for s in tree.body if isinstance(s, ast.ImportFrom) and s.module == "__future__"]
     body = futures + plan.imports + [s for s in tree.body if id(s) in plan.statements]
+    # Triton reads kernel source through inspect: it must see exactly the text that was hashed and compiled.
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     try:
         exec(compile(ast.Module(body=body, type_ignores=[]), filename, "exec"), namespace)
@@ -388,8 +398,7 @@ def compile_function(source: str, *, label: str, file: str, func: str, sha256: s
         raise ProducerError(f"{role} {label!r}: {file}: the definitions {func} needs failed to run:"
                             f" {type(exc).__name__}: {exc}") from exc
     binding = Binding(namespace, platform, uses_fp8_dtype="FP8_DTYPE" in plan.bound)
-    binding.bound.update({name: _describe(name, None, fallbacks, platform, fp8 is not None)
-                          for name in sorted(plan.bound)})
+    binding.bound.update({name: _describe(name, fallbacks, platform, fp8 is not None) for name in sorted(plan.bound)})
     from triton.runtime.jit import KernelInterface
 
     uses_triton = any(isinstance(v, KernelInterface) for v in namespace.values())
