@@ -134,6 +134,31 @@ def test_triton_imported_before_interpreter_mode_is_refused_in_one_line():
     ]
 
 
+def test_kernel_decorated_before_interpreter_mode_is_refused_in_one_line():
+    """Interpreter mode switched off while the file was loaded (a library caller's mistake): refused."""
+    script = f"""
+import os, torch
+os.environ["TRITON_INTERPRET"] = "1"
+import triton
+from fp8check.errors import ProducerError
+from fp8check.inputs import generate
+from fp8check.spec import CacheSpec
+from fp8check.writers.registry import prepare, resolve, run
+del os.environ["TRITON_INTERPRET"]
+producer = resolve({WRITER!r})
+prepare(torch.device("cpu"))
+spec = CacheSpec(num_blocks=1, block_size=1, head_dim=128)
+try:
+    run(producer, spec, generate(spec, seed=0), torch.device("cpu"))
+except ProducerError as exc:
+    print(exc)
+"""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
+    assert done.stdout.strip() == (f"{WRITER!r}: kernel _quant_k_into_paged_cache was loaded before interpreter mode"
+                                   " was on; resolve producers after writers.registry.prepare(device)"), done.stderr
+
+
 # ---- the pre-fix wrapper: ~99% of value bytes, integer-cast ------------------------------------------
 
 

@@ -48,6 +48,7 @@ class LoadedFunction:
     label: str
     provenance: dict
     uses_triton: bool = False  # it holds Triton kernels: on the CPU they run in the exact interpreter
+    kernels: tuple = ()  # those kernels (to refuse, on the CPU, any decorated before interpreter mode was on)
     rebind: Callable[[FP8Format], None] | None = None
 
 
@@ -92,12 +93,13 @@ def import_source(source: Source, label: str, role: str = "producer") -> types.M
     return module
 
 
-def _holds_kernels(namespace: dict) -> bool:
+def _kernels(namespace: dict) -> tuple:
+    """The Triton kernels (jit, interpreted, autotuned) a module namespace holds."""
     if "triton" not in sys.modules:
-        return False
+        return ()
     from triton.runtime.jit import KernelInterface
 
-    return any(isinstance(v, KernelInterface) for v in namespace.values())
+    return tuple(v for v in namespace.values() if isinstance(v, KernelInterface))
 
 
 def load_function(text: str, *, role: str = "producer", fp8: FP8Format | None = None,
@@ -122,7 +124,8 @@ def load_function(text: str, *, role: str = "producer", fp8: FP8Format | None = 
     if not callable(fn):
         raise ProducerError(f"{role} {text!r}: {source.provenance['file']} has no function {func_name!r}")
     provenance = {"loader": "file", **source.provenance, "function": func_name}
-    return LoadedFunction(fn, text, provenance, uses_triton=_holds_kernels(vars(module)))
+    kernels = _kernels(vars(module))
+    return LoadedFunction(fn, text, provenance, uses_triton=bool(kernels), kernels=kernels)
 
 
 def _load_vllm(text: str, *, role: str, fp8, default_function: str, repo, device) -> LoadedFunction:
@@ -138,7 +141,8 @@ def _load_vllm(text: str, *, role: str, fp8, default_function: str, repo, device
                                 sha256=source.provenance["sha256"], role=role, fp8=fp8, device=device)
     provenance = {"loader": "vllm-file", **source.provenance, "function": func_name,
                   "bound": dict(compiled.binding.bound), "executed": list(compiled.executed)}
-    return LoadedFunction(compiled.fn, text, provenance, uses_triton=compiled.uses_triton,
+    kernels = _kernels(compiled.binding.namespace)
+    return LoadedFunction(compiled.fn, text, provenance, uses_triton=bool(kernels), kernels=kernels,
                           rebind=compiled.binding.rebind)
 
 
@@ -152,6 +156,13 @@ def prepare_to_run(loaded: LoadedFunction, fp8: FP8Format, device: torch.device)
 
     if loaded.uses_triton:
         require_any_kernel(fp8)
+        from triton.runtime.jit import JITFunction
+
+        early = [k for k in loaded.kernels if JITFunction in (type(k), type(getattr(k, "fn", None)))]
+        if early:
+            raise ProducerError(
+                f"{loaded.label!r}: kernel {getattr(early[0], '__name__', early[0])} was loaded before interpreter"
+                " mode was on; resolve producers after writers.registry.prepare(device)")
     else:  # kernels may still be built at call time: give them the exact conversion too
         install()
 

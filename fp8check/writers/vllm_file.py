@@ -340,7 +340,6 @@ def _describe(name: str, fallbacks: dict, platform: Platform, fp8_given: bool) -
 class Compiled:
     fn: Callable
     binding: Binding
-    uses_triton: bool
     executed: tuple[str, ...]
 
 
@@ -399,7 +398,4 @@ def compile_function(source: str, *, label: str, file: str, func: str, sha256: s
                             f" {type(exc).__name__}: {exc}") from exc
     binding = Binding(namespace, platform, uses_fp8_dtype="FP8_DTYPE" in plan.bound)
     binding.bound.update({name: _describe(name, fallbacks, platform, fp8 is not None) for name in sorted(plan.bound)})
-    from triton.runtime.jit import KernelInterface
-
-    uses_triton = any(isinstance(v, KernelInterface) for v in namespace.values())
-    return Compiled(namespace[func], binding, uses_triton, tuple(plan.executed))
+    return Compiled(namespace[func], binding, tuple(plan.executed))
