@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.fp8check-installed
 
-.PHONY: compare test bench table parity doctor clean
+.PHONY: compare test bench table parity doctor clean vllm-wheel-table
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -33,6 +33,20 @@ bench: $(STAMP)
 	$(PY) bench/stages.py --merge bench/results/h200-2026-11-30.json
 	$(PY) bench/diagnose.py
 	$(PY) bench/parity.py
+	$(PY) bench/interpreter.py
+
+# Not part of `make test`: downloads vLLM's released wheel (no dependencies, about 336 MB, once) and runs
+# the seed table on its real writer file, on this machine. The pre-fix copy is the same file without the
+# one-line fix (`.view(FP8_DTYPE)` on the value slice, SPEC.md section 6b).
+VLLM_VERSION ?= 0.33.0
+VLLM_OPS := vllm/v1/attention/ops/rocm_aiter_mla_sparse.py
+VLLM_DIR := .cache/vllm-$(VLLM_VERSION)
+vllm-wheel-table: $(STAMP)
+	test -f $(VLLM_DIR)/$(VLLM_OPS) || ( $(PY) -m pip download -q --no-deps vllm==$(VLLM_VERSION) -d $(VLLM_DIR) \
+	  && $(PY) -c "import glob, zipfile; zipfile.ZipFile(glob.glob('$(VLLM_DIR)/vllm-*.whl')[0]).extract('$(VLLM_OPS)', '$(VLLM_DIR)')" )
+	sed 's/\[:, : block_size \* head_dim\]\.view(FP8_DTYPE)$$/[:, : block_size * head_dim]/' $(VLLM_DIR)/$(VLLM_OPS) > $(VLLM_DIR)/pre-fix.py
+	! cmp -s $(VLLM_DIR)/$(VLLM_OPS) $(VLLM_DIR)/pre-fix.py
+	$(VENV)/bin/fp8check table --buggy vllm-file:$(VLLM_DIR)/pre-fix.py --fixed vllm-file:$(VLLM_DIR)/$(VLLM_OPS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis *.egg-info

@@ -48,6 +48,8 @@ def spec_options(fn):
         click.option("--input", "input_path", type=click.Path(path_type=Path), default=None,
                      help="Replay a safetensors file holding k (bf16) and optionally slot_mapping (int64)."),
         click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True),
+        click.option("--repo", type=click.Path(path_type=Path), default=None,
+                     help="Git repository that git:REV:PATH names are read from [default: the current directory's]."),
         click.option("--debug", is_flag=True, help="Show tracebacks."),
     ]
     for option in reversed(options):
@@ -65,7 +67,7 @@ def build(opts: dict):
     qbs = opts["quant_block_size"] or (128 if head_dim % 128 == 0 else head_dim)
     replay = None
     if opts["input_path"] is not None:
-        replay = inputs_mod.read_inputs(opts["input_path"])
+        replay = read_named_inputs(opts["input_path"], opts.get("repo"))
     num_blocks = opts["num_blocks"]
     if num_blocks is None:
         num_blocks = inputs_mod.blocks_needed(replay, opts["block_size"]) if replay and opts["block_size"] > 0 else 3
@@ -84,6 +86,42 @@ def build(opts: dict):
             distribution=inputs_mod.Distribution(opts["distribution"]), inf_nan=opts["inf_nan"], device=device,
         )
     return spec, data, device
+
+
+def read_named_inputs(path: Path, repo: Path | None):
+    """--input PATH or --input git:REV:PATH (read with git show; the inputs' source names the commit)."""
+    import dataclasses
+
+    from . import inputs as inputs_mod
+    from .sources import materialize
+
+    file, provenance = materialize(path, repo)
+    replay = inputs_mod.read_inputs(file)
+    if provenance:
+        replay = dataclasses.replace(replay, source=f"{replay.source} at git {provenance['revision']}"
+                                                    f" = {provenance['commit']}")
+    return replay
+
+
+def producers_for(device, names: dict[str, str], spec, repo):
+    """Resolve producers by name once the device is known: a CPU run turns Triton's interpreter mode on
+    first (writers/registry.prepare), so every Triton kernel, the user's included, runs in it."""
+    from .writers import registry as producers
+
+    producers.prepare(device)
+    return {role: producers.resolve(name, fp8=spec.fp8, repo=repo) for role, name in names.items()}
+
+
+def progress(device, producers):
+    """A progress bar on stderr while Triton programs run in the interpreter, when stderr is a terminal."""
+    import contextlib
+
+    err = Console(stderr=True)
+    if device.type != "cpu" or not err.is_terminal or not any(p.triton for p in producers):
+        return contextlib.nullcontext()
+    from .report.progress import interpreter_progress
+
+    return interpreter_progress(err)
 
 
 def fail(message: str, code: ExitCode) -> int:
@@ -160,7 +198,10 @@ def replay_golden(baseline: str, opts: dict):
     path_text = baseline[len(GOLDEN):]
     if not path_text:
         raise UsageError("--baseline golden:FILE needs a file")
-    path = Path(path_text)
+    from .errors import GoldenError
+    from .sources import materialize
+
+    path, origin = materialize(path_text, opts.get("repo"), error=GoldenError)
     given = given_explicitly(opts)
     for name, flag in GOLDEN_INPUT_FLAGS.items():
         if name in given:
@@ -170,15 +211,21 @@ def replay_golden(baseline: str, opts: dict):
         path, recorded.spec, {name: (flag, opts[name]) for name, flag in GOLDEN_SPEC_FLAGS.items() if name in given}
     )
     device = resolve_device(opts["device"])
-    return recorded.spec, recorded.inputs, device, golden.as_side(recorded, path, device)
+    side = golden.as_side(recorded, path, device)
+    if origin:
+        import dataclasses
+
+        side = dataclasses.replace(side, provenance={**side.provenance, "golden": path_text, **origin})
+    return recorded.spec, recorded.inputs, device, side
 
 
 @cli.command()
 @spec_options
 @click.option("--baseline", default="auto", show_default=True,
               help="Producer name; auto (aiter where it can run, else its emulation reference); golden:FILE"
-                   " (bytes recorded by `fp8check record`); or file:PATH:FUNC.")
-@click.option("--candidate", default="triton", show_default=True, help="Producer name, or file:PATH:FUNC.")
+                   " (bytes recorded by `fp8check record`); or file:PATH:FUNC, vllm-file:PATH[:FUNC].")
+@click.option("--candidate", default="triton", show_default=True,
+              help="Producer name, file:PATH:FUNC or vllm-file:PATH[:FUNC]; PATH may be git:REV:PATH.")
 @click.option("--json", "json_path", type=click.Path(path_type=Path), default=None, help="Write the result as JSON.")
 @click.option("--all-blocks", is_flag=True, help="One table row per block, however many.")
 @click.option("--max-diff-bytes", type=click.IntRange(min=0), default=0, show_default=True,
@@ -194,18 +241,20 @@ def compare(baseline, candidate, json_path, all_blocks, debug, max_diff_bytes, m
     from . import budget as budget_mod
     from .compare import compare as run_compare
     from .report import terminal
-    from .writers import registry as producers
     from .diagnose import diagnose
 
     check_writable(json_path, "--json")
     if baseline.startswith(GOLDEN):
         spec, data, device, base = replay_golden(baseline, opts)
+        resolved = producers_for(device, {"candidate": candidate}, spec, opts["repo"])
     else:
         spec, data, device = build(opts)
-        base = producers.resolve(baseline)
+        resolved = producers_for(device, {"baseline": baseline, "candidate": candidate}, spec, opts["repo"])
+        base = resolved["baseline"]
     budget = budget_mod.Budget(max_diff_bytes=max_diff_bytes, max_diff_fraction=max_diff_fraction,
                                max_code_distance=max_code_distance)
-    result = run_compare(spec, baseline=base, candidate=producers.resolve(candidate), inputs=data, device=device)
+    with progress(device, resolved.values()):
+        result = run_compare(spec, baseline=base, candidate=resolved["candidate"], inputs=data, device=device)
     diagnosis = diagnose(result.spec, result.baseline.buffer, result.candidate.buffer, result.inputs,
                          diff=result.diff)
     decided = budget_mod.check(budget, result.diff, result.baseline.buffer, result.candidate.buffer)
@@ -227,13 +276,14 @@ def record(producer, out_path, debug, **opts):
     from . import golden
     from .compare import run_side
     from .device import versions
-    from .writers import registry as producers
 
     check_writable(out_path, "--out")
     spec, data, device = build(opts)
-    side = run_side(producers.resolve(producer), spec, data.to(device), device)
+    resolved = producers_for(device, {"producer": producer}, spec, opts["repo"])
+    with progress(device, resolved.values()):
+        side = run_side(resolved["producer"], spec, data.to(device), device)
     golden.write(out_path, spec=spec, producer=side.name, emulated=side.emulated, inputs=data,
-                 buffer=side.buffer, versions=versions())
+                 buffer=side.buffer, versions=versions(), provenance=side.provenance)
     click.echo(f"recorded {side.name} ({spec.summary()}, {data.source}) to {out_path}")
     return ExitCode.OK
 
@@ -254,7 +304,6 @@ def table(config_path, json_path, all_blocks, debug, **opts):
     from .report import json as report_json
     from .report import terminal
     from .table import read_config, seed_table
-    from .writers import registry as producers
 
     check_writable(json_path, "--json")
     if config_path is not None:
@@ -263,10 +312,10 @@ def table(config_path, json_path, all_blocks, debug, **opts):
             if ctx.get_parameter_source(dest) is click.core.ParameterSource.DEFAULT:
                 opts[dest] = value
     spec, data, device = build(opts)
-    result = seed_table(
-        spec, baseline=producers.resolve(opts["baseline"]), buggy=producers.resolve(opts["buggy"]),
-        fixed=producers.resolve(opts["fixed"]), inputs=data, device=device,
-    )
+    resolved = producers_for(device, {role: opts[role] for role in ("baseline", "buggy", "fixed")}, spec,
+                             opts["repo"])
+    with progress(device, resolved.values()):
+        result = seed_table(spec, **resolved, inputs=data, device=device)
     Console().print(terminal.render_seed_table(result, all_blocks=all_blocks))
     write_json(json_path, report_json.seed_table_json(result))
     return ExitCode.OK if result.passed else ExitCode.DIFFER
@@ -397,7 +446,11 @@ def _requirements(ctx, param, values):
 def doctor(required, json_path, debug):
     """What can run here: every producer and why not, versions, device, FP8 format, Triton exactness."""
     from . import doctor as doctor_mod
+    from .device import resolve_device
     from .report import doctor as doctor_report
+    from .writers import registry as producers
+
+    producers.prepare(resolve_device("auto"))  # what a CPU run would do, before Triton is imported
 
     found = doctor_mod.diagnose(required)
     Console().print(doctor_report.render(found))

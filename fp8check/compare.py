@@ -28,10 +28,19 @@ class CompareResult:
     def identical(self) -> bool:
         return self.diff.identical
 
+    @property
+    def interpreter_caveat(self) -> str | None:
+        """On a CPU run of Triton kernels: why a compiled kernel could write other bytes, where known."""
+        if self.device != "cpu" or not (self.baseline.triton or self.candidate.triton):
+            return None
+        from .writers.interpreter import compiled_caveat
+
+        return compiled_caveat(self.spec)
+
 
 def run_side(producer: Producer, spec: CacheSpec, inputs: Inputs, device: torch.device) -> Side:
     buffer = registry.run(producer, spec, inputs, device)
-    return Side(producer.name, producer.description, producer.emulated, buffer)
+    return Side(producer.name, producer.description, producer.emulated, buffer, producer.provenance, producer.triton)
 
 
 def compare(

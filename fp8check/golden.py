@@ -44,7 +44,7 @@ def checksum(k: torch.Tensor, slot_mapping: torch.Tensor, kv_cache: torch.Tensor
 
 
 def write(path: Path, *, spec: CacheSpec, producer: str, emulated: bool, inputs: Inputs,
-          buffer: CacheBuffer, versions: dict[str, str]) -> None:
+          buffer: CacheBuffer, versions: dict[str, str], provenance: dict | None = None) -> None:
     from safetensors.torch import save_file
 
     k = inputs.k.detach().cpu().contiguous()
@@ -54,6 +54,8 @@ def write(path: Path, *, spec: CacheSpec, producer: str, emulated: bool, inputs:
         "format": FORMAT, "spec": spec.to_json(), "producer": producer, "emulated": json.dumps(emulated),
         "sha256": checksum(k, slot_mapping, kv_cache, spec.to_json(), producer), **versions,
     }
+    if provenance:  # what ran (file, function, git revision and commit, sha256, bound names); informational
+        metadata["producer_provenance"] = json.dumps(provenance, sort_keys=True)
     save_file({"k": k, "slot_mapping": slot_mapping, "kv_cache": kv_cache}, str(path), metadata=metadata)
 
 
@@ -108,8 +110,10 @@ def as_side(golden: Golden, path: Path, device):
     """The recorded bytes as a finished baseline Side for compare(), named after the recording producer."""
     from .writers.producer import Side
 
+    recorded = json.loads(golden.metadata.get("producer_provenance", "{}"))
+    provenance = {"recorded_by": recorded} if recorded else {}
     return Side(f"{golden.producer} (golden {path.name})", f"recorded in {path}", golden.emulated,
-                as_buffer(golden, device))
+                as_buffer(golden, device), provenance)
 
 
 def as_buffer(golden: Golden, device) -> CacheBuffer:

@@ -5,6 +5,16 @@ from __future__ import annotations
 import sys
 
 import pytest
+import torch
+
+# Tests run producers as the CLI does on this machine: without a GPU, Triton's interpreter mode is on
+# before any test module imports Triton (writers/interpreter.prepare_cpu), so user kernels with tl.max
+# run in-process. The path with no environment variable at all is proven in a fresh subprocess
+# (tests/test_user_kernels.py).
+if not torch.cuda.is_available():
+    from fp8check.writers.interpreter import prepare_cpu
+
+    prepare_cpu()
 
 
 @pytest.fixture

@@ -22,6 +22,8 @@ def compare_json(result: CompareResult, *, diagnosis: Diagnosis | None = None,
         "candidate": result.candidate.name,
         "baseline_emulated": result.baseline.emulated,
         "candidate_emulated": result.candidate.emulated,
+        "baseline_provenance": result.baseline.provenance,
+        "candidate_provenance": result.candidate.provenance,
         "inputs": result.inputs.source,
         "device": result.device,
         "blocks": [
@@ -34,6 +36,7 @@ def compare_json(result: CompareResult, *, diagnosis: Diagnosis | None = None,
         "total_bytes": d.total_bytes,
         "identical": d.identical,
         "first_mismatch": d.first_mismatch.to_dict() if d.first_mismatch else None,
+        "interpreter_note": result.interpreter_caveat,
         **extra,
         "timings_s": result.timings,
         "versions": versions(),
@@ -43,12 +46,15 @@ def compare_json(result: CompareResult, *, diagnosis: Diagnosis | None = None,
 def seed_table_json(table) -> dict:
     def column(result: CompareResult, causes: Diagnosis) -> dict:
         payload = compare_json(result, diagnosis=causes)
-        keys = ("candidate", "blocks", "diff_bytes", "identical", "first_mismatch", "diagnosis")
+        keys = ("candidate", "candidate_provenance", "blocks", "diff_bytes", "identical", "first_mismatch",
+                "diagnosis")
         return {key: payload[key] for key in keys}
 
     base = compare_json(table.buggy)
     return {
         "spec": base["spec"], "baseline": base["baseline"], "baseline_emulated": base["baseline_emulated"],
+        "baseline_provenance": base["baseline_provenance"],
+        "interpreter_note": table.fixed.interpreter_caveat or table.buggy.interpreter_caveat,
         "inputs": base["inputs"], "device": base["device"],
         "buggy": column(table.buggy, table.buggy_causes), "fixed": column(table.fixed, table.fixed_causes),
         "passed": table.passed,

@@ -163,6 +163,36 @@ def cause_table(diagnosis: Diagnosis, *, title: str = "causes") -> Table:
     return table
 
 
+def describe_provenance(provenance: dict) -> str:
+    """What ran, from a side's provenance: function, file, git revision and commit, sha256, bound names."""
+    if not provenance:
+        return ""
+    text = f"{provenance.get('function', '?')} from {provenance.get('file', '?')}"
+    if "commit" in provenance:
+        text += f" at git {provenance['revision']} = {provenance['commit']}"
+    text += f", sha256 {provenance.get('sha256', '?')}"
+    bound = provenance.get("bound")
+    if bound:
+        text += "; bound: " + ", ".join(f"{name} = {what}" for name, what in bound.items())
+    return text
+
+
+def provenance_lines(pairs) -> Text:
+    """One dim line per side that came from a file: `role: what ran`."""
+    text = Text()
+    for role, side in pairs:
+        described = describe_provenance(side.provenance)
+        if described:
+            text.append(f"\n{role}: {described}", style="dim")
+    return text
+
+
+def interpreter_note(result: CompareResult) -> Text | None:
+    """Next to the verdict on a CPU run of Triton kernels: why a compiled kernel could differ (if known)."""
+    caveat = result.interpreter_caveat
+    return Text(f"note: {caveat}", style="yellow") if caveat else None
+
+
 def header(result: CompareResult) -> Text:
     """Who ran against whom, on what: printed above the table (not as its title, which wraps to its width)."""
     text = Text()
@@ -170,6 +200,7 @@ def header(result: CompareResult) -> Text:
     text.append(" vs ")
     text.append(side_label(result.candidate.name, result.candidate.emulated), style="bold")
     text.append(f"\n{result.spec.summary()}; {result.inputs.source}; on {result.device}")
+    text.append(provenance_lines((("baseline", result.baseline), ("candidate", result.candidate))))
     return text
 
 
@@ -178,7 +209,8 @@ def render_compare(result: CompareResult, *, all_blocks: bool = False, diagnosis
     parts = [header(result), block_table(result, all_blocks=all_blocks)]
     if diagnosis:
         parts.append(cause_table(diagnosis))
-    return Group(*parts, verdict(result, budget))
+    note = interpreter_note(result)
+    return Group(*parts, verdict(result, budget), *([note] if note else []))
 
 
 def baseline_title(name: str, emulated: bool) -> str:
@@ -200,8 +232,10 @@ def table_cell(b: BlockDiff) -> Text:
 def render_seed_table(table, *, all_blocks: bool = False) -> Group:
     base = table.buggy.baseline
     against = baseline_title(base.name, base.emulated)
-    grid_title = f"{table.buggy.spec.summary()}, {table.buggy.inputs.source}, on {table.buggy.device}"
-    grid = Table(title=Text(grid_title), title_justify="left")
+    grid_title = Text(f"{table.buggy.spec.summary()}, {table.buggy.inputs.source}, on {table.buggy.device}")
+    grid_title.append(provenance_lines((("baseline", base), ("buggy", table.buggy.candidate),
+                                        ("fixed", table.fixed.candidate))))
+    grid = Table(title=grid_title, title_justify="left")
     grid.add_column("block", justify="right")
     grid.add_column(Text(f"BUGGY (uint8) vs {against}"), justify="right")  # Text: brackets are not markup
     grid.add_column(Text(f"FIXED (fp8 view) vs {against}"), justify="right")
@@ -217,7 +251,7 @@ def render_seed_table(table, *, all_blocks: bool = False) -> Group:
             grid.add_row(str(b.block), table_cell(b), table_cell(f))
     if len(shown) < table.buggy.diff.num_blocks:
         grid.add_row("...", f"{table.buggy.diff.num_blocks - len(shown)} more blocks", "")
-    parts: list = [grid] if isinstance(grid, Table) else [Text(grid_title), grid]
+    parts: list = [grid] if isinstance(grid, Table) else [grid_title, grid]
     for title, causes in (("BUGGY column", table.buggy_causes), ("FIXED column", table.fixed_causes)):
         if causes:
             parts.append(cause_table(causes, title=f"causes, {title}"))
@@ -227,4 +261,5 @@ def render_seed_table(table, *, all_blocks: bool = False) -> Group:
         line = Text(f"FAIL: the fixed wrapper differs in {table.fixed.diff.diff_bytes} bytes", style="bold red")
     else:
         line = Text("FAIL: the buggy wrapper matches too: this table cannot tell the two apart", style="bold red")
-    return Group(*parts, line)
+    note = interpreter_note(table.fixed) or interpreter_note(table.buggy)
+    return Group(*parts, line, *([note] if note else []))

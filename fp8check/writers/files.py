@@ -1,73 +1,182 @@
-"""Writers (and later readers) taken from the user's own Python files: `file:PATH:FUNC`.
+"""Writers (and readers) taken from the user's own Python files.
 
-Signature inspection happens once, here, at load time: the Producer records which optional
-keywords the function takes, so the runner never sniffs signatures.
+- `file:PATH:FUNC` / `file:git:REV:PATH:FUNC`: the file is executed as a fresh module (it is the user's
+  module, imports and all) and FUNC taken from it;
+- `vllm-file:PATH[:FUNC]` / `vllm-file:git:REV:PATH[:FUNC]`: only FUNC and what it needs, from a vLLM
+  source file, with vLLM's platform names bound to the run (writers/vllm_file.py).
+
+The bytes executed are the bytes hashed: a file is read once, and its provenance (file, function, git
+revision and commit, sha256, bound names) travels with the loaded function into every report.
+Signature inspection happens once, here, at load time: the Producer records which optional keywords
+the function takes, so the runner never sniffs signatures.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import inspect
+import linecache
 import sys
+import types
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+import torch
+
 from ..errors import ProducerError, first_line
+from ..sources import GIT_PREFIX, Source, read_source
+from ..spec import CacheSpec, FP8Format
 from .producer import EXTRA_KEYWORDS, Producer
+from .vllm_file import DEFAULT_WRITER
 
 FILE_PREFIX = "file:"
+VLLM_FILE_PREFIX = "vllm-file:"  # writers/vllm_file.py: one function of a vLLM source file, without vLLM
 
 
 def _accepts(params, keyword: str) -> bool:
     return keyword in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
 
 
-def import_file(path: Path, label: str, role: str = "producer"):
-    """Execute the Python file `path` as a fresh module; its failures become one ProducerError line."""
-    digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:16]
-    module_name = f"fp8check_plugin_{digest}"
-    try:
-        module_spec = importlib.util.spec_from_file_location(module_name, path)
-        module = importlib.util.module_from_spec(module_spec)
-        sys.modules[module_name] = module
-        module_spec.loader.exec_module(module)
-    except Exception as exc:  # the plugin's own code failed: name it, keep the cause for --debug
-        raise ProducerError(f"{role} {label!r}: {path} failed to import: {first_line(exc)}") from exc
-    return module
-
-
 @dataclass(frozen=True)
 class LoadedFunction:
     """A function taken from a user's file, with what was checked: the text given, and its provenance
-    (file, function, sha256 of the source that ran; later also git revision/commit and bound names)."""
+    (file, function, git revision and commit, sha256 of the source that ran, names bound by the loader).
+    `rebind(fmt)` (vllm-file only) binds FP8_DTYPE / current_platform to another FP8 format."""
 
     fn: Callable
     label: str
     provenance: dict
+    uses_triton: bool = False  # it holds Triton kernels: on the CPU they run in the exact interpreter
+    kernels: tuple = ()  # those kernels (to refuse, on the CPU, any decorated before interpreter mode was on)
+    rebind: Callable[[FP8Format], None] | None = None
 
 
-def load_function(text: str, *, role: str = "producer") -> LoadedFunction:
-    """`file:PATH:FUNC` -> FUNC of the Python file PATH. `role` names the thing in error messages."""
-    body = text[len(FILE_PREFIX):]
-    path_text, sep, func_name = body.rpartition(":")
-    if not sep or not path_text or not func_name:
-        raise ProducerError(f"{role} {text!r}: expected file:PATH:FUNC")
-    path = Path(path_text)
-    if not path.is_file():
-        raise ProducerError(f"{role} {text!r}: {path} is not a file")
-    module = import_file(path, text, role)
+def split_target(text: str, prefix: str, *, role: str, default_function: str | None) -> tuple[str, str]:
+    """`PREFIX[git:REV:]PATH[:FUNC]` -> (file text, FUNC); FUNC falls back to `default_function`."""
+    body = text[len(prefix):]
+    head, sep, tail = body.rpartition(":")
+    git_only = body.startswith(GIT_PREFIX) and head.count(":") < 2  # git:REV:PATH, no FUNC
+    if sep and head and tail.isidentifier() and not git_only:
+        return head, tail
+    if default_function is None:
+        raise ProducerError(f"{role} {text!r}: expected {prefix}PATH:FUNC or {prefix}git:REV:PATH:FUNC")
+    return body, default_function
+
+
+def _source(text: str, file_text: str, role: str, repo: Path | None) -> Source:
+    try:
+        return read_source(file_text, repo, error=ProducerError)
+    except ProducerError as exc:
+        raise ProducerError(f"{role} {text!r}: {exc}") from None
+
+
+def import_source(source: Source, label: str, role: str = "producer") -> types.ModuleType:
+    """Execute a user's file as a fresh module; its failures become one ProducerError line.
+
+    The bytes hashed are the bytes run: the code is compiled from `source.data`, and its lines are put
+    in linecache under the file's name so Triton (which reads kernel source through inspect) sees them.
+    """
+    digest = source.provenance["sha256"][:16]
+    module_name = f"fp8check_plugin_{digest}"
+    git = "commit" in source.provenance
+    filename = f"<fp8check {label}>" if git else str(Path(source.label).resolve())
+    module = types.ModuleType(module_name)
+    module.__file__ = filename
+    text = source.data.decode("utf-8", errors="replace")
+    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+    sys.modules[module_name] = module
+    try:
+        exec(compile(source.data, filename, "exec"), module.__dict__)
+    except Exception as exc:  # the plugin's own code failed: name it, keep the cause for --debug
+        raise ProducerError(f"{role} {label!r}: {source.provenance['file']} failed to import: {first_line(exc)}") from exc
+    return module
+
+
+def _kernels(namespace: dict) -> tuple:
+    """The Triton kernels (jit, interpreted, autotuned) a module namespace holds."""
+    if "triton" not in sys.modules:
+        return ()
+    from triton.runtime.jit import KernelInterface
+
+    return tuple(v for v in namespace.values() if isinstance(v, KernelInterface))
+
+
+def load_function(text: str, *, role: str = "producer", fp8: FP8Format | None = None,
+                  default_function: str = DEFAULT_WRITER, repo: Path | None = None,
+                  device: torch.device | None = None) -> LoadedFunction:
+    """`file:[git:REV:]PATH:FUNC` or `vllm-file:[git:REV:]PATH[:FUNC]` -> the function and its provenance.
+
+    `role` names the thing in error messages ("producer", "reader"); `fp8` is the format vLLM's platform
+    names are bound to (vllm-file; None: bound per run through `rebind`); `default_function` is FUNC
+    when a vllm-file target names none; `repo` is the repository `git:` reads from (default: the
+    current directory's); `device` is where vllm-file's workspace stand-in allocates (default: cuda when
+    available, else cpu). Before the function runs on the CPU, call `prepare_to_run`.
+    """
+    if text.startswith(VLLM_FILE_PREFIX):
+        return _load_vllm(text, role=role, fp8=fp8, default_function=default_function, repo=repo, device=device)
+    if not text.startswith(FILE_PREFIX):
+        raise ProducerError(f"{role} {text!r}: expected file:PATH:FUNC or vllm-file:PATH[:FUNC]")
+    file_text, func_name = split_target(text, FILE_PREFIX, role=role, default_function=None)
+    source = _source(text, file_text, role, repo)
+    module = import_source(source, text, role)
     fn = getattr(module, func_name, None)
     if not callable(fn):
-        raise ProducerError(f"{role} {text!r}: {path} has no function {func_name!r}")
-    provenance = {"file": str(path), "function": func_name, "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
-    return LoadedFunction(fn, text, provenance)
+        raise ProducerError(f"{role} {text!r}: {source.provenance['file']} has no function {func_name!r}")
+    provenance = {"loader": "file", **source.provenance, "function": func_name}
+    kernels = _kernels(vars(module))
+    return LoadedFunction(fn, text, provenance, uses_triton=bool(kernels), kernels=kernels)
 
 
-def load_writer(text: str) -> Producer:
+def _load_vllm(text: str, *, role: str, fp8, default_function: str, repo, device) -> LoadedFunction:
+    from .vllm_file import compile_function
+
+    file_text, func_name = split_target(text, VLLM_FILE_PREFIX, role=role, default_function=default_function)
+    source = _source(text, file_text, role, repo)
+    try:
+        code = source.data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ProducerError(f"{role} {text!r}: {source.provenance['file']} is not UTF-8 text") from None
+    compiled = compile_function(code, label=text, file=source.provenance["file"], func=func_name,
+                                sha256=source.provenance["sha256"], role=role, fp8=fp8, device=device)
+    provenance = {"loader": "vllm-file", **source.provenance, "function": func_name,
+                  "bound": dict(compiled.binding.bound), "executed": list(compiled.executed)}
+    kernels = _kernels(compiled.binding.namespace)
+    return LoadedFunction(compiled.fn, text, provenance, uses_triton=bool(kernels), kernels=kernels,
+                          rebind=compiled.binding.rebind)
+
+
+def prepare_to_run(loaded: LoadedFunction, fp8: FP8Format, device: torch.device) -> None:
+    """Before a loaded function runs: on the CPU its Triton kernels run only in the proven exact
+    interpreter (interpreter mode on in time, compiled semantics, exact `fp8` conversion), else
+    ExactConversionError (a ProducerError, one line)."""
+    if device.type != "cpu" or "triton" not in sys.modules:
+        return
+    from .interpreter import install, require_any_kernel
+
+    if loaded.uses_triton:
+        require_any_kernel(fp8)
+        from triton.runtime.jit import JITFunction
+
+        early = [k for k in loaded.kernels if JITFunction in (type(k), type(getattr(k, "fn", None)))]
+        if early:
+            raise ProducerError(
+                f"{loaded.label!r}: kernel {getattr(early[0], '__name__', early[0])} was loaded before interpreter"
+                " mode was on; resolve producers after writers.registry.prepare(device)")
+    else:  # kernels may still be built at call time: give them the exact conversion too
+        install()
+
+
+def _cpu_check(loaded: LoadedFunction):
+    def check(spec: CacheSpec, device: torch.device) -> None:
+        prepare_to_run(loaded, spec.fp8, device)
+
+    return check
+
+
+def load_writer(text: str, *, fp8: FP8Format | None = None, repo: Path | None = None) -> Producer:
     """A Producer around a writer function from a file (see load_function)."""
-    loaded = load_function(text)
+    loaded = load_function(text, fp8=fp8, repo=repo)
     fn, func_name = loaded.fn, loaded.provenance["function"]
     try:
         signature = inspect.signature(fn)
@@ -78,5 +187,20 @@ def load_writer(text: str) -> Producer:
             f" scale_fmt), has {func_name}{inspect.signature(fn)}"
         ) from None
     keywords = frozenset(k for k in EXTRA_KEYWORDS if _accepts(signature.parameters, k))
-    return Producer(text, f"{func_name} from {loaded.provenance['file']}", fn, keywords=keywords,
-                    provenance=loaded.provenance)
+    where = loaded.provenance["file"]
+    if "commit" in loaded.provenance:
+        where += f" at {loaded.provenance['revision']} ({loaded.provenance['commit'][:12]})"
+    writer = fn
+    if loaded.rebind is not None:  # vllm-file: FP8_DTYPE / current_platform follow each run's --fp8
+        writer, keywords = _rebinding(fn, loaded.rebind, keywords), keywords | {"fp8_dtype"}
+    return Producer(text, f"{func_name} from {where}", writer, keywords=keywords, provenance=loaded.provenance,
+                    check=_cpu_check(loaded), triton=loaded.uses_triton)
+
+
+def _rebinding(fn: Callable, rebind: Callable, keywords: frozenset[str]) -> Callable:
+    def writer(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *, fp8_dtype, **extra):
+        rebind(FP8Format.from_torch_dtype(fp8_dtype))
+        passed = {**extra, "fp8_dtype": fp8_dtype}
+        fn(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, **{key: passed[key] for key in passed if key in keywords})
+
+    return writer

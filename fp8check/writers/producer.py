@@ -35,6 +35,7 @@ class Producer:
     check: Check = _no_check  # raises ProducerError when this spec cannot run on this device
     keywords: frozenset[str] = frozenset()  # the subset of EXTRA_KEYWORDS the writer accepts
     provenance: dict = field(default_factory=dict)  # file, function, revision, sha256 of code from files
+    triton: bool = False  # runs Triton kernels: on the CPU in the exact interpreter (interpreter.compiled_caveat)
 
 
 @dataclass(frozen=True)
@@ -45,3 +46,5 @@ class Side:
     description: str
     emulated: bool
     buffer: CacheBuffer
+    provenance: dict = field(default_factory=dict)  # what ran: file, function, revision, commit, sha256, bound
+    triton: bool = False  # ran Triton kernels (on the CPU: in the exact interpreter)

@@ -51,14 +51,14 @@ def _triton() -> Producer:
     from .triton import check, fixed_writer
 
     return Producer("triton", "Triton writer (vLLM ROCm semantics), value region viewed as FP8", fixed_writer,
-                    check=check, keywords=frozenset(EXTRA_KEYWORDS))
+                    check=check, keywords=frozenset(EXTRA_KEYWORDS), triton=True)
 
 
 def _triton_buggy() -> Producer:
     from .triton import buggy_writer, check
 
     return Producer("triton-buggy", "Triton writer, the seed's buggy wrapper: value region passed as uint8",
-                    buggy_writer, check=check, keywords=frozenset(EXTRA_KEYWORDS))
+                    buggy_writer, check=check, keywords=frozenset(EXTRA_KEYWORDS), triton=True)
 
 
 def _triton_availability() -> tuple[bool, str]:
@@ -128,18 +128,29 @@ def _auto() -> Producer:
     return dataclasses.replace(fallback, description=f"{fallback.description} (auto: aiter unavailable: {reason})")
 
 
-def resolve(name: str) -> Producer:
-    """The producer a name stands for: a registry name, `auto`, or code from a file."""
-    from .files import FILE_PREFIX, load_writer
+def prepare(device: torch.device) -> None:
+    """Call before any producer is resolved: a CPU run turns Triton's interpreter mode on while Triton is
+    not yet imported (every Triton kernel then runs in the exact interpreter, writers/interpreter.py)."""
+    if device.type == "cpu":
+        from .interpreter import prepare_cpu
 
-    if name.startswith(FILE_PREFIX):
+        prepare_cpu()
 
-        return load_writer(name)
+
+def resolve(name: str, *, fp8=None, repo=None) -> Producer:
+    """The producer a name stands for: a registry name, `auto`, or code from a file (`file:`, `vllm-file:`,
+    either with `git:REV:PATH` read from `repo`). `fp8` (an FP8Format) names the format vllm-file's
+    platform names are reported bound to; a vllm-file writer is bound to each run's --fp8 either way."""
+    from .files import FILE_PREFIX, VLLM_FILE_PREFIX, load_writer
+
+    if name.startswith((FILE_PREFIX, VLLM_FILE_PREFIX)):
+        return load_writer(name, fp8=fp8, repo=repo)
     if name == AUTO:
         return _auto()
     entry = REGISTRY.get(name)
     if entry is None:
-        raise ProducerError(f"unknown producer {name!r}; known: {', '.join(names())}, {AUTO}, file:PATH:FUNC")
+        raise ProducerError(f"unknown producer {name!r}; known: {', '.join(names())}, {AUTO}, file:PATH:FUNC,"
+                            " vllm-file:PATH[:FUNC]")
     ok, reason = entry.availability()
     if not ok:
         raise ProducerError(f"producer {name!r} is unavailable: {reason}")

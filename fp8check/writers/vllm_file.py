@@ -1,0 +1,401 @@
+"""`vllm-file:PATH[:FUNC]`: one function of a vLLM source file, run as it is, without vLLM installed.
+
+A vLLM source file (e.g. `vllm/v1/attention/ops/rocm_aiter_mla_sparse.py`, SPEC.md section 6b) starts
+with imports of vLLM itself and module-level platform code. None of that is executed. The file is
+parsed with `ast`; FUNC and the module-level functions, kernels and constants it needs (transitively,
+found with `symtable`) are compiled, unmodified and at their own line numbers, into a fresh namespace
+where vLLM's platform names are bound to the run:
+
+- `FP8_DTYPE` and `current_platform` (`fp8_dtype()`, `is_rocm()` true iff e4m3fnuz, i.e. a gfx94x
+  device, `is_cuda()`, `is_fp8_fnuz()`) follow the FP8 format of the run (`--fp8`);
+- `tl` / `triton` are the real Triton; `torch`, `F` (torch.nn.functional) and standard-library
+  imports the file makes are imported as the file says;
+- for readers, where the file does not define them usably: `cdiv` (also as `vllm.utils.math_utils`
+  for imports inside function bodies), `current_workspace_manager()` (get_simultaneous returns new
+  NaN-filled tensors), `_decode_cu_count()` (256 on the CPU, vLLM's own fallback; the GPU's count on
+  CUDA), `logger`.
+
+A name the loader cannot provide is refused in one line naming the file, the function and the name.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import hashlib
+import linecache
+import logging
+import math
+import symtable
+import sys
+import types
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+
+from ..errors import ProducerError
+from ..spec import FP8Format
+
+DEFAULT_WRITER = "indexer_k_quant_and_cache_triton"
+CPU_CU_COUNT = 256  # vLLM's own fallback in _decode_cu_count when no GPU answers (gfx950's count)
+ALLOWED_IMPORT_ROOTS = frozenset(sys.stdlib_module_names) | {"torch", "triton", "numpy"}
+PLATFORM_METHODS = ("fp8_dtype", "is_rocm", "is_cuda", "is_fp8_fnuz")
+
+
+class Platform:
+    """vLLM's `current_platform`, as far as a writer or reader needs it, for one FP8 format."""
+
+    def __init__(self, fp8: FP8Format):
+        self.fp8 = fp8
+
+    def fp8_dtype(self) -> torch.dtype:
+        return self.fp8.torch_dtype()
+
+    def is_rocm(self) -> bool:
+        return self.fp8 is FP8Format.E4M3FNUZ  # vLLM picks fnuz iff the arch is gfx94x (SPEC.md section 4)
+
+    def is_cuda(self) -> bool:
+        return not self.is_rocm()
+
+    def is_fp8_fnuz(self) -> bool:
+        return self.fp8 is FP8Format.E4M3FNUZ
+
+    def describe(self) -> str:
+        return f"fp8check stand-in: fp8_dtype() = {self.fp8_dtype()}, is_rocm() = {self.is_rocm()}"
+
+
+class Workspace:
+    """vLLM's workspace manager: every request gets new tensors on the run's device (NaN-filled floats,
+    so a reader that reads what it never wrote shows up)."""
+
+    def __init__(self, device: torch.device):
+        self.device = device
+
+    def get_simultaneous(self, *requests):
+        return tuple(_poisoned(shape, dtype, self.device) for shape, dtype in requests)
+
+
+def _poisoned(shape, dtype, device):
+    if dtype.is_floating_point:
+        return torch.full(shape, math.nan, dtype=dtype, device=device)
+    return torch.full(shape, -1, dtype=dtype, device=device)
+
+
+def _cdiv(a, b):
+    return -(a // -b)
+
+
+def _cu_count(device: torch.device) -> Callable[[], int]:
+    def _decode_cu_count() -> int:
+        if device.type == "cuda":
+            return torch.cuda.get_device_properties(device).multi_processor_count
+        return CPU_CU_COUNT
+
+    return _decode_cu_count
+
+
+def _fallbacks(device: torch.device) -> dict[str, tuple[object, str]]:
+    """Names provided when the file does not define them usably: name -> (value, how it is described)."""
+    import torch.nn.functional as F
+    import triton
+    import triton.language as tl
+
+    logger = logging.getLogger("fp8check.vllm_file")
+    workspace = Workspace(device)
+    return {
+        "tl": (tl, f"triton.language (Triton {triton.__version__})"),
+        "triton": (triton, f"triton (Triton {triton.__version__})"),
+        "torch": (torch, f"torch {torch.__version__}"),
+        "F": (F, "torch.nn.functional"),
+        "cdiv": (_cdiv, "fp8check's cdiv(a, b) = -(a // -b)"),
+        "current_workspace_manager": (lambda: workspace,
+                                      f"fp8check stand-in: get_simultaneous returns new tensors on {device}"),
+        "_decode_cu_count": (_cu_count(device), f"fp8check stand-in: {CPU_CU_COUNT} on the CPU, the GPU's count on CUDA"),
+        "logger": (logger, "logging.getLogger('fp8check.vllm_file')"),
+        "init_logger": (logging.getLogger, "logging.getLogger"),
+    }
+
+
+# vLLM modules a function body may import from, and the names each provides.
+SHIM_MODULES = {
+    "vllm.utils.math_utils": ("cdiv",),
+    "vllm.triton_utils": ("tl", "triton"),
+    "vllm.platforms": ("current_platform",),
+    "vllm.v1.worker.workspace": ("current_workspace_manager",),
+    "vllm.logger": ("init_logger",),
+}
+
+
+@dataclass
+class Binding:
+    """The namespace a vLLM function runs in, and what was bound in it."""
+
+    namespace: dict
+    platform: Platform
+    bound: dict[str, str] = field(default_factory=dict)  # name -> what it is, for reports
+    uses_fp8_dtype: bool = False
+
+    def rebind(self, fp8: FP8Format) -> None:
+        """Bind the platform names to another FP8 format (a writer is bound to each run's --fp8)."""
+        self.platform.fp8 = fp8
+        if self.uses_fp8_dtype:
+            self.namespace["FP8_DTYPE"] = fp8.torch_dtype()
+
+
+@dataclass(frozen=True)
+class Definition:
+    name: str
+    node: ast.stmt
+    kind: str  # "def" | "assign" | "import"
+    needs: frozenset[str]
+
+
+class Missing(Exception):
+    """A name the loader cannot provide (carried to the one-line ProducerError)."""
+
+    def __init__(self, name: str, chain: tuple[str, ...], detail: str = ""):
+        super().__init__(name)
+        self.name, self.chain, self.detail = name, chain, detail
+
+
+def _scope_globals(table: symtable.SymbolTable) -> set[str]:
+    names = set(table.get_globals()) if isinstance(table, symtable.Function) else set()
+    if isinstance(table, symtable.Class):
+        names |= {s.get_name() for s in table.get_symbols() if s.is_referenced() and s.is_global()}
+    for child in table.get_children():
+        names |= _scope_globals(child)
+    return names
+
+
+def _loaded_names(nodes) -> set[str]:
+    return {n.id for node in nodes if node is not None for n in ast.walk(node)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _def_time_nodes(node) -> list:
+    """Expressions evaluated when a def or class statement runs: decorators, defaults, annotations, bases."""
+    out = list(node.decorator_list)
+    if isinstance(node, ast.ClassDef):
+        return out + node.bases + [k.value for k in node.keywords]
+    args = node.args
+    out += args.defaults + [d for d in args.kw_defaults if d is not None] + [node.returns]
+    out += [a.annotation for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg] if a]
+    return out
+
+
+def definitions(tree: ast.Module, source: str, filename: str) -> dict[str, list[Definition]]:
+    """Top-level definitions of the file, by name, each with the global names it needs."""
+    tables = {}
+    for child in symtable.symtable(source, filename, "exec").get_children():
+        tables.setdefault((child.get_name(), child.get_lineno()), child)
+    defs: dict[str, list[Definition]] = {}
+    future_annotations = any(isinstance(s, ast.ImportFrom) and s.module == "__future__" and
+                             any(a.name == "annotations" for a in s.names) for s in tree.body)
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            table = tables.get((stmt.name, stmt.lineno))
+            nodes = _def_time_nodes(stmt)
+            if future_annotations and not isinstance(stmt, ast.ClassDef):
+                nodes = list(stmt.decorator_list) + stmt.args.defaults + [d for d in stmt.args.kw_defaults if d]
+            needs = _loaded_names(nodes) | (_scope_globals(table) if table else set())
+            defs.setdefault(stmt.name, []).append(Definition(stmt.name, stmt, "def", frozenset(needs)))
+        elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    defs.setdefault(target.id, []).append(
+                        Definition(target.id, stmt, "assign", frozenset(_loaded_names([stmt.value]))))
+        elif isinstance(stmt, (ast.Import, ast.ImportFrom)) and not (
+                isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__"):
+            for alias in stmt.names:
+                name = alias.asname or alias.name.split(".")[0]
+                defs.setdefault(name, []).append(Definition(name, stmt, "import", frozenset()))
+    return defs
+
+
+ALWAYS_BOUND = ("FP8_DTYPE", "current_platform")  # platform facts: the run decides them, never the file
+
+
+@dataclass
+class Plan:
+    """What will run: the file's statements (by identity), imports of single aliases, bound names."""
+
+    statements: dict[int, ast.stmt] = field(default_factory=dict)
+    imports: list[ast.stmt] = field(default_factory=list)
+    bound: dict[str, str] = field(default_factory=dict)  # name -> "fallback" | "platform" | "shim"
+    executed: list[str] = field(default_factory=list)
+
+    def snapshot(self) -> "Plan":
+        return Plan(dict(self.statements), list(self.imports), dict(self.bound), list(self.executed))
+
+
+class Resolver:
+    """Finds, for FUNC, every top-level definition it needs, and what must be bound instead."""
+
+    def __init__(self, defs: dict[str, list[Definition]], fallbacks: dict):
+        self.defs, self.fallbacks = defs, fallbacks
+        self.plan = Plan()
+        self.done: set[str] = set()
+
+    def need(self, name: str, chain: tuple[str, ...] = ()) -> None:
+        if name in self.done:
+            return
+        self.done.add(name)
+        if name in ALWAYS_BOUND:
+            self.plan.bound[name] = "platform"
+            return
+        definition = self.defs.get(name, [None])[-1]  # the last binding is the one a call sees
+        if definition is None:
+            if hasattr(builtins, name) or name in ("__name__", "__file__"):
+                return
+            self._fallback(name, chain)
+            return
+        try:
+            self._take(definition, chain + (name,))
+        except Missing:
+            if name not in self.fallbacks:
+                raise
+            self._fallback(name, chain)
+
+    def _fallback(self, name: str, chain: tuple[str, ...]) -> None:
+        if name not in self.fallbacks:
+            raise Missing(name, chain)
+        self.plan.bound[name] = "fallback"
+
+    def _take(self, definition: Definition, chain: tuple[str, ...]) -> None:
+        if definition.kind == "import":
+            self._import(definition, chain)
+            return
+        # What this definition pulled in is dropped again if it turns out unusable (a fallback may replace it).
+        plan, done = self.plan.snapshot(), set(self.done)
+        try:
+            for needed in sorted(definition.needs):
+                self.need(needed, chain)
+            self._body_imports(definition.node, chain)
+            self._platform_attributes(definition.node, chain)
+        except Missing:
+            self.plan, self.done = plan, done
+            raise
+        self.plan.statements[id(definition.node)] = definition.node
+        self.plan.executed.append(definition.name)
+
+    def _import(self, definition: Definition, chain: tuple[str, ...]) -> None:
+        stmt, name = definition.node, definition.name
+        alias = next(a for a in stmt.names if (a.asname or a.name.split(".")[0]) == name)
+        module = stmt.module if isinstance(stmt, ast.ImportFrom) else alias.name
+        if isinstance(stmt, ast.ImportFrom) and stmt.level:
+            raise Missing(name, chain, f"a relative import from .{module or ''}")
+        if module.split(".")[0] in ALLOWED_IMPORT_ROOTS:
+            node = (ast.ImportFrom(module=module, names=[alias], level=0) if isinstance(stmt, ast.ImportFrom)
+                    else ast.Import(names=[alias]))
+            self.plan.imports.append(ast.copy_location(node, stmt))
+            return
+        shim_names = SHIM_MODULES.get(module, ())
+        provided = alias.name if isinstance(stmt, ast.ImportFrom) else None
+        if provided in shim_names and provided == name or name in self.fallbacks:
+            self.plan.bound[name] = "fallback" if name not in ALWAYS_BOUND else "platform"
+            return
+        raise Missing(name, chain, f"imported from {module}")
+
+    def _body_imports(self, node: ast.stmt, chain: tuple[str, ...]) -> None:
+        """`from vllm.X import Y` inside a function body runs at call time: it must be a shim we serve."""
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.ImportFrom) and sub.module and sub.module.split(".")[0] == "vllm":
+                for alias in sub.names:
+                    if alias.name not in SHIM_MODULES.get(sub.module, ()):
+                        raise Missing(f"{sub.module}.{alias.name}", chain)
+                    self.plan.bound[alias.name] = "shim"
+            elif isinstance(sub, ast.Import) and any(a.name.split(".")[0] == "vllm" for a in sub.names):
+                raise Missing(next(a.name for a in sub.names if a.name.startswith("vllm")), chain)
+
+    def _platform_attributes(self, node: ast.stmt, chain: tuple[str, ...]) -> None:
+        for sub in ast.walk(node):
+            if (isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name)
+                    and sub.value.id == "current_platform" and sub.attr not in PLATFORM_METHODS):
+                raise Missing(f"current_platform.{sub.attr}", chain)
+
+
+def _importer(shims: dict[str, types.ModuleType]) -> Callable:
+    real = builtins.__import__
+
+    def __import__(name, globals=None, locals=None, fromlist=(), level=0):  # noqa: A001 - the builtin's name
+        if level == 0 and fromlist and name in shims:
+            return shims[name]
+        return real(name, globals, locals, fromlist, level)
+
+    return __import__
+
+
+def _describe(name: str, fallbacks: dict, platform: Platform, fp8_given: bool) -> str:
+    origin = "from --fp8" if fp8_given else "from each run's --fp8"
+    if name == "FP8_DTYPE":
+        return f"{platform.fp8_dtype()} {origin}"
+    if name == "current_platform":
+        return f"{platform.describe()} ({origin})"
+    return fallbacks[name][1]
+
+
+@dataclass(frozen=True)
+class Compiled:
+    fn: Callable
+    binding: Binding
+    executed: tuple[str, ...]
+
+
+def _plan(source: str, *, filename: str, label: str, file: str, func: str, role: str, fallbacks: dict):
+    """(tree, plan): what of the file FUNC needs, or one ProducerError line naming the missing name."""
+    try:
+        tree = ast.parse(source, filename=filename)
+        defs = definitions(tree, source, filename)
+    except SyntaxError as exc:
+        raise ProducerError(f"{role} {label!r}: {file} is not valid Python (line {exc.lineno}: {exc.msg})") from None
+    if not any(d.kind == "def" for d in defs.get(func, [])):
+        raise ProducerError(f"{role} {label!r}: {file} has no top-level function {func!r}")
+    resolver = Resolver(defs, fallbacks)
+    try:
+        resolver.need(func)
+    except Missing as missing:
+        detail = f" ({missing.detail})" if missing.detail else ""
+        via = f" through {' -> '.join(missing.chain[:-1])}" if len(missing.chain) > 2 else ""
+        raise ProducerError(f"{role} {label!r}: {file}: {func} needs {missing.name!r}{detail}{via}, which the"
+                            " vllm-file loader cannot provide") from None
+    return tree, resolver.plan
+
+
+def _namespace(plan: Plan, platform: Platform, fallbacks: dict, *, filename: str, sha256: str) -> dict:
+    """A fresh module namespace: the bound names, and an `__import__` serving vLLM shim modules to imports
+    inside function bodies (nothing is added to sys.modules)."""
+    def value(name):
+        return platform if name == "current_platform" else fallbacks[name][0]
+
+    values = {name: platform.fp8_dtype() if name == "FP8_DTYPE" else value(name) for name in plan.bound}
+    shims = {}
+    for module, names in SHIM_MODULES.items():
+        shims[module] = types.ModuleType(module)
+        for name in names:
+            setattr(shims[module], name, value(name))
+    return {"__name__": f"fp8check_vllm_file_{sha256[:16]}", "__file__": filename,
+            "__builtins__": {**vars(builtins), "__import__": _importer(shims)}, **values}
+
+
+def compile_function(source: str, *, label: str, file: str, func: str, sha256: str, role: str,
+                     fp8: FP8Format | None, device: torch.device | None = None) -> Compiled:
+    """FUNC of `source` and everything it needs, compiled into a fresh namespace (see the module doc)."""
+    filename = f"<fp8check {label} sha256:{sha256[:12]}>"  # never a real path: no stale on-disk reads
+    fallbacks = _fallbacks(device or torch.device("cuda" if torch.cuda.is_available() else "cpu"))
+    tree, plan = _plan(source, filename=filename, label=label, file=file, func=func, role=role, fallbacks=fallbacks)
+    platform = Platform(fp8 or FP8Format.E4M3FN)
+    namespace = _namespace(plan, platform, fallbacks, filename=filename, sha256=sha256)
+    futures = [s for s in tree.body if isinstance(s, ast.ImportFrom) and s.module == "__future__"]
+    body = futures + plan.imports + [s for s in tree.body if id(s) in plan.statements]
+    # Triton reads kernel source through inspect: it must see exactly the text that was hashed and compiled.
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    try:
+        exec(compile(ast.Module(body=body, type_ignores=[]), filename, "exec"), namespace)
+    except Exception as exc:
+        raise ProducerError(f"{role} {label!r}: {file}: the definitions {func} needs failed to run:"
+                            f" {type(exc).__name__}: {exc}") from exc
+    binding = Binding(namespace, platform, uses_fp8_dtype="FP8_DTYPE" in plan.bound)
+    binding.bound.update({name: _describe(name, fallbacks, platform, fp8 is not None) for name in sorted(plan.bound)})
+    return Compiled(namespace[func], binding, tuple(plan.executed))
