@@ -375,6 +375,8 @@ def _comma_list(text: str, option: str, convert=str) -> list:
 @click.option("--input", "input_path", type=click.Path(path_type=Path), default=None,
               help="safetensors with k (bf16 [T, D]), q (bf16 [H, D] or [next_n, H, D]), weights (fp32 [H] or [next_n, H]).")
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
+@click.option("--repo", type=click.Path(path_type=Path), default=None,
+              help="Git repository that git:REV:PATH names are read from [default: the current directory's].")
 @click.option("--json", "json_path", type=click.Path(path_type=Path), default=None, help="Write the records as JSON.")
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
 @handled
@@ -388,7 +390,6 @@ def parity(config_path, json_path, debug, **opts):
     from .readers import registry as readers
     from .report import parity as report_parity
     from .spec import FP8Format, Layout, ScaleFormat
-    from .writers import registry as producers
 
     check_writable(json_path, "--json")
     if config_path is not None:
@@ -411,10 +412,13 @@ def parity(config_path, json_path, debug, **opts):
     else:
         data = parity_mod.generate(spec, config, heads=opts["heads"] or parity_mod.DEFAULT_HEADS, seed=opts["seed"],
                                    shuffled=shuffled, distribution=Distribution(opts["distribution"]))
-    writers = [producers.resolve(name) for name in _comma_list(opts["writers"], "--writers")]
-    if not writers:
+    names = _comma_list(opts["writers"], "--writers")
+    if not names:
         raise UsageError("--writers: name at least one writer")
-    baseline, reader = producers.resolve(opts["baseline"]), readers.resolve(opts["reader"], spec=spec)
+    resolved = producers_for(device, {"baseline": opts["baseline"], **{f"w{i}": n for i, n in enumerate(names)}},
+                             spec, opts["repo"])
+    baseline, writers = resolved.pop("baseline"), list(resolved.values())
+    reader = readers.resolve(opts["reader"], spec=spec, repo=opts["repo"])
     with Progress(console=Console(stderr=True), transient=True) as bar:
         task = bar.add_task("parity", total=None)
         result = parity_mod.run_parity(

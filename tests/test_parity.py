@@ -352,8 +352,6 @@ def test_a_reader_cannot_touch_fp8checks_tensors():
 
 
 def test_vllm_file_reader_reads_row_major(capsys, tmp_path):
-    if not readers.vllm_file_supported():
-        pytest.skip("this build has no vllm-file: loader yet")
     source = f"vllm-file:{HERE / 'readers' / 'vllm_style_readers.py'}:fp8_paged_mqa_logits_torch"
     code, out, err = run(capsys, "parity", *SMALL, "--reader", source)
     assert code == 1 and "READER FAULT" in out, err  # row-major reader, SHUFFLE cache
@@ -361,9 +359,11 @@ def test_vllm_file_reader_reads_row_major(capsys, tmp_path):
     assert code == 0, out + err
 
 
-def test_vllm_file_prefix_without_the_loader_is_one_line_exit_2(capsys):
-    if readers.vllm_file_supported():
-        pytest.skip("the vllm-file: loader is present")
-    code, _, err = run(capsys, "parity", "--ctx", "64", "--writers", "reference", "--reader",
-                       f"vllm-file:{HERE / 'readers' / 'vllm_style_readers.py'}:fp8_paged_mqa_logits_torch")
-    assert code == 2 and "cannot load vLLM source files" in err
+def test_vllm_file_triton_reader_runs_exactly_in_the_interpreter(capsys):
+    """The vLLM-style Triton reader (FP8 tl.dot, workspace manager, CU-count helper provided by the loader)
+    reads a row-major cache as the reference reader does, and a SHUFFLE cache as a reader fault."""
+    source = f"vllm-file:{HERE / 'kernels' / 'rocm_indexer_ops.py'}:rocm_fp8_paged_mqa_logits_triton"
+    code, out, err = run(capsys, "parity", *SMALL, "--reader", source, "--layout", "linear")
+    assert code == 0 and "agrees with the reference reader" in out, out + err
+    code, out, err = run(capsys, "parity", *SMALL, "--reader", source)
+    assert code == 1 and "READER FAULT" in out, out + err

@@ -83,22 +83,10 @@ def names() -> list[str]:
     return list(REGISTRY)
 
 
-def vllm_file_supported() -> bool:
-    """Whether this build's file loader takes vLLM source files (`vllm-file:`): it then accepts `fp8=`."""
-    from ..writers.files import load_function
+def _from_file(text: str, spec: CacheSpec, repo=None) -> Reader:
+    from ..writers.files import load_function, prepare_to_run
 
-    return "fp8" in inspect.signature(load_function).parameters
-
-
-def _from_file(text: str, spec: CacheSpec) -> Reader:
-    from ..writers.files import load_function
-
-    if text.startswith(VLLM_FILE_PREFIX):
-        if not vllm_file_supported():
-            raise ProducerError(f"reader {text!r}: this fp8check cannot load vLLM source files (no vllm-file: loader)")
-        loaded = load_function(text, role="reader", fp8=spec.fp8)
-    else:
-        loaded = load_function(text, role="reader")
+    loaded = load_function(text, role="reader", fp8=spec.fp8, default_function=None, repo=repo)
     fn = loaded.fn
     try:
         inspect.signature(fn).bind(None, None, None, None, None, None)
@@ -109,14 +97,19 @@ def _from_file(text: str, spec: CacheSpec) -> Reader:
         ) from None
     except ValueError:  # no Python signature (a compiled function): let the call decide
         pass
+
+    def check(spec: CacheSpec, device: torch.device) -> None:  # its Triton kernels: exact interpreter on the CPU
+        prepare_to_run(loaded, spec.fp8, device)
+
     where = loaded.provenance.get("file", text)
-    return Reader(text, f"{loaded.provenance.get('function', text)} from {where}", fn, provenance=loaded.provenance)
+    return Reader(text, f"{loaded.provenance.get('function', text)} from {where}", fn, check=check,
+                  provenance=loaded.provenance)
 
 
-def resolve(name: str, *, spec: CacheSpec) -> Reader:
-    """The reader a name stands for, set up to read caches of `spec`."""
+def resolve(name: str, *, spec: CacheSpec, repo=None) -> Reader:
+    """The reader a name stands for, set up to read caches of `spec` (files may come from git in `repo`)."""
     if name.startswith((FILE_PREFIX, VLLM_FILE_PREFIX)):
-        return _from_file(name, spec)
+        return _from_file(name, spec, repo)
     entry = REGISTRY.get(name)
     if entry is None:
         raise ProducerError(
