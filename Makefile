@@ -18,7 +18,7 @@ compare: $(STAMP)
 	$(VENV)/bin/fp8check compare --block 64 --head-dim 128
 
 table: $(STAMP)
-	$(VENV)/bin/fp8check table --config configs/seed-table.toml
+	$(VENV)/bin/fp8check table --config seed-table
 
 doctor: $(STAMP)
 	$(VENV)/bin/fp8check doctor

@@ -20,69 +20,25 @@ from .errors import ExitCode, UsageError, UserError
 
 
 
-def _enum_choice(enum_cls):
-    return click.Choice([m.value for m in enum_cls])
-
-
 def spec_options(fn):
-    """Options that describe the cache and the inputs, shared by compare, record and table."""
-    from .inputs import Distribution, SlotPattern
-    from .spec import FP8Format, Layout, ScaleFormat
+    """Options that describe the cache and the inputs, shared by compare, record and table (options.SPEC)."""
+    from . import options
 
-    options = [
-        click.option("--block", "block_size", type=int, default=64, show_default=True, help="Tokens per cache block."),
-        click.option("--head-dim", type=int, default=128, show_default=True),
-        click.option("--num-blocks", type=int, default=None, help="Cache blocks [default: 3, or what --input needs]."),
-        click.option("--qbs", "quant_block_size", type=int, default=None,
-                     help="Quant group size [default: 128 when it divides head_dim, else head_dim]."),
-        click.option("--fp8", type=_enum_choice(FP8Format), default="e4m3fn", show_default=True),
-        click.option("--scale-fmt", type=_enum_choice(ScaleFormat), default="ue8m0", show_default=True),
-        click.option("--layout", type=_enum_choice(Layout), default=None,
-                     help="Value layout [default: shuffle when --block > 1, else linear]."),
-        click.option("--seed", type=int, default=0, show_default=True),
-        click.option("--slots", type=_enum_choice(SlotPattern), default="sequential", show_default=True),
-        click.option("--inputs", "distribution", type=_enum_choice(Distribution), default="normal", show_default=True,
-                     help="How K is drawn: adversarial inputs for the numerics (ue8m0-boundary, ties, tiny, ...)."),
-        click.option("--specials-inf-nan", "inf_nan", is_flag=True,
-                     help="Let --inputs specials (and mixed) put inf and NaN in K; the real writers disagree on them."),
-        click.option("--input", "input_path", type=click.Path(path_type=Path), default=None,
-                     help="Replay a safetensors file holding k (bf16) and optionally slot_mapping (int64)."),
-        click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True),
-        click.option("--debug", is_flag=True, help="Show tracebacks."),
-    ]
-    for option in reversed(options):
-        fn = option(fn)
-    return fn
+    fn = click.option("--debug", is_flag=True, help="Show tracebacks.")(fn)
+    return options.click_options(options.SPEC)(fn)
+
+
+def budget_options(fn):
+    from . import options
+
+    return options.click_options(options.BUDGET)(fn)
 
 
 def build(opts: dict):
-    """(spec, inputs, device) from the shared options. Raises SpecError / InputError / DeviceError."""
-    from . import inputs as inputs_mod
-    from .device import resolve_device
-    from .spec import CacheSpec, FP8Format, Layout, ScaleFormat
+    """(spec, inputs, device) from the shared options (prepare.build: gate cases and the API use it too)."""
+    from .prepare import build as build_from_options
 
-    head_dim = opts["head_dim"]
-    qbs = opts["quant_block_size"] or (128 if head_dim % 128 == 0 else head_dim)
-    replay = None
-    if opts["input_path"] is not None:
-        replay = inputs_mod.read_inputs(opts["input_path"])
-    num_blocks = opts["num_blocks"]
-    if num_blocks is None:
-        num_blocks = inputs_mod.blocks_needed(replay, opts["block_size"]) if replay and opts["block_size"] > 0 else 3
-    spec = CacheSpec(
-        num_blocks=num_blocks, block_size=opts["block_size"], head_dim=head_dim, quant_block_size=qbs,
-        fp8=FP8Format(opts["fp8"]), scale_fmt=ScaleFormat(opts["scale_fmt"]),
-        layout=Layout(opts["layout"]) if opts["layout"] else None,
-    )
-    if replay is not None:
-        inputs_mod.validate(opts["input_path"], replay.k, replay.slot_mapping, spec)
-        data = replay
-    else:
-        data = inputs_mod.generate(
-            spec, seed=opts["seed"], slots=inputs_mod.SlotPattern(opts["slots"]),
-            distribution=inputs_mod.Distribution(opts["distribution"]), inf_nan=opts["inf_nan"],
-        )
-    return spec, data, resolve_device(opts["device"])
+    return build_from_options(opts)
 
 
 def fail(message: str, code: ExitCode) -> int:
@@ -180,12 +136,7 @@ def replay_golden(baseline: str, opts: dict):
 @click.option("--candidate", default="triton", show_default=True, help="Producer name, or file:PATH:FUNC.")
 @click.option("--json", "json_path", type=click.Path(path_type=Path), default=None, help="Write the result as JSON.")
 @click.option("--all-blocks", is_flag=True, help="One table row per block, however many.")
-@click.option("--max-diff-bytes", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Pass with up to N differing bytes (those --max-code-distance excuses not counted); 0: exact.")
-@click.option("--max-diff-fraction", type=click.FloatRange(0, 1), default=0.0, show_default=True,
-              help="Pass with up to this fraction of the cache's bytes differing; 0: exact.")
-@click.option("--max-code-distance", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Excuse differing FP8 value bytes at most D codes apart; 0: excuse none.")
+@budget_options
 @handled
 def compare(baseline, candidate, json_path, all_blocks, debug, max_diff_bytes, max_diff_fraction, max_code_distance,
             **opts):
@@ -238,7 +189,7 @@ def record(producer, out_path, debug, **opts):
 @cli.command()
 @spec_options
 @click.option("--config", "config_path", type=click.Path(path_type=Path), default=None,
-              help="TOML file with a [table] section (e.g. configs/seed-table.toml); options given here win.")
+              help="TOML file with a [table] section, or the name of a built-in one (seed-table); options given here win.")
 @click.option("--baseline", default="auto", show_default=True,
               help="The C++ path: auto is the real aiter where it can run, else its emulation reference.")
 @click.option("--buggy", default="triton-buggy", show_default=True)
@@ -250,13 +201,14 @@ def table(config_path, json_path, all_blocks, debug, **opts):
     """The seed's table: buggy and fixed Triton wrappers against the C++ path, block by block."""
     from .report import json as report_json
     from .report import terminal
+    from .config import find as find_config
     from .table import read_config, seed_table
     from .writers import registry as producers
 
     check_writable(json_path, "--json")
     if config_path is not None:
         ctx = click.get_current_context()
-        for dest, value in read_config(config_path).items():
+        for dest, value in read_config(find_config(config_path)).items():
             if ctx.get_parameter_source(dest) is click.core.ParameterSource.DEFAULT:
                 opts[dest] = value
     spec, data, device = build(opts)

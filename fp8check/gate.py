@@ -1,0 +1,169 @@
+"""The gate: many cases in one process, each a compare, a seed table or a parity check, each decided.
+
+A case's exit code is the one its command would have: 0 passed, 1 a byte verdict failed, 2 a usage,
+input or producer error, 3 a checker error. The gate's exit code is the worst of its cases. A case that
+errs never stops the others (unless fail_fast); its error is kept as its result.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from . import options
+from .budget import Budget, BudgetVerdict, check as check_budget
+from .compare import CompareResult, Side, compare
+from .diagnose import Diagnosis, diagnose
+from .errors import ConfigError, ExitCode, UserError, first_line
+from .gate_config import Case
+from .inputs import Inputs
+from .prepare import build
+from .spec import CacheSpec
+from .writers.registry import Producer
+
+
+class Expect(enum.Enum):
+    SAME = "same"  # identical, or within the budget
+    DIFFERENT = "different"  # a known-bad writer: it must keep differing beyond the budget
+
+
+@dataclass(frozen=True)
+class CompareCheck:
+    """A compare decided: the diff, every differing byte's cause, the budget verdict and the expectation."""
+
+    result: CompareResult
+    diagnosis: Diagnosis
+    budget: BudgetVerdict
+    expect: Expect = Expect.SAME
+
+    @property
+    def matched(self) -> bool:
+        return self.result.identical or self.budget.within
+
+    @property
+    def passed(self) -> bool:
+        return self.matched if self.expect is Expect.SAME else not self.matched
+
+
+def check_compare(spec: CacheSpec, *, baseline: Producer | Side, candidate: Producer, inputs: Inputs,
+                  device: torch.device, budget: Budget = Budget(), expect: Expect = Expect.SAME) -> CompareCheck:
+    """Run both writers, diff, diagnose and decide: the one body of `compare`, gate cases and the API."""
+    result = compare(spec, baseline=baseline, candidate=candidate, inputs=inputs, device=device)
+    diagnosis = diagnose(result.spec, result.baseline.buffer, result.candidate.buffer, result.inputs, diff=result.diff)
+    decided = check_budget(budget, result.diff, result.baseline.buffer, result.candidate.buffer)
+    return CompareCheck(result, diagnosis, decided, expect)
+
+
+class Status(enum.Enum):
+    PASSED = "passed"
+    FAILED = "failed"  # exit 1: a byte verdict failed
+    ERROR = "error"  # exit 2 or 3: the case could not be decided
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one case came to: a decided result (CompareCheck, SeedTable, parity result) or an error line."""
+
+    case_id: str
+    kind: str
+    exit_code: ExitCode
+    result: Any  # None when the case erred
+    error: str | None
+    seconds: float
+
+    @property
+    def status(self) -> Status:
+        if self.exit_code == ExitCode.OK:
+            return Status.PASSED
+        return Status.FAILED if self.exit_code == ExitCode.DIFFER else Status.ERROR
+
+
+@dataclass(frozen=True)
+class GateResult:
+    config: str
+    outcomes: tuple[Outcome, ...]
+    selected: int  # cases selected to run (shard and -k applied); fewer ran when fail_fast stopped early
+    seconds: float
+
+    @property
+    def exit_code(self) -> ExitCode:
+        return max((o.exit_code for o in self.outcomes), default=ExitCode.OK)
+
+    def count(self, status: Status) -> int:
+        return sum(1 for o in self.outcomes if o.status is status)
+
+
+def build_case(values: dict):
+    """(spec, inputs, device) of a case's validated values, through the CLI's own build()."""
+    opts = options.to_dests({k: values[k] for k in options.SPEC})
+    if opts["input_path"] is not None:
+        opts["input_path"] = Path(opts["input_path"])
+    return build(opts)
+
+
+def _compare_case(values: dict) -> CompareCheck:
+    from .writers import registry
+
+    spec, data, device = build_case(values)
+    budget = Budget(**{k: values[k] for k in options.BUDGET})
+    return check_compare(spec, baseline=registry.resolve(values["baseline"]),
+                         candidate=registry.resolve(values["candidate"]), inputs=data, device=device,
+                         budget=budget, expect=Expect(values["expect"]))
+
+
+def _table_case(values: dict):
+    from .table import seed_table
+    from .writers import registry
+
+    spec, data, device = build_case(values)
+    return seed_table(spec, baseline=registry.resolve(values["baseline"]), buggy=registry.resolve(values["buggy"]),
+                      fixed=registry.resolve(values["fixed"]), inputs=data, device=device)
+
+
+def _parity_case(values: dict):
+    try:
+        from .parity import ParityConfig, run_parity
+    except ImportError:
+        raise ConfigError("parity is not available in this build") from None
+    try:
+        config = ParityConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()})
+    except TypeError as exc:
+        raise ConfigError(f"parity case: {exc}") from None
+    return run_parity(config)
+
+
+RUNNERS: dict[str, Callable[[dict], Any]] = {"compare": _compare_case, "table": _table_case, "parity": _parity_case}
+
+
+def run_case(case: Case) -> Outcome:
+    """One case, decided; an error of the case (exit 2) or of fp8check (exit 3) is its outcome, not a raise."""
+    start = time.perf_counter()
+    try:
+        result = RUNNERS[case.kind](case.values)
+    except UserError as exc:
+        return Outcome(case.id, case.kind, ExitCode.USAGE, None, str(exc), time.perf_counter() - start)
+    except Exception as exc:  # a checker error: never a verdict
+        return Outcome(case.id, case.kind, ExitCode.INTERNAL, None, f"internal error: {first_line(exc)}",
+                       time.perf_counter() - start)
+    code = ExitCode.OK if result.passed else ExitCode.DIFFER
+    return Outcome(case.id, case.kind, code, result, None, time.perf_counter() - start)
+
+
+def run_gate(config: str, cases: tuple[Case, ...], *, fail_fast: bool = False,
+             on_done: Callable[[Outcome], None] | None = None) -> GateResult:
+    """Every case in order; with fail_fast the first case that does not pass stops the run."""
+    start = time.perf_counter()
+    outcomes = []
+    for case in cases:
+        outcome = run_case(case)
+        outcomes.append(outcome)
+        if on_done is not None:
+            on_done(outcome)
+        if fail_fast and outcome.exit_code != ExitCode.OK:
+            break
+    return GateResult(config, tuple(outcomes), len(cases), time.perf_counter() - start)
