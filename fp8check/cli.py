@@ -83,6 +83,72 @@ def write_json(path: Path | None, payload: dict) -> None:
             raise UsageError(f"--json {path}: cannot write ({exc.strerror})") from None
 
 
+def output_options(fn):
+    """--json PATH|-, --junit PATH, --markdown PATH, --quiet: the reports CI systems read (gate, compare, table)."""
+    options = [
+        click.option("--json", "json_path", metavar="PATH|-", default=None,
+                     help="Write the result as JSON; - writes it to stdout (the report then goes to stderr)."),
+        click.option("--junit", "junit_path", type=click.Path(path_type=Path), default=None,
+                     help="Write a JUnit XML report (one testcase per case)."),
+        click.option("--markdown", "markdown_path", type=click.Path(path_type=Path), default=None,
+                     help="Append a Markdown summary to PATH (and to $GITHUB_STEP_SUMMARY whenever it is set)."),
+        click.option("--quiet", is_flag=True, help="Print the verdict line only."),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def check_outputs(out: dict) -> None:
+    if out["json_path"] not in (None, "-"):
+        check_writable(Path(out["json_path"]), "--json")
+    check_writable(out["junit_path"], "--junit")
+    check_writable(out["markdown_path"], "--markdown")
+
+
+def _write(path: Path, text: str, option: str, *, append: bool = False) -> None:
+    try:
+        with open(path, "a" if append else "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as exc:
+        raise UsageError(f"{option} {path}: cannot write ({exc.strerror})") from None
+
+
+def emit(out: dict, *, renderable, verdict: str, payload: dict, gate_result, title: str) -> None:
+    """Print the report (or only the verdict line with --quiet) and write the reports asked for.
+
+    With `--json -` the JSON is the only thing on stdout; the report goes to stderr."""
+    import os
+
+    from .report import junit, markdown
+
+    to_stdout = out["json_path"] == "-"
+    if out["quiet"]:
+        click.echo(verdict, err=to_stdout)
+    else:
+        Console(stderr=to_stdout).print(renderable)
+    text = json.dumps(payload, indent=2, allow_nan=False) + "\n"
+    if to_stdout:
+        click.echo(text, nl=False)
+    elif out["json_path"] is not None:
+        _write(Path(out["json_path"]), text, "--json")
+    if out["junit_path"] is not None:
+        _write(out["junit_path"], junit.junit_xml(gate_result, suite=title), "--junit")
+    summary = markdown.gate_markdown(gate_result, title=title)
+    if out["markdown_path"] is not None:
+        _write(out["markdown_path"], summary, "--markdown", append=True)
+    if os.environ.get("GITHUB_STEP_SUMMARY"):
+        _write(Path(os.environ["GITHUB_STEP_SUMMARY"]), summary, "$GITHUB_STEP_SUMMARY", append=True)
+
+
+def single_case(case_id: str, kind: str, result, passed: bool, seconds: float):
+    """A single command's result as a one-case gate, for the JUnit and Markdown renderers."""
+    from .gate import GateResult, Outcome
+
+    outcome = Outcome(case_id, kind, ExitCode.OK if passed else ExitCode.DIFFER, result, None, seconds)
+    return GateResult(kind, (outcome,), 1, seconds)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="fp8check")
 def cli():
@@ -134,21 +200,26 @@ def replay_golden(baseline: str, opts: dict):
               help="Producer name; auto (aiter where it can run, else its emulation reference); golden:FILE"
                    " (bytes recorded by `fp8check record`); or file:PATH:FUNC.")
 @click.option("--candidate", default="triton", show_default=True, help="Producer name, or file:PATH:FUNC.")
-@click.option("--json", "json_path", type=click.Path(path_type=Path), default=None, help="Write the result as JSON.")
+@output_options
 @click.option("--all-blocks", is_flag=True, help="One table row per block, however many.")
 @budget_options
 @handled
-def compare(baseline, candidate, json_path, all_blocks, debug, max_diff_bytes, max_diff_fraction, max_code_distance,
-            **opts):
+def compare(baseline, candidate, all_blocks, debug, max_diff_bytes, max_diff_fraction, max_code_distance,
+            json_path, junit_path, markdown_path, quiet, **opts):
     """Run two writers on the same K, diff their cache bytes block by block, and say why they differ."""
-    from . import budget as budget_mod
-    from .compare import compare as run_compare
-    from .report import json as report_json
-    from .report import terminal
-    from .writers import registry as producers
-    from .diagnose import diagnose
+    import time
 
-    check_writable(json_path, "--json")
+    from . import budget as budget_mod
+    from . import options
+    from .gate import check_compare
+    from .gate_config import compare_id
+    from .report import json as report_json
+    from .report import lines, terminal
+    from .writers import registry as producers
+
+    out = {"json_path": json_path, "junit_path": junit_path, "markdown_path": markdown_path, "quiet": quiet}
+    check_outputs(out)
+    start = time.perf_counter()
     if baseline.startswith(GOLDEN):
         spec, data, device, base = replay_golden(baseline, opts)
     else:
@@ -156,13 +227,19 @@ def compare(baseline, candidate, json_path, all_blocks, debug, max_diff_bytes, m
         base = producers.resolve(baseline)
     budget = budget_mod.Budget(max_diff_bytes=max_diff_bytes, max_diff_fraction=max_diff_fraction,
                                max_code_distance=max_code_distance)
-    result = run_compare(spec, baseline=base, candidate=producers.resolve(candidate), inputs=data, device=device)
-    diagnosis = diagnose(result.spec, result.baseline.buffer, result.candidate.buffer, result.inputs,
-                         diff=result.diff)
-    decided = budget_mod.check(budget, result.diff, result.baseline.buffer, result.candidate.buffer)
-    Console().print(terminal.render_compare(result, all_blocks=all_blocks, diagnosis=diagnosis, budget=decided))
-    write_json(json_path, report_json.compare_json(result, diagnosis=diagnosis, budget=decided))
-    return ExitCode.OK if result.identical or decided.within else ExitCode.DIFFER
+    checked = check_compare(spec, baseline=base, candidate=producers.resolve(candidate), inputs=data, device=device,
+                            budget=budget)
+    result, diagnosis, decided = checked.result, checked.diagnosis, checked.budget
+    values = {**options.from_dests(opts), "baseline": baseline, "candidate": candidate,
+              "max_diff_bytes": max_diff_bytes, "max_diff_fraction": max_diff_fraction,
+              "max_code_distance": max_code_distance}
+    verdict = lines.compare_verdict(checked)
+    emit(out, renderable=terminal.render_compare(result, all_blocks=all_blocks, diagnosis=diagnosis, budget=decided),
+         verdict=verdict, title="compare",
+         payload=report_json.compare_json(result, diagnosis=diagnosis, budget=decided, verdict=verdict,
+                                          passed=checked.passed),
+         gate_result=single_case(compare_id(values), "compare", checked, checked.passed, time.perf_counter() - start))
+    return ExitCode.OK if checked.passed else ExitCode.DIFFER
 
 
 @cli.command()
@@ -194,18 +271,24 @@ def record(producer, out_path, debug, **opts):
               help="The C++ path: auto is the real aiter where it can run, else its emulation reference.")
 @click.option("--buggy", default="triton-buggy", show_default=True)
 @click.option("--fixed", default="triton", show_default=True)
-@click.option("--json", "json_path", type=click.Path(path_type=Path), default=None, help="Write the table as JSON.")
+@output_options
 @click.option("--all-blocks", is_flag=True, help="One row per block, however many.")
 @handled
-def table(config_path, json_path, all_blocks, debug, **opts):
+def table(config_path, all_blocks, debug, json_path, junit_path, markdown_path, quiet, **opts):
     """The seed's table: buggy and fixed Triton wrappers against the C++ path, block by block."""
+    import time
+
+    from . import options
+    from .config import find as find_config
+    from .gate_config import table_id
     from .report import json as report_json
     from .report import terminal
-    from .config import find as find_config
     from .table import read_config, seed_table
     from .writers import registry as producers
 
-    check_writable(json_path, "--json")
+    out = {"json_path": json_path, "junit_path": junit_path, "markdown_path": markdown_path, "quiet": quiet}
+    check_outputs(out)
+    start = time.perf_counter()
     if config_path is not None:
         ctx = click.get_current_context()
         for dest, value in read_config(find_config(config_path)).items():
@@ -216,9 +299,54 @@ def table(config_path, json_path, all_blocks, debug, **opts):
         spec, baseline=producers.resolve(opts["baseline"]), buggy=producers.resolve(opts["buggy"]),
         fixed=producers.resolve(opts["fixed"]), inputs=data, device=device,
     )
-    Console().print(terminal.render_seed_table(result, all_blocks=all_blocks))
-    write_json(json_path, report_json.seed_table_json(result))
+    case_id = table_id(options.from_dests(opts))
+    emit(out, renderable=terminal.render_seed_table(result, all_blocks=all_blocks),
+         verdict=terminal.seed_table_verdict(result), payload=report_json.seed_table_json(result), title="table",
+         gate_result=single_case(case_id, "table", result, result.passed, time.perf_counter() - start))
     return ExitCode.OK if result.passed else ExitCode.DIFFER
+
+
+@cli.command()
+@click.argument("config_path", metavar="CONFIG")
+@click.option("--shard", metavar="K/N", default=None, help="Run shard K of N (every case is in exactly one shard).")
+@click.option("--fail-fast", is_flag=True, help="Stop at the first case that does not pass.")
+@click.option("--list", "list_only", is_flag=True, help="Print the expanded case ids and exit; runs nothing.")
+@click.option("-k", "patterns", multiple=True, metavar="PATTERN",
+              help="Run the cases whose id contains PATTERN (or matches it as a glob). Repeatable.")
+@output_options
+@click.option("--debug", is_flag=True, help="Show tracebacks.")
+@handled
+def gate(config_path, shard, fail_fast, list_only, patterns, debug, json_path, junit_path, markdown_path, quiet):
+    """Run every case of a gate config (a TOML file, or a built-in name such as `ci`) in one process."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from . import gate_config
+    from .gate import run_gate
+    from .report import json as report_json
+    from .report import lines
+    from .report.gate import render_gate
+
+    out = {"json_path": json_path, "junit_path": junit_path, "markdown_path": markdown_path, "quiet": quiet}
+    check_outputs(out)
+    where = gate_config.parse_shard(shard) if shard else None
+    config = gate_config.load(config_path)
+    cases = gate_config.select(config.cases, patterns)
+    if patterns and not cases:
+        raise UsageError(f"-k {' -k '.join(patterns)}: no case of {config_path} matches")
+    if where is not None:
+        cases = gate_config.shard(cases, *where)
+    if list_only:
+        for case in cases:
+            click.echo(case.id)
+        return ExitCode.OK
+    columns = (TextColumn("gate"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("{task.description}"))
+    with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
+        task = progress.add_task("", total=len(cases))
+        result = run_gate(str(config_path), cases, fail_fast=fail_fast,
+                          on_done=lambda o: progress.update(task, advance=1, description=o.case_id))
+    emit(out, renderable=render_gate(result), verdict=lines.gate_verdict(result), payload=report_json.gate_json(result),
+         gate_result=result, title=f"gate {config_path}")
+    return result.exit_code
 
 
 def _requirements(ctx, param, values):

@@ -144,6 +144,12 @@ def to_dests(values: dict[str, Any]) -> dict[str, Any]:
     return {ALL[key].dest: value for key, value in values.items()}
 
 
+def from_dests(opts: dict[str, Any]) -> dict[str, Any]:
+    """The dest names of the options among `opts` -> config keys (other entries are left out)."""
+    by_dest = {o.dest: o.key for o in ALL.values()}
+    return {by_dest[dest]: value for dest, value in opts.items() if dest in by_dest}
+
+
 def click_options(keys):
     """A decorator adding the click options of `keys`, in order."""
 
