@@ -114,7 +114,8 @@ def _write(path: Path, text: str, option: str, *, append: bool = False) -> None:
         raise UsageError(f"{option} {path}: cannot write ({exc.strerror})") from None
 
 
-def emit(out: dict, *, renderable, verdict: str, payload: dict, gate_result, title: str) -> None:
+def emit(out: dict, *, renderable, verdict: str, payload: dict, gate_result, title: str,
+         soft_wrap: bool = False) -> None:
     """Print the report (or only the verdict line with --quiet) and write the reports asked for.
 
     With `--json -` the JSON is the only thing on stdout; the report goes to stderr."""
@@ -126,7 +127,7 @@ def emit(out: dict, *, renderable, verdict: str, payload: dict, gate_result, tit
     if out["quiet"]:
         click.echo(verdict, err=to_stdout)
     else:
-        Console(stderr=to_stdout).print(renderable)
+        Console(stderr=to_stdout).print(renderable, soft_wrap=soft_wrap)
     text = json.dumps(payload, indent=2, allow_nan=False) + "\n"
     if to_stdout:
         click.echo(text, nl=False)
@@ -345,7 +346,7 @@ def gate(config_path, shard, fail_fast, list_only, patterns, debug, json_path, j
         result = run_gate(str(config_path), cases, fail_fast=fail_fast,
                           on_done=lambda o: progress.update(task, advance=1, description=o.case_id))
     emit(out, renderable=render_gate(result), verdict=lines.gate_verdict(result), payload=report_json.gate_json(result),
-         gate_result=result, title=f"gate {config_path}")
+         gate_result=result, title=f"gate {config_path}", soft_wrap=True)  # case ids stay whole, for grep
     return result.exit_code
 
 

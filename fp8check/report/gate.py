@@ -16,8 +16,8 @@ LABEL = {Status.PASSED: "PASS ", Status.FAILED: "FAIL ", Status.ERROR: "ERROR"}
 def render_gate(result: GateResult) -> Group:
     parts: list = []
     for o in result.outcomes:
-        line = Text(LABEL[o.status], style=STYLE[o.status], no_wrap=True, overflow="ignore")
-        line.append(f" {o.seconds:6.2f} s  {o.case_id}")  # ids are not wrapped: logs are searched for them
+        line = Text(LABEL[o.status], style=STYLE[o.status])
+        line.append(f" {o.seconds:6.2f} s  {o.case_id}")
         parts.append(line)
     for o in result.outcomes:
         if o.status is not Status.PASSED:
