@@ -133,19 +133,18 @@ def _case(kind: str, values: dict, where: str, base: Path) -> Case:
         if expect not in EXPECT:
             raise ConfigError(f"{where}: expect = {expect!r}: expected one of {', '.join(EXPECT)}")
         checked["expect"] = expect
+    _check_spec(checked, where)
     case_id = compare_id(checked) if kind == "compare" else table_id(checked)
-    _check_spec(checked, f"{where} (case {case_id})")
     return Case(case_id, kind, _relative_to(checked, base), where)
 
 
 def _check_spec(values: dict, where: str) -> None:
     """Build the case's CacheSpec now, so an impossible cache fails before anything runs."""
-    if values.get("input") is not None:
-        return  # the replayed file decides num_blocks; checked when the case runs
-    try:
-        spec_of(values)
-    except SpecError as exc:
-        raise ConfigError(f"{where}: {exc}") from None
+    if values.get("input") is None:  # else the replayed file decides num_blocks; checked when the case runs
+        try:
+            spec_of(values)
+        except SpecError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
     for key in ("baseline", "candidate", "buggy", "fixed"):
         if str(values.get(key, "")).startswith("golden:"):
             raise ConfigError(f"{where}: {key}: golden: baselines are not supported in a gate yet;"

@@ -59,6 +59,8 @@ class Option:
         """The value as the CLI would have it, or a ConfigError naming `where` and this key."""
         if isinstance(value, enum.Enum):
             value = value.value
+        if value is None and self.default is None:  # an optional option left unset
+            return None
         expected = {int: (int,), float: (int, float), str: (str,), bool: (bool,), Path: (str, Path)}[self.kind]
         if not isinstance(value, expected) or (self.kind is not bool and isinstance(value, bool)):
             wanted = {int: "an integer", float: "a number", str: "a string", bool: "true or false",
