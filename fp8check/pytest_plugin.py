@@ -36,6 +36,7 @@ class Fp8check:
 
     @staticmethod
     def assert_same_cache_bytes(candidate, baseline="auto", **spec_and_inputs):
+        __tracebackhide__ = True
         from .testing import assert_same_cache_bytes
 
         return assert_same_cache_bytes(candidate, baseline, **spec_and_inputs)
