@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.fp8check-installed
 
-.PHONY: compare test bench table doctor clean
+.PHONY: compare test test-install gate bench table doctor clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -26,9 +26,17 @@ doctor: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest
 
+# A non-editable install into a fresh venv, fp8check run from another folder (.ci/test-install).
+test-install: $(STAMP)
+	.ci/test-install $(PY)
+
+gate: $(STAMP)
+	$(VENV)/bin/fp8check gate configs/ci.toml
+
 bench: $(STAMP)
 	$(PY) bench/compare_stages.py
 	$(PY) bench/diagnose.py
+	$(PY) bench/gate.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis *.egg-info
