@@ -139,3 +139,9 @@ def test_the_example_test_file_fails_readably_against_the_buggy_writer(tmp_path)
     assert "AssertionError: DIFFERENT: " in done.stdout
     assert "first mismatch: block 0, token 0" in done.stdout
     assert "integer-cast: " in done.stdout and "fix: view the value region as torch.float8_e4m3fn" in done.stdout
+
+
+def test_the_readme_shows_the_example_files_verbatim():
+    readme = (ROOT / "README.md").read_text()
+    assert f"```python\n{(EXAMPLES / 'test_my_writer.py').read_text()}```" in readme
+    assert f"```toml\n{(EXAMPLES / 'my_gate.toml').read_text()}```" in readme
