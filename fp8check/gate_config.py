@@ -37,7 +37,9 @@ CASE_KEYS = {
     "table": options.TABLE_KEYS,
     "parity": PARITY_KEYS,
 }
-SWEEPABLE = {"compare": (*options.COMPARE_KEYS, "pairs"), "table": options.TABLE_KEYS, "parity": ()}
+# Product order: writers outermost, then the spec and inputs, so cases of one writer pair stay together.
+SWEEPABLE = {"compare": ("pairs", "candidate", "baseline", *options.SPEC, *options.BUDGET),
+             "table": ("baseline", "buggy", "fixed", *options.SPEC), "parity": ()}
 ALL_KEYS = tuple(dict.fromkeys(k for keys in CASE_KEYS.values() for k in keys))
 
 

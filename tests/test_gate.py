@@ -208,6 +208,16 @@ def test_list_prints_stable_ids_built_from_parameters(capsys, small):
     ]
 
 
+def test_pairs_and_lists_expand_as_a_product_in_order(capsys, tmp_path):
+    path = tmp_path / "gate.toml"
+    path.write_text('[matrix]\npairs = [{baseline = "reference", candidate = "triton"},'
+                    ' {baseline = "reference-vllm", candidate = "reference"}]\nseed = [0, 7]\n')
+    assert listed(capsys, str(path)) == [
+        f"compare:{pair}:e4m3fn-ue8m0:b64-h128-q128-n3-shuffle:normal-sequential-s{seed}"
+        for pair in ("triton~reference", "reference~reference-vllm") for seed in (0, 7)
+    ]
+
+
 def test_k_selects_by_substring_or_glob(capsys, small):
     assert listed(capsys, str(small), "-k", "ties") == [
         "compare:triton~reference:e4m3fn-ue8m0:b16-h64-q64-n2-shuffle:ties-sequential-s0"]
