@@ -30,7 +30,8 @@ KINDS = ("compare", "table", "parity")
 EXPECT = ("same", "different")
 # Parity cases pass their keys on to fp8check.parity.ParityConfig; the keys they share with the cache
 # options are validated here, the others by ParityConfig.
-PARITY_KEYS = ("ctx", "heads", "head_dim", "block", "topk", "next_n", "fp8", "scale_fmt", "slots", "seed",
+PARITY_KEYS = ("ctx", "heads", "head_dim", "block", "qbs", "topk", "next_n", "fp8", "scale_fmt", "layout", "slots",
+               "inputs", "input", "seed",
                "writers", "baseline", "reader", "rtol", "atol", "min_recall", "expect_fail", "device")
 CASE_KEYS = {
     "compare": (*options.COMPARE_KEYS, "expect"),
