@@ -126,15 +126,42 @@ def _table_case(values: dict):
 
 
 def _parity_case(values: dict):
+    """A parity case (the gate's keys are `fp8check parity`'s options); defaults are ParityConfig's and the CLI's."""
     try:
-        from .parity import ParityConfig, run_parity
+        from . import parity as parity_mod
+        from .readers import registry as readers
     except ImportError:
         raise ConfigError("parity is not available in this build") from None
-    try:
-        config = ParityConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()})
-    except TypeError as exc:
-        raise ConfigError(f"parity case: {exc}") from None
-    return run_parity(config)
+    from .device import resolve_device
+    from .inputs import Distribution
+    from .spec import FP8Format, Layout, ScaleFormat
+    from .writers import registry
+
+    v = {**PARITY_DEFAULTS, **values}
+    fields = {k: v[k] for k in ("topk", "next_n", "rtol", "atol", "min_recall") if k in values}
+    config = parity_mod.ParityConfig(
+        **({"ctx": tuple(v["ctx"])} if "ctx" in values else {}), expect_fail=frozenset(v["expect_fail"]), **fields)
+    spec = parity_mod.cache_spec(
+        config, block_size=v["block"], head_dim=v["head_dim"], quant_block_size=v["qbs"], fp8=FP8Format(v["fp8"]),
+        scale_fmt=ScaleFormat(v["scale_fmt"]), layout=Layout(v["layout"]) if v["layout"] else None)
+    shuffled = v["slots"] == "shuffled"
+    if v["input"] is not None:
+        data = parity_mod.read(Path(v["input"]), spec, config, heads=v["heads"], seed=v["seed"], shuffled=shuffled)
+    else:
+        data = parity_mod.generate(spec, config, heads=v["heads"] or parity_mod.DEFAULT_HEADS, seed=v["seed"],
+                                   shuffled=shuffled, distribution=Distribution(v["inputs"]))
+    writers = [registry.resolve(name) for name in v.get("writers", parity_mod.DEFAULT_WRITERS)]
+    return parity_mod.run_parity(spec, config, baseline=registry.resolve(v["baseline"]), writers=writers,
+                                 reader=readers.resolve(v["reader"], spec=spec), inputs=data,
+                                 device=resolve_device(v["device"]))
+
+
+# `fp8check parity`'s defaults for the keys ParityConfig does not hold.
+PARITY_DEFAULTS = {
+    "block": 64, "head_dim": 128, "qbs": None, "fp8": "e4m3fn", "scale_fmt": "ue8m0", "layout": None, "seed": 0,
+    "slots": "sequential", "inputs": "normal", "input": None, "device": "auto", "baseline": "auto",
+    "reader": "reference", "heads": None, "expect_fail": (),
+}
 
 
 RUNNERS: dict[str, Callable[[dict], Any]] = {"compare": _compare_case, "table": _table_case, "parity": _parity_case}

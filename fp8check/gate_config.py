@@ -28,8 +28,7 @@ from .errors import ConfigError, SpecError, UsageError
 
 KINDS = ("compare", "table", "parity")
 EXPECT = ("same", "different")
-# Parity cases pass their keys on to fp8check.parity.ParityConfig; the keys they share with the cache
-# options are validated here, the others by ParityConfig.
+# Parity cases take `fp8check parity`'s options (lists: ctx, writers, expect_fail; they are not swept).
 PARITY_KEYS = ("ctx", "heads", "head_dim", "block", "qbs", "topk", "next_n", "fp8", "scale_fmt", "layout", "slots",
                "inputs", "input", "seed",
                "writers", "baseline", "reader", "rtol", "atol", "min_recall", "expect_fail", "device")
@@ -124,11 +123,38 @@ def _axis(key: str, values: list, where: str) -> list:
     return values
 
 
+# `fp8check parity`'s own options, with its rules (the shared cache keys use options.ALL).
+PARITY_OPTIONS = {
+    "heads": options.Option("heads", "heads", int, None, minimum=1),
+    "topk": options.Option("topk", "topk", int, 2048, minimum=1),
+    "next_n": options.Option("next_n", "next_n", int, 1, minimum=1),
+    "rtol": options.Option("rtol", "rtol", float, None, minimum=0),
+    "atol": options.Option("atol", "atol", float, None, minimum=0),
+    "min_recall": options.Option("min_recall", "min_recall", float, 1.0, minimum=0, maximum=1),
+    "reader": options.Option("reader", "reader", str, "reference"),
+    "slots": options.Option("slots", "slots", str, "sequential", choices=("sequential", "shuffled")),
+}
+PARITY_LISTS = {"ctx": options.Option("ctx", "ctx", int, None, minimum=1),
+                "writers": options.Option("writers", "writers", str), "expect_fail": options.Option("expect_fail", "expect_fail", str)}
+
+
+def _parity_values(values: dict, where: str) -> dict:
+    out = {}
+    for key, value in values.items():
+        if key in PARITY_LISTS:
+            items = value if isinstance(value, list) else [value]
+            if not items and key != "expect_fail":
+                raise ConfigError(f"{where}: {key} is an empty list")
+            out[key] = [PARITY_LISTS[key].validate(item, where) for item in items]
+        else:
+            out[key] = {**options.ALL, **PARITY_OPTIONS}[key].validate(value, where)
+    return out
+
+
 def _case(kind: str, values: dict, where: str, base: Path) -> Case:
     if kind == "parity":
-        shared = {k: v for k, v in values.items() if k in options.ALL}
-        checked = {**values, **options.validate(shared, tuple(shared), where)}
-        return Case(parity_id(checked), kind, checked, where)
+        checked = _parity_values(values, where)
+        return Case(parity_id(checked), kind, _relative_to(checked, base), where)
     checked = {**options.defaults(CASE_KEYS[kind] if kind == "table" else options.COMPARE_KEYS),
                **options.validate({k: v for k, v in values.items() if k != "expect"}, CASE_KEYS[kind], where)}
     if kind == "compare":
@@ -164,12 +190,19 @@ def spec_of(values: dict):
 def _relative_to(values: dict, base: Path) -> dict:
     """Relative paths of file: producers and replayed inputs taken from the config's folder."""
     out = dict(values)
-    for key in ("baseline", "candidate", "buggy", "fixed"):
-        text = out.get(key)
+
+    def resolve(text):
         if isinstance(text, str) and text.startswith("file:"):
             path, sep, func = text[len("file:"):].rpartition(":")
             if sep and not Path(path).is_absolute():
-                out[key] = f"file:{base / path}:{func}"
+                return f"file:{base / path}:{func}"
+        return text
+
+    for key in ("baseline", "candidate", "buggy", "fixed", "reader"):
+        if key in out:
+            out[key] = resolve(out[key])
+    if "writers" in out:
+        out["writers"] = [resolve(w) for w in out["writers"]]
     if out.get("input") is not None and not Path(out["input"]).is_absolute():
         out["input"] = base / out["input"]
     return out

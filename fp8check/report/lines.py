@@ -48,9 +48,21 @@ def verdict(outcome: Outcome) -> str:
         return compare_verdict(outcome.result)
     if outcome.kind == "table":
         return seed_table_verdict(outcome.result)
-    summary = getattr(outcome.result, "summary", None)
-    text = summary() if callable(summary) else None
-    return text.splitlines()[0] if text else f"{'PASS' if outcome.result.passed else 'FAIL'}: {outcome.kind}"
+    return parity_verdict(outcome.result)
+
+
+def parity_verdict(result) -> str:
+    c = result.config
+    writers = ", ".join(col.name for col in result.columns)
+    head = "PASS" if result.passed else "FAIL"
+    fault = "; READER FAULT" if result.reader_fault else ""
+    return f"{head}: top-{c.topk} parity of {writers} read by {result.reader.name}, ctx {min(c.ctx)}-{max(c.ctx)}{fault}"
+
+
+def _parity_notes(result) -> list[str]:
+    from .parity import notes  # parity cases exist only in builds that have it
+
+    return [text.plain for text in notes(result)]
 
 
 def cause(outcome: Outcome) -> str | None:
@@ -60,6 +72,8 @@ def cause(outcome: Outcome) -> str | None:
         return top_cause(outcome.result.diagnosis)
     if outcome.kind == "table" and not outcome.result.passed:
         return top_cause(_table_column(outcome.result)[1])
+    if outcome.kind == "parity" and not outcome.result.passed:  # the first note that says FAIL or FAULT
+        return next((n for n in _parity_notes(outcome.result) if "FAIL" in n or "FAULT" in n), None)
     return None
 
 
@@ -71,8 +85,7 @@ def detail(outcome: Outcome) -> str:
     if outcome.kind == "table":
         column, causes = _table_column(outcome.result)
         return causes_text(column.diff, causes)
-    summary = getattr(outcome.result, "summary", None)
-    return summary() if callable(summary) else verdict(outcome)
+    return "\n".join(_parity_notes(outcome.result))
 
 
 def gate_verdict(result) -> str:
