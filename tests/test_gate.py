@@ -324,6 +324,50 @@ def test_file_writers_are_found_next_to_the_config(capsys, tmp_path):
     assert case["result"]["diff_bytes"] == 1
 
 
+PARITY = """
+[[case]]
+kind = "parity"
+ctx = [1024, 4096]
+topk = 512
+heads = 4
+writers = ["triton-buggy", "triton"]
+expect_fail = ["triton-buggy"]
+
+[[case]]
+kind = "parity"
+ctx = [4096]
+topk = 512
+heads = 4
+writers = ["triton-buggy"]
+"""
+
+
+def test_parity_cases_run_in_the_gate(capsys, tmp_path):
+    pytest.importorskip("fp8check.parity")
+    path = tmp_path / "gate.toml"
+    path.write_text(PARITY)
+    junit = tmp_path / "p.xml"
+    code, out, err = run(capsys, "gate", str(path), "--junit", str(junit), "--json", "-")
+    assert code == 1, err
+    passed, failed = strict_json(out)["cases"]
+    assert passed["id"] == "parity:ctx=1024,4096:heads=4:topk=512:writers=triton-buggy,triton:expect_fail=triton-buggy"
+    assert passed["status"] == "passed" and passed["result"]["passed"] is True
+    assert failed["status"] == "failed"
+    assert failed["verdict"] == "FAIL: top-512 parity of triton-buggy read by reference, ctx 4096-4096"
+    assert failed["cause"].startswith("triton-buggy: FAIL: lowest recall ")
+    assert [c.get("name") for c in junit_cases(junit) if c.find("failure") is not None] == [failed["id"]]
+
+
+def test_parity_values_are_checked_with_parity_rules(capsys, tmp_path):
+    path = tmp_path / "gate.toml"
+    path.write_text('[[case]]\nkind = "parity"\nslots = "padded"\n[[case]]\nkind = "parity"\nctx = [0]\n')
+    code, _, err = run(capsys, "gate", str(path), "--list")
+    assert code == 2 and "[[case]] #1: slots = 'padded'" in err
+    path.write_text('[[case]]\nkind = "parity"\nctx = [0]\n')
+    code, _, err = run(capsys, "gate", str(path), "--list")
+    assert code == 2 and "[[case]] #1: ctx = 0" in err
+
+
 @pytest.mark.skipif(importlib.util.find_spec("fp8check.parity") is not None, reason="parity is in this build")
 def test_parity_cases_without_parity_say_so(capsys, tmp_path):
     path = tmp_path / "gate.toml"
