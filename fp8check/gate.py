@@ -106,14 +106,30 @@ def build_case(values: dict):
     return build(opts)
 
 
+def _golden_baseline(values: dict):
+    """(spec, inputs, device, baseline Side) of a golden baseline: the recorded spec, inputs and bytes."""
+    from . import golden
+    from .device import resolve_device
+
+    path = Path(values["baseline"][len("golden:"):])
+    recorded = golden.read(path)
+    stated = {options.ALL[k].dest: (options.ALL[k].flag, values[k]) for k in values["golden_check"]}
+    golden.check_options(path, recorded.spec, stated)
+    device = resolve_device(values["device"])
+    return recorded.spec, recorded.inputs, device, golden.as_side(recorded, path, device)
+
+
 def _compare_case(values: dict) -> CompareCheck:
     from .writers import registry
 
-    spec, data, device = build_case(values)
+    if values["baseline"].startswith("golden:"):
+        spec, data, device, base = _golden_baseline(values)
+    else:
+        spec, data, device = build_case(values)
+        base = registry.resolve(values["baseline"])
     budget = Budget(**{k: values[k] for k in options.BUDGET})
-    return check_compare(spec, baseline=registry.resolve(values["baseline"]),
-                         candidate=registry.resolve(values["candidate"]), inputs=data, device=device,
-                         budget=budget, expect=Expect(values["expect"]))
+    return check_compare(spec, baseline=base, candidate=registry.resolve(values["candidate"]), inputs=data,
+                         device=device, budget=budget, expect=Expect(values["expect"]))
 
 
 def _table_case(values: dict):

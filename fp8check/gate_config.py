@@ -109,7 +109,7 @@ def _expand(entry: dict, defaults: dict, where: str, base: Path) -> list[Case]:
         values = {k: v for k, v in merged.items() if k not in swept}
         for k, v in zip(swept, combo):
             values.update(v if k == "pairs" else {k: v})
-        cases.append(_case(kind, values, where, base))
+        cases.append(_case(kind, values, where, base, own=set(body)))
     return cases
 
 
@@ -151,17 +151,47 @@ def _parity_values(values: dict, where: str) -> dict:
     return out
 
 
-def _case(kind: str, values: dict, where: str, base: Path) -> Case:
+GOLDEN = "golden:"
+GOLDEN_SPEC_KEYS = ("num_blocks", "block", "head_dim", "qbs", "fp8", "scale_fmt", "layout")
+GOLDEN_INPUT_KEYS = ("seed", "slots", "inputs", "specials_inf_nan", "input")
+
+
+def _golden_case(values: dict, own: set, where: str, base: Path) -> Case:
+    """A compare against bytes recorded by `fp8check record`: the file holds the spec and the inputs. Spec keys
+    the case itself gives are checked against the recording when it runs ([defaults] do not apply)."""
+    replayed = [k for k in GOLDEN_INPUT_KEYS if k in own]
+    if replayed:
+        raise ConfigError(f"{where}: {', '.join(replayed)} cannot be combined with baseline = {values['baseline']!r}:"
+                          " the recorded inputs are replayed")
+    checked = {**options.defaults(options.COMPARE_KEYS),
+               **options.validate({k: v for k, v in values.items() if k != "expect"}, CASE_KEYS["compare"], where)}
+    file = checked["baseline"][len(GOLDEN):]
+    if not file:
+        raise ConfigError(f"{where}: baseline = 'golden:' needs a file")
+    checked["expect"] = _expect(values, where)
+    checked["golden_check"] = tuple(k for k in GOLDEN_SPEC_KEYS if k in own)
+    checked["baseline"] = GOLDEN + str(file if Path(file).is_absolute() else base / file)
+    case_id = f"compare:{checked['candidate']}~golden:{Path(file).name}{_budget_tail(checked)}"
+    return Case(case_id, "compare", _relative_to(checked, base), where)
+
+
+def _expect(values: dict, where: str) -> str:
+    expect = values.get("expect", "same")
+    if expect not in EXPECT:
+        raise ConfigError(f"{where}: expect = {expect!r}: expected one of {', '.join(EXPECT)}")
+    return expect
+
+
+def _case(kind: str, values: dict, where: str, base: Path, own: set) -> Case:
+    if kind == "compare" and str(values.get("baseline", "")).startswith(GOLDEN):
+        return _golden_case(values, own, where, base)
     if kind == "parity":
         checked = _parity_values(values, where)
         return Case(parity_id(checked), kind, _relative_to(checked, base), where)
     checked = {**options.defaults(CASE_KEYS[kind] if kind == "table" else options.COMPARE_KEYS),
                **options.validate({k: v for k, v in values.items() if k != "expect"}, CASE_KEYS[kind], where)}
     if kind == "compare":
-        expect = values.get("expect", "same")
-        if expect not in EXPECT:
-            raise ConfigError(f"{where}: expect = {expect!r}: expected one of {', '.join(EXPECT)}")
-        checked["expect"] = expect
+        checked["expect"] = _expect(values, where)
     _check_spec(checked, where)
     case_id = compare_id(checked) if kind == "compare" else table_id(checked)
     return Case(case_id, kind, _relative_to(checked, base), where)
@@ -174,10 +204,9 @@ def _check_spec(values: dict, where: str) -> None:
             spec_of(values)
         except SpecError as exc:
             raise ConfigError(f"{where}: {exc}") from None
-    for key in ("baseline", "candidate", "buggy", "fixed"):
-        if str(values.get(key, "")).startswith("golden:"):
-            raise ConfigError(f"{where}: {key}: golden: baselines are not supported in a gate yet;"
-                              " use `fp8check compare --baseline golden:FILE`")
+    for key in ("candidate", "buggy", "fixed", "baseline"):  # a compare's golden baseline is handled above
+        if str(values.get(key, "")).startswith(GOLDEN):
+            raise ConfigError(f"{where}: {key} = {values[key]!r}: golden files serve only as a compare's baseline")
 
 
 def spec_of(values: dict):
@@ -200,7 +229,7 @@ def _relative_to(values: dict, base: Path) -> dict:
 
     for key in ("baseline", "candidate", "buggy", "fixed", "reader"):
         if key in out:
-            out[key] = resolve(out[key])
+            out[key] = resolve(out[key])  # (a golden baseline was resolved by _golden_case)
     if "writers" in out:
         out["writers"] = [resolve(w) for w in out["writers"]]
     if out.get("input") is not None and not Path(out["input"]).is_absolute():
@@ -219,12 +248,15 @@ def _spec_part(v: dict) -> str:
     return f"{spec.fp8.value}-{spec.scale_fmt.value}:{shape}:{inputs}{device}"
 
 
-def compare_id(v: dict) -> str:
-    """`compare:CANDIDATE~BASELINE:FP8-SCALES:SHAPE:INPUTS[:BUDGET]`, from the case's parameters only."""
+def _budget_tail(v: dict) -> str:
     budget = [f"{name}{v[key]:g}" for key, name in (("max_diff_bytes", "bytes"), ("max_diff_fraction", "frac"),
                                                     ("max_code_distance", "dist")) if v[key]]
-    tail = f":budget-{'-'.join(budget)}" if budget else ""
-    return f"compare:{v['candidate']}~{v['baseline']}:{_spec_part(v)}{tail}"
+    return f":budget-{'-'.join(budget)}" if budget else ""
+
+
+def compare_id(v: dict) -> str:
+    """`compare:CANDIDATE~BASELINE:FP8-SCALES:SHAPE:INPUTS[:BUDGET]`, from the case's parameters only."""
+    return f"compare:{v['candidate']}~{v['baseline']}:{_spec_part(v)}{_budget_tail(v)}"
 
 
 def table_id(v: dict) -> str:

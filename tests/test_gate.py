@@ -414,3 +414,26 @@ def test_table_quiet_and_junit(capsys, tmp_path):
 def test_unwritable_report_paths_fail_before_running(capsys, tmp_path):
     code, _, err = run(capsys, "gate", "ci", "--junit", str(tmp_path / "missing" / "x.xml"))
     assert code == 2 and "--junit" in err and "does not exist" in err
+
+
+def test_golden_baselines_replay_their_recording(capsys, tmp_path):
+    golden = tmp_path / "aiter.safetensors"
+    assert main(["record", "--producer", "reference", "--out", str(golden), "--block", "16", "--head-dim", "64",
+                 "--num-blocks", "2", "--inputs", "ties"]) == 0
+    path = tmp_path / "gate.toml"
+    path.write_text(
+        "[defaults]\nblock = 64\nseed = 3\n"  # defaults do not apply to the recording
+        '[[case]]\nbaseline = "golden:aiter.safetensors"\ncandidate = ["triton", "triton-buggy"]\n'
+        '[[case]]\nbaseline = "golden:aiter.safetensors"\ncandidate = "reference"\nblock = 32\nmax_diff_bytes = 1\n')
+    capsys.readouterr()
+    code, out, _ = run(capsys, "gate", str(path), "--json", "-")
+    assert code == 2
+    exact, buggy, contradicted = strict_json(out)["cases"]
+    assert exact["id"] == "compare:triton~golden:aiter.safetensors" and exact["status"] == "passed"
+    assert exact["result"]["spec"]["block_size"] == 16 and exact["result"]["inputs"] == "replayed from golden aiter.safetensors"
+    assert buggy["status"] == "failed" and buggy["cause"].startswith("integer-cast (")
+    assert contradicted["id"] == "compare:reference~golden:aiter.safetensors:budget-bytes1"
+    assert contradicted["exit_code"] == 2 and "--block 32 contradicts" in contradicted["error"]
+    path.write_text('[[case]]\nbaseline = "golden:aiter.safetensors"\nseed = 1\n')
+    code, _, err = run(capsys, "gate", str(path), "--list")
+    assert code == 2 and "[[case]] #1: seed cannot be combined with baseline = 'golden:aiter.safetensors'" in err
