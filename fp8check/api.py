@@ -2,7 +2,8 @@
 
 Writers are callables with the de-facto signature `(k, kv_cache, slot_mapping, quant_block_size,
 scale_fmt)` (given `fp8_dtype=` / `layout=` when they accept them) or producer names (`triton`,
-`reference`, `file:PATH:FUNC`, ...). Keywords are the CLI's options under their config names (`block`,
+`reference`, `file:PATH:FUNC`, ...; a baseline may be `golden:FILE`, whose spec and inputs are then
+used). Keywords are the CLI's options under their config names (`block`,
 `head_dim`, `fp8`, `scale_fmt`, `inputs`, `slots`, `seed`, budgets ...), validated by the same table
 (options.py), plus `k` / `slot_mapping` tensors to use instead of generated inputs.
 
@@ -117,20 +118,26 @@ def compare_writers(candidate: str | Callable, baseline: str | Callable = "auto"
     """Run both writers on the same K into fresh poisoned caches, diff the bytes, diagnose and decide."""
     from . import options
     from .budget import Budget
-    from .gate import check_compare
+    from .gate import check_compare, golden_baseline
+    from .gate_config import GOLDEN, GOLDEN_SPEC_KEYS
     from .prepare import build
     from .report.lines import compare_verdict
 
     prepare_cpu()
     keys = (*options.SPEC, *options.BUDGET)
     values = {**options.defaults(keys), **options.validate(spec_and_inputs, keys, "compare_writers()")}
-    if k is not None:
-        spec, data, device = _given_inputs(values, k, slot_mapping)
+    if isinstance(baseline, str) and baseline.startswith(GOLDEN):  # the recording's spec and inputs
+        stated = tuple(key for key in GOLDEN_SPEC_KEYS if key in spec_and_inputs)
+        spec, data, device, base = golden_baseline({**values, "baseline": baseline, "golden_check": stated})
     else:
-        spec, data, device = build(options.to_dests({key: values[key] for key in options.SPEC}))
+        if k is not None:
+            spec, data, device = _given_inputs(values, k, slot_mapping)
+        else:
+            spec, data, device = build(options.to_dests({key: values[key] for key in options.SPEC}))
+        base = as_producer(baseline, "baseline")
     _require_exact(spec, device)
     checked = check_compare(
-        spec, baseline=as_producer(baseline, "baseline"), candidate=as_producer(candidate, "candidate"),
+        spec, baseline=base, candidate=as_producer(candidate, "candidate"),
         inputs=data, device=device, budget=Budget(**{key: values[key] for key in options.BUDGET}),
     )
     d = checked.result.diff

@@ -106,7 +106,7 @@ def build_case(values: dict):
     return build(opts)
 
 
-def _golden_baseline(values: dict):
+def golden_baseline(values: dict):
     """(spec, inputs, device, baseline Side) of a golden baseline: the recorded spec, inputs and bytes."""
     from . import golden
     from .device import resolve_device
@@ -123,7 +123,7 @@ def _compare_case(values: dict) -> CompareCheck:
     from .writers import registry
 
     if values["baseline"].startswith("golden:"):
-        spec, data, device, base = _golden_baseline(values)
+        spec, data, device, base = golden_baseline(values)
     else:
         spec, data, device = build_case(values)
         base = registry.resolve(values["baseline"])

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 import fp8check
-from fp8check.errors import ConfigError, ProducerError
+from fp8check.errors import ConfigError, GoldenError, ProducerError
 from fp8check.testing import assert_same_cache_bytes
 from fp8check.writers.reference import aiter_writer
 
@@ -145,3 +145,17 @@ def test_the_readme_shows_the_example_files_verbatim():
     readme = (ROOT / "README.md").read_text()
     assert f"```python\n{(EXAMPLES / 'test_my_writer.py').read_text()}```" in readme
     assert f"```toml\n{(EXAMPLES / 'my_gate.toml').read_text()}```" in readme
+
+
+def test_a_golden_baseline_brings_its_spec_and_inputs(tmp_path):
+    from fp8check.cli import main
+
+    golden = tmp_path / "aiter.safetensors"
+    assert main(["record", "--producer", "reference", "--out", str(golden), "--block", "16", "--head-dim", "64",
+                 "--num-blocks", "2", "--fp8", "e4m3fnuz", "--scale-fmt", "fp32"]) == 0
+    result = fp8check.compare_writers("reference", f"golden:{golden}")
+    assert result.passed and result.check.result.spec.fp8.value == "e4m3fnuz" and len(result.value_diff) == 2
+    with pytest.raises(AssertionError, match="scale-ratio"):  # aiter's 240 against vLLM's 224 on fnuz
+        assert_same_cache_bytes("reference-vllm", f"golden:{golden}")
+    with pytest.raises(GoldenError, match="--head-dim 128 contradicts"):  # a stated spec key must agree
+        fp8check.compare_writers("reference", f"golden:{golden}", head_dim=128)
