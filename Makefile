@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.fp8check-installed
 
-.PHONY: compare test bench table parity doctor clean vllm-wheel-table
+.PHONY: compare test test-install gate bench table parity doctor clean vllm-wheel-table
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -18,10 +18,10 @@ compare: $(STAMP)
 	$(VENV)/bin/fp8check compare --block 64 --head-dim 128
 
 table: $(STAMP)
-	$(VENV)/bin/fp8check table --config configs/seed-table.toml
+	$(VENV)/bin/fp8check table --config seed-table
 
 parity: $(STAMP)
-	$(VENV)/bin/fp8check parity --config configs/seed-parity.toml
+	$(VENV)/bin/fp8check parity --config seed-parity
 
 doctor: $(STAMP)
 	$(VENV)/bin/fp8check doctor
@@ -29,15 +29,23 @@ doctor: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest
 
+# A non-editable install into a fresh venv, fp8check run from another folder (.ci/test-install).
+test-install: $(STAMP)
+	.ci/test-install $(PY)
+
+gate: $(STAMP)
+	$(VENV)/bin/fp8check gate configs/ci.toml
+
 bench: $(STAMP)
 	$(PY) bench/stages.py --merge bench/results/h200-2026-11-30.json
 	$(PY) bench/diagnose.py
 	$(PY) bench/parity.py
 	$(PY) bench/interpreter.py
+	$(PY) bench/gate.py
 
 # Not part of `make test`: downloads vLLM's released wheel (no dependencies, about 336 MB, once) and runs
 # the seed table on its real writer file, on this machine. The pre-fix copy is the same file without the
-# one-line fix (`.view(FP8_DTYPE)` on the value slice, SPEC.md section 6b).
+# one-line fix (`.view(FP8_DTYPE)` on the value slice).
 VLLM_VERSION ?= 0.33.0
 VLLM_OPS := vllm/v1/attention/ops/rocm_aiter_mla_sparse.py
 VLLM_DIR := .cache/vllm-$(VLLM_VERSION)

@@ -1,3 +1,20 @@
-"""fp8check: byte-exact verification of FP8 indexer K-cache writers."""
+"""fp8check: byte-exact verification of FP8 indexer K-cache writers.
+
+`import fp8check` stays cheap: the API (`compare_writers`, `Result`, `prepare_cpu`) is imported on first use.
+"""
 
 __version__ = "0.1.0"
+
+__all__ = ["compare_writers", "Result", "prepare_cpu", "testing"]
+
+
+def __getattr__(name: str):
+    if name in ("compare_writers", "Result", "prepare_cpu"):
+        from . import api
+
+        return getattr(api, name)
+    if name == "testing":
+        import importlib
+
+        return importlib.import_module(".testing", __name__)
+    raise AttributeError(f"module 'fp8check' has no attribute {name!r}")

@@ -59,7 +59,7 @@ class BudgetVerdict:
     counted: int  # differing bytes that count against the byte / fraction allowance
     allowed: int
     worst_distance: int | None  # largest code distance of a differing value byte; None: none differs or not measured
-    failed: tuple[str, ...]  # the budgets exceeded (option names without dashes), empty when within
+    failed: tuple[str, ...]  # the budgets set and exceeded (option names without dashes), empty when within
 
     @property
     def within(self) -> bool:
@@ -98,11 +98,12 @@ def check(budget: Budget, diff: DiffResult, baseline: CacheBuffer, candidate: Ca
     counted = diff.diff_bytes - excused
     allowed = budget.allowed(diff.total_bytes)
     failed: list[str] = []
-    if counted > allowed:
-        if worst is not None and worst > budget.max_code_distance:
+    if counted > allowed:  # name only the budgets that were set; with none of bytes / fraction set, the distance
+        if budget.max_code_distance and ((worst or 0) > budget.max_code_distance
+                                         or not (budget.max_diff_bytes or budget.max_diff_fraction)):
             failed.append("max-code-distance")
-        if counted > budget.max_diff_bytes:
+        if budget.max_diff_bytes:
             failed.append("max-diff-bytes")
-        if counted > math.floor(budget.max_diff_fraction * diff.total_bytes):
+        if budget.max_diff_fraction:
             failed.append("max-diff-fraction")
     return BudgetVerdict(budget, diff.diff_bytes, diff.total_bytes, excused, counted, allowed, worst, tuple(failed))

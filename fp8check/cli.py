@@ -19,97 +19,25 @@ from . import __version__
 from .errors import ConfigError, ExitCode, UsageError, UserError
 
 
-
-def _enum_choice(enum_cls):
-    return click.Choice([m.value for m in enum_cls])
-
-
 def spec_options(fn):
-    """Options that describe the cache and the inputs, shared by compare, record and table."""
-    from .inputs import Distribution, SlotPattern
-    from .spec import FP8Format, Layout, ScaleFormat
+    """Options that describe the cache and the inputs, shared by compare, record and table (options.SPEC)."""
+    from . import options
 
-    options = [
-        click.option("--block", "block_size", type=int, default=64, show_default=True, help="Tokens per cache block."),
-        click.option("--head-dim", type=int, default=128, show_default=True),
-        click.option("--num-blocks", type=int, default=None, help="Cache blocks [default: 3, or what --input needs]."),
-        click.option("--qbs", "quant_block_size", type=int, default=None,
-                     help="Quant group size [default: 128 when it divides head_dim, else head_dim]."),
-        click.option("--fp8", type=_enum_choice(FP8Format), default="e4m3fn", show_default=True),
-        click.option("--scale-fmt", type=_enum_choice(ScaleFormat), default="ue8m0", show_default=True),
-        click.option("--layout", type=_enum_choice(Layout), default=None,
-                     help="Value layout [default: shuffle when --block > 1, else linear]."),
-        click.option("--seed", type=int, default=0, show_default=True),
-        click.option("--slots", type=_enum_choice(SlotPattern), default="sequential", show_default=True),
-        click.option("--inputs", "distribution", type=_enum_choice(Distribution), default="normal", show_default=True,
-                     help="How K is drawn: adversarial inputs for the numerics (ue8m0-boundary, ties, tiny, ...)."),
-        click.option("--specials-inf-nan", "inf_nan", is_flag=True,
-                     help="Let --inputs specials (and mixed) put inf and NaN in K; the real writers disagree on them."),
-        click.option("--input", "input_path", type=click.Path(path_type=Path), default=None,
-                     help="Replay a safetensors file holding k (bf16) and optionally slot_mapping (int64)."),
-        click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True),
-        click.option("--repo", type=click.Path(path_type=Path), default=None,
-                     help="Git repository that git:REV:PATH names are read from [default: the current directory's]."),
-        click.option("--debug", is_flag=True, help="Show tracebacks."),
-    ]
-    for option in reversed(options):
-        fn = option(fn)
-    return fn
+    fn = click.option("--debug", is_flag=True, help="Show tracebacks.")(fn)
+    return options.click_options(options.SPEC)(fn)
+
+
+def budget_options(fn):
+    from . import options
+
+    return options.click_options(options.BUDGET)(fn)
 
 
 def build(opts: dict):
-    """(spec, inputs, device) from the shared options. Raises SpecError / InputError / DeviceError."""
-    from . import inputs as inputs_mod
-    from .device import resolve_device
-    from .spec import CacheSpec, FP8Format, Layout, ScaleFormat
+    """(spec, inputs, device) from the shared options (prepare.build: gate cases and the API use it too)."""
+    from .prepare import build as build_from_options
 
-    head_dim = opts["head_dim"]
-    qbs = opts["quant_block_size"] or (128 if head_dim % 128 == 0 else head_dim)
-    replay = None
-    if opts["input_path"] is not None:
-        replay = read_named_inputs(opts["input_path"], opts.get("repo"))
-    num_blocks = opts["num_blocks"]
-    if num_blocks is None:
-        num_blocks = inputs_mod.blocks_needed(replay, opts["block_size"]) if replay and opts["block_size"] > 0 else 3
-    spec = CacheSpec(
-        num_blocks=num_blocks, block_size=opts["block_size"], head_dim=head_dim, quant_block_size=qbs,
-        fp8=FP8Format(opts["fp8"]), scale_fmt=ScaleFormat(opts["scale_fmt"]),
-        layout=Layout(opts["layout"]) if opts["layout"] else None,
-    )
-    device = resolve_device(opts["device"])
-    if replay is not None:
-        inputs_mod.validate(opts["input_path"], replay.k, replay.slot_mapping, spec)
-        data = replay
-    else:
-        data = inputs_mod.generate(
-            spec, seed=opts["seed"], slots=inputs_mod.SlotPattern(opts["slots"]),
-            distribution=inputs_mod.Distribution(opts["distribution"]), inf_nan=opts["inf_nan"], device=device,
-        )
-    return spec, data, device
-
-
-def read_named_inputs(path: Path, repo: Path | None):
-    """--input PATH or --input git:REV:PATH (read with git show; the inputs' source names the commit)."""
-    import dataclasses
-
-    from . import inputs as inputs_mod
-    from .sources import materialize
-
-    file, provenance = materialize(path, repo)
-    replay = inputs_mod.read_inputs(file)
-    if provenance:
-        replay = dataclasses.replace(replay, source=f"{replay.source} at git {provenance['revision']}"
-                                                    f" = {provenance['commit']}")
-    return replay
-
-
-def producers_for(device, names: dict[str, str], spec, repo):
-    """Resolve producers by name once the device is known: a CPU run turns Triton's interpreter mode on
-    first (writers/registry.prepare), so every Triton kernel, the user's included, runs in it."""
-    from .writers import registry as producers
-
-    producers.prepare(device)
-    return {role: producers.resolve(name, fp8=spec.fp8, repo=repo) for role, name in names.items()}
+    return build_from_options(opts)
 
 
 def progress(device, producers):
@@ -164,6 +92,73 @@ def write_json(path: Path | None, payload: dict) -> None:
             path.write_text(json.dumps(payload, indent=2, sort_keys=False) + "\n")
         except OSError as exc:
             raise UsageError(f"--json {path}: cannot write ({exc.strerror})") from None
+
+
+def output_options(fn):
+    """--json PATH|-, --junit PATH, --markdown PATH, --quiet: the reports CI systems read (gate, compare, table)."""
+    options = [
+        click.option("--json", "json_path", metavar="PATH|-", default=None,
+                     help="Write the result as JSON; - writes it to stdout (the report then goes to stderr)."),
+        click.option("--junit", "junit_path", type=click.Path(path_type=Path), default=None,
+                     help="Write a JUnit XML report (one testcase per case)."),
+        click.option("--markdown", "markdown_path", type=click.Path(path_type=Path), default=None,
+                     help="Append a Markdown summary to PATH (and to $GITHUB_STEP_SUMMARY whenever it is set)."),
+        click.option("--quiet", is_flag=True, help="Print the verdict line only."),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def check_outputs(out: dict) -> None:
+    if out["json_path"] not in (None, "-"):
+        check_writable(Path(out["json_path"]), "--json")
+    check_writable(out["junit_path"], "--junit")
+    check_writable(out["markdown_path"], "--markdown")
+
+
+def _write(path: Path, text: str, option: str, *, append: bool = False) -> None:
+    try:
+        with open(path, "a" if append else "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as exc:
+        raise UsageError(f"{option} {path}: cannot write ({exc.strerror})") from None
+
+
+def emit(out: dict, *, renderable, verdict: str, payload: dict, gate_result, title: str,
+         soft_wrap: bool = False) -> None:
+    """Print the report (or only the verdict line with --quiet) and write the reports asked for.
+
+    With `--json -` the JSON is the only thing on stdout; the report goes to stderr."""
+    import os
+
+    from .report import junit, markdown
+
+    to_stdout = out["json_path"] == "-"
+    if out["quiet"]:
+        click.echo(verdict, err=to_stdout)
+    else:
+        Console(stderr=to_stdout).print(renderable, soft_wrap=soft_wrap)
+    text = json.dumps(payload, indent=2, allow_nan=False) + "\n"
+    if to_stdout:
+        click.echo(text, nl=False)
+    elif out["json_path"] is not None:
+        _write(Path(out["json_path"]), text, "--json")
+    if out["junit_path"] is not None:
+        _write(out["junit_path"], junit.junit_xml(gate_result, suite=title), "--junit")
+    summary = markdown.gate_markdown(gate_result, title=title)
+    if out["markdown_path"] is not None:
+        _write(out["markdown_path"], summary, "--markdown", append=True)
+    if os.environ.get("GITHUB_STEP_SUMMARY"):
+        _write(Path(os.environ["GITHUB_STEP_SUMMARY"]), summary, "$GITHUB_STEP_SUMMARY", append=True)
+
+
+def single_case(case_id: str, kind: str, result, passed: bool, seconds: float):
+    """A single command's result as a one-case gate, for the JUnit and Markdown renderers."""
+    from .gate import GateResult, Outcome
+
+    outcome = Outcome(case_id, kind, ExitCode.OK if passed else ExitCode.DIFFER, result, None, seconds)
+    return GateResult(kind, (outcome,), 1, seconds)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -226,44 +221,49 @@ def replay_golden(baseline: str, opts: dict):
                    " (bytes recorded by `fp8check record`); or file:PATH:FUNC, vllm-file:PATH[:FUNC].")
 @click.option("--candidate", default="triton", show_default=True,
               help="Producer name, file:PATH:FUNC or vllm-file:PATH[:FUNC]; PATH may be git:REV:PATH.")
-@click.option("--json", "json_path", type=click.Path(path_type=Path), default=None, help="Write the result as JSON.")
+@output_options
 @click.option("--all-blocks", is_flag=True, help="One table row per block, however many.")
-@click.option("--max-diff-bytes", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Pass with up to N differing bytes (those --max-code-distance excuses not counted); 0: exact.")
-@click.option("--max-diff-fraction", type=click.FloatRange(0, 1), default=0.0, show_default=True,
-              help="Pass with up to this fraction of the cache's bytes differing; 0: exact.")
-@click.option("--max-code-distance", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Excuse differing FP8 value bytes at most D codes apart; 0: excuse none.")
+@budget_options
 @handled
-def compare(baseline, candidate, json_path, all_blocks, debug, max_diff_bytes, max_diff_fraction, max_code_distance,
-            **opts):
+def compare(baseline, candidate, all_blocks, debug, max_diff_bytes, max_diff_fraction, max_code_distance,
+            json_path, junit_path, markdown_path, quiet, **opts):
     """Run two writers on the same K, diff their cache bytes block by block, and say why they differ."""
-    from . import budget as budget_mod
-    from .compare import compare as run_compare
-    from .report import terminal
-    from .diagnose import diagnose
+    import time
 
-    check_writable(json_path, "--json")
-    if baseline.startswith(GOLDEN):
-        spec, data, device, base = replay_golden(baseline, opts)
-        resolved = producers_for(device, {"candidate": candidate}, spec, opts["repo"])
-    else:
-        spec, data, device = build(opts)
-        resolved = producers_for(device, {"baseline": baseline, "candidate": candidate}, spec, opts["repo"])
-        base = resolved["baseline"]
+    from . import budget as budget_mod
+    from . import options
+    from .gate import check_compare
+    from .gate_config import compare_id
+    from .report import json as report_json
+    from .prepare import resolve_producers
+    from .report import lines, terminal
+
+    out = {"json_path": json_path, "junit_path": junit_path, "markdown_path": markdown_path, "quiet": quiet}
+    check_outputs(out)
+    start = time.perf_counter()
     budget = budget_mod.Budget(max_diff_bytes=max_diff_bytes, max_diff_fraction=max_diff_fraction,
                                max_code_distance=max_code_distance)
+    if baseline.startswith(GOLDEN):
+        spec, data, device, base = replay_golden(baseline, opts)
+        resolved = resolve_producers(device, {"candidate": candidate}, spec, opts["repo"])
+    else:
+        spec, data, device = build(opts)
+        resolved = resolve_producers(device, {"baseline": baseline, "candidate": candidate}, spec, opts["repo"])
+        base = resolved["baseline"]
     with progress(device, resolved.values()):
-        result = run_compare(spec, baseline=base, candidate=resolved["candidate"], inputs=data, device=device)
-    diagnosis = diagnose(result.spec, result.baseline.buffer, result.candidate.buffer, result.inputs,
-                         diff=result.diff)
-    decided = budget_mod.check(budget, result.diff, result.baseline.buffer, result.candidate.buffer)
-    Console().print(terminal.render_compare(result, all_blocks=all_blocks, diagnosis=diagnosis, budget=decided))
-    if json_path is not None:  # the payload lists every block: build it only when asked for
-        from .report import json as report_json
-
-        write_json(json_path, report_json.compare_json(result, diagnosis=diagnosis, budget=decided))
-    return ExitCode.OK if result.identical or decided.within else ExitCode.DIFFER
+        checked = check_compare(spec, baseline=base, candidate=resolved["candidate"], inputs=data, device=device,
+                                budget=budget)
+    result, diagnosis, decided = checked.result, checked.diagnosis, checked.budget
+    values = {**options.from_dests(opts), "baseline": baseline, "candidate": candidate,
+              "max_diff_bytes": max_diff_bytes, "max_diff_fraction": max_diff_fraction,
+              "max_code_distance": max_code_distance}
+    verdict = lines.compare_verdict(checked)
+    emit(out, renderable=terminal.render_compare(result, all_blocks=all_blocks, diagnosis=diagnosis, budget=decided),
+         verdict=verdict, title="compare",
+         payload=report_json.compare_json(result, diagnosis=diagnosis, budget=decided, verdict=verdict,
+                                          passed=checked.passed),
+         gate_result=single_case(compare_id(values), "compare", checked, checked.passed, time.perf_counter() - start))
+    return ExitCode.OK if checked.passed else ExitCode.DIFFER
 
 
 @cli.command()
@@ -279,7 +279,7 @@ def record(producer, out_path, debug, **opts):
 
     check_writable(out_path, "--out")
     spec, data, device = build(opts)
-    resolved = producers_for(device, {"producer": producer}, spec, opts["repo"])
+    resolved = resolve_producers(device, {"producer": producer}, spec, opts["repo"])
     with progress(device, resolved.values()):
         side = run_side(resolved["producer"], spec, data.to(device), device)
     golden.write(out_path, spec=spec, producer=side.name, emulated=side.emulated, inputs=data,
@@ -291,34 +291,87 @@ def record(producer, out_path, debug, **opts):
 @cli.command()
 @spec_options
 @click.option("--config", "config_path", type=click.Path(path_type=Path), default=None,
-              help="TOML file with a [table] section (e.g. configs/seed-table.toml); options given here win.")
+              help="TOML file with a [table] section, or the name of a built-in one (seed-table); options given here win.")
 @click.option("--baseline", default="auto", show_default=True,
               help="The C++ path: auto is the real aiter where it can run, else its emulation reference.")
 @click.option("--buggy", default="triton-buggy", show_default=True)
 @click.option("--fixed", default="triton", show_default=True)
-@click.option("--json", "json_path", type=click.Path(path_type=Path), default=None, help="Write the table as JSON.")
+@output_options
 @click.option("--all-blocks", is_flag=True, help="One row per block, however many.")
 @handled
-def table(config_path, json_path, all_blocks, debug, **opts):
+def table(config_path, all_blocks, debug, json_path, junit_path, markdown_path, quiet, **opts):
     """The seed's table: buggy and fixed Triton wrappers against the C++ path, block by block."""
+    import time
+
+    from . import options
+    from .config import find as find_config
+    from .gate_config import table_id
     from .report import json as report_json
     from .report import terminal
+    from .prepare import resolve_producers
     from .table import read_config, seed_table
 
-    check_writable(json_path, "--json")
+    out = {"json_path": json_path, "junit_path": junit_path, "markdown_path": markdown_path, "quiet": quiet}
+    check_outputs(out)
+    start = time.perf_counter()
     if config_path is not None:
         ctx = click.get_current_context()
-        for dest, value in read_config(config_path).items():
+        for dest, value in read_config(find_config(config_path)).items():
             if ctx.get_parameter_source(dest) is click.core.ParameterSource.DEFAULT:
                 opts[dest] = value
     spec, data, device = build(opts)
-    resolved = producers_for(device, {role: opts[role] for role in ("baseline", "buggy", "fixed")}, spec,
-                             opts["repo"])
+    resolved = resolve_producers(device, {role: opts[role] for role in ("baseline", "buggy", "fixed")}, spec,
+                                 opts["repo"])
     with progress(device, resolved.values()):
         result = seed_table(spec, **resolved, inputs=data, device=device)
-    Console().print(terminal.render_seed_table(result, all_blocks=all_blocks))
-    write_json(json_path, report_json.seed_table_json(result))
+    case_id = table_id(options.from_dests(opts))
+    emit(out, renderable=terminal.render_seed_table(result, all_blocks=all_blocks),
+         verdict=terminal.seed_table_verdict(result), payload=report_json.seed_table_json(result), title="table",
+         gate_result=single_case(case_id, "table", result, result.passed, time.perf_counter() - start))
     return ExitCode.OK if result.passed else ExitCode.DIFFER
+
+
+@cli.command()
+@click.argument("config_path", metavar="CONFIG")
+@click.option("--shard", metavar="K/N", default=None, help="Run shard K of N (every case is in exactly one shard).")
+@click.option("--fail-fast", is_flag=True, help="Stop at the first case that does not pass.")
+@click.option("--list", "list_only", is_flag=True, help="Print the expanded case ids and exit; runs nothing.")
+@click.option("-k", "patterns", multiple=True, metavar="PATTERN",
+              help="Run the cases whose id contains PATTERN (or matches it as a glob). Repeatable.")
+@output_options
+@click.option("--debug", is_flag=True, help="Show tracebacks.")
+@handled
+def gate(config_path, shard, fail_fast, list_only, patterns, debug, json_path, junit_path, markdown_path, quiet):
+    """Run every case of a gate config (a TOML file, or a built-in name such as `ci`) in one process."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from . import gate_config
+    from .gate import run_gate
+    from .report import json as report_json
+    from .report import lines
+    from .report.gate import render_gate
+
+    out = {"json_path": json_path, "junit_path": junit_path, "markdown_path": markdown_path, "quiet": quiet}
+    check_outputs(out)
+    where = gate_config.parse_shard(shard) if shard else None
+    config = gate_config.load(config_path)
+    cases = gate_config.select(config.cases, patterns)
+    if patterns and not cases:
+        raise UsageError(f"-k {' -k '.join(patterns)}: no case of {config_path} matches")
+    if where is not None:
+        cases = gate_config.shard(cases, *where)
+    if list_only:
+        for case in cases:
+            click.echo(case.id)
+        return ExitCode.OK
+    columns = (TextColumn("gate"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("{task.description}"))
+    with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
+        task = progress.add_task("", total=len(cases))
+        result = run_gate(str(config_path), cases, fail_fast=fail_fast,
+                          on_done=lambda o: progress.update(task, advance=1, description=o.case_id))
+    emit(out, renderable=render_gate(result), verdict=lines.gate_verdict(result), payload=report_json.gate_json(result),
+         gate_result=result, title=f"gate {config_path}", soft_wrap=True)  # case ids stay whole, for grep
+    return result.exit_code
 
 
 def _apply_config(values: dict, opts: dict, path: Path, section: str) -> None:
@@ -389,6 +442,7 @@ def parity(config_path, json_path, debug, **opts):
     from .inputs import Distribution
     from .readers import registry as readers
     from .report import parity as report_parity
+    from .prepare import resolve_producers
     from .spec import FP8Format, Layout, ScaleFormat
 
     check_writable(json_path, "--json")
@@ -415,7 +469,7 @@ def parity(config_path, json_path, debug, **opts):
     names = _comma_list(opts["writers"], "--writers")
     if not names:
         raise UsageError("--writers: name at least one writer")
-    resolved = producers_for(device, {"baseline": opts["baseline"], **{f"w{i}": n for i, n in enumerate(names)}},
+    resolved = resolve_producers(device, {"baseline": opts["baseline"], **{f"w{i}": n for i, n in enumerate(names)}},
                              spec, opts["repo"])
     baseline, writers = resolved.pop("baseline"), list(resolved.values())
     reader = readers.resolve(opts["reader"], spec=spec, repo=opts["repo"])

@@ -28,10 +28,6 @@ from .spec import CacheSpec, FP8Format, Layout, ScaleFormat
 from .writers import registry as producers
 from .writers.registry import Producer
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 DEFAULT_CTX = (128, 512, 1024, 2048, 2049, 4096, 8192, 16384)  # the seed's rows
 DEFAULT_WRITERS = ("triton-buggy", "triton")  # the seed's BUGGY and FIXED columns
@@ -310,12 +306,10 @@ LIST_KEYS = {"writers", "ctx"}  # TOML lists, given on the command line as comma
 
 def read_config(path: Path) -> dict:
     """The [parity] section of a TOML file, as CLI option names -> values (lists as the CLI's text)."""
-    try:
-        data = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such file") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: not valid TOML ({exc})") from None
+    from .config import find, load_toml
+
+    path = find(path)
+    data = load_toml(path)
     section = data.get("parity")
     if not isinstance(section, dict):
         raise ConfigError(f"{path}: needs a [parity] section")

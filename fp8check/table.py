@@ -6,7 +6,6 @@ written once and diffed twice). Sweeps are declared as data in a TOML file (conf
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,36 +17,15 @@ from .inputs import Inputs
 from .writers.registry import Producer
 from .spec import CacheSpec
 from .errors import ConfigError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
-
-
-# Keys a [table] section may set, with the CLI option (dest name) each one stands for.
-TABLE_KEYS = {
-    "block": "block_size", "head_dim": "head_dim", "num_blocks": "num_blocks", "qbs": "quant_block_size",
-    "fp8": "fp8", "scale_fmt": "scale_fmt", "layout": "layout", "seed": "seed", "slots": "slots",
-    "device": "device", "baseline": "baseline", "buggy": "buggy", "fixed": "fixed",
-}
-
+from . import options
+from .config import load_toml
 
 def read_config(path: Path) -> dict:
-    """The [table] section of a TOML file, as CLI option names -> values."""
-    try:
-        data = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such file") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: not valid TOML ({exc})") from None
-    section = data.get("table")
+    """The [table] section of a TOML file, validated like the CLI options, as their dest names -> values."""
+    section = load_toml(path).get("table")
     if not isinstance(section, dict):
         raise ConfigError(f"{path}: needs a [table] section")
-    unknown = sorted(set(section) - set(TABLE_KEYS))
-    if unknown:
-        raise ConfigError(f"{path}: unknown key(s) in [table]: {', '.join(unknown)}; known: {', '.join(TABLE_KEYS)}")
-    return {TABLE_KEYS[key]: value for key, value in section.items()}
+    return options.to_dests(options.validate(section, options.TABLE_KEYS, f"{path} [table]"))
 
 
 @dataclass(frozen=True)

@@ -15,11 +15,12 @@ PACKAGE = Path(__file__).resolve().parents[1] / "fp8check"
 LAYERS = {
     "errors": 0,
     "spec": 1, "fp8": 1,
-    "cache": 2, "inputs": 2, "hashed": 2, "hashed_kernel": 2, "device": 2, "options": 2,
+    "cache": 2, "inputs": 2, "hashed": 2, "hashed_kernel": 2, "device": 2, "options": 2, "config": 2,
     "sources": 3, "isolation": 3,
     "writers": 4, "readers": 4,
     "diff": 5, "diff_kernel": 5, "budget": 5, "diagnose": 5, "golden": 5,
-    "compare": 6, "table": 6, "doctor": 6, "parity": 6, "gate": 7, "api": 7, "testing": 8, "pytest_plugin": 9,
+    "prepare": 6, "compare": 6, "table": 6, "doctor": 6, "parity": 6, "gate_config": 6, "gate": 7, "api": 8,
+    "testing": 8, "pytest_plugin": 9,
     "report": 8, "cli": 9, "__main__": 10, "__init__": 10,
 }
 

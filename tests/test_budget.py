@@ -68,7 +68,7 @@ def test_code_distance_excuses_one_code_apart():
 def test_max_diff_bytes(allowed, within):
     verdict = decide(references(FP32), max_diff_bytes=allowed)
     assert verdict.within is within
-    assert verdict.failed == (() if within else ("max-diff-bytes", "max-diff-fraction"))
+    assert verdict.failed == (() if within else ("max-diff-bytes",))  # only the budget that was set
 
 
 def test_max_diff_fraction_is_of_the_cache_bytes():
@@ -87,7 +87,7 @@ def test_scale_bytes_are_never_excused_by_code_distance():
     scale_bytes = sum(b.scale_diff for b in result.diff.all_rows())
     verdict = decide(result, max_code_distance=252)
     assert scale_bytes > 0 and verdict.counted == scale_bytes
-    assert verdict.failed == ("max-diff-bytes", "max-diff-fraction")
+    assert verdict.failed == ("max-code-distance",)  # the only budget set
 
 
 def test_far_codes_name_the_code_distance_budget():
@@ -121,8 +121,8 @@ def test_cli_within_budget_exits_0(capsys, tmp_path):
     out_json = tmp_path / "r.json"
     code, out, err = run(capsys, *REFERENCES, "--max-code-distance", "1", "--json", str(out_json))
     assert code == 0, err
-    assert "WITHIN BUDGET: 7 value bytes excused as at most 1 FP8 codes apart" in " ".join(out.split())
-    assert "0 bytes counted against 0 allowed" in " ".join(out.split())
+    assert "PASS within budget: 7 of 25344 bytes differ (max code distance 1 <= 1)" in " ".join(out.split())
+    assert "DIFFERENT" not in out  # one verdict line
     budget = json.loads(out_json.read_text())["budget"]
     assert budget["within"] is True and budget["excused"] == 7 and budget["failed"] == []
 
@@ -130,7 +130,23 @@ def test_cli_within_budget_exits_0(capsys, tmp_path):
 def test_cli_over_budget_names_the_budget(capsys):
     code, out, err = run(capsys, *REFERENCES, "--max-diff-bytes", "3")
     assert code == 1, err
-    assert "OVER BUDGET (exceeds --max-diff-bytes, --max-diff-fraction)" in " ".join(out.split())
+    assert "FAIL over budget: 7 of 25344 bytes differ (exceeds 7 counted > 3 allowed by --max-diff-bytes 3)" in \
+        " ".join(out.split())
+    assert "fraction" not in out  # only the budget that was set and failed is named
+
+
+def test_cli_over_the_fraction_names_only_the_fraction(capsys):
+    code, out, err = run(capsys, *REFERENCES, "--max-diff-fraction", "0.0002")
+    assert code == 1, err
+    assert "(exceeds 7 counted > 5 allowed by --max-diff-fraction 0.0002)" in " ".join(out.split())
+    assert "--max-diff-bytes" not in out
+
+
+def test_cli_over_the_code_distance_names_only_it(capsys):
+    code, out, err = run(capsys, *REFERENCES, "--fp8", "e4m3fnuz", "--max-code-distance", "1")
+    assert code == 1, err
+    flat = " ".join(out.split())
+    assert "FAIL over budget:" in flat and "(exceeds max code distance " in flat and "--max-diff" not in flat
 
 
 def test_cli_exact_verdict_is_unchanged(capsys):

@@ -66,13 +66,15 @@ def test_json_output(capsys, tmp_path):
     assert payload["spec"] == CacheSpec(num_blocks=2, block_size=16, head_dim=64, quant_block_size=64).to_dict()
     assert (payload["baseline"], payload["candidate"]) == ("reference", "reference-vllm")
     # 16 tokens * 64 dims value bytes, 16 tokens * 1 group * 4 scale bytes
-    assert payload["blocks"] == [
-        {"block": b, "value_diff": 0, "value_total": 1024, "scale_diff": 0, "scale_total": 64} for b in range(2)
-    ]
+    assert payload["schema_version"] == 2 and payload["kind"] == "compare"
+    assert (payload["value_diff"], payload["scale_diff"]) == ([0, 0], [0, 0])  # one entry per block
+    assert (payload["value_total"], payload["scale_total"]) == (1024, 64)  # bytes of one block
     assert payload["identical"] is True
     assert payload["first_mismatch"] is None
-    assert payload["versions"]["torch"] == torch.__version__
-    assert payload["versions"]["triton"] == metadata.version("triton")
+    assert payload["run"]["versions"]["torch"] == torch.__version__  # run-dependent data under `run`
+    assert payload["run"]["versions"]["triton"] == metadata.version("triton")
+    assert set(payload["run"]["timings_s"]) == {"baseline", "candidate", "diff"}
+    assert "versions" not in payload and "timings_s" not in payload
 
 
 def test_json_output_of_a_difference(capsys, tmp_path):
@@ -82,9 +84,9 @@ def test_json_output_of_a_difference(capsys, tmp_path):
     payload = json.loads(path.read_text())
     assert payload["identical"] is False
     assert payload["spec"]["fp8"] == "e4m3fnuz"
-    assert len(payload["blocks"]) == 3
-    assert all(b["value_diff"] > 0 and b["value_total"] == 8192 and b["scale_total"] == 256 for b in payload["blocks"])
-    assert payload["diff_bytes"] == sum(b["value_diff"] + b["scale_diff"] for b in payload["blocks"])
+    assert len(payload["value_diff"]) == len(payload["scale_diff"]) == 3
+    assert all(v > 0 for v in payload["value_diff"]) and (payload["value_total"], payload["scale_total"]) == (8192, 256)
+    assert payload["diff_bytes"] == sum(payload["value_diff"]) + sum(payload["scale_diff"])
     first = payload["first_mismatch"]
     assert first["block"] == 0 and first["fp8"] == "e4m3fnuz" and first["region"] in ("value", "scale")
     assert first["baseline_byte"] != first["candidate_byte"]
@@ -98,7 +100,7 @@ def test_plugin_corrupting_one_byte_is_found_at_its_coordinate(capsys, tmp_path)
     assert code == 1, err
     payload = json.loads(path.read_text())
     assert payload["diff_bytes"] == 1
-    assert [(b["value_diff"], b["scale_diff"]) for b in payload["blocks"]] == [(0, 0), (1, 0), (0, 0)]
+    assert (payload["value_diff"], payload["scale_diff"]) == ([0, 1, 0], [0, 0, 0])
     first = payload["first_mismatch"]
     # byte 667 of a 64 x 128 shuffle block: 667 = 0*2048 + 2*256 + 9*16 + 11 -> token 9, dim 2*16 + 11 = 43
     assert (first["block"], first["region"], first["token"], first["dim"], first["byte_in_block"]) == (

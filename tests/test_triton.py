@@ -202,12 +202,12 @@ def test_table_command_exit_and_json(tmp_path, capsys, monkeypatch):
     payload = json.loads(out.read_text())
     assert payload["passed"] is True
     assert payload["baseline_emulated"] is True
-    assert [b["value_diff"] for b in payload["fixed"]["blocks"]] == [0, 0, 0]
-    assert all(b["value_diff"] >= 0.95 * 8192 for b in payload["buggy"]["blocks"])
+    assert payload["fixed"]["value_diff"] == [0, 0, 0]
+    assert all(v >= 0.95 * 8192 for v in payload["buggy"]["value_diff"])
     out = capsys.readouterr().out
     assert "BUGGY (uint8) vs C++ + shuffle_weight [emulated]" in out
     # The buggy column's cause is named, with every differing byte, and the hint says what to do.
-    buggy_bytes = sum(b["value_diff"] + b["scale_diff"] for b in payload["buggy"]["blocks"])
+    buggy_bytes = sum(payload["buggy"]["value_diff"]) + sum(payload["buggy"]["scale_diff"])
     assert [(c["category"], c["bytes"]) for c in payload["buggy"]["diagnosis"]] == [("integer-cast", buggy_bytes)]
     assert "torch.float8_e4m3fn" in payload["buggy"]["diagnosis"][0]["hint"]
     assert "torch.float8_e4m3fn" in out

@@ -91,41 +91,59 @@ def block_table(result: CompareResult, *, all_blocks: bool = False) -> Table | P
     return table
 
 
-def verdict(result: CompareResult, budget: BudgetVerdict | None = None) -> Text:
+def verdict_text(result: CompareResult, budget: BudgetVerdict | None = None) -> str:
+    """The one verdict line: IDENTICAL, DIFFERENT, or with a budget PASS within / FAIL over budget."""
     d = result.diff
     if d.identical:
-        return Text(
-            f"IDENTICAL: 0 of {d.total_bytes} bytes differ in {d.num_blocks} blocks",
-            style="bold green",
-        )
-    text = (
-        f"DIFFERENT: {d.diff_bytes} of {d.total_bytes} bytes differ ({percent(d.diff_bytes, d.total_bytes)}) "
-        f"in {d.differing_blocks} of {d.num_blocks} blocks"
-    )
+        return f"IDENTICAL: 0 of {d.total_bytes} bytes differ in {d.num_blocks} blocks"
+    count = f"{d.diff_bytes} of {d.total_bytes} bytes differ"
+    if budget is not None and not budget.budget.exact:
+        return f"{'PASS within' if budget.within else 'FAIL over'} budget: {count} ({budget_line(budget)})"
+    text = f"DIFFERENT: {count} ({percent(d.diff_bytes, d.total_bytes)}) in {d.differing_blocks} of {d.num_blocks} blocks"
     if d.guard_diff:
         text += f"; {d.guard_diff} bytes written outside the cache"
-    style = "bold red"
-    if budget is not None and not budget.budget.exact:
-        text = f"{budget_line(budget)}\n{text}"
-        style = "bold yellow" if budget.within else "bold red"
+    return text
+
+
+def verdict(result: CompareResult, budget: BudgetVerdict | None = None) -> Text:
+    d = result.diff
+    style = "bold green" if d.identical else "bold red"
+    if budget is not None and not budget.budget.exact and budget.within:
+        style = "bold yellow"
+    text = verdict_text(result, budget)
     if d.first_mismatch is not None:
         text += f"\nfirst mismatch: {d.first_mismatch.describe()}"
     return Text(text, style=style)
 
 
 def budget_line(v: BudgetVerdict) -> str:
-    """Whether the diff fits the budget, and which budget it exceeds."""
+    """How the diff met the budgets that were set; over budget, only the ones it exceeds."""
     b = v.budget
-    parts = []
+    parts: dict[str, str] = {}
     if b.max_code_distance:
-        worst = f", the farthest {v.worst_distance} apart" if v.worst_distance is not None else ""
-        parts.append(f"{v.excused} value bytes excused as at most {b.max_code_distance} FP8 codes apart"
-                     f" (--max-code-distance{worst})")
-    parts.append(f"{v.counted} bytes counted against {v.allowed} allowed (--max-diff-bytes {b.max_diff_bytes},"
-                 f" --max-diff-fraction {b.max_diff_fraction:g} of {v.total_bytes} bytes)")
+        worst = v.worst_distance or 0
+        text = f"max code distance {worst} {'<=' if worst <= b.max_code_distance else '>'} {b.max_code_distance}"
+        if not (b.max_diff_bytes or b.max_diff_fraction) and v.counted:
+            text += f", {v.counted} bytes not excused"
+        parts["max-code-distance"] = text
+    allowances = [f"--max-diff-bytes {b.max_diff_bytes}"] * bool(b.max_diff_bytes) + \
+        [f"--max-diff-fraction {b.max_diff_fraction:g}"] * bool(b.max_diff_fraction)
+    if allowances:
+        counted = f"{v.counted} counted {'<=' if v.within else '>'} {v.allowed} allowed by {' / '.join(allowances)}"
+        parts["max-diff-bytes" if b.max_diff_bytes else "max-diff-fraction"] = counted
     if v.within:
-        return "WITHIN BUDGET: " + "; ".join(parts)
-    return f"OVER BUDGET (exceeds {', '.join('--' + name for name in v.failed)}): " + "; ".join(parts)
+        return "; ".join(parts.values())
+    shown = [text for name, text in parts.items() if name in v.failed
+             or (name == "max-diff-bytes" and "max-diff-fraction" in v.failed)]
+    return "exceeds " + "; ".join(shown)
+
+
+def seed_table_verdict(table) -> str:
+    if table.passed:
+        return "PASS: the fixed wrapper matches byte for byte; the buggy wrapper differs"
+    if not table.fixed.identical:
+        return f"FAIL: the fixed wrapper differs in {table.fixed.diff.diff_bytes} bytes"
+    return "FAIL: the buggy wrapper matches too: this table cannot tell the two apart"
 
 
 def block_ranges(blocks: tuple[int, ...], limit: int = 6) -> str:
@@ -255,11 +273,6 @@ def render_seed_table(table, *, all_blocks: bool = False) -> Group:
     for title, causes in (("BUGGY column", table.buggy_causes), ("FIXED column", table.fixed_causes)):
         if causes:
             parts.append(cause_table(causes, title=f"causes, {title}"))
-    if table.passed:
-        line = Text("PASS: the fixed wrapper matches byte for byte; the buggy wrapper differs", style="bold green")
-    elif not table.fixed.identical:
-        line = Text(f"FAIL: the fixed wrapper differs in {table.fixed.diff.diff_bytes} bytes", style="bold red")
-    else:
-        line = Text("FAIL: the buggy wrapper matches too: this table cannot tell the two apart", style="bold red")
+    line = Text(seed_table_verdict(table), style="bold green" if table.passed else "bold red")
     note = interpreter_note(table.fixed) or interpreter_note(table.buggy)
     return Group(*parts, line, *([note] if note else []))

@@ -1,0 +1,294 @@
+"""A gate config: defaults, a matrix and explicit cases, expanded into cases with stable ids.
+
+    [defaults]            # any case key; applies to every case that knows it
+    num_blocks = 2
+    [matrix]              # compare cases; every list expands as a product
+    candidate = "triton"
+    inputs = ["normal", "ties"]
+    pairs = [{baseline = "reference", candidate = "triton"}]   # baseline/candidate pairs
+    [[case]]              # explicit cases: kind = "compare" (default), "table" or "parity"
+    candidate = "triton-buggy"
+    expect = "different"  # a known-bad writer must keep failing
+
+Every value is validated by the option table the CLI is built from (options.py); an error names the
+file, the case and the key. Paths (`file:PATH:FUNC`, `input`) are relative to the config's folder.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import itertools
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import options
+from .config import find, load_toml
+from .errors import ConfigError, SpecError, UsageError
+
+KINDS = ("compare", "table", "parity")
+EXPECT = ("same", "different")
+# Parity cases take `fp8check parity`'s options (lists: ctx, writers, expect_fail; they are not swept).
+PARITY_KEYS = ("ctx", "heads", "head_dim", "block", "qbs", "topk", "next_n", "fp8", "scale_fmt", "layout", "slots",
+               "inputs", "input", "seed",
+               "writers", "baseline", "reader", "rtol", "atol", "min_recall", "expect_fail", "device")
+CASE_KEYS = {
+    "compare": (*options.COMPARE_KEYS, "expect"),
+    "table": options.TABLE_KEYS,
+    "parity": PARITY_KEYS,
+}
+# Product order: writers outermost, then the spec and inputs, so cases of one writer pair stay together.
+SWEEPABLE = {"compare": ("pairs", "candidate", "baseline", *options.SPEC, *options.BUDGET),
+             "table": ("baseline", "buggy", "fixed", *options.SPEC), "parity": ()}
+ALL_KEYS = tuple(dict.fromkeys(k for keys in CASE_KEYS.values() for k in keys))
+
+
+@dataclass(frozen=True)
+class Case:
+    """One case of a gate: its stable id, its kind, its validated values (config keys) and where it came from."""
+
+    id: str
+    kind: str
+    values: dict[str, Any] = field(hash=False)
+    source: str  # `FILE [[case]] #3`, for error messages
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    path: Path
+    cases: tuple[Case, ...]
+
+
+def load(text: str | Path) -> GateConfig:
+    """Read, validate and expand a gate config given by path or built-in name."""
+    path = find(text)
+    data = load_toml(path)
+    unknown = sorted(set(data) - {"defaults", "matrix", "case"})
+    if unknown:
+        raise ConfigError(f"{path}: unknown table(s) {', '.join(unknown)}; known: defaults, matrix, case")
+    defaults = _table(data.get("defaults", {}), f"{path} [defaults]")
+    options.validate({k: v for k, v in defaults.items() if k in options.ALL}, ALL_KEYS, f"{path} [defaults]")
+    entries: list[tuple[str, dict]] = []
+    if "matrix" in data:
+        entries.append((f"{path} [matrix]", {"kind": "compare", **_table(data["matrix"], f"{path} [matrix]")}))
+    cases = data.get("case", [])
+    if not isinstance(cases, list):
+        raise ConfigError(f"{path}: `case` must be an array of tables ([[case]])")
+    entries += [(f"{path} [[case]] #{i + 1}", _table(entry, f"{path} [[case]] #{i + 1}")) for i, entry in enumerate(cases)]
+    if not entries:
+        raise ConfigError(f"{path}: no cases: add a [matrix] or [[case]] table")
+    expanded = [case for where, entry in entries for case in _expand(entry, defaults, where, path.parent)]
+    seen: dict[str, str] = {}
+    for case in expanded:
+        if case.id in seen:
+            raise ConfigError(f"{case.source}: case {case.id} is also made by {seen[case.id]}")
+        seen[case.id] = case.source
+    return GateConfig(path, tuple(expanded))
+
+
+def _table(value: Any, where: str) -> dict:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: must be a table")
+    return dict(value)
+
+
+def _expand(entry: dict, defaults: dict, where: str, base: Path) -> list[Case]:
+    kind = entry.get("kind", "compare")
+    if kind not in KINDS:
+        raise ConfigError(f"{where}: kind = {kind!r}: expected one of {', '.join(KINDS)}")
+    body = {k: v for k, v in entry.items() if k != "kind"}
+    known = (*CASE_KEYS[kind], *(("pairs",) if kind == "compare" else ()))
+    unknown = [k for k in body if k not in known]
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)} for a {kind} case; known: {', '.join(known)}")
+    merged = {**{k: v for k, v in defaults.items() if k in CASE_KEYS[kind]}, **body}
+    swept = [k for k in SWEEPABLE[kind] if isinstance(merged.get(k), list)]
+    axes = [_axis(k, merged[k], where) for k in swept]
+    cases = []
+    for combo in itertools.product(*axes):
+        values = {k: v for k, v in merged.items() if k not in swept}
+        for k, v in zip(swept, combo):
+            values.update(v if k == "pairs" else {k: v})
+        cases.append(_case(kind, values, where, base, own=set(body)))
+    return cases
+
+
+def _axis(key: str, values: list, where: str) -> list:
+    if not values:
+        raise ConfigError(f"{where}: {key} is an empty list")
+    if key == "pairs":
+        for pair in values:
+            if not isinstance(pair, dict) or set(pair) - {"baseline", "candidate"}:
+                raise ConfigError(f"{where}: pairs must hold tables of baseline and candidate, got {pair!r}")
+    return values
+
+
+# `fp8check parity`'s own options, with its rules (the shared cache keys use options.ALL).
+PARITY_OPTIONS = {
+    "heads": options.Option("heads", "heads", int, None, minimum=1),
+    "topk": options.Option("topk", "topk", int, 2048, minimum=1),
+    "next_n": options.Option("next_n", "next_n", int, 1, minimum=1),
+    "rtol": options.Option("rtol", "rtol", float, None, minimum=0),
+    "atol": options.Option("atol", "atol", float, None, minimum=0),
+    "min_recall": options.Option("min_recall", "min_recall", float, 1.0, minimum=0, maximum=1),
+    "reader": options.Option("reader", "reader", str, "reference"),
+    "slots": options.Option("slots", "slots", str, "sequential", choices=("sequential", "shuffled")),
+}
+PARITY_LISTS = {"ctx": options.Option("ctx", "ctx", int, None, minimum=1),
+                "writers": options.Option("writers", "writers", str), "expect_fail": options.Option("expect_fail", "expect_fail", str)}
+
+
+def _parity_values(values: dict, where: str) -> dict:
+    out = {}
+    for key, value in values.items():
+        if key in PARITY_LISTS:
+            items = value if isinstance(value, list) else [value]
+            if not items and key != "expect_fail":
+                raise ConfigError(f"{where}: {key} is an empty list")
+            out[key] = [PARITY_LISTS[key].validate(item, where) for item in items]
+        else:
+            out[key] = {**options.ALL, **PARITY_OPTIONS}[key].validate(value, where)
+    return out
+
+
+GOLDEN = "golden:"
+GOLDEN_SPEC_KEYS = ("num_blocks", "block", "head_dim", "qbs", "fp8", "scale_fmt", "layout")
+GOLDEN_INPUT_KEYS = ("seed", "slots", "inputs", "specials_inf_nan", "input")
+
+
+def _golden_case(values: dict, own: set, where: str, base: Path) -> Case:
+    """A compare against bytes recorded by `fp8check record`: the file holds the spec and the inputs. Spec keys
+    the case itself gives are checked against the recording when it runs ([defaults] do not apply)."""
+    replayed = [k for k in GOLDEN_INPUT_KEYS if k in own]
+    if replayed:
+        raise ConfigError(f"{where}: {', '.join(replayed)} cannot be combined with baseline = {values['baseline']!r}:"
+                          " the recorded inputs are replayed")
+    checked = {**options.defaults(options.COMPARE_KEYS),
+               **options.validate({k: v for k, v in values.items() if k != "expect"}, CASE_KEYS["compare"], where)}
+    file = checked["baseline"][len(GOLDEN):]
+    if not file:
+        raise ConfigError(f"{where}: baseline = 'golden:' needs a file")
+    checked["expect"] = _expect(values, where)
+    checked["golden_check"] = tuple(k for k in GOLDEN_SPEC_KEYS if k in own)
+    checked["baseline"] = GOLDEN + str(file if Path(file).is_absolute() else base / file)
+    case_id = f"compare:{checked['candidate']}~golden:{Path(file).name}{_budget_tail(checked)}"
+    return Case(case_id, "compare", _relative_to(checked, base), where)
+
+
+def _expect(values: dict, where: str) -> str:
+    expect = values.get("expect", "same")
+    if expect not in EXPECT:
+        raise ConfigError(f"{where}: expect = {expect!r}: expected one of {', '.join(EXPECT)}")
+    return expect
+
+
+def _case(kind: str, values: dict, where: str, base: Path, own: set) -> Case:
+    if kind == "compare" and str(values.get("baseline", "")).startswith(GOLDEN):
+        return _golden_case(values, own, where, base)
+    if kind == "parity":
+        checked = _parity_values(values, where)
+        return Case(parity_id(checked), kind, _relative_to(checked, base), where)
+    checked = {**options.defaults(CASE_KEYS[kind] if kind == "table" else options.COMPARE_KEYS),
+               **options.validate({k: v for k, v in values.items() if k != "expect"}, CASE_KEYS[kind], where)}
+    if kind == "compare":
+        checked["expect"] = _expect(values, where)
+    _check_spec(checked, where)
+    case_id = compare_id(checked) if kind == "compare" else table_id(checked)
+    return Case(case_id, kind, _relative_to(checked, base), where)
+
+
+def _check_spec(values: dict, where: str) -> None:
+    """Build the case's CacheSpec now, so an impossible cache fails before anything runs."""
+    if values.get("input") is None:  # else the replayed file decides num_blocks; checked when the case runs
+        try:
+            spec_of(values)
+        except SpecError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+    for key in ("candidate", "buggy", "fixed", "baseline"):  # a compare's golden baseline is handled above
+        if str(values.get(key, "")).startswith(GOLDEN):
+            raise ConfigError(f"{where}: {key} = {values[key]!r}: golden files serve only as a compare's baseline")
+
+
+def spec_of(values: dict):
+    """The CacheSpec of a case's validated values (no replayed input)."""
+    from .prepare import spec_from
+
+    return spec_from(options.to_dests({k: values[k] for k in options.SPEC}))
+
+
+def _relative_to(values: dict, base: Path) -> dict:
+    """Relative paths of file: producers and replayed inputs taken from the config's folder."""
+    out = dict(values)
+
+    def resolve(text):
+        if isinstance(text, str) and text.startswith("file:"):
+            path, sep, func = text[len("file:"):].rpartition(":")
+            if sep and not Path(path).is_absolute():
+                return f"file:{base / path}:{func}"
+        return text
+
+    for key in ("baseline", "candidate", "buggy", "fixed", "reader"):
+        if key in out:
+            out[key] = resolve(out[key])  # (a golden baseline was resolved by _golden_case)
+    if "writers" in out:
+        out["writers"] = [resolve(w) for w in out["writers"]]
+    if out.get("input") is not None and not Path(out["input"]).is_absolute():
+        out["input"] = base / out["input"]
+    return out
+
+
+def _spec_part(v: dict) -> str:
+    if v.get("input") is not None:
+        shape = f"b{v['block']}-h{v['head_dim']}-q{v['qbs'] or 'auto'}-n{v['num_blocks'] or 'auto'}"
+        return f"{v['fp8']}-{v['scale_fmt']}:{shape}-{v['layout'] or 'auto'}:input={Path(v['input']).name}"
+    spec = spec_of(v)
+    shape = f"b{spec.block_size}-h{spec.head_dim}-q{spec.quant_block_size}-n{spec.num_blocks}-{spec.layout.value}"
+    inputs = f"{v['inputs']}{'+infnan' if v['specials_inf_nan'] else ''}-{v['slots']}-s{v['seed']}"
+    device = "" if v["device"] == "auto" else f":{v['device']}"
+    return f"{spec.fp8.value}-{spec.scale_fmt.value}:{shape}:{inputs}{device}"
+
+
+def _budget_tail(v: dict) -> str:
+    budget = [f"{name}{v[key]:g}" for key, name in (("max_diff_bytes", "bytes"), ("max_diff_fraction", "frac"),
+                                                    ("max_code_distance", "dist")) if v[key]]
+    return f":budget-{'-'.join(budget)}" if budget else ""
+
+
+def compare_id(v: dict) -> str:
+    """`compare:CANDIDATE~BASELINE:FP8-SCALES:SHAPE:INPUTS[:BUDGET]`, from the case's parameters only."""
+    return f"compare:{v['candidate']}~{v['baseline']}:{_spec_part(v)}{_budget_tail(v)}"
+
+
+def table_id(v: dict) -> str:
+    return f"table:{v['buggy']}+{v['fixed']}~{v['baseline']}:{_spec_part(v)}"
+
+
+def parity_id(v: dict) -> str:
+    def show(value) -> str:
+        return ",".join(map(str, value)) if isinstance(value, list) else str(value)
+
+    return "parity:" + ":".join(f"{k}={show(v[k])}" for k in PARITY_KEYS if k in v)
+
+
+def select(cases: tuple[Case, ...], patterns: tuple[str, ...]) -> tuple[Case, ...]:
+    """Cases whose id contains a pattern, or matches it as a glob (`*`, `?`); all when no pattern."""
+    if not patterns:
+        return cases
+
+    def hit(case_id: str, pattern: str) -> bool:
+        return pattern in case_id or fnmatch.fnmatchcase(case_id, pattern)
+
+    return tuple(c for c in cases if any(hit(c.id, p) for p in patterns))
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """`K/N` -> (K, N) with 1 <= K <= N."""
+    k, sep, n = text.partition("/")
+    if not (sep and k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n)):
+        raise UsageError(f"--shard {text!r}: expected K/N with 1 <= K <= N, e.g. 2/4")
+    return int(k), int(n)
+
+
+def shard(cases: tuple[Case, ...], k: int, n: int) -> tuple[Case, ...]:
+    """Shard K of N: every N-th case from the K-th, in config order; the N shards hold every case once."""
+    return cases[k - 1 :: n]

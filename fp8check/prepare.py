@@ -1,0 +1,65 @@
+"""From option values (CLI, config, API) to what a run needs: the spec, the inputs and the device."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from . import inputs as inputs_mod
+from .device import resolve_device
+from .sources import materialize
+from .spec import CacheSpec, FP8Format, Layout, ScaleFormat
+
+
+DEFAULT_NUM_BLOCKS = 3
+
+
+def spec_from(opts: dict, num_blocks: int | None = None) -> CacheSpec:
+    """The CacheSpec the options describe (dest names); `num_blocks` overrides theirs (a replayed input's)."""
+    head_dim = opts["head_dim"]
+    return CacheSpec(
+        num_blocks=num_blocks or opts["num_blocks"] or DEFAULT_NUM_BLOCKS, block_size=opts["block_size"],
+        head_dim=head_dim, quant_block_size=opts["quant_block_size"] or (128 if head_dim % 128 == 0 else head_dim),
+        fp8=FP8Format(opts["fp8"]), scale_fmt=ScaleFormat(opts["scale_fmt"]),
+        layout=Layout(opts["layout"]) if opts["layout"] else None,
+    )
+
+
+def read_named_inputs(path: Path, repo: Path | None) -> inputs_mod.Inputs:
+    """--input PATH or --input git:REV:PATH (read with git show; the inputs' source names the commit)."""
+    file, provenance = materialize(path, repo)
+    replay = inputs_mod.read_inputs(file)
+    if provenance:
+        replay = dataclasses.replace(replay, source=f"{replay.source} at git {provenance['revision']}"
+                                                    f" = {provenance['commit']}")
+    return replay
+
+
+def build(opts: dict):
+    """(spec, inputs, device) from the shared options. Raises SpecError / InputError / DeviceError."""
+    replay = None
+    if opts["input_path"] is not None:
+        replay = read_named_inputs(opts["input_path"], opts.get("repo"))
+    num_blocks = opts["num_blocks"]
+    if num_blocks is None and replay is not None and opts["block_size"] > 0:
+        num_blocks = inputs_mod.blocks_needed(replay, opts["block_size"])
+    spec = spec_from(opts, num_blocks)
+    device = resolve_device(opts["device"])
+    if replay is not None:
+        inputs_mod.validate(opts["input_path"], replay.k, replay.slot_mapping, spec)
+        data = replay
+    else:
+        data = inputs_mod.generate(
+            spec, seed=opts["seed"], slots=inputs_mod.SlotPattern(opts["slots"]),
+            distribution=inputs_mod.Distribution(opts["distribution"]), inf_nan=opts["inf_nan"], device=device,
+        )
+    return spec, data, device
+
+
+def resolve_producers(device, names: dict[str, str], spec: CacheSpec, repo: Path | None) -> dict:
+    """Producers by role, resolved once the device is known: a CPU run turns Triton's interpreter mode on
+    first (writers/registry.prepare), so every Triton kernel, the user's included, runs in it."""
+    from .writers import registry
+
+    registry.prepare(device)
+    return {role: registry.resolve(name, fp8=spec.fp8, repo=repo) for role, name in names.items()}

@@ -1,0 +1,29 @@
+"""Terminal renderer of a gate: one line per case, the detail of every case that did not pass, the verdict.
+Nothing here prints; the CLI does."""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.text import Text
+
+from ..gate import GateResult, Status
+from . import lines
+
+STYLE = {Status.PASSED: "green", Status.FAILED: "bold red", Status.ERROR: "bold magenta"}
+LABEL = {Status.PASSED: "PASS ", Status.FAILED: "FAIL ", Status.ERROR: "ERROR"}
+
+
+def render_gate(result: GateResult) -> Group:
+    parts: list = []
+    for o in result.outcomes:
+        line = Text(LABEL[o.status], style=STYLE[o.status])
+        line.append(f" {o.seconds:6.2f} s  {o.case_id}")
+        parts.append(line)
+    for o in result.outcomes:
+        if o.status is not Status.PASSED:
+            parts.append(Text(f"\n{o.case_id}", style="bold"))
+            parts.append(Text(lines.verdict(o), style=STYLE[o.status]))
+            if o.error is None:
+                parts.append(Text(lines.detail(o)))
+    parts.append(Text(lines.gate_verdict(result), style="bold green" if result.exit_code == 0 else "bold red"))
+    return Group(*parts)
