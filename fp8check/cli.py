@@ -276,6 +276,7 @@ def record(producer, out_path, debug, **opts):
     from . import golden
     from .compare import run_side
     from .device import versions
+    from .prepare import resolve_producers
 
     check_writable(out_path, "--out")
     spec, data, device = build(opts)
