@@ -19,7 +19,7 @@ from . import options
 from .budget import Budget, BudgetVerdict, check as check_budget
 from .compare import CompareResult, Side, compare
 from .diagnose import Diagnosis, diagnose
-from .errors import ConfigError, ExitCode, UserError, first_line
+from .errors import ExitCode, UserError, first_line
 from .gate_config import Case
 from .inputs import Inputs
 from .prepare import build
@@ -147,11 +147,8 @@ def _table_case(values: dict):
 
 def _parity_case(values: dict):
     """A parity case (the gate's keys are `fp8check parity`'s options); defaults are ParityConfig's and the CLI's."""
-    try:
-        from . import parity as parity_mod
-        from .readers import registry as readers
-    except ImportError:
-        raise ConfigError("parity is not available in this build") from None
+    from . import parity as parity_mod
+    from .readers import registry as readers
     from .device import resolve_device
     from .inputs import Distribution
     from .prepare import resolve_producers

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -366,14 +365,6 @@ def test_parity_values_are_checked_with_parity_rules(capsys, tmp_path):
     path.write_text('[[case]]\nkind = "parity"\nctx = [0]\n')
     code, _, err = run(capsys, "gate", str(path), "--list")
     assert code == 2 and "[[case]] #1: ctx = 0" in err
-
-
-@pytest.mark.skipif(importlib.util.find_spec("fp8check.parity") is not None, reason="parity is in this build")
-def test_parity_cases_without_parity_say_so(capsys, tmp_path):
-    path = tmp_path / "gate.toml"
-    path.write_text('[[case]]\nkind = "parity"\nctx = [2048]\n')
-    code, out, _ = run(capsys, "gate", str(path))
-    assert code == 2 and "parity is not available in this build" in out
 
 
 # ---- single commands write the same reports ----------------------------------------------------------------

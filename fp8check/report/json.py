@@ -114,7 +114,7 @@ def _case_result(outcome) -> dict | None:
         return {**payload, "expect": result.expect.value}
     if outcome.kind == "table":
         return seed_table_results(result)
-    from .parity import to_json  # parity cases exist only in builds that have it
+    from .parity import to_json
 
     payload = to_json(result)
     return finite({k: v for k, v in payload.items() if k not in ("timings_s", "versions")})  # run data: `run`
