@@ -22,6 +22,10 @@ from .fp8 import code_distance
 from .errors import BudgetError
 
 CHUNK_BLOCKS = 256  # blocks whose value regions are compared at once
+# The farthest two FP8 codes may be apart and still be excused. Real writers differ by 1 code (rounding)
+# or a doubled scale (SPEC.md section 3); 8 leaves room for that while a NaN against a number (255
+# apart) or the seed's integer conversion can never be excused.
+MAX_CODE_DISTANCE = 8
 
 
 @dataclass(frozen=True)
@@ -33,10 +37,12 @@ class Budget:
     def __post_init__(self) -> None:
         if not isinstance(self.max_diff_bytes, int) or self.max_diff_bytes < 0:
             raise BudgetError(f"--max-diff-bytes must be a non-negative integer, got {self.max_diff_bytes!r}")
-        if not (isinstance(self.max_diff_fraction, (int, float)) and 0.0 <= self.max_diff_fraction <= 1.0):
+        fraction = self.max_diff_fraction
+        if isinstance(fraction, bool) or not (isinstance(fraction, (int, float)) and 0.0 <= fraction <= 1.0):
             raise BudgetError(f"--max-diff-fraction must lie in [0, 1], got {self.max_diff_fraction!r}")
-        if not isinstance(self.max_code_distance, int) or self.max_code_distance < 0:
-            raise BudgetError(f"--max-code-distance must be a non-negative integer, got {self.max_code_distance!r}")
+        if not isinstance(self.max_code_distance, int) or not 0 <= self.max_code_distance <= MAX_CODE_DISTANCE:
+            raise BudgetError(f"--max-code-distance must be an integer in [0, {MAX_CODE_DISTANCE}],"
+                              f" got {self.max_code_distance!r}")
 
     @property
     def exact(self) -> bool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
 import traceback
 from pathlib import Path
@@ -33,7 +34,7 @@ def spec_options(fn):
         click.option("--block", "block_size", type=int, default=64, show_default=True, help="Tokens per cache block."),
         click.option("--head-dim", type=int, default=128, show_default=True),
         click.option("--num-blocks", type=int, default=None, help="Cache blocks [default: 3, or what --input needs]."),
-        click.option("--qbs", "quant_block_size", type=int, default=None,
+        click.option("--qbs", "quant_block_size", type=click.IntRange(min=1), default=None,
                      help="Quant group size [default: 128 when it divides head_dim, else head_dim]."),
         click.option("--fp8", type=_enum_choice(FP8Format), default="e4m3fn", show_default=True),
         click.option("--scale-fmt", type=_enum_choice(ScaleFormat), default="ue8m0", show_default=True),
@@ -52,7 +53,50 @@ def spec_options(fn):
     ]
     for option in reversed(options):
         fn = option(fn)
+    return isolation_options(fn)
+
+
+def isolation_options(fn):
+    """How code from files (file:, vllm-file:, git:) runs: in a child process, under these limits."""
+    from .isolation import DEFAULT_TIMEOUT_S
+
+    options = [
+        click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_TIMEOUT_S,
+                     show_default=True, metavar="SECONDS",
+                     help="Kill a writer from a file that runs longer than this (it is then exit 2)."),
+        click.option("--memory-limit", "memory_limit_mib", type=click.IntRange(min=1), default=None, metavar="MIB",
+                     help="Memory a writer from a file may allocate (CPU) [default: what the machine has]."),
+        click.option("--in-process", is_flag=True,
+                     help="Run writers from files inside fp8check's own process (debugging only: their code can"
+                          " then change the verdict)."),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
     return fn
+
+
+def isolation_limits(opts: dict):
+    """Pop the isolation options from `opts`: the Limits for writers from files, or None (--in-process)."""
+    from .isolation import Limits
+
+    timeout_s, memory_mib, in_process = opts.pop("timeout_s"), opts.pop("memory_limit_mib"), opts.pop("in_process")
+    return None if in_process else Limits(timeout_s=timeout_s, memory_bytes=memory_mib and memory_mib * 2**20)
+
+
+# With --input the file holds the inputs: options that would make other inputs cannot be given.
+INPUT_OVERRIDDEN_FLAGS = {"seed": "--seed", "slots": "--slots", "distribution": "--inputs",
+                          "inf_nan": "--specials-inf-nan"}
+
+
+def check_memory(spec, num_tokens: int, device, replay, opts: dict) -> None:
+    """Refuse a run whose caches, diff and inputs cannot fit, naming the options, before allocating them."""
+    from .cache import require_memory, run_bytes
+
+    sizes = f"--num-blocks {spec.num_blocks}, --block {spec.block_size}, --head-dim {spec.head_dim}"
+    if replay is not None and opts["num_blocks"] is None:
+        top = int(replay.slot_mapping.max()) if replay.slot_mapping.numel() else 0
+        sizes = f"--input {opts['input_path']}: its slot {top} makes {sizes}, and"
+    require_memory(run_bytes(spec, num_tokens), device, f"{sizes} (two caches, the diff and K)")
 
 
 def build(opts: dict):
@@ -62,9 +106,13 @@ def build(opts: dict):
     from .spec import CacheSpec, FP8Format, Layout, ScaleFormat
 
     head_dim = opts["head_dim"]
-    qbs = opts["quant_block_size"] or (128 if head_dim % 128 == 0 else head_dim)
+    qbs = opts["quant_block_size"] if opts["quant_block_size"] is not None else (128 if head_dim % 128 == 0 else head_dim)
     replay = None
     if opts["input_path"] is not None:
+        given = given_explicitly(opts)
+        for name, flag in INPUT_OVERRIDDEN_FLAGS.items():
+            if name in given:
+                raise UsageError(f"{flag} cannot be combined with --input: the file's inputs are replayed")
         replay = inputs_mod.read_inputs(opts["input_path"])
     num_blocks = opts["num_blocks"]
     if num_blocks is None:
@@ -74,6 +122,9 @@ def build(opts: dict):
         fp8=FP8Format(opts["fp8"]), scale_fmt=ScaleFormat(opts["scale_fmt"]),
         layout=Layout(opts["layout"]) if opts["layout"] else None,
     )
+    device = resolve_device(opts["device"])
+    # generated inputs: at most num_slots tokens plus a quarter of padding (SlotPattern.PADDED)
+    check_memory(spec, replay.k.shape[0] if replay else spec.num_slots * 5 // 4 + 1, device, replay, opts)
     if replay is not None:
         inputs_mod.validate(opts["input_path"], replay.k, replay.slot_mapping, spec)
         data = replay
@@ -82,7 +133,8 @@ def build(opts: dict):
             spec, seed=opts["seed"], slots=inputs_mod.SlotPattern(opts["slots"]),
             distribution=inputs_mod.Distribution(opts["distribution"]), inf_nan=opts["inf_nan"],
         )
-    return spec, data, resolve_device(opts["device"])
+        inputs_mod.check_slots(spec, data.slot_mapping, f"generated inputs ({data.source})")
+    return spec, data, device
 
 
 def fail(message: str, code: ExitCode) -> int:
@@ -117,6 +169,33 @@ def check_writable(path: Path | None, option: str) -> None:
     """Refuse an output path whose folder is missing before any work is done."""
     if path is not None and not path.parent.is_dir():
         raise UsageError(f"{option} {path}: folder {path.parent} does not exist")
+
+
+def show(renderable) -> None:
+    """Print to stdout; a reader that went away (`fp8check compare | true`) changes nothing else: the
+    JSON is still written and the exit code is the verdict's."""
+    try:
+        Console().print(renderable)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        silence_stdout()
+
+
+def silence_stdout() -> None:
+    """Point stdout at /dev/null, so that Python's own flush at exit cannot fail on a closed pipe."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is not a real file (a test's capture): nothing to silence
+        pass
+    finally:
+        os.close(devnull)
+
+
+def golden_key() -> bytes | None:
+    """FP8CHECK_GOLDEN_KEY: when set, golden files are signed (record) and must be signed (replay)."""
+    key = os.environ.get("FP8CHECK_GOLDEN_KEY")
+    return key.encode() if key else None
 
 
 def write_json(path: Path | None, payload: dict) -> None:
@@ -164,7 +243,7 @@ def replay_golden(baseline: str, opts: dict):
     for name, flag in GOLDEN_INPUT_FLAGS.items():
         if name in given:
             raise UsageError(f"{flag} cannot be combined with --baseline {baseline}: the recorded inputs are replayed")
-    recorded = golden.read(path)
+    recorded = golden.read(path, key=golden_key())
     golden.check_options(
         path, recorded.spec, {name: (flag, opts[name]) for name, flag in GOLDEN_SPEC_FLAGS.items() if name in given}
     )
@@ -184,8 +263,9 @@ def replay_golden(baseline: str, opts: dict):
               help="Pass with up to N differing bytes (those --max-code-distance excuses not counted); 0: exact.")
 @click.option("--max-diff-fraction", type=click.FloatRange(0, 1), default=0.0, show_default=True,
               help="Pass with up to this fraction of the cache's bytes differing; 0: exact.")
-@click.option("--max-code-distance", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Excuse differing FP8 value bytes at most D codes apart; 0: excuse none.")
+@click.option("--max-code-distance", type=click.IntRange(min=0, max=8), default=0, show_default=True,
+              help="Excuse differing FP8 value bytes at most D codes apart (at most 8; a NaN against a number"
+                   " is never excused); 0: excuse none.")
 @handled
 def compare(baseline, candidate, json_path, all_blocks, debug, max_diff_bytes, max_diff_fraction, max_code_distance,
             **opts):
@@ -198,20 +278,23 @@ def compare(baseline, candidate, json_path, all_blocks, debug, max_diff_bytes, m
     from .diagnose import diagnose
 
     check_writable(json_path, "--json")
+    limits = isolation_limits(opts)
+    budget = budget_mod.Budget(max_diff_bytes=max_diff_bytes, max_diff_fraction=max_diff_fraction,
+                               max_code_distance=max_code_distance)
     if baseline.startswith(GOLDEN):
         spec, data, device, base = replay_golden(baseline, opts)
     else:
         spec, data, device = build(opts)
-        base = producers.resolve(baseline)
-    budget = budget_mod.Budget(max_diff_bytes=max_diff_bytes, max_diff_fraction=max_diff_fraction,
-                               max_code_distance=max_code_distance)
-    result = run_compare(spec, baseline=base, candidate=producers.resolve(candidate), inputs=data, device=device)
+        base = producers.resolve(baseline, isolation=limits)
+    result = run_compare(spec, baseline=base, candidate=producers.resolve(candidate, isolation=limits), inputs=data,
+                         device=device)
     diagnosis = diagnose(result.spec, result.baseline.buffer, result.candidate.buffer, result.inputs,
                          diff=result.diff)
     decided = budget_mod.check(budget, result.diff, result.baseline.buffer, result.candidate.buffer)
-    Console().print(terminal.render_compare(result, all_blocks=all_blocks, diagnosis=diagnosis, budget=decided))
     write_json(json_path, report_json.compare_json(result, diagnosis=diagnosis, budget=decided))
-    return ExitCode.OK if result.identical or decided.within else ExitCode.DIFFER
+    show(terminal.render_compare(result, all_blocks=all_blocks, diagnosis=diagnosis, budget=decided))
+    modified = result.baseline.buffer.modified_inputs or result.candidate.buffer.modified_inputs
+    return ExitCode.OK if (result.identical or decided.within) and not modified else ExitCode.DIFFER
 
 
 @cli.command()
@@ -226,12 +309,16 @@ def record(producer, out_path, debug, **opts):
     from .device import versions
     from .writers import registry as producers
 
-    check_writable(out_path, "--out")
+    golden.check_output_path(out_path, "--out")
+    limits = isolation_limits(opts)
     spec, data, device = build(opts)
-    side = run_side(producers.resolve(producer), spec, data.to(device), device)
+    side = run_side(producers.resolve(producer, isolation=limits), spec, data.to(device), device)
+    if side.buffer.modified_inputs:
+        raise golden.GoldenError(f"producer {side.name!r} modified its {' and '.join(side.buffer.modified_inputs)}"
+                                 " in place; not recorded")
     golden.write(out_path, spec=spec, producer=side.name, emulated=side.emulated, inputs=data,
-                 buffer=side.buffer, versions=versions())
-    click.echo(f"recorded {side.name} ({spec.summary()}, {data.source}) to {out_path}")
+                 buffer=side.buffer, versions=versions(), key=golden_key())
+    show(f"recorded {side.name} ({spec.summary()}, {data.source}) to {out_path}")
     return ExitCode.OK
 
 
@@ -259,13 +346,15 @@ def table(config_path, json_path, all_blocks, debug, **opts):
         for dest, value in read_config(config_path).items():
             if ctx.get_parameter_source(dest) is click.core.ParameterSource.DEFAULT:
                 opts[dest] = value
+    limits = isolation_limits(opts)
     spec, data, device = build(opts)
     result = seed_table(
-        spec, baseline=producers.resolve(opts["baseline"]), buggy=producers.resolve(opts["buggy"]),
-        fixed=producers.resolve(opts["fixed"]), inputs=data, device=device,
+        spec, baseline=producers.resolve(opts["baseline"], isolation=limits),
+        buggy=producers.resolve(opts["buggy"], isolation=limits),
+        fixed=producers.resolve(opts["fixed"], isolation=limits), inputs=data, device=device,
     )
-    Console().print(terminal.render_seed_table(result, all_blocks=all_blocks))
     write_json(json_path, report_json.seed_table_json(result))
+    show(terminal.render_seed_table(result, all_blocks=all_blocks))
     return ExitCode.OK if result.passed else ExitCode.DIFFER
 
 
@@ -292,8 +381,8 @@ def doctor(required, json_path, debug):
     from .report import doctor as doctor_report
 
     found = doctor_mod.diagnose(required)
-    Console().print(doctor_report.render(found))
     write_json(json_path, doctor_report.to_json(found))
+    show(doctor_report.render(found))
     return ExitCode.DIFFER if found.unmet else ExitCode.OK
 
 
@@ -307,4 +396,8 @@ def main(argv: list[str] | None = None) -> int:
         return fail(f"error: {exc.format_message()}", ExitCode.USAGE)
     except click.exceptions.Abort:
         return 130
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        silence_stdout()
     return int(rv) if isinstance(rv, int) else ExitCode.OK

@@ -10,6 +10,7 @@ import torch
 from .writers import registry
 from .cache import CacheBuffer
 from .diff import DiffResult, diff_caches
+from .errors import InputError
 from .inputs import Inputs
 from .writers.registry import Producer
 from .spec import CacheSpec
@@ -57,6 +58,8 @@ def compare(
     start = time.perf_counter()
     base = baseline if isinstance(baseline, Side) else run_side(baseline, spec, inputs, device)
     timings["baseline"] = time.perf_counter() - start
+    if base.buffer.cache_untouched():  # an empty comparison would "pass" whatever the candidate does
+        raise InputError(f"nothing to compare: the baseline {base.name!r} wrote no byte of the cache")
     start = time.perf_counter()
     cand = run_side(candidate, spec, inputs, device)
     timings["candidate"] = time.perf_counter() - start

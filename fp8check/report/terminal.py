@@ -7,6 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..budget import BudgetVerdict
+from ..cache import guard_bytes
 from ..compare import CompareResult
 from ..diagnose import Diagnosis
 from ..diff import BlockDiff, DiffResult
@@ -58,11 +59,13 @@ def verdict(result: CompareResult, budget: BudgetVerdict | None = None) -> Text:
             style="bold green",
         )
     text = (
-        f"DIFFERENT: {d.diff_bytes} of {d.total_bytes} bytes differ ({percent(d.diff_bytes, d.total_bytes)}) "
+        f"DIFFERENT: {d.cache_diff} of {d.total_bytes} bytes differ ({percent(d.cache_diff, d.total_bytes)}) "
         f"in {d.differing_blocks} of {d.num_blocks} blocks"
     )
-    if d.guard_diff:
-        text += f"; {d.guard_diff} bytes written outside the cache"
+    if d.guard_diff:  # not a share of the cache: counted apart, against the guard zones' own size
+        guard_total = 2 * guard_bytes(result.spec)
+        text += (f"; plus {d.guard_diff} of the {guard_total} guard bytes outside the cache"
+                 f" ({d.diff_bytes} differing bytes in all)")
     style = "bold red"
     if budget is not None and not budget.budget.exact:
         text = f"{budget_line(budget)}\n{text}"
@@ -70,6 +73,13 @@ def verdict(result: CompareResult, budget: BudgetVerdict | None = None) -> Text:
     if d.first_mismatch is not None:
         text += f"\nfirst mismatch: {d.first_mismatch.describe()}"
     return Text(text, style=style)
+
+
+def modified_inputs(result: CompareResult) -> Text | None:
+    """A producer that changed its k or slot_mapping in place fails the run, whatever its bytes."""
+    lines = [f"FAIL: {side.name} modified its {' and '.join(side.buffer.modified_inputs)} in place"
+             for side in (result.baseline, result.candidate) if side.buffer.modified_inputs]
+    return Text("\n".join(lines), style="bold red") if lines else None
 
 
 def budget_line(v: BudgetVerdict) -> str:
@@ -135,7 +145,8 @@ def render_compare(result: CompareResult, *, all_blocks: bool = False, diagnosis
     parts = [header(result), block_table(result, all_blocks=all_blocks)]
     if diagnosis:
         parts.append(cause_table(diagnosis))
-    return Group(*parts, verdict(result, budget))
+    modified = modified_inputs(result)
+    return Group(*parts, verdict(result, budget), *([modified] if modified else []))
 
 
 def baseline_title(name: str, emulated: bool) -> str:

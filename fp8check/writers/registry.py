@@ -17,8 +17,9 @@ from typing import Callable
 import torch
 
 from ..cache import CacheBuffer
-from ..errors import ProducerError, first_line
-from ..inputs import Inputs
+from ..errors import CheckerError, ProducerError, first_line
+from ..inputs import Inputs, check_slots
+from ..isolation import Limits, phase, run_isolated
 from ..spec import CacheSpec
 
 Writer = Callable[..., None]
@@ -39,6 +40,9 @@ class Producer:
     check: Check = _no_check  # raises ProducerError when this spec cannot run on this device
     keywords: frozenset[str] = frozenset()  # the subset of EXTRA_KEYWORDS the writer accepts
     provenance: dict = field(default_factory=dict)  # file, function, revision, sha256 of code from files
+    # Run in a child process under these limits (code from files); None: in this process. An isolated
+    # Producer holds no code: the child loads it by `name`, and fills `provenance` in when it has.
+    isolation: Limits | None = None
 
 
 def _always() -> tuple[bool, str]:
@@ -128,6 +132,13 @@ REGISTRY: dict[str, Entry] = _entries()
 # The default baseline: the real aiter op where it can run, its PyTorch emulation `reference` elsewhere.
 AUTO = "auto"
 FILE_PREFIX = "file:"
+# Names whose code comes from the user's files: untrusted, run in a child process unless --in-process.
+UNTRUSTED_PREFIXES = (FILE_PREFIX, "vllm-file:", "git:")
+DEFAULT_ISOLATION = Limits()
+
+
+def untrusted(name: str) -> bool:
+    return name.startswith(UNTRUSTED_PREFIXES)
 
 
 def names() -> list[str]:
@@ -150,8 +161,18 @@ def _auto() -> Producer:
     return dataclasses.replace(fallback, description=f"{fallback.description} (auto: aiter unavailable: {reason})")
 
 
-def resolve(name: str) -> Producer:
-    """The producer a name stands for: a registry name, `auto`, or code from a file."""
+def _not_here(*args, **kwargs) -> None:
+    raise CheckerError("an isolated producer's code runs only in its child process")
+
+
+def resolve(name: str, *, isolation: Limits | None = DEFAULT_ISOLATION) -> Producer:
+    """The producer a name stands for: a registry name, `auto`, or code from a file.
+
+    Code from files is not loaded here when `isolation` is given (the default): the Producer only names
+    it, and `run` loads and runs it in a child process under those limits. `isolation=None` loads it
+    into this process (`--in-process`, for debugging)."""
+    if untrusted(name) and isolation is not None:
+        return Producer(name, f"{name} (run in a child process)", _not_here, isolation=isolation)
     if name.startswith(FILE_PREFIX):
         from .files import load_writer
 
@@ -167,24 +188,61 @@ def resolve(name: str) -> Producer:
     return entry.load()
 
 
-def run(producer: Producer, spec: CacheSpec, inputs: Inputs, device: torch.device) -> CacheBuffer:
-    """A fresh poisoned cache written by the producer. The inputs are cloned: they are never modified."""
-    producer.check(spec, device)
-    buffer = CacheBuffer.allocate(spec, device)
+def _write(producer: Producer, spec: CacheSpec, k: torch.Tensor, cache: torch.Tensor, slot_mapping: torch.Tensor) -> None:
     kwargs = {}
     if "fp8_dtype" in producer.keywords:
         kwargs["fp8_dtype"] = spec.fp8.torch_dtype()
     if "layout" in producer.keywords:
         kwargs["layout"] = spec.layout.value
     try:
-        producer.writer(
-            inputs.k.clone(), buffer.cache, inputs.slot_mapping.clone(), spec.quant_block_size,
-            spec.scale_fmt.writer_arg, **kwargs,
-        )
-        if buffer.buffer.is_cuda:
-            torch.cuda.synchronize(buffer.buffer.device)
+        producer.writer(k, cache, slot_mapping, spec.quant_block_size, spec.scale_fmt.writer_arg, **kwargs)
+        if cache.is_cuda:
+            torch.cuda.synchronize(cache.device)
     except ProducerError:
         raise
     except Exception as exc:
         raise ProducerError(f"producer {producer.name!r} raised {first_line(exc)}") from exc
-    return buffer
+
+
+def run_in_child(name: str, spec_json: str, k: torch.Tensor, slot_mapping: torch.Tensor,
+                 buffer: torch.Tensor) -> dict:
+    """The child's side of an isolated run (isolation.run_isolated target): load the producer by name,
+    write the shared buffer, report where the code came from."""
+    import json
+
+    phase("loading")
+    spec = CacheSpec.from_dict(json.loads(spec_json))
+    producer = resolve(name, isolation=None)
+    producer.check(spec, buffer.device)
+    phase("writing")
+    _write(producer, spec, k, CacheBuffer(spec, buffer).cache, slot_mapping)
+    return {"provenance": {str(key): str(value) for key, value in producer.provenance.items()},
+            "description": producer.description}
+
+
+def _same_bytes(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Bit-for-bit equality (NaN payloads included), for tensors a producer may have re-shaped or re-typed."""
+    if a.shape != b.shape or a.dtype != b.dtype or a.device != b.device:
+        return False
+    return torch.equal(a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8))
+
+
+def run(producer: Producer, spec: CacheSpec, inputs: Inputs, device: torch.device) -> CacheBuffer:
+    """A fresh poisoned cache written by the producer, on clones of the inputs (never modified); clones
+    the producer changed in place are named in `modified_inputs`. The slots are checked first: nothing
+    runs on slots outside the cache, duplicated or all padding."""
+    check_slots(spec, inputs.slot_mapping, inputs.source)
+    buffer = CacheBuffer.allocate(spec, device)
+    k, slot_mapping = inputs.k.clone(), inputs.slot_mapping.clone()
+    if producer.isolation is not None:
+        report = run_isolated(f"{__name__}:run_in_child", (producer.name, spec.to_json(), k, slot_mapping,
+                              buffer.buffer), limits=producer.isolation, label=f"producer {producer.name!r}")
+        provenance = report.get("provenance")
+        if isinstance(provenance, dict):
+            producer.provenance.update({str(key): str(value)[:1000] for key, value in provenance.items()})
+    else:
+        producer.check(spec, device)
+        _write(producer, spec, k, buffer.cache, slot_mapping)
+    changed = tuple(name for name, given, passed in (("k", inputs.k, k), ("slot_mapping", inputs.slot_mapping,
+                    slot_mapping)) if not _same_bytes(given.contiguous(), passed))
+    return dataclasses.replace(buffer, modified_inputs=changed)
