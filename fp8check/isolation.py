@@ -26,14 +26,15 @@ import signal
 import sys
 import time
 from dataclasses import dataclass
-from multiprocessing.connection import wait
 
 import torch
 
+from .cache import available_memory
 from .errors import UserError, first_line
 
 DEFAULT_TIMEOUT_S = 600.0  # generous: the Triton interpreter writes ~400 tokens/s on a 2-core CPU
 MAX_REPORT_BYTES = 1 << 20  # a child's report is a few hundred bytes; more is refused unread
+POLL_S = 0.005  # how often the parent looks whether the child has ended
 
 # What the child was doing, for the one line that says how it failed.
 PHASES = {
@@ -48,8 +49,9 @@ _CONN = None  # the child's end of the pipe (set in the child only)
 
 @dataclass(frozen=True)
 class Limits:
-    """How long a child may run, and how much memory it may add to what it inherits (None: no limit
-    beyond the machine's; not applied to CUDA children, whose driver reserves huge address ranges)."""
+    """How long a child may run, and how much memory it may add to what it inherits (None: what the
+    machine has available when it starts). The memory limit is RLIMIT_AS, not applied to CUDA children,
+    whose driver reserves huge address ranges."""
 
     timeout_s: float = DEFAULT_TIMEOUT_S
     memory_bytes: int | None = None
@@ -83,7 +85,9 @@ def run_isolated(target: str, args: tuple, *, limits: Limits, label: str, start_
     for tensor in tensors:
         if tensor.device.type == "cpu":
             tensor.share_memory_()
-    memory = limits.memory_bytes if not any(t.is_cuda for t in tensors) else None
+    memory = None
+    if not any(t.is_cuda for t in tensors):  # CUDA reserves far more address space than it uses
+        memory = limits.memory_bytes or available_memory("cpu")
     ctx = torch.multiprocessing.get_context(method)
     receive, send = ctx.Pipe(duplex=False)
     for stream in (sys.stdout, sys.stderr):  # a fork would print the parent's pending output twice
@@ -102,35 +106,35 @@ def run_isolated(target: str, args: tuple, *, limits: Limits, label: str, start_
 
 
 def _collect(child, receive, timeout_s: float, label: str) -> tuple[dict | None, str]:
-    """(the child's final status or None, its last phase) once it has ended; a hang is killed here."""
+    """(the child's final status or None, its last phase) once it has ended; a hang is killed here.
+
+    The child's end is seen by polling its exit status: its pipe and its sentinel stay open as long as
+    anything it forked lives, so neither says when the child itself is gone."""
     deadline = time.monotonic() + timeout_s
-    status, where = None, "starting"
+    status, where, eof = None, "starting", False
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise IsolatedError(f"{label} did not finish within the {timeout_s:g} s timeout (--timeout)"
                                 f" {PHASES.get(where, '')}: killed")
-        ready = wait([receive, child.sentinel], timeout=remaining)
-        if receive in ready:
+        if not eof and receive.poll(min(remaining, POLL_S)):
             try:
                 message = _read(receive, label)
-            except EOFError:  # every writer of the pipe is gone: the child ended
-                child.join(max(0.0, deadline - time.monotonic()))
-                if child.exitcode is None:
-                    continue
-                return status, where
-            if "phase" in message:
-                where = str(message["phase"])
-            else:
-                status = message
-        elif child.sentinel in ready:
-            while receive.poll(0):  # what it sent before it ended
+            except EOFError:  # every writer of the pipe is gone
+                eof = True
+                continue
+            where, status = (str(message["phase"]), status) if "phase" in message else (where, message)
+            continue
+        if not child.is_alive():
+            while not eof and receive.poll(0):  # what it sent just before it ended
                 try:
                     message = _read(receive, label)
                 except EOFError:
                     break
                 where, status = (str(message["phase"]), status) if "phase" in message else (where, message)
             return status, where
+        if eof:
+            time.sleep(min(remaining, POLL_S))
 
 
 def _read(receive, label: str) -> dict:
@@ -164,12 +168,14 @@ def _outcome(status: dict | None, where: str, exitcode: int | None, label: str, 
         return report if isinstance(report, dict) else {}
     kind = status.get("status") if status else None
     if kind == "exit":
-        raise IsolatedError(f"{label} called sys.exit({status.get('code')}) {during}, before returning")
+        returning = ", before returning" if where == "writing" else ""
+        raise IsolatedError(f"{label} called sys.exit({status.get('code')}) {during}{returning}")
     if kind == "error":
         raise IsolatedError(str(status.get("message", "")).splitlines()[0] if status.get("message") else label)
     if kind == "memory":
-        limit = f" of {limits.memory_bytes:,} bytes (--memory-limit)" if limits.memory_bytes else ""
-        raise IsolatedError(f"{label} ran out of memory{limit} {during}: {status.get('message', '')}")
+        what = (f"exceeded its memory limit of {limits.memory_bytes:,} bytes (--memory-limit)" if limits.memory_bytes
+                else "ran out of memory")
+        raise IsolatedError(f"{label} {what} {during}: {status.get('message', '')}")
     if kind == "raised":
         raise IsolatedError(f"{label} raised {status.get('message', '')} {during}")
     if exitcode is not None and exitcode < 0:
@@ -212,13 +218,12 @@ def _child_main(conn, target: str, args: tuple, memory_bytes: int | None) -> Non
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) or exc.code is None else repr(str(exc.code)[:80])
         status = {"status": "exit", "code": code}
-    except MemoryError as exc:
-        status = {"status": "memory", "message": first_line(exc)}
     except UserError as exc:
-        status = {"status": "error", "message": str(exc)}
+        cause = exc.__cause__
+        status = ({"status": "memory", "message": first_line(cause)} if _out_of_memory(cause)
+                  else {"status": "error", "message": str(exc)})
     except BaseException as exc:  # noqa: BLE001 - whatever the user's code raised, reported as one line
-        memory = "can't allocate memory" in str(exc) or "out of memory" in str(exc).lower()
-        status = {"status": "memory" if memory else "raised", "message": first_line(exc)}
+        status = {"status": "memory" if _out_of_memory(exc) else "raised", "message": first_line(exc)}
     try:
         conn.send_bytes(json.dumps(status).encode())
         conn.close()
@@ -226,6 +231,12 @@ def _child_main(conn, target: str, args: tuple, memory_bytes: int | None) -> Non
         sys.stderr.flush()
     finally:
         os._exit(0)
+
+
+def _out_of_memory(exc: BaseException | None) -> bool:
+    """MemoryError, or torch's allocator failing (a RuntimeError "can't allocate memory" / "out of memory")."""
+    text = str(exc).lower()
+    return isinstance(exc, MemoryError) or "can't allocate memory" in text or "out of memory" in text
 
 
 def _limit_address_space(extra: int) -> None:
