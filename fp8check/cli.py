@@ -174,8 +174,10 @@ def check_writable(path: Path | None, option: str) -> None:
 def show(renderable) -> None:
     """Print to stdout; a reader that went away (`fp8check compare | true`) changes nothing else: the
     JSON is still written and the exit code is the verdict's."""
+    console = Console()
+    console.on_broken_pipe = silence_stdout  # rich's own handler exits 1: the code of "bytes differ"
     try:
-        Console().print(renderable)
+        console.print(renderable)
         sys.stdout.flush()
     except BrokenPipeError:
         silence_stdout()
