@@ -29,6 +29,7 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/compare_stages.py
 	$(PY) bench/diagnose.py
+	$(PY) bench/isolation.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis *.egg-info
