@@ -99,6 +99,15 @@ def check_memory(spec, num_tokens: int, device, replay, opts: dict) -> None:
     require_memory(run_bytes(spec, num_tokens), device, f"{sizes} (two caches, the diff and K)")
 
 
+def choice(enum_cls, value, flag: str):
+    """An enum member from an option's value; a bad one (e.g. from a --config file) is exit 2 naming it."""
+    try:
+        return enum_cls(value)
+    except ValueError:
+        known = ", ".join(m.value for m in enum_cls)
+        raise UsageError(f"{flag} {value!r} is not one of {known}") from None
+
+
 def build(opts: dict):
     """(spec, inputs, device) from the shared options. Raises SpecError / InputError / DeviceError."""
     from . import inputs as inputs_mod
@@ -119,8 +128,8 @@ def build(opts: dict):
         num_blocks = inputs_mod.blocks_needed(replay, opts["block_size"]) if replay and opts["block_size"] > 0 else 3
     spec = CacheSpec(
         num_blocks=num_blocks, block_size=opts["block_size"], head_dim=head_dim, quant_block_size=qbs,
-        fp8=FP8Format(opts["fp8"]), scale_fmt=ScaleFormat(opts["scale_fmt"]),
-        layout=Layout(opts["layout"]) if opts["layout"] else None,
+        fp8=choice(FP8Format, opts["fp8"], "--fp8"), scale_fmt=choice(ScaleFormat, opts["scale_fmt"], "--scale-fmt"),
+        layout=choice(Layout, opts["layout"], "--layout") if opts["layout"] else None,
     )
     device = resolve_device(opts["device"])
     # generated inputs: at most num_slots tokens plus a quarter of padding (SlotPattern.PADDED)
@@ -129,9 +138,11 @@ def build(opts: dict):
         inputs_mod.validate(opts["input_path"], replay.k, replay.slot_mapping, spec)
         data = replay
     else:
+        if not isinstance(opts["seed"], int) or isinstance(opts["seed"], bool):
+            raise UsageError(f"--seed must be an integer, got {opts['seed']!r}")
         data = inputs_mod.generate(
-            spec, seed=opts["seed"], slots=inputs_mod.SlotPattern(opts["slots"]),
-            distribution=inputs_mod.Distribution(opts["distribution"]), inf_nan=opts["inf_nan"],
+            spec, seed=opts["seed"], slots=choice(inputs_mod.SlotPattern, opts["slots"], "--slots"),
+            distribution=choice(inputs_mod.Distribution, opts["distribution"], "--inputs"), inf_nan=opts["inf_nan"],
         )
         inputs_mod.check_slots(spec, data.slot_mapping, f"generated inputs ({data.source})")
     return spec, data, device

@@ -463,6 +463,17 @@ def test_impossible_options_are_exit_2(capsys, options, fragment):
     assert_one_line_error(code, err, fragment)
 
 
+@pytest.mark.parametrize("line, fragment", [('layout = "bogus"', "--layout 'bogus' is not one of shuffle, linear"),
+                                            ("slots = 3", "--slots 3 is not one of sequential"),
+                                            ('seed = "abc"', "--seed must be an integer, got 'abc'"),
+                                            ('fp8 = "e5m2"', "--fp8 'e5m2' is not one of e4m3fn, e4m3fnuz")])
+def test_a_bad_value_in_a_config_file_is_exit_2(capsys, tmp_path, line, fragment):
+    config = tmp_path / "table.toml"
+    config.write_text(f"[table]\n{line}\n")
+    code, _, err = run(capsys, "table", "--config", str(config))
+    assert_one_line_error(code, err, fragment)
+
+
 def test_an_input_slot_too_large_for_memory_names_the_input(capsys, tmp_path):
     path = save_inputs(tmp_path / "far.safetensors", k_of(2), torch.tensor([0, 10**12]))
     code, _, err = run(capsys, "compare", "--input", str(path), "--block", "16", "--head-dim", "64")
