@@ -94,6 +94,9 @@ def write(path: Path, *, spec: CacheSpec, producer: str, emulated: bool, inputs:
     metadata["hmac-sha256" if key else "sha256"] = checksum(tensors, metadata, key)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(handle)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(temporary, 0o666 & ~umask)  # what a plain open() would have made, not mkstemp's 0600
     try:
         save_file(tensors, temporary, metadata=metadata)
         os.replace(temporary, path)
