@@ -206,6 +206,12 @@ def _child_main(conn, target: str, args: tuple, memory_bytes: int | None) -> Non
         os.setpgid(0, 0)  # so that the parent can kill whatever this child starts
     except OSError:
         pass
+    try:  # what the user's code prints goes to stderr: stdout carries only fp8check's own report
+        sys.stdout.flush()
+        os.dup2(2, 1)
+    except (OSError, ValueError):
+        pass
+    sys.stdout = sys.stderr
     # libgomp is not fork-safe: measured, a forked child's first parallel torch op hangs forever
     # when the parent had used its OpenMP threads. One thread avoids the pool.
     torch.set_num_threads(1)

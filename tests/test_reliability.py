@@ -141,6 +141,14 @@ def test_a_process_left_behind_cannot_change_the_bytes_after_the_run():
     assert torch.equal(written.buffer, reference.buffer)
 
 
+def test_what_a_plugin_prints_never_reaches_stdout(capfd):
+    code = main(["compare", "--baseline", "reference", "--candidate", hostile("prints_a_verdict.py"), *SMALL])
+    out, err = capfd.readouterr()
+    assert code == 1
+    assert "IDENTICAL" not in out and "DIFFERENT: 2097 of 2176 bytes differ" in out
+    assert "IDENTICAL: 0 of 2176 bytes differ in 2 blocks" in err  # the plugin's line, on stderr
+
+
 @pytest.mark.parametrize("func, what", [
     ("forges_a_report", "ended its process with exit code 3 while writing"),
     ("floods_the_pipe", "sent more than 1048576 bytes of report; refused"),
