@@ -22,7 +22,7 @@ from fp8check import golden, inputs
 from fp8check.budget import MAX_CODE_DISTANCE, Budget, check
 from fp8check.cache import CacheBuffer, buffer_bytes, fill_poison, guard_bytes, poison, poison_at
 from fp8check.cli import main
-from fp8check.compare import Side, compare
+from fp8check.compare import compare
 from fp8check.diff import diff_caches
 from fp8check.errors import InputError
 from fp8check.isolation import IsolatedError, Limits, run_isolated
