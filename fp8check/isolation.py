@@ -92,7 +92,7 @@ def run_isolated(target: str, args: tuple, *, limits: Limits, label: str, start_
     receive, send = ctx.Pipe(duplex=False)
     for stream in (sys.stdout, sys.stderr):  # a fork would print the parent's pending output twice
         stream.flush()
-    child = ctx.Process(target=_child_main, args=(send, target, args, memory), daemon=True)
+    child = ctx.Process(target=_child_main, args=(send, target, args, memory, method == "fork"), daemon=True)
     child.start()
     send.close()
     try:
@@ -198,7 +198,7 @@ def _signal_words(number: int) -> str:
 # ---- the child -----------------------------------------------------------------------------------------
 
 
-def _child_main(conn, target: str, args: tuple, memory_bytes: int | None) -> None:
+def _child_main(conn, target: str, args: tuple, memory_bytes: int | None, forked: bool) -> None:
     """The child's whole life: own process group, limits, the target, one JSON status, then _exit."""
     global _CONN
     _CONN = conn
@@ -212,9 +212,10 @@ def _child_main(conn, target: str, args: tuple, memory_bytes: int | None) -> Non
     except (OSError, ValueError):
         pass
     sys.stdout = sys.stderr
-    # libgomp is not fork-safe: measured, a forked child's first parallel torch op hangs forever
-    # when the parent had used its OpenMP threads. One thread avoids the pool.
-    torch.set_num_threads(1)
+    if forked:
+        # libgomp is not fork-safe: measured, a forked child's first parallel torch op hangs forever
+        # when the parent had used its OpenMP threads. One thread avoids the pool.
+        torch.set_num_threads(1)
     if memory_bytes:
         _limit_address_space(memory_bytes)
     try:
