@@ -42,6 +42,7 @@ bench: $(STAMP)
 	$(PY) bench/parity.py
 	$(PY) bench/interpreter.py
 	$(PY) bench/gate.py
+	$(PY) bench/isolation.py
 
 # Not part of `make test`: downloads vLLM's released wheel (no dependencies, about 336 MB, once) and runs
 # the seed table on its real writer file, on this machine. The pre-fix copy is the same file without the

@@ -19,10 +19,10 @@ import torch
 from .cache import CacheBuffer
 from .diff import DiffResult
 from .fp8 import code_distance
+from .spec import MAX_CODE_DISTANCE
 from .errors import BudgetError
 
 CHUNK_BLOCKS = 256  # blocks whose value regions are compared at once
-
 
 @dataclass(frozen=True)
 class Budget:
@@ -33,10 +33,12 @@ class Budget:
     def __post_init__(self) -> None:
         if not isinstance(self.max_diff_bytes, int) or self.max_diff_bytes < 0:
             raise BudgetError(f"--max-diff-bytes must be a non-negative integer, got {self.max_diff_bytes!r}")
-        if not (isinstance(self.max_diff_fraction, (int, float)) and 0.0 <= self.max_diff_fraction <= 1.0):
+        fraction = self.max_diff_fraction
+        if isinstance(fraction, bool) or not (isinstance(fraction, (int, float)) and 0.0 <= fraction <= 1.0):
             raise BudgetError(f"--max-diff-fraction must lie in [0, 1], got {self.max_diff_fraction!r}")
-        if not isinstance(self.max_code_distance, int) or self.max_code_distance < 0:
-            raise BudgetError(f"--max-code-distance must be a non-negative integer, got {self.max_code_distance!r}")
+        if not isinstance(self.max_code_distance, int) or not 0 <= self.max_code_distance <= MAX_CODE_DISTANCE:
+            raise BudgetError(f"--max-code-distance must be an integer in [0, {MAX_CODE_DISTANCE}],"
+                              f" got {self.max_code_distance!r}")
 
     @property
     def exact(self) -> bool:

@@ -1,20 +1,44 @@
-"""Cache buffers: poisoned allocation with guard bytes, and the scatter of quantized rows to slots."""
+"""Cache buffers: poisoned allocation with guard zones, the scatter of quantized rows to slots, and the
+size checks that run before anything large is allocated."""
 
 from __future__ import annotations
 
+import resource
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
+from .errors import SpecError
 from .spec import CacheSpec
 
-# Bytes before and after the cache handed to a producer; a write there is a stray write.
-GUARD_BYTES = 256
-
-
 # poison(i) = (i * POISON_STEP + POISON_OFFSET) % 256; linear in i, so it splits into per-block and
-# per-byte parts (the diagnosis relies on that to avoid int64 positions for the whole cache).
+# per-byte parts (the diagnosis relies on that to avoid int64 positions for the whole cache), and
+# periodic with period 256, so a fill is one period tiled.
 POISON_STEP, POISON_OFFSET = 151, 0x5B
+POISON_PERIOD = 256
+
+# Guards are whole poison periods: the cache then starts at poison phase 0 whatever the guard size.
+GUARD_ALIGN = POISON_PERIOD
+
+
+def guard_bytes(spec: CacheSpec) -> int:
+    """Bytes of each guard zone (before and after the cache): at least one whole block, so that an
+    off-by-one block (block -1, block num_blocks) or slot (slot num_slots) in either layout lands in
+    the guard, never outside the allocation."""
+    return -(-max(spec.block_bytes, GUARD_ALIGN) // GUARD_ALIGN) * GUARD_ALIGN
+
+
+def buffer_bytes(spec: CacheSpec) -> int:
+    """Bytes of one poisoned allocation: guard | cache | guard."""
+    return 2 * guard_bytes(spec) + spec.num_blocks * spec.block_bytes
+
+
+def run_bytes(spec: CacheSpec, num_tokens: int) -> int:
+    """Memory a compare of `num_tokens` tokens needs at its peak: two poisoned buffers plus one more
+    (the diff's byte mask, or a buffer's copy into or out of shared memory), and K (bf16) with the fp32
+    intermediates of its generation (bench/memory.py measures the real peak against this)."""
+    return 3 * buffer_bytes(spec) + num_tokens * (16 * spec.head_dim + 64)
 
 
 def poison_at(position: torch.Tensor) -> torch.Tensor:
@@ -23,30 +47,60 @@ def poison_at(position: torch.Tensor) -> torch.Tensor:
     return ((position * POISON_STEP + POISON_OFFSET) % 256).to(torch.uint8)
 
 
-def poison(num_bytes: int, device=None) -> torch.Tensor:
-    """The fill of every fresh buffer of num_bytes bytes.
+def _period(device=None) -> torch.Tensor:
+    return poison_at(torch.arange(POISON_PERIOD, device=device, dtype=torch.int64))
 
-    poison_at is periodic with period 256, so one period is repeated: a 138 MB buffer costs one uint8
-    write instead of five passes over int64 positions (~2 ms of a 5 ms compare() on an H200)."""
-    period = poison_at(torch.arange(256, device=device, dtype=torch.int64))
-    return period.repeat(-(-num_bytes // 256))[:num_bytes]
+
+def fill_poison(out: torch.Tensor, start: int = 0) -> torch.Tensor:
+    """Fill the flat uint8 tensor `out` with the poison of buffer positions start, start+1, ...: one period
+    tiled (no int64 per byte; a 169 MB cache used to cost 1.3 GB of positions)."""
+    period = _period(out.device).roll(-(start % POISON_PERIOD))
+    whole = out.numel() // POISON_PERIOD
+    out[: whole * POISON_PERIOD].view(whole, POISON_PERIOD).copy_(period)
+    out[whole * POISON_PERIOD :].copy_(period[: out.numel() - whole * POISON_PERIOD])
+    return out
+
+
+def poison(num_bytes: int, device=None) -> torch.Tensor:
+    """The fill of every fresh buffer of num_bytes bytes."""
+    return fill_poison(torch.empty(num_bytes, dtype=torch.uint8, device=device))
+
+
+def equals_poison(data: torch.Tensor, start: int = 0) -> bool:
+    """Whether the flat uint8 tensor `data`, at buffer positions start.., still holds the poison fill."""
+    period = _period(data.device).roll(-(start % POISON_PERIOD))
+    whole = data.numel() // POISON_PERIOD
+    tail = data[whole * POISON_PERIOD :]
+    return bool((data[: whole * POISON_PERIOD].view(whole, POISON_PERIOD) == period).all()) and torch.equal(
+        tail, period[: tail.numel()]
+    )
 
 
 @dataclass(frozen=True)
 class CacheBuffer:
-    """One poisoned allocation: guard | cache | guard. `cache` is the view a producer writes."""
+    """One poisoned allocation: guard | cache | guard. `cache` is the view a producer writes.
+
+    `modified_inputs` names the arguments (`k`, `slot_mapping`) the producer changed in place."""
 
     spec: CacheSpec
-    buffer: torch.Tensor  # uint8 [GUARD + num_blocks*block_bytes + GUARD]
+    buffer: torch.Tensor  # uint8 [2 * guard_bytes(spec) + num_blocks * block_bytes]
+    modified_inputs: tuple[str, ...] = ()
 
     @classmethod
     def allocate(cls, spec: CacheSpec, device) -> "CacheBuffer":
-        return cls(spec, poison(2 * GUARD_BYTES + spec.num_blocks * spec.block_bytes, device))
+        device = torch.device(device) if device is not None else torch.device("cpu")
+        require_memory(buffer_bytes(spec), device, f"a cache of {spec.summary()}")
+        return cls(spec, poison(buffer_bytes(spec), device))
+
+    @property
+    def guard_bytes(self) -> int:
+        return guard_bytes(self.spec)
 
     @property
     def flat(self) -> torch.Tensor:
         """uint8 [num_blocks, block_bytes]: one flat byte buffer per block."""
-        return self.buffer[GUARD_BYTES : GUARD_BYTES + self.spec.num_blocks * self.spec.block_bytes].view(
+        g = self.guard_bytes
+        return self.buffer[g : g + self.spec.num_blocks * self.spec.block_bytes].view(
             self.spec.num_blocks, self.spec.block_bytes
         )
 
@@ -57,7 +111,20 @@ class CacheBuffer:
 
     @property
     def guards(self) -> torch.Tensor:
-        return torch.cat([self.buffer[:GUARD_BYTES], self.buffer[-GUARD_BYTES:]])
+        """uint8 [2 * guard_bytes]: the front guard, then the back guard."""
+        g = self.guard_bytes
+        return torch.cat([self.buffer[:g], self.buffer[-g:]])
+
+    def cache_untouched(self) -> bool:
+        """No byte of the cache was written (or every written byte equals the poison under it)."""
+        return equals_poison(self.flat.view(-1), self.guard_bytes)
+
+    def guard_writes(self) -> int:
+        """Guard bytes that no longer hold the poison: bytes written outside the cache."""
+        g = self.guard_bytes
+        back = self.buffer.numel() - g
+        fresh = torch.cat([poison(g, self.buffer.device), fill_poison(torch.empty_like(self.buffer[back:]), back)])
+        return int((self.guards != fresh).sum())
 
 
 def scatter_rows(
@@ -82,3 +149,58 @@ def scatter_rows(
     first = base + spec.value_bytes + 4 * spec.groups_per_token * token.view(-1, 1)
     scale_pos = first + torch.arange(4 * spec.groups_per_token, device=cache.device).view(1, -1)
     flat[scale_pos.reshape(-1)] = scale_bytes.reshape(-1)
+
+
+# ---- allocation size checks: before anything large is allocated ----------------------------------------
+
+
+def _meminfo(key: str) -> int | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _cgroup_room() -> int | None:
+    """Bytes left under this cgroup's (v2) memory.max, or None when unlimited or unknown."""
+    try:
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        if limit == "max":
+            return None
+        return int(limit) - int(Path("/sys/fs/cgroup/memory.current").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _address_space_room() -> int | None:
+    """Bytes this process may still map under RLIMIT_AS (`ulimit -v`), or None when unlimited."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft == resource.RLIM_INFINITY:
+        return None
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmSize:"):
+                return soft - int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def available_memory(device) -> int | None:
+    """Bytes that can still be allocated on `device`; None when unknown (no check is then possible)."""
+    device = torch.device(device)
+    if device.type == "cuda":
+        free, _ = torch.cuda.mem_get_info(device)
+        return int(free)
+    rooms = [r for r in (_meminfo("MemAvailable"), _cgroup_room(), _address_space_room()) if r is not None]
+    return max(0, min(rooms)) if rooms else None
+
+
+def require_memory(needed: int, device, what: str) -> None:
+    """One line naming what needs the memory, when it cannot fit: raised before allocating anything."""
+    available = available_memory(device)
+    if available is not None and needed > available:
+        raise SpecError(f"{what} needs {needed:,} bytes, only {available:,} available on {torch.device(device)}")

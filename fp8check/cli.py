@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
 import traceback
 from pathlib import Path
@@ -24,7 +25,34 @@ def spec_options(fn):
     from . import options
 
     fn = click.option("--debug", is_flag=True, help="Show tracebacks.")(fn)
-    return options.click_options(options.SPEC)(fn)
+    return isolation_options(options.click_options(options.SPEC)(fn))
+
+
+def isolation_options(fn):
+    """How code from files (file:, vllm-file:, git:) runs: in a child process, under these limits."""
+    from .isolation import DEFAULT_TIMEOUT_S
+
+    options = [
+        click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_TIMEOUT_S,
+                     show_default=True, metavar="SECONDS",
+                     help="Kill a writer from a file that runs longer than this (it is then exit 2)."),
+        click.option("--memory-limit", "memory_limit_mib", type=click.IntRange(min=1), default=None, metavar="MIB",
+                     help="Memory a writer from a file may allocate (CPU) [default: what the machine has]."),
+        click.option("--in-process", is_flag=True,
+                     help="Run writers from files inside fp8check's own process (debugging only: their code can"
+                          " then change the verdict)."),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def isolation_limits(opts: dict):
+    """Pop the isolation options from `opts`: the Limits for writers from files, or None (--in-process)."""
+    from .isolation import Limits
+
+    timeout_s, memory_mib, in_process = opts.pop("timeout_s"), opts.pop("memory_limit_mib"), opts.pop("in_process")
+    return None if in_process else Limits(timeout_s=timeout_s, memory_bytes=memory_mib and memory_mib * 2**20)
 
 
 def budget_options(fn):
@@ -33,10 +61,19 @@ def budget_options(fn):
     return options.click_options(options.BUDGET)(fn)
 
 
+INPUT_OVERRIDDEN_FLAGS = {"seed": "--seed", "slots": "--slots", "distribution": "--inputs",
+                          "inf_nan": "--specials-inf-nan"}  # --input replays its own inputs
+
+
 def build(opts: dict):
     """(spec, inputs, device) from the shared options (prepare.build: gate cases and the API use it too)."""
     from .prepare import build as build_from_options
 
+    if opts["input_path"] is not None:
+        given = given_explicitly(opts)
+        for name, flag in INPUT_OVERRIDDEN_FLAGS.items():
+            if name in given:
+                raise UsageError(f"{flag} cannot be combined with --input: the file's inputs are replayed")
     return build_from_options(opts)
 
 
@@ -86,6 +123,35 @@ def check_writable(path: Path | None, option: str) -> None:
         raise UsageError(f"{option} {path}: folder {path.parent} does not exist")
 
 
+def show(renderable, **print_options) -> None:
+    """Print to stdout; a reader that went away (`fp8check compare | true`) changes nothing else: the
+    JSON is still written and the exit code is the verdict's."""
+    console = Console()
+    console.on_broken_pipe = silence_stdout  # rich's own handler exits 1: the code of "bytes differ"
+    try:
+        console.print(renderable, **print_options)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        silence_stdout()
+
+
+def silence_stdout() -> None:
+    """Point stdout at /dev/null, so that Python's own flush at exit cannot fail on a closed pipe."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is not a real file (a test's capture): nothing to silence
+        pass
+    finally:
+        os.close(devnull)
+
+
+def golden_key() -> bytes | None:
+    """FP8CHECK_GOLDEN_KEY: when set, golden files are signed (record) and must be signed (replay)."""
+    key = os.environ.get("FP8CHECK_GOLDEN_KEY")
+    return key.encode() if key else None
+
+
 def write_json(path: Path | None, payload: dict) -> None:
     if path is not None:
         try:
@@ -127,22 +193,15 @@ def _write(path: Path, text: str, option: str, *, append: bool = False) -> None:
 
 def emit(out: dict, *, renderable, verdict: str, payload: dict, gate_result, title: str,
          soft_wrap: bool = False) -> None:
-    """Print the report (or only the verdict line with --quiet) and write the reports asked for.
+    """Write the reports asked for, then print the report (or only the verdict line with --quiet).
 
+    Files first: a reader of stdout that went away (`| true`) never costs the JSON, JUnit or Markdown.
     With `--json -` the JSON is the only thing on stdout; the report goes to stderr."""
-    import os
-
     from .report import junit, markdown
 
     to_stdout = out["json_path"] == "-"
-    if out["quiet"]:
-        click.echo(verdict, err=to_stdout)
-    else:
-        Console(stderr=to_stdout).print(renderable, soft_wrap=soft_wrap)
     text = json.dumps(payload, indent=2, allow_nan=False) + "\n"
-    if to_stdout:
-        click.echo(text, nl=False)
-    elif out["json_path"] is not None:
+    if out["json_path"] not in (None, "-"):
         _write(Path(out["json_path"]), text, "--json")
     if out["junit_path"] is not None:
         _write(out["junit_path"], junit.junit_xml(gate_result, suite=title), "--junit")
@@ -151,6 +210,18 @@ def emit(out: dict, *, renderable, verdict: str, payload: dict, gate_result, tit
         _write(out["markdown_path"], summary, "--markdown", append=True)
     if os.environ.get("GITHUB_STEP_SUMMARY"):
         _write(Path(os.environ["GITHUB_STEP_SUMMARY"]), summary, "$GITHUB_STEP_SUMMARY", append=True)
+    if out["quiet"]:
+        click.echo(verdict, err=to_stdout)
+    elif to_stdout:
+        Console(stderr=True).print(renderable, soft_wrap=soft_wrap)
+    else:
+        show(renderable, soft_wrap=soft_wrap)
+    if to_stdout:
+        try:
+            click.echo(text, nl=False)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            silence_stdout()
 
 
 def single_case(case_id: str, kind: str, result, passed: bool, seconds: float):
@@ -201,7 +272,7 @@ def replay_golden(baseline: str, opts: dict):
     for name, flag in GOLDEN_INPUT_FLAGS.items():
         if name in given:
             raise UsageError(f"{flag} cannot be combined with --baseline {baseline}: the recorded inputs are replayed")
-    recorded = golden.read(path)
+    recorded = golden.read(path, key=golden_key())
     golden.check_options(
         path, recorded.spec, {name: (flag, opts[name]) for name, flag in GOLDEN_SPEC_FLAGS.items() if name in given}
     )
@@ -241,14 +312,16 @@ def compare(baseline, candidate, all_blocks, debug, max_diff_bytes, max_diff_fra
     out = {"json_path": json_path, "junit_path": junit_path, "markdown_path": markdown_path, "quiet": quiet}
     check_outputs(out)
     start = time.perf_counter()
+    limits = isolation_limits(opts)
     budget = budget_mod.Budget(max_diff_bytes=max_diff_bytes, max_diff_fraction=max_diff_fraction,
                                max_code_distance=max_code_distance)
     if baseline.startswith(GOLDEN):
         spec, data, device, base = replay_golden(baseline, opts)
-        resolved = resolve_producers(device, {"candidate": candidate}, spec, opts["repo"])
+        resolved = resolve_producers(device, {"candidate": candidate}, spec, opts["repo"], isolation=limits)
     else:
         spec, data, device = build(opts)
-        resolved = resolve_producers(device, {"baseline": baseline, "candidate": candidate}, spec, opts["repo"])
+        resolved = resolve_producers(device, {"baseline": baseline, "candidate": candidate}, spec, opts["repo"],
+                                     isolation=limits)
         base = resolved["baseline"]
     with progress(device, resolved.values()):
         checked = check_compare(spec, baseline=base, candidate=resolved["candidate"], inputs=data, device=device,
@@ -278,14 +351,18 @@ def record(producer, out_path, debug, **opts):
     from .device import versions
     from .prepare import resolve_producers
 
-    check_writable(out_path, "--out")
+    golden.check_output_path(out_path, "--out")
+    limits = isolation_limits(opts)
     spec, data, device = build(opts)
-    resolved = resolve_producers(device, {"producer": producer}, spec, opts["repo"])
+    resolved = resolve_producers(device, {"producer": producer}, spec, opts["repo"], isolation=limits)
     with progress(device, resolved.values()):
         side = run_side(resolved["producer"], spec, data.to(device), device)
+    if side.buffer.modified_inputs:
+        raise golden.GoldenError(f"producer {side.name!r} modified its {' and '.join(side.buffer.modified_inputs)}"
+                                 " in place; not recorded")
     golden.write(out_path, spec=spec, producer=side.name, emulated=side.emulated, inputs=data,
-                 buffer=side.buffer, versions=versions(), provenance=side.provenance)
-    click.echo(f"recorded {side.name} ({spec.summary()}, {data.source}) to {out_path}")
+                 buffer=side.buffer, versions=versions(), key=golden_key(), provenance=side.provenance)
+    show(f"recorded {side.name} ({spec.summary()}, {data.source}) to {out_path}", soft_wrap=True, highlight=False)
     return ExitCode.OK
 
 
@@ -315,6 +392,7 @@ def table(config_path, all_blocks, debug, json_path, junit_path, markdown_path, 
     out = {"json_path": json_path, "junit_path": junit_path, "markdown_path": markdown_path, "quiet": quiet}
     check_outputs(out)
     start = time.perf_counter()
+    limits = isolation_limits(opts)
     if config_path is not None:
         ctx = click.get_current_context()
         for dest, value in read_config(find_config(config_path)).items():
@@ -322,7 +400,7 @@ def table(config_path, all_blocks, debug, json_path, junit_path, markdown_path, 
                 opts[dest] = value
     spec, data, device = build(opts)
     resolved = resolve_producers(device, {role: opts[role] for role in ("baseline", "buggy", "fixed")}, spec,
-                                 opts["repo"])
+                                 opts["repo"], isolation=limits)
     with progress(device, resolved.values()):
         result = seed_table(spec, **resolved, inputs=data, device=device)
     case_id = table_id(options.from_dests(opts))
@@ -480,8 +558,8 @@ def parity(config_path, json_path, debug, **opts):
             spec, config, baseline=baseline, writers=writers, reader=reader, inputs=data, device=device,
             progress=lambda label, done, total: bar.update(task, description=label, completed=done, total=total),
         )
-    Console().print(report_parity.render(result))
     write_json(json_path, report_parity.to_json(result))
+    show(report_parity.render(result))
     return ExitCode.OK if result.passed else ExitCode.DIFFER
 
 
@@ -512,8 +590,8 @@ def doctor(required, json_path, debug):
     producers.prepare(resolve_device("auto"))  # what a CPU run would do, before Triton is imported
 
     found = doctor_mod.diagnose(required)
-    Console().print(doctor_report.render(found))
     write_json(json_path, doctor_report.to_json(found))
+    show(doctor_report.render(found))
     return ExitCode.DIFFER if found.unmet else ExitCode.OK
 
 
@@ -527,4 +605,8 @@ def main(argv: list[str] | None = None) -> int:
         return fail(f"error: {exc.format_message()}", ExitCode.USAGE)
     except click.exceptions.Abort:
         return 130
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        silence_stdout()
     return int(rv) if isinstance(rv, int) else ExitCode.OK

@@ -9,6 +9,7 @@ import torch
 
 from .writers import registry
 from .diff import DiffResult, diff_caches
+from .errors import InputError
 from .inputs import Inputs
 from .writers.producer import Producer, Side
 from .spec import CacheSpec
@@ -39,8 +40,8 @@ class CompareResult:
 
 
 def run_side(producer: Producer, spec: CacheSpec, inputs: Inputs, device: torch.device) -> Side:
-    buffer = registry.run(producer, spec, inputs, device)
-    return Side(producer.name, producer.description, producer.emulated, buffer, producer.provenance, producer.triton)
+    buffer, ran = registry.run_producer(producer, spec, inputs, device)
+    return Side(ran.name, ran.description, ran.emulated, buffer, ran.provenance, ran.triton)
 
 
 def compare(
@@ -55,6 +56,8 @@ def compare(
     start = time.perf_counter()
     base = baseline if isinstance(baseline, Side) else run_side(baseline, spec, inputs, device)
     timings["baseline"] = time.perf_counter() - start
+    if base.buffer.cache_untouched():  # an empty comparison would "pass" whatever the candidate does
+        raise InputError(f"nothing to compare: the baseline {base.name!r} wrote no byte of the cache")
     start = time.perf_counter()
     cand = run_side(candidate, spec, inputs, device)
     timings["candidate"] = time.perf_counter() - start

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import torch
 
 from . import fp8
-from .cache import GUARD_BYTES, POISON_OFFSET, POISON_STEP, CacheBuffer, poison_at
+from .cache import POISON_OFFSET, POISON_STEP, CacheBuffer, guard_bytes, poison_at
 from .diff import DiffResult, Mismatch, count_true, mismatch_at
 from .inputs import Inputs
 from .spec import SCALE_FLOOR, CacheSpec, Coordinate, FP8Format, Layout, Region, ScaleFormat
@@ -411,7 +411,7 @@ def _frame(spec: CacheSpec, inputs: Inputs, blocks: torch.Tensor, a: torch.Tenso
         block_i=block_i, token=token, group=unit % groups, source=source,
         block_mapped=(source >= 0).view(nd, -1).any(dim=1), value_index=value_index, run_length=run_length,
         runs=runs, poison_row=((value_index * POISON_STEP) % 256).to(torch.uint8).reshape(spec.block_size * groups, qbs),
-        poison_block=(((GUARD_BYTES + blocks * spec.block_bytes) * POISON_STEP + POISON_OFFSET) % 256).to(torch.uint8),
+        poison_block=(((guard_bytes(spec) + blocks * spec.block_bytes) * POISON_STEP + POISON_OFFSET) % 256).to(torch.uint8),
     )
 
 
@@ -484,13 +484,14 @@ def _take_units(frame: _Frame, ledger: _Ledger, category: Category, units: torch
 
 
 def _guards(baseline: CacheBuffer, candidate: CacheBuffer, ledger: _Ledger, cache_bytes: int) -> None:
-    a, b = baseline.guards, candidate.guards  # [front GUARD_BYTES | back GUARD_BYTES]
+    a, b = baseline.guards, candidate.guards  # [front guard | back guard]
     differs = a != b
     count = int(differs.sum())
     if not count:
         return
-    offset = torch.arange(2 * GUARD_BYTES, device=a.device) - GUARD_BYTES  # Example.guard_offset
-    position = torch.where(offset < 0, offset, offset + cache_bytes) + GUARD_BYTES  # in the whole buffer
+    guard = baseline.guard_bytes
+    offset = torch.arange(2 * guard, device=a.device) - guard  # Example.guard_offset
+    position = torch.where(offset < 0, offset, offset + cache_bytes) + guard  # in the whole buffer
     ledger.add(Category.STRAY_WRITE, count, None, [("guard", int(o)) for o in offset[differs][:EXAMPLES].tolist()])
     ledger.note(Category.STRAY_WRITE, guard=count, candidate_guard=int((differs & (b != poison_at(position))).sum()))
 
@@ -1107,7 +1108,7 @@ def _causes(spec: CacheSpec, ledger: _Ledger, frame: _Frame | None, baseline: Ca
 def _example(spec: CacheSpec, category: Category, kind: str, index: int, frame: _Frame | None,
              baseline: CacheBuffer, candidate: CacheBuffer) -> Example:
     if kind == "guard":
-        position = GUARD_BYTES + index  # guards = [front | back]; offsets -GUARD..-1, then 0..GUARD-1
+        position = baseline.guard_bytes + index  # guards = [front | back]; offsets -guard..-1, then 0..guard-1
         return Example(None, index, int(baseline.guards[position]), int(candidate.guards[position]), None, None,
                        "outside the cache handed to the writer")
     m = mismatch_at(spec, baseline.flat, candidate.flat, index)

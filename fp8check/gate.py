@@ -42,8 +42,13 @@ class CompareCheck:
     expect: Expect = Expect.SAME
 
     @property
+    def modified_inputs(self) -> tuple[str, ...]:
+        """Inputs a producer changed in place: the run fails whatever its bytes (the verdict cannot be trusted)."""
+        return self.result.baseline.buffer.modified_inputs + self.result.candidate.buffer.modified_inputs
+
+    @property
     def matched(self) -> bool:
-        return self.result.identical or self.budget.within
+        return (self.result.identical or self.budget.within) and not self.modified_inputs
 
     @property
     def passed(self) -> bool:

@@ -1,27 +1,35 @@
 """Golden files: a producer's inputs and cache bytes in one safetensors file, checksummed.
 
 Tensors: `k` (bf16 [T, head_dim]), `slot_mapping` (int64 [T]), `kv_cache` (uint8
-[num_blocks, block_size*(head_dim + 4*head_dim/qbs)]). String metadata: `spec` (JSON), `producer`,
-`emulated`, `torch`, `triton`, `fp8check`, `sha256` (of the spec JSON and producer, then the three
-tensors' bytes in that order).
+[num_blocks, block_size*(head_dim + 4*head_dim/qbs)]) and `guards` (uint8 [2 * guard bytes]: the zones
+before and after the cache, as the producer left them). String metadata: `format`, `spec` (JSON),
+`producer`, `emulated`, the versions (`torch`, `triton`, `fp8check`, ...), and one checksum:
+`sha256`, or `hmac-sha256` when recorded with a key (FP8CHECK_GOLDEN_KEY), over every other metadata
+key and value, then each tensor's name, dtype, shape and bytes.
 safetensors holds raw bytes only: nothing is ever unpickled.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
+import os
+import stat
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
-from .cache import CacheBuffer
-from .inputs import InputError, Inputs, load
+from .cache import CacheBuffer, guard_bytes
+from .errors import GoldenError, UsageError
+from .inputs import Inputs, check_slots, load
 from .spec import CacheSpec, SpecError
-from .errors import GoldenError
 
-FORMAT = "fp8check-golden/1"
+FORMAT = "fp8check-golden/2"
+TENSORS = ("k", "slot_mapping", "kv_cache", "guards")
+CHECKSUMS = ("sha256", "hmac-sha256")
 
 
 @dataclass(frozen=True)
@@ -31,32 +39,75 @@ class Golden:
     emulated: bool
     inputs: Inputs
     kv_cache: torch.Tensor  # uint8 [num_blocks, block_bytes]
+    guards: torch.Tensor  # uint8 [2 * guard_bytes(spec)]
     metadata: dict[str, str]
 
 
-def checksum(k: torch.Tensor, slot_mapping: torch.Tensor, kv_cache: torch.Tensor, spec_json: str, producer: str) -> str:
-    """sha256 over what a verdict depends on: the spec and producer metadata, then the tensors' bytes."""
-    h = hashlib.sha256()
-    h.update(f"{spec_json}\n{producer}\n".encode())
-    for tensor in (k, slot_mapping, kv_cache):
-        h.update(tensor.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes())
+def checksum(tensors: dict[str, torch.Tensor], metadata: dict[str, str], key: bytes | None = None) -> str:
+    """sha256 (or HMAC-SHA256 with `key`) over every metadata key but the checksums, then the tensors."""
+    h = hmac.new(key, digestmod=hashlib.sha256) if key else hashlib.sha256()
+    covered = {name: value for name, value in metadata.items() if name not in CHECKSUMS}
+    h.update(json.dumps(covered, sort_keys=True).encode() + b"\n")
+    for name in TENSORS:
+        tensor = tensors[name].detach().cpu().contiguous()
+        h.update(f"{name} {tensor.dtype} {list(tensor.shape)}\n".encode())
+        h.update(tensor.view(torch.uint8).numpy().tobytes())
     return h.hexdigest()
 
 
+def check_output_path(path: Path, option: str = "--out") -> None:
+    """Only a regular file or a new name in an existing folder: never a device node, a symlink, a folder."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        if not path.parent.is_dir():
+            raise UsageError(f"{option} {path}: folder {path.parent} does not exist") from None
+        return
+    except OSError as exc:
+        raise UsageError(f"{option} {path}: cannot be inspected ({exc.strerror})") from None
+    if stat.S_ISLNK(mode):
+        raise UsageError(f"{option} {path}: is a symbolic link; give the real file or a new path")
+    if not stat.S_ISREG(mode):
+        kind = "a folder" if stat.S_ISDIR(mode) else "not a regular file (a device, pipe or socket)"
+        raise UsageError(f"{option} {path}: is {kind}; give a regular file or a new path")
+
+
 def write(path: Path, *, spec: CacheSpec, producer: str, emulated: bool, inputs: Inputs,
-          buffer: CacheBuffer, versions: dict[str, str], provenance: dict | None = None) -> None:
+          buffer: CacheBuffer, versions: dict[str, str], key: bytes | None = None,
+          provenance: dict | None = None) -> None:
+    """Record a producer's run. A run that wrote outside its cache, or nothing at all, is refused.
+
+    The file is written next to `path` under a temporary name, then moved over it in one step."""
     from safetensors.torch import save_file
 
-    k = inputs.k.detach().cpu().contiguous()
-    slot_mapping = inputs.slot_mapping.detach().cpu().contiguous()
-    kv_cache = buffer.flat.detach().cpu().contiguous()
-    metadata = {
-        "format": FORMAT, "spec": spec.to_json(), "producer": producer, "emulated": json.dumps(emulated),
-        "sha256": checksum(k, slot_mapping, kv_cache, spec.to_json(), producer), **versions,
+    check_output_path(path)
+    stray = buffer.guard_writes()
+    if stray:
+        raise GoldenError(f"producer {producer!r} wrote {stray} bytes outside the cache; not recorded")
+    if buffer.cache_untouched():
+        raise GoldenError(f"producer {producer!r} wrote nothing into the cache; not recorded")
+    tensors = {
+        "k": inputs.k.detach().cpu().contiguous(), "slot_mapping": inputs.slot_mapping.detach().cpu().contiguous(),
+        "kv_cache": buffer.flat.detach().cpu().contiguous(), "guards": buffer.guards.detach().cpu().contiguous(),
     }
-    if provenance:  # what ran (file, function, git revision and commit, sha256, bound names); informational
+    metadata = {**versions, "format": FORMAT, "spec": spec.to_json(), "producer": producer,
+                "emulated": json.dumps(emulated)}
+    if provenance:  # what ran: file, function, git revision and commit, sha256, bound names
         metadata["producer_provenance"] = json.dumps(provenance, sort_keys=True)
-    save_file({"k": k, "slot_mapping": slot_mapping, "kv_cache": kv_cache}, str(path), metadata=metadata)
+    metadata["hmac-sha256" if key else "sha256"] = checksum(tensors, metadata, key)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(handle)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(temporary, 0o666 & ~umask)  # what a plain open() would have made, not mkstemp's 0600
+    try:
+        save_file(tensors, temporary, metadata=metadata)
+        os.replace(temporary, path)
+    except OSError as exc:
+        raise UsageError(f"--out {path}: cannot write ({exc.strerror})") from None
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
 
 
 def _metadata(path: Path) -> dict[str, str]:
@@ -69,30 +120,54 @@ def _metadata(path: Path) -> dict[str, str]:
         raise GoldenError(f"{path}: not a readable safetensors file ({str(exc).splitlines()[0]})") from None
 
 
-def read(path: Path) -> Golden:
-    tensors = load(path)
-    metadata = _metadata(path)
-    if metadata.get("format") != FORMAT:
-        raise GoldenError(f"{path}: not an fp8check golden file (metadata format is {metadata.get('format')!r})")
-    try:
-        spec = CacheSpec.from_dict(json.loads(metadata["spec"]))
-    except (KeyError, json.JSONDecodeError, SpecError) as exc:
-        raise GoldenError(f"{path}: golden metadata 'spec' is unusable ({exc})") from None
-    missing = [name for name in ("k", "slot_mapping", "kv_cache") if name not in tensors]
-    if missing:
-        raise GoldenError(f"{path}: golden file lacks tensor(s) {', '.join(missing)}")
-    k, slot_mapping, kv_cache = tensors["k"], tensors["slot_mapping"], tensors["kv_cache"]
+def _verify(path: Path, tensors: dict[str, torch.Tensor], metadata: dict[str, str], key: bytes | None) -> None:
+    if key is None and "hmac-sha256" in metadata:
+        raise GoldenError(f"{path}: signed with a key (hmac-sha256); set FP8CHECK_GOLDEN_KEY to verify it")
+    if key is not None and "hmac-sha256" not in metadata:
+        raise GoldenError(f"{path}: not signed, and FP8CHECK_GOLDEN_KEY is set: only signed recordings are trusted")
+    name = "hmac-sha256" if key else "sha256"
+    if not hmac.compare_digest(checksum(tensors, metadata, key), str(metadata.get(name, ""))):
+        raise GoldenError(f"{path}: checksum mismatch: the file was modified or damaged after recording"
+                          + (" (or signed with another key)" if key else ""))
+
+
+def _check_shapes(path: Path, spec: CacheSpec, tensors: dict[str, torch.Tensor]) -> None:
+    k, slot_mapping, kv_cache, guards = (tensors[name] for name in TENSORS)
     expected = (spec.num_blocks, spec.block_bytes)
     if kv_cache.dtype != torch.uint8 or tuple(kv_cache.shape) != expected:
         raise GoldenError(f"{path}: kv_cache is {kv_cache.dtype} {list(kv_cache.shape)}, spec needs uint8 {list(expected)}")
+    if guards.dtype != torch.uint8 or tuple(guards.shape) != (2 * guard_bytes(spec),):
+        raise GoldenError(f"{path}: guards is {guards.dtype} {list(guards.shape)}, spec needs uint8 [{2 * guard_bytes(spec)}]")
     if k.dtype != torch.bfloat16 or k.dim() != 2 or k.shape[1] != spec.head_dim:
         raise GoldenError(f"{path}: k is {k.dtype} {list(k.shape)}, spec needs bf16 [T, {spec.head_dim}]")
     if slot_mapping.dtype != torch.int64 or tuple(slot_mapping.shape) != (k.shape[0],):
         raise GoldenError(f"{path}: slot_mapping is {slot_mapping.dtype} {list(slot_mapping.shape)}, needs int64 [{k.shape[0]}]")
-    if checksum(k, slot_mapping, kv_cache, metadata["spec"], metadata.get("producer", "")) != metadata.get("sha256"):
-        raise GoldenError(f"{path}: checksum mismatch: the file was modified or damaged after recording")
-    inputs = Inputs(k.contiguous(), slot_mapping.contiguous(), f"replayed from golden {path.name}")
-    return Golden(spec, metadata.get("producer", "?"), metadata.get("emulated") == "true", inputs, kv_cache, metadata)
+
+
+def read(path: Path, key: bytes | None = None) -> Golden:
+    """A verified recording: format, spec, tensors, shapes, checksum (HMAC with `key`), then the slots."""
+    tensors = load(path)
+    metadata = _metadata(path)
+    if metadata.get("format") != FORMAT:
+        raise GoldenError(f"{path}: not an fp8check golden file (metadata format is {metadata.get('format')!r})"
+                          + ("; recorded by an older fp8check: record it again" if metadata.get("format") ==
+                             "fp8check-golden/1" else ""))
+    try:
+        spec = CacheSpec.from_dict(json.loads(metadata["spec"]))
+    except (KeyError, TypeError, json.JSONDecodeError, SpecError) as exc:
+        raise GoldenError(f"{path}: golden metadata 'spec' is unusable ({exc})") from None
+    missing = [name for name in TENSORS if name not in tensors]
+    if missing:
+        raise GoldenError(f"{path}: golden file lacks tensor(s) {', '.join(missing)}")
+    unknown = sorted(set(tensors) - set(TENSORS))
+    if unknown:
+        raise GoldenError(f"{path}: golden file holds unknown tensor(s) {', '.join(unknown)}")
+    _check_shapes(path, spec, tensors)
+    _verify(path, tensors, metadata, key)
+    inputs = Inputs(tensors["k"].contiguous(), tensors["slot_mapping"].contiguous(), f"replayed from golden {path.name}")
+    check_slots(spec, inputs.slot_mapping, str(path))
+    return Golden(spec, metadata.get("producer", "?"), metadata.get("emulated") == "true", inputs,
+                  tensors["kv_cache"], tensors["guards"], metadata)
 
 
 def check_options(path: Path, spec: CacheSpec, given: dict[str, tuple[str, object]]) -> None:
@@ -117,7 +192,10 @@ def as_side(golden: Golden, path: Path, device):
 
 
 def as_buffer(golden: Golden, device) -> CacheBuffer:
-    """The recorded bytes in a poisoned buffer (guards as a fresh allocation has them)."""
+    """The recorded bytes in a buffer: the guard zones as recorded (a fresh allocation's poison)."""
     buffer = CacheBuffer.allocate(golden.spec, device)
+    g = buffer.guard_bytes
     buffer.flat.copy_(golden.kv_cache.to(device))
+    buffer.buffer[:g].copy_(golden.guards[:g].to(device))
+    buffer.buffer[-g:].copy_(golden.guards[g:].to(device))
     return buffer

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import enum
 from dataclasses import dataclass
 from pathlib import Path
@@ -226,6 +227,9 @@ def load(path: Path) -> dict[str, torch.Tensor]:
         raise InputError(f"{path}: not a readable safetensors file ({str(exc).splitlines()[0]})") from None
 
 
+INPUT_TENSORS = ("k", "slot_mapping")  # what an --input file may hold
+
+
 def validate(path: Path, k: torch.Tensor | None, slot_mapping: torch.Tensor | None, spec: CacheSpec | None) -> None:
     if k is None:
         raise InputError(f"{path}: has no tensor 'k'")
@@ -240,16 +244,43 @@ def validate(path: Path, k: torch.Tensor | None, slot_mapping: torch.Tensor | No
         return
     if k.shape[1] != spec.head_dim:
         raise InputError(f"{path}: 'k' has head_dim {k.shape[1]} but --head-dim is {spec.head_dim}")
-    if slot_mapping is not None and slot_mapping.numel() and int(slot_mapping.max()) >= spec.num_slots:
+    if slot_mapping is not None:
+        check_slots(spec, slot_mapping, str(path))
+
+
+def check_slots(spec: CacheSpec, slot_mapping: torch.Tensor, where: str) -> None:
+    """Refuse a slot mapping that cannot give one verdict: a slot outside the cache (the write would land
+    outside the allocation), two tokens in one slot (the bytes would depend on write order), or no token
+    with a slot at all (nothing would be written: an empty comparison always "passes")."""
+    slots = slot_mapping.view(-1)
+    mapped = torch.nonzero(slots >= 0).view(-1)
+    if not mapped.numel():
+        raise InputError(f"{where}: nothing to compare: none of its {slots.numel()} tokens has a slot >= 0")
+    token = int(torch.argmax(slots))
+    if int(slots[token]) >= spec.num_slots:
         raise InputError(
-            f"{path}: slot {int(slot_mapping.max())} does not fit {spec.num_blocks} blocks of {spec.block_size}"
-            " (raise --num-blocks)"
+            f"{where}: slot {int(slots[token])} of token {token} is outside the cache ({spec.num_blocks} blocks"
+            f" of {spec.block_size}: slots 0..{spec.num_slots - 1}; raise --num-blocks)"
+        )
+    ordered, order = torch.sort(slots[mapped], stable=True)
+    same = torch.nonzero(ordered[1:] == ordered[:-1]).view(-1)
+    if same.numel():
+        i = int(same[0])
+        first, second = int(mapped[order[i]]), int(mapped[order[i + 1]])
+        raise InputError(
+            f"{where}: slot {int(ordered[i])} is mapped by tokens {first} and {second}: with two tokens in one"
+            " slot the bytes depend on which write lands last"
         )
 
 
 def read_inputs(path: Path) -> Inputs:
     """Replay a dumped tensor: `k` (bf16 [T, head_dim]) and optional `slot_mapping` (int64 [T])."""
     tensors = load(path)
+    unknown = sorted(set(tensors) - set(INPUT_TENSORS))
+    if unknown:
+        hints = [f"{name!r} (did you mean {close[0]!r}?)" if close else repr(name)
+                 for name in unknown for close in [difflib.get_close_matches(name, INPUT_TENSORS, n=1)]]
+        raise InputError(f"{path}: unknown tensor(s) {', '.join(hints)}; an --input file holds only k and slot_mapping")
     k, slot_mapping = tensors.get("k"), tensors.get("slot_mapping")
     validate(path, k, slot_mapping, None)
     if slot_mapping is None:

@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from .errors import ConfigError
+from .spec import MAX_CODE_DISTANCE
 
 
 def _values(enum_cls: type[enum.Enum]) -> tuple[str, ...]:
@@ -113,7 +114,8 @@ def _budget_options() -> list[Option]:
         Option("max_diff_fraction", "max_diff_fraction", float, 0.0,
                "Pass with up to this fraction of the cache's bytes differing; 0: exact.", minimum=0, maximum=1),
         Option("max_code_distance", "max_code_distance", int, 0,
-               "Excuse differing FP8 value bytes at most D codes apart; 0: excuse none.", minimum=0),
+               f"Excuse differing FP8 value bytes at most D codes apart (at most {MAX_CODE_DISTANCE}; a NaN against a"
+               " number is never excused); 0: excuse none.", minimum=0, maximum=MAX_CODE_DISTANCE),
     ]
 
 

@@ -19,7 +19,7 @@ def spec_from(opts: dict, num_blocks: int | None = None) -> CacheSpec:
     head_dim = opts["head_dim"]
     return CacheSpec(
         num_blocks=num_blocks or opts["num_blocks"] or DEFAULT_NUM_BLOCKS, block_size=opts["block_size"],
-        head_dim=head_dim, quant_block_size=opts["quant_block_size"] or (128 if head_dim % 128 == 0 else head_dim),
+        head_dim=head_dim, quant_block_size=opts["quant_block_size"] if opts["quant_block_size"] is not None else (128 if head_dim % 128 == 0 else head_dim),
         fp8=FP8Format(opts["fp8"]), scale_fmt=ScaleFormat(opts["scale_fmt"]),
         layout=Layout(opts["layout"]) if opts["layout"] else None,
     )
@@ -45,6 +45,8 @@ def build(opts: dict):
         num_blocks = inputs_mod.blocks_needed(replay, opts["block_size"])
     spec = spec_from(opts, num_blocks)
     device = resolve_device(opts["device"])
+    # generated inputs: at most num_slots tokens plus a quarter of padding (SlotPattern.PADDED)
+    check_memory(spec, replay.k.shape[0] if replay else spec.num_slots * 5 // 4 + 1, device, replay, opts)
     if replay is not None:
         inputs_mod.validate(opts["input_path"], replay.k, replay.slot_mapping, spec)
         data = replay
@@ -53,13 +55,29 @@ def build(opts: dict):
             spec, seed=opts["seed"], slots=inputs_mod.SlotPattern(opts["slots"]),
             distribution=inputs_mod.Distribution(opts["distribution"]), inf_nan=opts["inf_nan"], device=device,
         )
+        inputs_mod.check_slots(spec, data.slot_mapping, f"generated inputs ({data.source})")
     return spec, data, device
 
 
-def resolve_producers(device, names: dict[str, str], spec: CacheSpec, repo: Path | None) -> dict:
+def check_memory(spec: CacheSpec, num_tokens: int, device, replay, opts: dict) -> None:
+    """Refuse a run whose caches, diff and inputs cannot fit, naming the options, before allocating them."""
+    from .cache import require_memory, run_bytes
+
+    sizes = f"--num-blocks {spec.num_blocks}, --block {spec.block_size}, --head-dim {spec.head_dim}"
+    if replay is not None and opts["num_blocks"] is None:
+        top = int(replay.slot_mapping.max()) if replay.slot_mapping.numel() else 0
+        sizes = f"--input {opts['input_path']}: its slot {top} makes {sizes}, and"
+    require_memory(run_bytes(spec, num_tokens), device, f"{sizes} (two caches, the diff and K)")
+
+
+def resolve_producers(device, names: dict[str, str], spec: CacheSpec, repo: Path | None, *,
+                      isolation="default") -> dict:
     """Producers by role, resolved once the device is known: a CPU run turns Triton's interpreter mode on
-    first (writers/registry.prepare), so every Triton kernel, the user's included, runs in it."""
+    first (writers/registry.prepare), so every Triton kernel, the user's included, runs in it. Code from
+    files runs in a child process under `isolation` (Limits; "default": registry.DEFAULT_ISOLATION; None:
+    in this process)."""
     from .writers import registry
 
     registry.prepare(device)
-    return {role: registry.resolve(name, fp8=spec.fp8, repo=repo) for role, name in names.items()}
+    limits = registry.DEFAULT_ISOLATION if isolation == "default" else isolation
+    return {role: registry.resolve(name, fp8=spec.fp8, repo=repo, isolation=limits) for role, name in names.items()}

@@ -14,6 +14,10 @@ from .errors import SpecError
 # vLLM's divisor on e4m3fnuz (SPEC.md section 3): its ROCm writers divide by 224, not the format's max 240.
 VLLM_FNUZ_DIVISOR = 224.0
 SCALE_FLOOR = 1e-4  # s = max(amax, 1e-4) / DIV in every real writer
+# The farthest two FP8 codes may be apart and still be excused. Real writers differ by 1 code (rounding)
+# or a doubled scale (SPEC.md section 3); 8 leaves room for that while a NaN against a number (255
+# apart) or the seed's integer conversion can never be excused.
+MAX_CODE_DISTANCE = 8  # the largest --max-code-distance budget
 
 
 class FP8Format(enum.Enum):

@@ -10,7 +10,7 @@ import torch
 
 from fp8check import fp8
 from fp8check.writers import registry as producers
-from fp8check.budget import Budget, BudgetError, check
+from fp8check.budget import MAX_CODE_DISTANCE, Budget, BudgetError, check
 from fp8check.cli import main
 from fp8check.compare import compare
 from fp8check.inputs import generate
@@ -85,7 +85,7 @@ def test_the_larger_allowance_wins():
 def test_scale_bytes_are_never_excused_by_code_distance():
     result = references(FNUZ)
     scale_bytes = sum(b.scale_diff for b in result.diff.all_rows())
-    verdict = decide(result, max_code_distance=252)
+    verdict = decide(result, max_code_distance=MAX_CODE_DISTANCE)
     assert scale_bytes > 0 and verdict.counted == scale_bytes
     assert verdict.failed == ("max-code-distance",)  # the only budget set
 

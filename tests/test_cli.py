@@ -190,7 +190,7 @@ def test_record_writes_a_golden_safetensors_file(capsys, tmp_path):
     assert code == 0, err
     assert str(out_path) in out
     tensors = load_file(str(out_path))
-    assert set(tensors) == {"k", "slot_mapping", "kv_cache"}
+    assert set(tensors) == {"k", "slot_mapping", "kv_cache", "guards"}
     k, slot_mapping, kv_cache = tensors["k"], tensors["slot_mapping"], tensors["kv_cache"]
     assert k.dtype == torch.bfloat16 and tuple(k.shape) == (32, 64)
     assert slot_mapping.dtype == torch.int64 and slot_mapping.tolist() == list(range(32))
@@ -207,6 +207,7 @@ def test_record_writes_a_golden_safetensors_file(capsys, tmp_path):
     buffer = CacheBuffer.allocate(spec, "cpu")
     reference.aiter_writer(k, buffer.cache, slot_mapping, 64, "ue8m0")
     assert torch.equal(kv_cache, buffer.flat)
+    assert torch.equal(tensors["guards"], buffer.guards)  # the guard zones as the producer left them
 
 
 def write_k_only(path: Path, num_tokens: int, head_dim: int) -> torch.Tensor:

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from fp8check import diagnose as dg
 from fp8check import fp8
 from fp8check.writers import registry as producers
-from fp8check.cache import GUARD_BYTES, CacheBuffer, poison
+from fp8check.cache import GUARD_ALIGN, CacheBuffer, poison
 from fp8check.cli import main
 from fp8check.compare import compare
 from fp8check.diagnose import Category, diagnose
@@ -296,7 +296,7 @@ def test_identical_writers_have_no_diagnosis(candidate, spec):
 
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 2**16), flips=st.integers(1, 400), span=st.integers(0, 6000),
-       guard=st.integers(0, 2 * GUARD_BYTES - 1),
+       guard=st.integers(0, 2 * GUARD_ALIGN - 1),
        spec=st.sampled_from([CacheSpec(num_blocks=2), CacheSpec(num_blocks=2, scale_fmt=ScaleFormat.FP32),
                              CacheSpec(block_size=16, head_dim=64, quant_block_size=16, num_blocks=2),
                              CacheSpec(block_size=1, num_blocks=9, fp8=FP8Format.E4M3FNUZ)]),
@@ -312,7 +312,7 @@ def test_every_differing_byte_lands_in_exactly_one_cause(seed, flips, span, guar
     span = min(span, cand.buffer.numel() - 1)
     start = int(torch.randint(0, cand.buffer.numel() - span, (1,), generator=g))
     cand.buffer[start : start + span] = torch.randint(0, 256, (span,), generator=g, dtype=torch.uint8)
-    cand.buffer[guard if guard < GUARD_BYTES else -(guard - GUARD_BYTES) - 1] ^= 0xFF
+    cand.buffer[guard if guard < GUARD_ALIGN else -(guard - GUARD_ALIGN) - 1] ^= 0xFF  # every guard >= GUARD_ALIGN
     found = diagnose(spec, base, cand, inputs)
     assert found.bytes == count(base.buffer != cand.buffer)
     assert [c.bytes for c in found] == sorted((c.bytes for c in found), reverse=True)

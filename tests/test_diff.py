@@ -9,7 +9,7 @@ import torch
 
 from fp8check import inputs
 from fp8check.writers import registry as producers
-from fp8check.cache import GUARD_BYTES, CacheBuffer
+from fp8check.cache import CacheBuffer, guard_bytes
 from fp8check.diff import diff_caches
 from fp8check.spec import CacheSpec, FP8Format, Region
 
@@ -120,7 +120,7 @@ def test_first_mismatch_is_the_earliest_in_cache_order(written):
     assert (c.block, c.byte_in_block, c.token, c.dim) == (1, 1589, 19, 37)
 
 
-@pytest.mark.parametrize("position", [0, GUARD_BYTES - 1, -GUARD_BYTES, -1])
+@pytest.mark.parametrize("position", [0, guard_bytes(SPEC) - 1, -guard_bytes(SPEC), -1])
 def test_guard_byte_write_is_counted_outside_the_blocks(written, position):
     candidate = copy(written)
     candidate.buffer[position] ^= 0x01

@@ -12,7 +12,7 @@ import torch
 from fp8check import inputs
 from fp8check.writers import reference
 from fp8check.writers import registry as producers
-from fp8check.cache import GUARD_BYTES, CacheBuffer, poison
+from fp8check.cache import CacheBuffer, poison
 from fp8check.compare import compare
 from fp8check.writers.reference import AITER, VLLM
 from fp8check.spec import CacheSpec, FP8Format, Layout, ScaleFormat
@@ -231,9 +231,10 @@ def test_writer_puts_every_byte_at_its_layout_position(spec, profile):
     codes, scales = quantize(k, profile, spec.fp8, spec.scale_fmt, spec.quant_block_size)
 
     fresh = poison(buffer.buffer.numel())
-    assert torch.equal(buffer.buffer[:GUARD_BYTES], fresh[:GUARD_BYTES])
-    assert torch.equal(buffer.buffer[-GUARD_BYTES:], fresh[-GUARD_BYTES:])
-    fresh_flat = fresh[GUARD_BYTES:-GUARD_BYTES].view(spec.num_blocks, -1)
+    guard = buffer.guard_bytes
+    assert torch.equal(buffer.buffer[:guard], fresh[:guard])
+    assert torch.equal(buffer.buffer[-guard:], fresh[-guard:])
+    fresh_flat = fresh[guard:-guard].view(spec.num_blocks, -1)
     token_of_slot = {int(s): i for i, s in enumerate(slot_mapping.tolist()) if s >= 0}
     for block in range(spec.num_blocks):
         got_codes, got_scales = read_block(spec, buffer.flat[block])

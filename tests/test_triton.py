@@ -11,7 +11,7 @@ import torch
 from fp8check import fp8
 from fp8check.writers import interpreter as triton_exact
 from fp8check.writers import registry as producers
-from fp8check.cache import GUARD_BYTES, CacheBuffer, poison
+from fp8check.cache import CacheBuffer, guard_bytes, poison
 from fp8check.cli import main
 from fp8check.compare import compare
 from fp8check.inputs import Inputs, SlotPattern, generate
@@ -164,7 +164,7 @@ def test_padded_tokens_and_unmapped_slots_stay_untouched():
     mapped = torch.zeros(written.buffer.numel(), dtype=torch.bool)
     for slot in slot_mapping[slot_mapping >= 0].tolist():
         block, t = divmod(slot, spec.block_size)
-        base = GUARD_BYTES + block * spec.block_bytes
+        base = guard_bytes(spec) + block * spec.block_bytes
         for dim in range(spec.head_dim):
             mapped[base + spec.value_offset(t, dim)] = True
         first = base + spec.scale_offset(t, 0)

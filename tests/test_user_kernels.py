@@ -145,7 +145,7 @@ from fp8check.inputs import generate
 from fp8check.spec import CacheSpec
 from fp8check.writers.registry import prepare, resolve, run
 del os.environ["TRITON_INTERPRET"]
-producer = resolve({WRITER!r})
+producer = resolve({WRITER!r}, isolation=None)  # loaded here, before prepare()
 prepare(torch.device("cpu"))
 spec = CacheSpec(num_blocks=1, block_size=1, head_dim=128)
 try:
@@ -374,7 +374,11 @@ def test_input_and_golden_from_git(capsys, tmp_path, fix_repo):
     code, _, err = run(capsys, "record", "--producer", WRITER, "--block", "16", *SMALL, "--slots", "padded",
                        "--out", str(golden_path))
     assert code == 0, err
-    git(repo, "add", "golden.safetensors")
+    from safetensors.torch import load_file, save_file
+
+    recorded = load_file(str(golden_path))  # an --input file holds only k and slot_mapping
+    save_file({"k": recorded["k"], "slot_mapping": recorded["slot_mapping"]}, str(repo / "inputs.safetensors"))
+    git(repo, "add", "golden.safetensors", "inputs.safetensors")
     git(repo, "commit", "-qm", "golden")
     golden_path.write_bytes(b"damaged after the commit")
     code, payload, text = run_json(capsys, tmp_path, "compare", "--repo", str(repo), "--baseline",
@@ -382,10 +386,10 @@ def test_input_and_golden_from_git(capsys, tmp_path, fix_repo):
     assert code == 0, text
     assert payload["baseline_provenance"]["commit"] == git(repo, "rev-parse", "HEAD")
     assert payload["baseline_provenance"]["recorded_by"]["function"] == "indexer_k_quant_and_cache_triton"
-    code, out, err = run(capsys, "compare", "--repo", str(repo), "--input", "git:HEAD:golden.safetensors",
+    code, out, err = run(capsys, "compare", "--repo", str(repo), "--input", "git:HEAD:inputs.safetensors",
                          "--baseline", "reference", "--candidate", WRITER, "--block", "16", *SMALL)
     assert code == 0, out + err
-    assert f"golden.safetensors at git HEAD = {git(repo, 'rev-parse', 'HEAD')}" in out.replace("\n", "")
+    assert f"inputs.safetensors at git HEAD = {git(repo, 'rev-parse', 'HEAD')}" in out.replace("\n", "")
 
 
 # ---- what a CPU run says about compiled kernels ------------------------------------------------------

@@ -56,6 +56,8 @@ def compare_results(result: CompareResult, *, diagnosis: Diagnosis | None = None
         "diff_bytes": d.diff_bytes,
         "total_bytes": d.total_bytes,
         "identical": d.identical,
+        "modified_inputs": {"baseline": list(result.baseline.buffer.modified_inputs),
+                            "candidate": list(result.candidate.buffer.modified_inputs)},
         "first_mismatch": d.first_mismatch.to_dict() if d.first_mismatch else None,
         "interpreter_note": result.interpreter_caveat,
         **extra,

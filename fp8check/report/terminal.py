@@ -7,6 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..budget import BudgetVerdict
+from ..cache import guard_bytes
 from ..compare import CompareResult
 from ..diagnose import Diagnosis
 from ..diff import BlockDiff, DiffResult
@@ -96,13 +97,15 @@ def verdict_text(result: CompareResult, budget: BudgetVerdict | None = None) -> 
     d = result.diff
     if d.identical:
         return f"IDENTICAL: 0 of {d.total_bytes} bytes differ in {d.num_blocks} blocks"
-    count = f"{d.diff_bytes} of {d.total_bytes} bytes differ"
+    count = f"{d.cache_diff} of {d.total_bytes} bytes differ"
+    guard = ""
+    if d.guard_diff:  # not a share of the cache: counted apart, against the guard zones' own size
+        guard = (f"; plus {d.guard_diff} of the {2 * guard_bytes(result.spec)} guard bytes outside the cache"
+                 f" ({d.diff_bytes} differing bytes in all)")
     if budget is not None and not budget.budget.exact:
-        return f"{'PASS within' if budget.within else 'FAIL over'} budget: {count} ({budget_line(budget)})"
-    text = f"DIFFERENT: {count} ({percent(d.diff_bytes, d.total_bytes)}) in {d.differing_blocks} of {d.num_blocks} blocks"
-    if d.guard_diff:
-        text += f"; {d.guard_diff} bytes written outside the cache"
-    return text
+        return f"{'PASS within' if budget.within else 'FAIL over'} budget: {count}{guard} ({budget_line(budget)})"
+    where = f"in {d.differing_blocks} of {d.num_blocks} blocks"
+    return f"DIFFERENT: {count} ({percent(d.cache_diff, d.total_bytes)}) {where}{guard}"
 
 
 def verdict(result: CompareResult, budget: BudgetVerdict | None = None) -> Text:
@@ -114,6 +117,13 @@ def verdict(result: CompareResult, budget: BudgetVerdict | None = None) -> Text:
     if d.first_mismatch is not None:
         text += f"\nfirst mismatch: {d.first_mismatch.describe()}"
     return Text(text, style=style)
+
+
+def modified_inputs(result: CompareResult) -> Text | None:
+    """A producer that changed its k or slot_mapping in place fails the run, whatever its bytes."""
+    lines = [f"FAIL: {side.name} modified its {' and '.join(side.buffer.modified_inputs)} in place"
+             for side in (result.baseline, result.candidate) if side.buffer.modified_inputs]
+    return Text("\n".join(lines), style="bold red") if lines else None
 
 
 def budget_line(v: BudgetVerdict) -> str:
@@ -227,8 +237,8 @@ def render_compare(result: CompareResult, *, all_blocks: bool = False, diagnosis
     parts = [header(result), block_table(result, all_blocks=all_blocks)]
     if diagnosis:
         parts.append(cause_table(diagnosis))
-    note = interpreter_note(result)
-    return Group(*parts, verdict(result, budget), *([note] if note else []))
+    notes = [note for note in (modified_inputs(result), interpreter_note(result)) if note]
+    return Group(*parts, verdict(result, budget), *notes)
 
 
 def baseline_title(name: str, emulated: bool) -> str:

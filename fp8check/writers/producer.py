@@ -15,6 +15,7 @@ from typing import Callable
 import torch
 
 from ..cache import CacheBuffer
+from ..isolation import Limits
 from ..spec import CacheSpec
 
 Writer = Callable[..., None]
@@ -36,6 +37,10 @@ class Producer:
     keywords: frozenset[str] = frozenset()  # the subset of EXTRA_KEYWORDS the writer accepts
     provenance: dict = field(default_factory=dict)  # file, function, revision, sha256 of code from files
     triton: bool = False  # runs Triton kernels: on the CPU in the exact interpreter (interpreter.compiled_caveat)
+    # Run in a child process under these limits (code from files); None: in this process. An isolated
+    # Producer holds no code: the child loads it by `name` (git names read from `repo`).
+    isolation: Limits | None = None
+    repo: str | None = None
 
 
 @dataclass(frozen=True)

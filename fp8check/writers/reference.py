@@ -15,6 +15,7 @@ from ..cache import scatter_rows
 from ..spec import SCALE_FLOOR, CacheSpec, FP8Format, Layout, ScaleFormat
 
 FP32_MIN_NORMAL = 2.0**-126
+CHUNK_TOKENS = 8192  # tokens quantized at once
 
 
 @dataclass(frozen=True)
@@ -91,10 +92,14 @@ def make_writer(profile: Profile):
     def writer(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *,
                fp8_dtype=torch.float8_e4m3fn, layout=None):
         spec = spec_of_call(k, kv_cache, quant_block_size, scale_fmt, fp8_dtype, layout)
-        codes, scales = quantize(
-            k, profile=profile, fmt=spec.fp8, scale_fmt=spec.scale_fmt, quant_block_size=quant_block_size
-        )
-        scatter_rows(spec, kv_cache, slot_mapping, codes, scales)
+        # token by token the same bytes; in chunks, the fp32 and int64 intermediates stay bounded
+        # (whole-K intermediates were ~10x the caches and K: bench/isolation.py)
+        for start in range(0, k.shape[0], CHUNK_TOKENS):
+            chunk = slice(start, start + CHUNK_TOKENS)
+            codes, scales = quantize(
+                k[chunk], profile=profile, fmt=spec.fp8, scale_fmt=spec.scale_fmt, quant_block_size=quant_block_size
+            )
+            scatter_rows(spec, kv_cache, slot_mapping[chunk], codes, scales)
 
     writer.__name__ = f"reference_{profile.name}_writer"
     writer.__doc__ = profile.description

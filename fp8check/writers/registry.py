@@ -14,8 +14,9 @@ from typing import Callable
 import torch
 
 from ..cache import CacheBuffer
-from ..errors import ProducerError, first_line
-from ..inputs import Inputs
+from ..errors import CheckerError, ProducerError, first_line
+from ..inputs import Inputs, check_slots
+from ..isolation import Limits, phase, run_isolated
 from ..spec import CacheSpec
 from .producer import EXTRA_KEYWORDS, Producer
 
@@ -106,6 +107,13 @@ REGISTRY: dict[str, Entry] = _entries()
 
 # The default baseline: the real aiter op where it can run, its PyTorch emulation `reference` elsewhere.
 AUTO = "auto"
+# Names whose code comes from the user's files: untrusted, run in a child process unless --in-process.
+UNTRUSTED_PREFIXES = ("file:", "vllm-file:", "git:")
+DEFAULT_ISOLATION = Limits()
+
+
+def untrusted(name: str) -> bool:
+    return name.startswith(UNTRUSTED_PREFIXES)
 
 
 def names() -> list[str]:
@@ -137,12 +145,23 @@ def prepare(device: torch.device) -> None:
         prepare_cpu()
 
 
-def resolve(name: str, *, fp8=None, repo=None) -> Producer:
+def _not_here(*args, **kwargs) -> None:
+    raise CheckerError("an isolated producer's code runs only in its child process")
+
+
+def resolve(name: str, *, fp8=None, repo=None, isolation: Limits | None = DEFAULT_ISOLATION) -> Producer:
     """The producer a name stands for: a registry name, `auto`, or code from a file (`file:`, `vllm-file:`,
     either with `git:REV:PATH` read from `repo`). `fp8` (an FP8Format) names the format vllm-file's
-    platform names are reported bound to; a vllm-file writer is bound to each run's --fp8 either way."""
+    platform names are reported bound to; a vllm-file writer is bound to each run's --fp8 either way.
+
+    Code from files is not loaded here when `isolation` is given (the default): the Producer only names
+    it, and `run` loads and runs it in a child process under those limits. `isolation=None` loads it
+    into this process (`--in-process`, for debugging)."""
     from .files import FILE_PREFIX, VLLM_FILE_PREFIX, load_writer
 
+    if untrusted(name) and isolation is not None:
+        return Producer(name, f"{name} (run in a child process)", _not_here, isolation=isolation,
+                        repo=None if repo is None else str(repo))
     if name.startswith((FILE_PREFIX, VLLM_FILE_PREFIX)):
         return load_writer(name, fp8=fp8, repo=repo)
     if name == AUTO:
@@ -157,24 +176,82 @@ def resolve(name: str, *, fp8=None, repo=None) -> Producer:
     return entry.load()
 
 
-def run(producer: Producer, spec: CacheSpec, inputs: Inputs, device: torch.device) -> CacheBuffer:
-    """A fresh poisoned cache written by the producer. The inputs are cloned: they are never modified."""
-    producer.check(spec, device)
-    buffer = CacheBuffer.allocate(spec, device)
+def _write(producer: Producer, spec: CacheSpec, k: torch.Tensor, cache: torch.Tensor, slot_mapping: torch.Tensor) -> None:
     kwargs = {}
     if "fp8_dtype" in producer.keywords:
         kwargs["fp8_dtype"] = spec.fp8.torch_dtype()
     if "layout" in producer.keywords:
         kwargs["layout"] = spec.layout.value
     try:
-        producer.writer(
-            inputs.k.clone(), buffer.cache, inputs.slot_mapping.clone(), spec.quant_block_size,
-            spec.scale_fmt.writer_arg, **kwargs,
-        )
-        if buffer.buffer.is_cuda:
-            torch.cuda.synchronize(buffer.buffer.device)
+        producer.writer(k, cache, slot_mapping, spec.quant_block_size, spec.scale_fmt.writer_arg, **kwargs)
+        if cache.is_cuda:
+            torch.cuda.synchronize(cache.device)
     except ProducerError:
         raise
     except Exception as exc:
         raise ProducerError(f"producer {producer.name!r} raised {first_line(exc)}") from exc
-    return buffer
+
+
+def run_in_child(name: str, spec_json: str, repo: str | None, k: torch.Tensor, slot_mapping: torch.Tensor,
+                 buffer: torch.Tensor) -> dict:
+    """The child's side of an isolated run (isolation.run_isolated target): load the producer by name,
+    write the shared buffer, report where the code came from and whether it ran Triton kernels."""
+    import json
+
+    phase("loading")
+    spec = CacheSpec.from_dict(json.loads(spec_json))
+    producer = resolve(name, fp8=spec.fp8, repo=repo, isolation=None)
+    producer.check(spec, buffer.device)
+    phase("writing")
+    _write(producer, spec, k, CacheBuffer(spec, buffer).cache, slot_mapping)
+    return {"provenance": json.loads(json.dumps(producer.provenance, default=str)),
+            "description": producer.description, "triton": bool(producer.triton)}
+
+
+def _reported_provenance(reported) -> dict:
+    """What a child said its code was, kept to the shape provenance has: strings, and one level of
+    name -> string mappings (vllm-file's bound names), each cut to 1000 characters."""
+    if not isinstance(reported, dict):
+        return {}
+
+    def text(value) -> str:
+        return str(value)[:1000]
+
+    return {text(key): ({text(k): text(v) for k, v in value.items()} if isinstance(value, dict) else text(value))
+            for key, value in reported.items()}
+
+
+def _same_bytes(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Bit-for-bit equality (NaN payloads included), for tensors a producer may have re-shaped or re-typed."""
+    if a.shape != b.shape or a.dtype != b.dtype or a.device != b.device:
+        return False
+    return torch.equal(a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8))
+
+
+def run_producer(producer: Producer, spec: CacheSpec, inputs: Inputs,
+                 device: torch.device) -> tuple[CacheBuffer, Producer]:
+    """A fresh poisoned cache written by the producer, on clones of the inputs (never modified); clones
+    the producer changed in place are named in `modified_inputs`. The slots are checked first: nothing
+    runs on slots outside the cache, duplicated or all padding. Returns the producer as it ran: for an
+    isolated one, with what its child reported (description, provenance, whether it ran Triton)."""
+    check_slots(spec, inputs.slot_mapping, inputs.source)
+    buffer = CacheBuffer.allocate(spec, device)
+    k, slot_mapping = inputs.k.clone(), inputs.slot_mapping.clone()
+    if producer.isolation is not None:
+        report = run_isolated(f"{__name__}:run_in_child", (producer.name, spec.to_json(), producer.repo, k,
+                              slot_mapping, buffer.buffer), limits=producer.isolation,
+                              label=f"producer {producer.name!r}")
+        producer = dataclasses.replace(
+            producer, description=str(report.get("description", producer.description))[:1000],
+            provenance=_reported_provenance(report.get("provenance")), triton=report.get("triton") is True)
+    else:
+        producer.check(spec, device)
+        _write(producer, spec, k, buffer.cache, slot_mapping)
+    changed = tuple(name for name, given, passed in (("k", inputs.k, k), ("slot_mapping", inputs.slot_mapping,
+                    slot_mapping)) if not _same_bytes(given.contiguous(), passed))
+    return dataclasses.replace(buffer, modified_inputs=changed), producer
+
+
+def run(producer: Producer, spec: CacheSpec, inputs: Inputs, device: torch.device) -> CacheBuffer:
+    """run_producer's cache only."""
+    return run_producer(producer, spec, inputs, device)[0]

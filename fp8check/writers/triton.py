@@ -33,6 +33,7 @@ def _quant_and_cache(
     scale_ptr,  # the whole cache viewed as fp32
     slot_ptr,  # int64 [num_tokens]
     num_tokens,
+    num_slots,  # slots of the cache: a slot outside [0, num_slots) writes nothing, never out of bounds
     block_size,
     block_bytes,  # bytes per block (= stride of the value view)
     HEAD_DIM: tl.constexpr,
@@ -44,7 +45,7 @@ def _quant_and_cache(
     token = tl.program_id(0) * TOKENS + tl.arange(0, TOKENS)
     in_range = token < num_tokens
     slot = tl.load(slot_ptr + token, mask=in_range, other=-1)
-    write = slot >= 0  # padding tokens write nothing
+    write = (slot >= 0) & (slot < num_slots)  # padding tokens write nothing
     dim = tl.arange(0, HEAD_DIM)
     x = tl.load(k_ptr + token[:, None].to(tl.int64) * HEAD_DIM + dim[None, :], mask=write[:, None], other=0.0)
     x = x.to(tl.float32)
@@ -111,7 +112,8 @@ def launch(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *, fp8_dtype=
     kernel = _interpreted() if on_cpu else _compiled
     grid = (triton.cdiv(num_tokens, tokens),)
     kernel[grid](
-        k, values, scales, slot_mapping, num_tokens, spec.block_size, spec.block_bytes, HEAD_DIM=spec.head_dim,
+        k, values, scales, slot_mapping, num_tokens, spec.num_slots, spec.block_size, spec.block_bytes,
+        HEAD_DIM=spec.head_dim,
         TOKENS=tokens, DIV=spec.fp8.vllm_divisor, UE8M0=spec.scale_fmt is ScaleFormat.UE8M0,
         SHUFFLE=spec.layout is Layout.SHUFFLE,
     )
