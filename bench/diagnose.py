@@ -23,7 +23,8 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from fp8check import diagnose, producers  # noqa: E402
+from fp8check import diagnose  # noqa: E402
+from fp8check.writers import registry as producers  # noqa: E402
 from fp8check.compare import run_side  # noqa: E402
 from fp8check.diff import diff_caches  # noqa: E402
 from fp8check.inputs import Distribution, generate  # noqa: E402
