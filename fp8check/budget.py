@@ -18,7 +18,7 @@ import torch
 
 from .cache import CacheBuffer
 from .diff import DiffResult
-from .fp8 import code_distance
+from .pairs import code_distance
 from .errors import BudgetError
 
 CHUNK_BLOCKS = 256  # blocks whose value regions are compared at once

@@ -6,6 +6,7 @@ from ..budget import BudgetVerdict
 from ..compare import CompareResult
 from ..device import versions
 from ..diagnose import Diagnosis
+from .causes import diagnosis_json
 
 
 def compare_json(result: CompareResult, *, diagnosis: Diagnosis | None = None,
@@ -13,7 +14,7 @@ def compare_json(result: CompareResult, *, diagnosis: Diagnosis | None = None,
     d = result.diff
     extra = {}
     if diagnosis is not None:
-        extra["diagnosis"] = diagnosis.to_json()
+        extra["diagnosis"] = diagnosis_json(diagnosis, result.spec)
     if budget is not None:
         extra["budget"] = budget.to_dict()
     return {
