@@ -73,7 +73,8 @@ def _value_counts(spec: CacheSpec, mask: torch.Tensor, runs: tuple[int, torch.Te
         tiles = mask.view(n, spec.block_size // 16, spec.groups_per_token, qbs // 16, 16, 16)
         lanes = tiles.view(torch.int64).sum(dim=(3, 5))  # [n, token tile, group, token % 16], lanes <= 255
         lanes = lanes.permute(0, 1, 3, 2).reshape(-1)  # in unit order
-        return lanes.view(torch.uint8).view(-1, 8).sum(dim=1, dtype=torch.int64)  # add up each word's lanes
+        # add up each word's lanes (their total, a unit's count, is <= qbs < 2**15: int16 is exact and cheap)
+        return lanes.view(torch.uint8).view(-1, 8).sum(dim=1, dtype=torch.int16).long()
     gathered = mask.reshape(n, -1, length)[:, run_index.view(-1)]
     return count_true(gathered.reshape(-1, qbs))
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 import math
 
 from ..diagnose import Category, Cause, Diagnosis, Example
+from ..diagnose.scales import E5M2_MAX
 from ..spec import CacheSpec, FP8Format, Region
 
 NUMERICS = "docs/NUMERICS.md"
 MOVED = " (the values of those groups move with their scale)"
-E5M2_MAX = 57344.0
 
 
 def divisor_names() -> dict[float, str]:
