@@ -104,10 +104,7 @@ class _Sample:
     sampled: torch.Tensor  # int64 [n]: differing sampled bytes
     first: slice  # the columns a screen tries first
     past_first: torch.Tensor  # int64 [n]: differing sampled bytes past them: the most a unit can still match
-
-    @property
-    def need(self) -> torch.Tensor:
-        return SAMPLE_SHARE * self.sampled
+    need: torch.Tensor  # float [n]: matching sampled bytes a cause needs (SAMPLE_SHARE of `sampled`)
 
 
 def _sample(frame: Frame, candidates: torch.Tensor, open_count: int) -> _Sample | None:
@@ -128,7 +125,7 @@ def _sample(frame: Frame, candidates: torch.Tensor, open_count: int) -> _Sample 
         candidates, base, cand, differs, sampled = candidates[keep], base[keep], cand[keep], differs[keep], sampled[keep]
     first = slice(0, min(FIRST_COLUMNS, columns.numel()))
     return _Sample(frame, candidates, columns, base, cand, differs, sampled, first,
-                   sampled - differs[:, first].sum(dim=1))
+                   sampled - differs[:, first].sum(dim=1), SAMPLE_SHARE * sampled)
 
 
 def _by_share(s: _Sample, match, rows: torch.Tensor, screen: bool, aux=None):
