@@ -356,7 +356,8 @@ def test_identical_writers_have_no_diagnosis(candidate, spec):
        guard=st.integers(0, 2 * GUARD_BYTES - 1),
        spec=st.sampled_from([CacheSpec(num_blocks=2), CacheSpec(num_blocks=2, scale_fmt=ScaleFormat.FP32),
                              CacheSpec(block_size=16, head_dim=64, quant_block_size=16, num_blocks=2),
-                             CacheSpec(block_size=1, num_blocks=9, fp8=FP8Format.E4M3FNUZ)]),
+                             CacheSpec(block_size=1, num_blocks=9, fp8=FP8Format.E4M3FNUZ),
+                             CacheSpec(block_size=16, head_dim=32, quant_block_size=8, num_blocks=3)]),
        slots=st.sampled_from(list(SlotPattern)))
 def test_every_differing_byte_lands_in_exactly_one_cause(seed, flips, span, guard, spec, slots):
     # scattered byte flips (sparse units), one stretch of garbage (dense units) and a guard byte
