@@ -12,10 +12,10 @@ the quotient x/s be recomputed where a cause needs it. Collect -> decide -> desc
 - describe: report/causes.py renders the facts as sentences (nothing here is prose).
 
 Precedence (the first cause that fits takes the bytes; docs/NUMERICS.md for the facts):
-1. where (`scales.guards`, `scales.unmapped`): guard bytes and bytes of slots no token maps to are
+1. where (`where`): guard bytes and bytes of slots no token maps to are
    `stray-write` (value bytes of an unmapped slot are first offered to `layout`, which moves bytes between
    the slots of a block);
-2. scale words of mapped slots (`scales.scales`): `unwritten` (still poison), `scale-ulp`, `scale-ratio`,
+2. scale words of mapped slots (`scales`): `unwritten` (still poison), `scale-ulp`, `scale-ratio`,
    `scale-pow2`. The value bytes of a quant group whose scale has one of the scale causes inherit it: a
    wrong scale moves every value of its group;
 3. systemic value causes (`systemic`), judged per quant group from a sample of its columns, and then given

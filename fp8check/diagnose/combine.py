@@ -13,7 +13,7 @@ from ..diff import DiffResult
 from ..errors import CheckerError
 from ..inputs import Inputs
 from ..spec import CacheSpec
-from . import bytewise, scales, systemic
+from . import bytewise, scales, systemic, where
 from .claims import Claim
 from .decide import cause_facts, example
 from .frame import Frame, build_frame, differing_units, unit_runs
@@ -23,7 +23,7 @@ from .model import EXAMPLES, Category, Cause, Diagnosis
 def _value_stages(frame: Frame) -> list[Claim]:
     """Stages 1-4 over the differing blocks; each takes the units the earlier ones left open."""
     open_u = frame.n_u > 0
-    claims, taken = scales.unmapped(frame, open_u)
+    claims, taken = where.unmapped(frame, open_u)
     open_u = open_u & ~taken
     more, taken = scales.scales(frame, open_u)
     claims += more
@@ -86,7 +86,7 @@ def diagnose(spec: CacheSpec, baseline: CacheBuffer, candidate: CacheBuffer, inp
 
     `diff`: diff_caches' result for these two caches, if at hand; its per-block counts say which blocks to
     read (the attribution is the same without it)."""
-    claims = scales.guards(baseline, candidate, spec.num_blocks * spec.block_bytes)
+    claims = where.guards(baseline, candidate, spec.num_blocks * spec.block_bytes)
     expected = int(torch.count_nonzero(baseline.guards != candidate.guards))
     runs = unit_runs(spec, spec.value_index(baseline.flat.device))
     blocks, a, b, n_u, wdiff_u = differing_units(spec, baseline, candidate, diff, runs)

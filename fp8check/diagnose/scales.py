@@ -1,7 +1,5 @@
-"""Stages 1 and 2: where (guard bytes, slots no token maps to) and the scale words of mapped slots.
-
-Each stage is a pure function of the frame and the units still open; it returns its claims and the units
-whose value bytes it took.
+"""Stage 2: the scale words of mapped slots. A pure function of the frame and the units still open; it
+returns its claims and the units whose value bytes it took (a wrong scale moves every value of its group).
 """
 
 from __future__ import annotations
@@ -10,11 +8,10 @@ from dataclasses import dataclass
 
 import torch
 
-from ..cache import GUARD_BYTES, CacheBuffer, poison_at
 from ..spec import SCALE_FLOOR, FP8Format, ScaleFormat
 from .claims import Claim, note, unit_claim
 from .frame import Frame
-from .model import EXAMPLES, Category
+from .model import Category
 
 # DIVs seen in real writers (SPEC.md section 3): both formats' max, vLLM's e4m3fnuz divisor, e5m2's max.
 E5M2_MAX = 57344.0
@@ -23,29 +20,6 @@ KNOWN_DIVISORS = tuple(sorted({*(f.max for f in FP8Format), *(f.vllm_divisor for
 ULP_LIMIT = 16  # fp32 scales this many units in the last place apart or less: scale-ulp
 BOUNDARY_TOLERANCE = 2.0**-20  # |amax / (DIV * s) - 1| below this: amax / DIV sits on s
 RATIO_RESOLUTION = 2.0**-12  # log2 ratios this close are one ratio
-
-
-def guards(baseline: CacheBuffer, candidate: CacheBuffer, cache_bytes: int) -> list[Claim]:
-    """Guard bytes that differ: stray writes outside the cache."""
-    a, b = baseline.guards, candidate.guards  # [front GUARD_BYTES | back GUARD_BYTES]
-    differs = a != b
-    count = int(differs.sum())
-    if not count:
-        return []
-    offset = torch.arange(2 * GUARD_BYTES, device=a.device) - GUARD_BYTES  # Example.guard_offset
-    position = torch.where(offset < 0, offset, offset + cache_bytes) + GUARD_BYTES  # in the whole buffer
-    examples = tuple(("guard", int(o)) for o in offset[differs][:EXAMPLES].tolist())
-    counts = {"guard": count, "candidate_guard": int((differs & (b != poison_at(position))).sum())}
-    return [Claim(Category.STRAY_WRITE, count, None, examples, counts)]
-
-
-def unmapped(frame: Frame, open_u: torch.Tensor) -> tuple[list[Claim], torch.Tensor]:
-    """Scale words of unmapped slots, and whole units of blocks no token maps into: stray writes."""
-    free = ~frame.mapped
-    empty_block = free & ~frame.block_mapped[frame.block_i]
-    claims = [unit_claim(frame, Category.STRAY_WRITE, free, value=False, scale=True),
-              unit_claim(frame, Category.STRAY_WRITE, empty_block & open_u)]
-    return claims, empty_block
 
 
 @dataclass(frozen=True)
