@@ -1,4 +1,4 @@
-"""Fixtures shared by the adapter and doctor tests."""
+"""Fixtures and helpers shared by the test files (import the helpers: `from conftest import run`)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import sys
 
 import pytest
 import torch
+from hypothesis import settings
 
 # Tests run producers as the CLI does on this machine: without a GPU, Triton's interpreter mode is on
 # before any test module imports Triton (writers/interpreter.prepare_cpu), so user kernels with tl.max
@@ -16,6 +17,11 @@ if not torch.cuda.is_available():
 
     prepare_cpu()
 
+# Property tests cost the same every run: examples derived from the test, not drawn at random, and no
+# example database between runs (STYLE.md habit 16).
+settings.register_profile("fp8check", derandomize=True, database=None, deadline=None, print_blob=True)
+settings.load_profile("fp8check")
+
 
 @pytest.fixture
 def no_real_libraries(monkeypatch):
@@ -25,3 +31,20 @@ def no_real_libraries(monkeypatch):
     for name in ("aiter", "vllm"):
         monkeypatch.setitem(sys.modules, name, None)  # None: "not installed" unless a test injects one
     yield
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    """The command line, in-process: (exit code, stdout, stderr)."""
+    from fp8check.cli import main
+
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def aiter_shuffle(x):
+    """aiter's shuffle_weight(x, layout=(16, 16)) on a 1-byte (or id) tensor [..., N, D], written from SPEC.md
+    section 2: view as (-1, N/16, 16, D/32, 2, 16), permute (0, 1, 3, 4, 2, 5), make contiguous."""
+    rows, cols = x.shape[-2], x.shape[-1]
+    out = x.reshape(-1, rows // 16, 16, cols // 32, 2, 16).permute(0, 1, 3, 4, 2, 5).contiguous()
+    return out.view(*x.shape)

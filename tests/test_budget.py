@@ -15,6 +15,7 @@ from fp8check.cli import main
 from fp8check.compare import compare
 from fp8check.inputs import generate
 from fp8check.spec import CacheSpec, FP8Format, ScaleFormat
+from conftest import run
 
 CPU = torch.device("cpu")
 FP32 = CacheSpec(scale_fmt=ScaleFormat.FP32)  # aiter vs vLLM: 7 value bytes one code apart, scales equal
@@ -106,12 +107,6 @@ def test_impossible_budgets_are_refused(budget, option):
 
 
 # ---- through the command line --------------------------------------------------------------------------
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 REFERENCES = ("compare", "--baseline", "reference", "--candidate", "reference-vllm", "--scale-fmt", "fp32")

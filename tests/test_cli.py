@@ -13,8 +13,8 @@ from safetensors.torch import load_file, save_file
 
 from fp8check.writers import reference
 from fp8check.cache import CacheBuffer
-from fp8check.cli import main
 from fp8check.spec import CacheSpec
+from conftest import run
 
 PLUGINS = Path(__file__).parent / "plugins"
 # The two PyTorch emulations, named explicitly where a test is about more than the defaults.
@@ -24,12 +24,6 @@ BASELINE = ("--baseline", "reference")
 
 def plugin(file_name: str, func: str = "writer") -> str:
     return f"file:{PLUGINS / file_name}:{func}"
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 SMALL = ("--block", "16", "--head-dim", "64", "--num-blocks", "2")

@@ -14,19 +14,13 @@ from fp8check import doctor
 from fp8check.writers import registry as producers
 from fp8check.writers.adapters import aiter, platform
 from fp8check.writers.adapters.platform import Backend, Platform, fp8_for_arch
-from fp8check.cli import main
 from fp8check.spec import FP8Format
+from conftest import run
 
 MI355 = Platform(Backend.ROCM, True, "stand-in MI355X", "gfx950:sramecc+:xnack-", "cpu")
 
 
 pytestmark = pytest.mark.usefixtures("no_real_libraries")  # tests/conftest.py
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def doctor_json(capsys, tmp_path, *argv: str) -> tuple[int, dict]:

@@ -14,15 +14,9 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from fp8check.cli import main
+from conftest import run
 
 SPEC_OPTIONS = ("--block", "32", "--num-blocks", "4")  # a small cache: 4 x 32 x (128 + 4) bytes
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def assert_one_line_error(code: int, err: str, *fragments: str) -> None:

@@ -114,7 +114,7 @@ def test_cli_specials_inf_nan_flag(capsys):
     code = main(["compare", "--baseline", "reference", "--candidate", "reference-vllm", "--inputs", "specials",
                  "--specials-inf-nan"])
     out, err = capsys.readouterr()
-    assert code in (0, 1), err
+    assert code == 0, err  # the two emulations agree on these inputs (seed 0)
     assert "specials K with inf/NaN" in " ".join(out.split())
 
 

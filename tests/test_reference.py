@@ -16,6 +16,7 @@ from fp8check.cache import CacheBuffer, poison
 from fp8check.compare import compare
 from fp8check.writers.reference import AITER, VLLM
 from fp8check.spec import CacheSpec, FP8Format, Layout, ScaleFormat
+from conftest import aiter_shuffle
 
 FN, FNUZ = FP8Format.E4M3FN, FP8Format.E4M3FNUZ
 UE8M0, FP32 = ScaleFormat.UE8M0, ScaleFormat.FP32
@@ -184,8 +185,10 @@ def test_ue8m0_codes_are_within_half_a_quantum(fmt):
 
 def unshuffle_values(value_region: torch.Tensor, block_size: int, head_dim: int) -> torch.Tensor:
     """Undo aiter's shuffle_weight (16, 16) on one block's value bytes -> [block_size, head_dim]."""
-    tiles = value_region.view(block_size // 16, head_dim // 32, 2, 16, 16)  # (n1, d1, d2, n0, d0)
-    return tiles.permute(0, 3, 1, 2, 4).reshape(block_size, head_dim)
+    ids = aiter_shuffle(torch.arange(block_size * head_dim).view(block_size, head_dim)).view(-1)
+    codes = torch.empty_like(value_region)
+    codes[ids] = value_region  # the byte at position p belongs to (token, dim) number ids[p]
+    return codes.view(block_size, head_dim)
 
 
 def read_block(spec: CacheSpec, block_bytes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -8,15 +8,13 @@ import pytest
 import torch
 
 from fp8check.spec import CacheSpec, Coordinate, FP8Format, Layout, Region, ScaleFormat, SpecError
+from conftest import aiter_shuffle
 
 
 def aiter_shuffled_ids(block_size: int, head_dim: int) -> torch.Tensor:
     """Block-flat byte position -> token * head_dim + dim, made the way aiter's shuffle_weight with
-    layout (16, 16) rearranges an fp8 [N, D] tensor: view as (-1, N/16, 16, D/32, 2, 16), permute
-    (0, 1, 3, 4, 2, 5), make contiguous (SPEC.md section 2)."""
-    ids = torch.arange(block_size * head_dim, dtype=torch.int64).view(block_size, head_dim)
-    tiles = ids.view(-1, block_size // 16, 16, head_dim // 32, 2, 16).permute(0, 1, 3, 4, 2, 5)
-    return tiles.contiguous().view(-1)
+    layout (16, 16) rearranges an fp8 [N, D] tensor (conftest.aiter_shuffle)."""
+    return aiter_shuffle(torch.arange(block_size * head_dim, dtype=torch.int64).view(block_size, head_dim)).view(-1)
 
 
 def index_from_positions(ids_at_position: torch.Tensor, block_size: int, head_dim: int) -> torch.Tensor:
@@ -163,10 +161,6 @@ def test_shuffle_rejection_suggests_linear_and_linear_accepts_it():
     with pytest.raises(SpecError, match="use --layout linear"):
         CacheSpec(block_size=15)
     assert CacheSpec(block_size=15, layout=Layout.LINEAR).value_bytes == 15 * 128
-
-
-def test_spec_error_is_a_value_error():
-    assert issubclass(SpecError, ValueError)
 
 
 ROUND_TRIP_SPECS = [

@@ -14,6 +14,7 @@ from ..budget import BudgetVerdict
 from ..compare import CompareResult
 from ..device import versions
 from ..diagnose import Diagnosis
+from .causes import diagnosis_json
 
 SCHEMA_VERSION = 2
 
@@ -35,7 +36,7 @@ def compare_results(result: CompareResult, *, diagnosis: Diagnosis | None = None
     d = result.diff
     extra = {}
     if diagnosis is not None:
-        extra["diagnosis"] = diagnosis.to_json()
+        extra["diagnosis"] = diagnosis_json(diagnosis, result.spec)
     if budget is not None:
         extra["budget"] = budget.to_dict()
     return finite({

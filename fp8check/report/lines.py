@@ -6,6 +6,8 @@ from __future__ import annotations
 from ..diagnose import Diagnosis
 from ..diff import DiffResult
 from ..gate import CompareCheck, Expect, Outcome
+from ..spec import CacheSpec
+from .causes import describe_example, explain
 from .terminal import block_ranges, seed_table_verdict, verdict_text
 
 
@@ -16,23 +18,24 @@ def compare_verdict(check: CompareCheck) -> str:
     return line
 
 
-def top_cause(diagnosis: Diagnosis) -> str | None:
+def top_cause(diagnosis: Diagnosis, spec: CacheSpec) -> str | None:
     cause = diagnosis.top
     if cause is None:
         return None
-    return f"{cause.category.value} ({cause.bytes} bytes): {cause.explanation}"
+    return f"{cause.category.value} ({cause.bytes} bytes): {explain(cause, spec)[0]}"
 
 
 def causes_text(diff: DiffResult, diagnosis: Diagnosis) -> str:
     """The first mismatch, then every cause with its hint and first example."""
     lines = [f"first mismatch: {diff.first_mismatch.describe()}"] if diff.first_mismatch else []
     for cause in diagnosis:
+        explanation, hint = explain(cause, diff.spec)
         lines.append(f"{cause.category.value}: {cause.bytes} bytes in blocks {block_ranges(cause.blocks)}:"
-                     f" {cause.explanation}")
-        if cause.hint:
-            lines.append(f"  fix: {cause.hint}")
+                     f" {explanation}")
+        if hint:
+            lines.append(f"  fix: {hint}")
         if cause.examples:
-            lines.append(f"  e.g. {cause.examples[0].describe()}")
+            lines.append(f"  e.g. {describe_example(cause.category, cause.examples[0])}")
     return "\n".join(lines)
 
 
@@ -69,9 +72,10 @@ def cause(outcome: Outcome) -> str | None:
     if outcome.error is not None or outcome.result is None:
         return None
     if isinstance(outcome.result, CompareCheck):
-        return top_cause(outcome.result.diagnosis)
+        return top_cause(outcome.result.diagnosis, outcome.result.result.spec)
     if outcome.kind == "table" and not outcome.result.passed:
-        return top_cause(_table_column(outcome.result)[1])
+        column, causes = _table_column(outcome.result)
+        return top_cause(causes, column.spec)
     if outcome.kind == "parity" and not outcome.result.passed:  # the first note that says FAIL or FAULT
         return next((n for n in _parity_notes(outcome.result) if "FAIL" in n or "FAULT" in n), None)
     return None

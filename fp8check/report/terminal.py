@@ -11,6 +11,8 @@ from ..cache import guard_bytes
 from ..compare import CompareResult
 from ..diagnose import Diagnosis
 from ..diff import BlockDiff, DiffResult
+from ..spec import CacheSpec
+from .causes import describe_example, explain
 
 MAX_ROWS = 16  # larger caches show their differing blocks first, then one summary row
 
@@ -174,7 +176,7 @@ def block_ranges(blocks: tuple[int, ...], limit: int = 6) -> str:
     return shown if len(blocks) == 1 else f"{shown} ({len(blocks)} blocks)"
 
 
-def cause_table(diagnosis: Diagnosis, *, title: str = "causes") -> Table:
+def cause_table(diagnosis: Diagnosis, spec: CacheSpec, *, title: str = "causes") -> Table:
     """One row per cause, most bytes first: what was found, what to do, and one example."""
     table = Table(title=title, title_justify="left")
     table.add_column("cause")
@@ -182,11 +184,12 @@ def cause_table(diagnosis: Diagnosis, *, title: str = "causes") -> Table:
     table.add_column("blocks")
     table.add_column("why")
     for cause in diagnosis:
-        why = Text(cause.explanation)
-        if cause.hint:
-            why.append(f"\nfix: {cause.hint}", style="italic")
+        explanation, hint = explain(cause, spec)
+        why = Text(explanation)
+        if hint:
+            why.append(f"\nfix: {hint}", style="italic")
         if cause.examples:
-            why.append(f"\ne.g. {cause.examples[0].describe()}", style="dim")
+            why.append(f"\ne.g. {describe_example(cause.category, cause.examples[0])}", style="dim")
         table.add_row(Text(cause.category.value, style="bold"), str(cause.bytes), block_ranges(cause.blocks), why)
     return table
 
@@ -236,7 +239,7 @@ def render_compare(result: CompareResult, *, all_blocks: bool = False, diagnosis
                    budget: BudgetVerdict | None = None) -> Group:
     parts = [header(result), block_table(result, all_blocks=all_blocks)]
     if diagnosis:
-        parts.append(cause_table(diagnosis))
+        parts.append(cause_table(diagnosis, result.spec))
     notes = [note for note in (modified_inputs(result), interpreter_note(result)) if note]
     return Group(*parts, verdict(result, budget), *notes)
 
@@ -282,7 +285,7 @@ def render_seed_table(table, *, all_blocks: bool = False) -> Group:
     parts: list = [grid] if isinstance(grid, Table) else [grid_title, grid]
     for title, causes in (("BUGGY column", table.buggy_causes), ("FIXED column", table.fixed_causes)):
         if causes:
-            parts.append(cause_table(causes, title=f"causes, {title}"))
+            parts.append(cause_table(causes, table.buggy.spec, title=f"causes, {title}"))
     line = Text(seed_table_verdict(table), style="bold green" if table.passed else "bold red")
     note = interpreter_note(table.fixed) or interpreter_note(table.buggy)
     return Group(*parts, line, *([note] if note else []))

@@ -17,21 +17,21 @@ import torch
 from fp8check.writers import reference
 from fp8check.spec import FP8Format, Layout
 
+from conftest import aiter_shuffle
+
 from . import package, write_rows
 
 VERSION = "0.0.0+standin"
 
 
 def shuffle_weight(x: torch.Tensor, layout=(16, 16)) -> torch.Tensor:
-    """aiter's shuffle for 1-byte elements, written from SPEC.md section 2: view as
-    (-1, N/16, 16, D/32, 2, 16), permute (0, 1, 3, 4, 2, 5)."""
+    """aiter's shuffle for 1-byte elements (conftest.aiter_shuffle), with aiter's preconditions."""
     assert layout == (16, 16), layout
     assert x.element_size() == 1, x.dtype
     rows, cols = x.shape[-2], x.shape[-1]
     assert rows % 16 == 0, f"{rows} % 16 == {rows % 16}"
     assert cols % 32 == 0, f"{cols} % 32 == {cols % 32}"
-    out = x.view(-1, rows // 16, 16, cols // 32, 2, 16).permute(0, 1, 3, 4, 2, 5).contiguous()
-    return out.view(*x.shape)
+    return aiter_shuffle(x)
 
 
 def modules(*, preshuffle: bool, fp8: FP8Format = FP8Format.E4M3FN) -> dict[str, ModuleType]:

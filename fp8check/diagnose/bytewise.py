@@ -1,0 +1,179 @@
+"""Stage 4: byte by byte. Sparse units get the systemic causes per byte, each gated per unit (layout: per
+block) so chance coincidences (1 in 256) never add up to a cause; then every leftover byte gets the
+byte-local causes: signed-zero, saturation-nan, rounding, poison (unwritten), unknown."""
+
+from __future__ import annotations
+
+import torch
+
+from .. import fp8, pairs
+from .claims import Bytes, Claim
+from .frame import Frame, other_layout
+from .model import Category
+from .systemic import layout_predicted, layout_tables
+
+MIN_MATCHES = 4  # matching bytes a systemic cause needs in a unit judged byte by byte (1 once seen dense)
+CHUNK_BYTES = 1 << 22  # dense byte-local work per step
+
+
+def _gate(keys: torch.Tensor, match: torch.Tensor, left: torch.Tensor, size: int, minimum: int) -> torch.Tensor:
+    """bool per byte: its key (unit or block) has >= minimum matching bytes and they are half its bytes left."""
+    matches = torch.zeros(size, dtype=torch.int64, device=keys.device).index_add_(0, keys, (match & left).long())
+    total = torch.zeros_like(matches).index_add_(0, keys, left.long())
+    ok = (matches >= minimum) & (2 * matches >= total)
+    return ok[keys] & match & left
+
+
+def _layout_bytes(frame: Frame, b: Bytes, left: torch.Tensor, layout_settled: torch.Tensor,
+                  minimum: int) -> tuple[list[Claim], torch.Tensor]:
+    """Bytes of blocks whose layout the sample left open that the other layout explains."""
+    spec = frame.spec
+    other = other_layout(spec)
+    block_i = frame.block_i[b.unit]
+    open_blocks = ~layout_settled[block_i] & frame.block_mapped[block_i]
+    if other is None or not bool(open_blocks.any()):
+        return [], left
+    dim = frame.group[b.unit] * spec.quant_block_size + b.column
+    predicted = layout_predicted(frame, layout_tables(frame, other), block_i, frame.token[b.unit], dim)
+    chosen = _gate(block_i, open_blocks & (b.cand == predicted), left, frame.blocks.numel(), minimum)
+    claims, left = b.claim(frame, Category.LAYOUT, chosen, left)
+    if bool(chosen.any()):
+        claims.append(Claim(Category.LAYOUT, found={"layout_found": other.value}))
+    return claims, left
+
+
+def _poisoned_units(frame: Frame, b: Bytes, left: torch.Tensor) -> tuple[list[Claim], torch.Tensor]:
+    """Units whose every value byte still holds the poison fill: unwritten."""
+    poison = left & (b.cand == frame.value_poison(b.unit, b.column))
+    whole = torch.zeros(frame.n_u.numel(), dtype=torch.bool, device=b.unit.device)
+    whole[b.unit[poison]] = True
+    whole[b.unit[left & ~poison]] = False
+    if not bool(whole.any()):
+        return [], left
+    index = torch.nonzero(whole).view(-1)
+    whole[index] = (frame.value_rows(frame.cand_phys, index) == frame.poison_rows(index)).all(dim=1)
+    return b.claim(frame, Category.UNWRITTEN, whole[b.unit], left, units=int(whole.sum()))
+
+
+def _integer_cast_bytes(frame: Frame, b: Bytes, left: torch.Tensor, mapped: torch.Tensor,
+                        minimum: int) -> tuple[list[Claim], torch.Tensor]:
+    if not bool((left & mapped).any()):
+        return [], left
+    y = frame.x(b.unit, b.column) / frame.quotient_scale(b.unit)
+    cast, wrapped = pairs.cast_match(y, b.base, b.cand)
+    chosen = _gate(b.unit, cast & mapped, left, frame.n_u.numel(), minimum)
+    if not bool(chosen.any()):
+        return [], left
+    negative = chosen & (y <= -1)  # trunc(y) < 0, without the trunc
+    return b.claim(frame, Category.INTEGER_CAST, chosen, left,
+                   negative_wrap=int(torch.count_nonzero(wrapped & negative)),
+                   negative_zero=int(torch.count_nonzero(negative & (b.cand == 0))))
+
+
+def byte_by_byte(frame: Frame, units: torch.Tensor, layout_settled: torch.Tensor,
+                 active: frozenset) -> list[Claim]:
+    """Sparse units (bool [U]): the systemic causes byte by byte, then the byte-local causes. active: the
+    systemic causes already found in dense units, which need one matching byte instead of MIN_MATCHES."""
+    if not bool(units.any()):
+        return []
+    b = Bytes.listed(frame, units)
+    mapped = frame.source[b.unit] >= 0
+
+    def minimum(category: Category) -> int:
+        return 1 if category in active else MIN_MATCHES
+
+    claims, left = _layout_bytes(frame, b, b.differs, layout_settled, minimum(Category.LAYOUT))
+    more, left = b.claim(frame, Category.STRAY_WRITE, ~mapped, left)
+    claims += more
+    more, left = _poisoned_units(frame, b, left)
+    claims += more
+    match = pairs.format_match(frame.spec.fp8, b.base, b.cand) & mapped
+    chosen = _gate(b.unit, match, left, frame.n_u.numel(), minimum(Category.FP8_FORMAT))
+    more, left = b.claim(frame, Category.FP8_FORMAT, chosen, left)
+    claims += more
+    more, left = _integer_cast_bytes(frame, b, left, mapped, minimum(Category.INTEGER_CAST))
+    return claims + more + byte_local(frame, b, left)
+
+
+def dense_byte_local(frame: Frame, units: torch.Tensor) -> list[Claim]:
+    """Dense units that no systemic cause fits but byte-local causes may: byte by byte, in chunks of units,
+    so a cache full of them never becomes a list of 100M bytes."""
+    index = torch.nonzero(units).view(-1)
+    chunk = max(1, CHUNK_BYTES // frame.spec.quant_block_size)
+    claims: list[Claim] = []
+    for start in range(0, index.numel(), chunk):
+        b = Bytes.chunk(frame, index[start : start + chunk])
+        claims += byte_local(frame, b, b.differs)
+    return claims
+
+
+# ---- the byte-local causes ----------------------------------------------------------------------------------
+
+
+def _saturation(frame: Frame, b: Bytes, left: torch.Tensor) -> tuple[list[Claim], torch.Tensor]:
+    """+-max against NaN, and clipped against unclipped (|x/s| > max, the other side a finite code)."""
+    fmt = frame.spec.fp8
+    base_max, cand_max, base_nan, cand_nan = pairs.extreme(b.base, b.cand, fmt)
+    nan_vs_max = ((base_nan & cand_max) | (cand_nan & base_max)) & left
+    claims: list[Claim] = []
+    if bool(nan_vs_max.any()):
+        claims, left = b.claim(frame, Category.SATURATION_NAN, nan_vs_max, left,
+                               candidate_nan=int(torch.count_nonzero(nan_vs_max & cand_nan)),
+                               baseline_nan=int(torch.count_nonzero(nan_vs_max & base_nan)))
+    maybe = left & (base_max ^ cand_max) & ~base_nan & ~cand_nan & (((b.base ^ b.cand) & 0x80) == 0)
+    maybe &= (frame.wdiff_u[b.unit] == 0) & (frame.source[b.unit] >= 0)
+    if not bool(maybe.any()):
+        return claims, left
+    unit, column, index = b.entries(maybe)
+    clipped = torch.zeros_like(maybe)
+    clipped.view(-1)[index] = (frame.x(unit, column) / frame.base_w[unit]).abs() > fmt.max
+    more, left = b.claim(frame, Category.SATURATION_NAN, clipped, left)
+    return claims + more, left
+
+
+def _rounding(frame: Frame, b: Bytes, left: torch.Tensor) -> tuple[list[Claim], torch.Tensor]:
+    """Codes one apart under equal scales; counts the exact ties and which side rounded them to even."""
+    fmt = frame.spec.fp8
+    rounding = pairs.one_code_apart(b.base, b.cand, fmt) & (frame.wdiff_u[b.unit] == 0) & left
+    if not bool(rounding.any()):
+        return [], left
+    unit, column, index = b.entries(rounding)
+    # a tie of the rounding mode: the exact x/s (bf16 x and fp32 s are exact in fp64) is a midpoint and both
+    # fp32 quotients (x / s and x * (1/s)) hit it, so no writer's quotient moved it off the tie
+    x, s = frame.x(unit, column), frame.base_w[unit]
+    y = x.double() / s.double()
+    pair_base, pair_cand = b.base.reshape(-1)[index], b.cand.reshape(-1)[index]
+    tie = (2 * y == fp8.decode(pair_base, fmt).double() + fp8.decode(pair_cand, fmt).double())
+    tie &= ((x / s).double() == y) & ((x * (1 / s)).double() == y) & (frame.source[unit] >= 0)
+    return b.claim(frame, Category.ROUNDING, rounding, left, ties=int(tie.sum()),
+                   ties_candidate_even=int((tie & (pair_cand % 2 == 0)).sum()),
+                   ties_baseline_even=int((tie & (pair_base % 2 == 0)).sum()))
+
+
+def _poison_bytes(frame: Frame, b: Bytes, left: torch.Tensor) -> tuple[list[Claim], torch.Tensor]:
+    """Bytes still holding the poison fill on either side: unwritten."""
+    if b.dense:
+        poison = frame.poison_rows(b.unit.view(-1))
+    else:
+        poison = frame.value_poison(b.unit, b.column)
+    base_poison = (b.base == poison) & left
+    left_poison = ((b.cand == poison) & left) | base_poison
+    if not bool(left_poison.any()):
+        return [], left
+    return b.claim(frame, Category.UNWRITTEN, left_poison, left,
+                   baseline_bytes=int(torch.count_nonzero(base_poison)))
+
+
+def byte_local(frame: Frame, b: Bytes, left: torch.Tensor) -> list[Claim]:
+    """signed-zero, saturation-nan, rounding, poison, unknown: each byte of `left` on its own."""
+    zero = pairs.zero_pair(b.base, b.cand) & left
+    claims: list[Claim] = []
+    if bool(zero.any()):
+        claims, left = b.claim(frame, Category.SIGNED_ZERO, zero, left,
+                               candidate_negative=int(torch.count_nonzero(zero & (b.cand == 0x80))),
+                               baseline_negative=int(torch.count_nonzero(zero & (b.base == 0x80))))
+    for stage in (_saturation, _rounding, _poison_bytes):
+        more, left = stage(frame, b, left)
+        claims += more
+    more, _ = b.claim(frame, Category.UNKNOWN, left, left)
+    return claims + more

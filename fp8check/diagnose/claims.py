@@ -1,0 +1,118 @@
+"""Claims: what a stage says about some differing bytes. Stages return claims; the combiner adds them up.
+
+A claim is frozen: its category, how many bytes it takes, the blocks holding them, up to EXAMPLES of its
+bytes (by flat cache index, or guard offset), and the raw counts it observed (summed over claims) or
+findings it made (layout found, ratio; merged).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from .frame import Frame, any_rows, first_true
+from .model import EXAMPLES, Category
+
+
+@dataclass(frozen=True)
+class Claim:
+    category: Category
+    bytes: int = 0
+    blocks: torch.Tensor | None = None  # cache blocks of the bytes (repeats allowed); None: none
+    examples: tuple[tuple[str, int], ...] = ()  # ("cache", flat index) or ("guard", guard offset)
+    counts: dict = field(default_factory=dict)  # str -> int, summed over a category's claims
+    found: dict = field(default_factory=dict)  # str -> value, merged over a category's claims
+
+
+def note(category: Category, **counts) -> Claim:
+    """A claim of no bytes that only reports counts."""
+    return Claim(category, counts={key: int(value) for key, value in counts.items()})
+
+
+def unit_claim(frame: Frame, category: Category, units: torch.Tensor, *, value: bool = True,
+               scale: bool = False) -> Claim:
+    """All differing value (and/or scale) bytes of the units in the bool mask `units`."""
+    count = 0
+    examples = []
+    giving = torch.zeros_like(units)
+    if value:
+        has = units & (frame.n_u > 0)
+        count += int(torch.where(has, frame.n_u, 0).sum())  # no list of the (up to all) units' indices
+        giving |= has
+        for u in first_true(has, EXAMPLES).tolist():
+            unit = torch.tensor([u], device=units.device)
+            row = frame.value_rows(frame.base_phys, unit) != frame.value_rows(frame.cand_phys, unit)
+            column = int(torch.argmax(row[0].to(torch.uint8)))
+            examples.append(("cache", int(frame.value_flat(unit[0], torch.tensor(column)))))
+    if scale:
+        has = units & (frame.wdiff_u > 0)
+        count += int(torch.where(has, frame.wdiff_u, 0).sum())
+        giving |= has
+        for u in first_true(has, EXAMPLES).tolist():
+            j = int(torch.argmax((frame.base_wb[u] != frame.cand_wb[u]).to(torch.uint8)))
+            examples.append(("cache", int(frame.scale_flat(torch.tensor(u))) + j))
+    # the blocks, one per block rather than one per unit
+    blocks = frame.blocks[any_rows(giving.view(frame.blocks.numel(), -1))]
+    return Claim(category, count, blocks, tuple(examples))
+
+
+@dataclass(frozen=True)
+class Bytes:
+    """Differing value bytes to explain: a list (unit [N], column [N], bytes [N]) of the few bytes of sparse
+    units, or a dense chunk (unit [n, 1], column [1, qbs], bytes [n, qbs]) of units. `differs` marks the
+    differing bytes; stages pass along which of them are still unexplained (`left`, shaped like base)."""
+
+    unit: torch.Tensor
+    column: torch.Tensor
+    base: torch.Tensor
+    cand: torch.Tensor
+    differs: torch.Tensor
+
+    @property
+    def dense(self) -> bool:
+        return self.base.dim() == 2
+
+    @classmethod
+    def listed(cls, frame: Frame, units: torch.Tensor) -> "Bytes":
+        index = torch.nonzero(units).view(-1)
+        base_rows, cand_rows = frame.value_rows(frame.base_phys, index), frame.value_rows(frame.cand_phys, index)
+        rows, column = torch.nonzero(base_rows != cand_rows, as_tuple=True)
+        base, cand = base_rows[rows, column], cand_rows[rows, column]
+        return cls(index[rows], column, base, cand, torch.ones_like(base, dtype=torch.bool))
+
+    @classmethod
+    def chunk(cls, frame: Frame, units: torch.Tensor) -> "Bytes":
+        columns = torch.arange(frame.spec.quant_block_size, device=units.device).view(1, -1)
+        base, cand = frame.value_rows(frame.base_phys, units), frame.value_rows(frame.cand_phys, units)
+        return cls(units.view(-1, 1), columns, base, cand, base != cand)
+
+    def entries(self, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(unit, column, flat position in this object) of every True byte of mask."""
+        if not self.dense:
+            index = torch.nonzero(mask).view(-1)
+            return self.unit[index], self.column[index], index
+        rows, columns = torch.nonzero(mask, as_tuple=True)
+        return self.unit.view(-1)[rows], self.column.view(-1)[columns], rows * mask.shape[1] + columns
+
+    def claim(self, frame: Frame, category: Category, mask: torch.Tensor, left: torch.Tensor,
+              **counts) -> tuple[list[Claim], torch.Tensor]:
+        """([the claim of the bytes of mask still left], what is left after it). counts: reported with it."""
+        mask = mask & left
+        count = int(torch.count_nonzero(mask))
+        claims = [note(category, **counts)] if counts else []
+        if not count:
+            return claims, left
+        if self.dense:
+            hit = any_rows(mask)
+            units = self.unit.view(-1)[hit]
+            examples = []
+            for row in first_true(hit, EXAMPLES).tolist():
+                column = int(torch.argmax(mask[row].to(torch.uint8)))
+                examples.append(("cache", int(frame.value_flat(self.unit[row, 0], torch.tensor(column)))))
+        else:
+            first = first_true(mask, EXAMPLES)
+            examples = [("cache", int(i)) for i in frame.value_flat(self.unit[first], self.column[first]).tolist()]
+            units = self.unit[mask]
+        claims.append(Claim(category, count, frame.blocks[frame.block_i[units]], tuple(examples)))
+        return claims, left & ~mask

@@ -1,0 +1,103 @@
+"""The combiner: run the stages in order, add up their claims, and check that every differing byte was
+attributed exactly once (a mismatch is fp8check's own bug: CheckerError, exit 3, never a verdict)."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+import torch
+
+from ..cache import CacheBuffer
+from ..diff import DiffResult
+from ..errors import CheckerError
+from ..inputs import Inputs
+from ..spec import CacheSpec
+from . import bytewise, scales, systemic, where
+from .claims import Claim
+from .decide import cause_facts, example
+from .frame import Frame, build_frame, differing_units, unit_runs
+from .model import EXAMPLES, Category, Cause, Diagnosis
+
+
+def _value_stages(frame: Frame) -> list[Claim]:
+    """Stages 1-4 over the differing blocks; each takes the units the earlier ones left open."""
+    open_u = frame.n_u > 0
+    claims, taken = where.unmapped(frame, open_u)
+    open_u = open_u & ~taken
+    more, taken = scales.scales(frame, open_u)
+    claims += more
+    open_u = open_u & ~taken
+    layout, taken, settled = systemic.layout_blocks(frame, open_u)
+    open_u = open_u & ~taken
+    dense, taken, leftovers = systemic.dense_units(frame, open_u, settled)
+    open_u = open_u & ~taken
+    # a systemic cause found in dense units needs only one matching byte in a sparse one
+    active = frozenset(c.category for c in layout + dense if c.bytes)
+    claims += layout + dense
+    claims += bytewise.byte_by_byte(frame, open_u, settled, active)
+    return claims + bytewise.dense_byte_local(frame, leftovers)
+
+
+@dataclass
+class _Tally:
+    """The claims of one diagnosis added up per category (local to `diagnose`)."""
+
+    bytes: Counter = field(default_factory=Counter)
+    blocks: dict = field(default_factory=lambda: defaultdict(list))
+    examples: dict = field(default_factory=lambda: defaultdict(list))
+    counts: dict = field(default_factory=lambda: defaultdict(Counter))
+    found: dict = field(default_factory=lambda: defaultdict(dict))
+
+
+def _tally(claims: list[Claim]) -> _Tally:
+    tally = _Tally()
+    for claim in claims:
+        category = claim.category
+        tally.counts[category].update(claim.counts)
+        tally.found[category].update(claim.found)
+        if claim.bytes <= 0:
+            continue
+        tally.bytes[category] += claim.bytes
+        if claim.blocks is not None and claim.blocks.numel():
+            tally.blocks[category].append(claim.blocks)
+        room = EXAMPLES - len(tally.examples[category])
+        tally.examples[category].extend(claim.examples[: max(room, 0)])
+    return tally
+
+
+def _causes(spec: CacheSpec, tally: _Tally, frame: Frame | None, baseline: CacheBuffer,
+            candidate: CacheBuffer) -> tuple[Cause, ...]:
+    causes = []
+    for category, count in tally.bytes.items():
+        parts = tally.blocks.get(category)
+        blocks = tuple(torch.unique(torch.cat(parts)).tolist()) if parts else ()
+        facts = cause_facts(spec, category, count, dict(tally.counts[category]), tally.found[category])
+        examples = tuple(example(spec, category, locus, frame, baseline, candidate)
+                         for locus in tally.examples[category])
+        causes.append(Cause(category, count, blocks, facts, examples))
+    order = list(Category)
+    return tuple(sorted(causes, key=lambda c: (-c.bytes, order.index(c.category))))
+
+
+def diagnose(spec: CacheSpec, baseline: CacheBuffer, candidate: CacheBuffer, inputs: Inputs, *,
+             diff: DiffResult | None = None) -> Diagnosis:
+    """Attribute every byte that differs between the two caches (guard bytes included) to one cause.
+
+    `diff`: diff_caches' result for these two caches, if at hand; its per-block counts say which blocks to
+    read (the attribution is the same without it)."""
+    claims = where.guards(baseline, candidate, spec.num_blocks * spec.block_bytes)
+    expected = int(torch.count_nonzero(baseline.guards != candidate.guards))
+    runs = unit_runs(spec, spec.value_index(baseline.flat.device))
+    blocks, a, b, n_u, wdiff_u = differing_units(spec, baseline, candidate, diff, runs)
+    frame = None
+    if blocks.numel():
+        frame = build_frame(spec, inputs, blocks, a, b, n_u, wdiff_u, runs)
+        expected += int(frame.n_u.sum() + frame.wdiff_u.sum())
+        claims += _value_stages(frame)
+    tally = _tally(claims)
+    found = sum(tally.bytes.values())
+    if found != expected:
+        by_category = {c.value: n for c, n in tally.bytes.items()}
+        raise CheckerError(f"diagnosis accounts for {found} bytes but {expected} differ: {by_category}")
+    return Diagnosis(_causes(spec, tally, frame, baseline, candidate))

@@ -1,0 +1,141 @@
+"""Decide: from what the stages counted to the typed facts of each cause, and the facts of each example.
+
+Facts are plain dicts of JSON-safe values (NaN/inf are turned into strings only when written as JSON);
+report/causes.py turns them into sentences. Nothing here is prose.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from .. import fp8, pairs
+from ..cache import CacheBuffer
+from ..diff import Mismatch, mismatch_at
+from ..spec import CacheSpec, Region, ScaleFormat
+from .frame import Frame, other_layout
+from .model import Category, Example
+from .scales import KNOWN_DIVISORS
+
+
+def _ratio_pairs(ratio: float, divisors, ue8m0: bool) -> list[tuple[float, float]]:
+    """(baseline DIV, candidate DIV) pairs of `divisors` that explain candidate/baseline = ratio, closest
+    first; s = amax / DIV, so the ratio is baseline DIV / candidate DIV (ue8m0: up to the power-of-two
+    rounding, which can turn any ratio below 2 into 2)."""
+    found = []
+    for a in divisors:
+        for b in divisors:
+            off = abs(math.log2(a / b) - math.log2(ratio))
+            if a != b and (off < 1e-4 or (ue8m0 and off < 1)):
+                found.append((off, a, b))
+    return [(a, b) for _, a, b in sorted(found)]
+
+
+def divisor_pair(ratio: float, spec: CacheSpec) -> list[float] | None:
+    """The DIV pair most likely behind a constant scale ratio: the spec format's own divisors first (on
+    e4m3fnuz: 240, its max, against vLLM's 224), any known divisor only where those cannot explain it."""
+    if not (math.isfinite(ratio) and ratio > 0):
+        return None
+    ue8m0 = spec.scale_fmt is ScaleFormat.UE8M0
+    for pool in (sorted({spec.fp8.max, spec.fp8.vllm_divisor}, reverse=True), KNOWN_DIVISORS):
+        found = _ratio_pairs(ratio, pool, ue8m0)
+        if found:
+            return list(found[0])
+    return None
+
+
+def _side(candidate: int, baseline: int) -> str:
+    return "candidate" if candidate >= baseline else "baseline"
+
+
+def _rounding(count: int, counts: dict) -> dict:
+    ties = counts.get("ties", 0)
+    even = None
+    if ties and ties >= 0.9 * count:
+        even = "baseline" if counts.get("ties_baseline_even", 0) >= counts.get("ties_candidate_even", 0) else "candidate"
+    return {"ties": ties, "ties_to_even": even, "ties_baseline_even": counts.get("ties_baseline_even", 0),
+            "ties_candidate_even": counts.get("ties_candidate_even", 0)}
+
+
+def _integer_cast(counts: dict) -> dict:
+    wrap, zero = counts.get("negative_wrap", 0), counts.get("negative_zero", 0)
+    convention = "nvidia" if zero > wrap else "wrap" if wrap else "trunc"
+    return {"convention": convention, "negative_wrapped": wrap, "negative_to_zero": zero}
+
+
+def cause_facts(spec: CacheSpec, category: Category, count: int, counts: dict, found: dict) -> dict:
+    """The typed facts of one cause, from its summed counts and merged findings."""
+    c = counts.get
+    if category is Category.UNWRITTEN:
+        return {"tokens_never_written": c("units", 0) // spec.groups_per_token,
+                "baseline_poison_bytes": c("baseline_bytes", 0), "baseline_poison_scales": c("baseline_scale_words", 0)}
+    if category is Category.STRAY_WRITE:
+        return {"guard_bytes": c("guard", 0), "slot_bytes": count - c("guard", 0),
+                "candidate_guard_bytes": c("candidate_guard", 0)}
+    if category is Category.INTEGER_CAST:
+        return _integer_cast(counts)
+    if category is Category.LAYOUT:
+        return {"layout_found": found.get("layout_found"), "layout_expected": spec.layout.value}
+    if category is Category.FP8_FORMAT:
+        return {"format_found": pairs.other_format(spec.fp8).value, "format_expected": spec.fp8.value}
+    if category is Category.SCALE_RATIO:
+        ratio = found.get("ratio", math.nan)
+        return {"ratio": ratio, "divisors": divisor_pair(ratio, spec)}
+    if category is Category.SCALE_POW2:
+        return {"direction": "doubled" if c("doubled", 0) >= c("halved", 0) else "halved",
+                "doubled": c("doubled", 0), "halved": c("halved", 0)}
+    if category is Category.SCALE_ULP:
+        return {"max_ulp": found.get("max_ulp")}
+    if category is Category.ROUNDING:
+        return _rounding(count, counts)
+    if category is Category.SATURATION_NAN:
+        return {"nan_side": _side(c("candidate_nan", 0), c("baseline_nan", 0)),
+                "candidate_nan": c("candidate_nan", 0), "baseline_nan": c("baseline_nan", 0)}
+    if category is Category.SIGNED_ZERO:
+        return {"negative_side": _side(c("candidate_negative", 0), c("baseline_negative", 0)),
+                "candidate_negative": c("candidate_negative", 0), "baseline_negative": c("baseline_negative", 0)}
+    return {}
+
+
+# ---- examples ------------------------------------------------------------------------------------------
+
+
+def example(spec: CacheSpec, category: Category, locus: tuple[str, int], frame: Frame | None,
+            baseline: CacheBuffer, candidate: CacheBuffer) -> Example:
+    """The record of one example byte (a flat cache index, or a guard offset) and what fits there."""
+    kind, index = locus
+    if kind == "guard":
+        position = baseline.guard_bytes + index  # guards = [front | back]; offsets -guard..-1, then 0..guard-1
+        return Example(None, index, int(baseline.guards[position]), int(candidate.guards[position]), None, None)
+    m = mismatch_at(spec, baseline.flat, candidate.flat, index)
+    facts = _example_facts(spec, category, m, frame) if frame is not None else {}
+    return Example(m.coordinate, None, m.baseline_byte, m.candidate_byte, m.baseline_value, m.candidate_value, facts)
+
+
+def _example_facts(spec: CacheSpec, category: Category, m: Mismatch, frame: Frame) -> dict:
+    """What fits at one example byte: the quotient, the moved token, the other format's value, the scales."""
+    c = m.coordinate
+    if category in (Category.STRAY_WRITE, Category.UNWRITTEN):
+        return {}
+    unit = frame.unit_of(c.block, c.token, c.group if c.group is not None else c.dim // spec.quant_block_size)
+    scales = {"baseline_scale": float(frame.base_w[unit]), "candidate_scale": float(frame.cand_w[unit])}
+    source = int(frame.source[unit])
+    if c.region is Region.SCALE or category in (Category.SCALE_RATIO, Category.SCALE_POW2, Category.SCALE_ULP):
+        return scales if c.region is Region.SCALE or source >= 0 else {}
+    if source < 0:
+        return {}
+    x = float(frame.k[source, c.dim].float())
+    s = float(frame.quotient_scale(torch.tensor(unit)))
+    facts = {"x": x, "s": s, "quotient": x / s if s else math.nan}
+    if category is Category.LAYOUT:
+        other = other_layout(spec)
+        owner = spec.replace(layout=other).locate(c.block * spec.block_bytes + c.byte_in_block)
+        return {"layout": other.value, "token": owner.token, "dim": owner.dim}
+    if category is Category.FP8_FORMAT:
+        other = pairs.other_format(spec.fp8)
+        return {"format": other.value, "candidate_value": fp8.decode_byte(m.candidate_byte, other)}
+    if category is Category.ROUNDING:
+        x32, s32 = torch.tensor(x, dtype=torch.float32), torch.tensor(s, dtype=torch.float32)
+        facts |= {"quotient_fp32": float(x32 / s32), "quotient_reciprocal_fp32": float(x32 * (1 / s32))}
+    return facts

@@ -1,0 +1,270 @@
+"""Collect: both caches' differing blocks in (unit, column) form, with what a cause may need of them.
+
+A unit is one token's quant group: qbs value bytes and one fp32 scale. Unit u = (i * block_size + t) *
+groups + g for the i-th differing block, token t, group g. All offsets come from CacheSpec (value_index,
+scale_offset) and all poison from cache.poison_at.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ..cache import CacheBuffer, guard_bytes, poison_at
+from ..diff import DiffResult, count_true
+from ..inputs import Inputs
+from ..spec import CacheSpec, Layout
+
+# Blocks compared per step when counting differing bytes per unit: the step's bool mask (17 MB at 8448-byte
+# blocks) stays in the CPU cache; measured on 2 cores, 16384 blocks: ~31 ms, against ~57 ms for one whole-
+# cache mask and then the count.
+COUNT_BLOCKS = 2048
+
+
+def any_rows(mask: torch.Tensor) -> torch.Tensor:
+    """bool [N]: rows of a bool [N, M] mask with a True, reading 8 bools at a time where M allows."""
+    if mask.shape[1] % 8 == 0 and mask.is_contiguous():
+        return (mask.view(torch.int64) != 0).any(dim=1)
+    return mask.any(dim=1)
+
+
+def first_true(mask: torch.Tensor, n: int) -> torch.Tensor:
+    """Indices of the first n True entries of a 1-D mask."""
+    if not mask.numel():
+        return mask.new_zeros(0, dtype=torch.int64)
+    return torch.nonzero(mask).view(-1)[:n]
+
+
+def other_layout(spec: CacheSpec) -> Layout | None:
+    """The order a candidate may have used instead of the spec's, where that order is defined."""
+    if spec.layout is Layout.SHUFFLE:
+        return Layout.LINEAR
+    return Layout.SHUFFLE if spec.block_size % 16 == 0 else None
+
+
+def unit_runs(spec: CacheSpec, value_index: torch.Tensor) -> tuple[int, torch.Tensor]:
+    """(run length L, int64 [block_size * groups, qbs // L]): every unit's value bytes as runs of L bytes that
+    are consecutive both in the block and in (token, dim) order, each run by its number in the value region
+    (L: qbs in the linear layout, 16 in shuffle, 1 where nothing longer fits)."""
+    qbs = spec.quant_block_size
+    rows = value_index.view(-1, qbs)
+    for length in (qbs, 16, 8):
+        if qbs % length:
+            continue
+        runs = rows.view(rows.shape[0], -1, length)
+        step = torch.arange(length, device=rows.device)
+        if bool(((runs[..., 0] % length) == 0).all()) and bool((runs - runs[..., :1] == step).all()):
+            return length, runs[..., 0] // length
+    return 1, rows
+
+
+def _value_counts(spec: CacheSpec, mask: torch.Tensor, runs: tuple[int, torch.Tensor]) -> torch.Tensor:
+    """int64 [n * block_size * groups]: True count per unit of a bool [n, value_bytes] mask in the spec's
+    layout, counted where the bytes lie: a (token, dim) copy of the mask would cost more than the count."""
+    n, qbs = mask.shape[0], spec.quant_block_size
+    length, run_index = runs
+    if length == qbs and torch.equal(run_index.view(-1), torch.arange(run_index.numel(), device=mask.device)):
+        return count_true(mask.reshape(-1, qbs))  # linear: unit u is row u of the mask
+    if spec.layout is Layout.SHUFFLE and length == 16 and qbs // 8 <= 255 and mask.is_contiguous():
+        # shuffle (16 x 16 tiles, SPEC.md section 2): in each of its dim tiles a unit is one 16-byte row (two
+        # int64 words) of its token tile. The tile view sums 8 bools per int64 lane without a gathered copy
+        # (~2x faster than gathering the runs); unit_runs found exactly these runs in spec.value_index.
+        tiles = mask.view(n, spec.block_size // 16, spec.groups_per_token, qbs // 16, 16, 16)
+        lanes = tiles.view(torch.int64).sum(dim=(3, 5))  # [n, token tile, group, token % 16], lanes <= 255
+        lanes = lanes.permute(0, 1, 3, 2).reshape(-1)  # in unit order
+        # add up each word's lanes (their total, a unit's count, is <= qbs < 2**15: int16 is exact and cheap)
+        return lanes.view(torch.uint8).view(-1, 8).sum(dim=1, dtype=torch.int16).long()
+    gathered = mask.reshape(n, -1, length)[:, run_index.view(-1)]
+    return count_true(gathered.reshape(-1, qbs))
+
+
+def _unit_counts(spec: CacheSpec, a: torch.Tensor, b: torch.Tensor, runs) -> tuple[torch.Tensor, torch.Tensor]:
+    """(differing value bytes, differing scale bytes), int64 [n * block_size * groups] each, per unit of two
+    [n, block_bytes] caches."""
+    values, scales = [], []
+    vb, first = spec.value_bytes, spec.scale_offset(0, 0)
+    for start in range(0, a.shape[0], COUNT_BLOCKS):
+        x, y = a[start : start + COUNT_BLOCKS], b[start : start + COUNT_BLOCKS]
+        values.append(_value_counts(spec, x[:, :vb] != y[:, :vb], runs))
+        scales.append((x[:, first : first + spec.scale_bytes] != y[:, first : first + spec.scale_bytes])
+                      .view(-1, 4).sum(dim=1))
+    if not values:
+        empty = torch.zeros(0, dtype=torch.int64, device=a.device)
+        return empty, empty
+    return torch.cat(values), torch.cat(scales)
+
+
+def differing_units(spec: CacheSpec, baseline: CacheBuffer, candidate: CacheBuffer, diff: DiffResult | None,
+                    runs) -> tuple[torch.Tensor, ...]:
+    """(blocks, base_phys, cand_phys, n_u, wdiff_u): the blocks to look at, both caches' bytes of them and, per
+    unit of them, the differing value and scale bytes. The diff's per-block counts, when given, spare
+    reading the blocks that do not differ.
+
+    Once most blocks differ, all blocks are kept: copying the differing ones out (~75 ms for 2 x 138 MB on 2
+    cores) costs more than carrying identical blocks along, whose units have no byte to attribute."""
+    a, b = baseline.flat, candidate.flat
+    all_blocks = torch.arange(spec.num_blocks, device=a.device)
+    if diff is not None:
+        blocks = torch.nonzero(diff.block_diff()).view(-1).to(a.device)
+        if 2 * blocks.numel() > spec.num_blocks:
+            return (all_blocks, a, b, *_unit_counts(spec, a, b, runs))
+        a, b = a.index_select(0, blocks), b.index_select(0, blocks)
+        return (blocks, a, b, *_unit_counts(spec, a, b, runs))
+    n_u, wdiff_u = _unit_counts(spec, a, b, runs)
+    per_block = (n_u + wdiff_u).view(spec.num_blocks, -1).sum(dim=1)
+    blocks = torch.nonzero(per_block).view(-1)
+    if 2 * blocks.numel() > spec.num_blocks:
+        return all_blocks, a, b, n_u, wdiff_u
+    rows = spec.block_size * spec.groups_per_token
+    return (blocks, a.index_select(0, blocks), b.index_select(0, blocks), n_u.view(-1, rows)[blocks].reshape(-1),
+            wdiff_u.view(-1, rows)[blocks].reshape(-1))
+
+
+def byte_poison(position: torch.Tensor) -> torch.Tensor:
+    """uint8: the part of the poison fill that depends on the byte's position inside its block.
+
+    poison_at is linear in the buffer position (cache.py), so poison(block start + byte) is
+    poison_at(block start) + byte_poison(byte) in uint8 arithmetic: no int64 positions over whole caches."""
+    return poison_at(position) - poison_at(torch.zeros_like(position))
+
+
+@dataclass(frozen=True)
+class Frame:
+    """Differing blocks of both caches, as units. Value bytes stay where the caches keep them; the few
+    units whose bytes are looked at are gathered (value_rows, sample)."""
+
+    spec: CacheSpec
+    k: torch.Tensor  # bf16 [T, head_dim]
+    blocks: torch.Tensor  # int64 [nd]: cache block of each differing block
+    base_phys: torch.Tensor  # uint8 [nd, block_bytes]
+    cand_phys: torch.Tensor
+    n_u: torch.Tensor  # int64 [U] differing value bytes
+    base_w: torch.Tensor  # float32 [U] scales
+    cand_w: torch.Tensor
+    base_wb: torch.Tensor  # uint8 [U, 4] scale bytes
+    cand_wb: torch.Tensor
+    wdiff_u: torch.Tensor  # int64 [U] differing scale bytes
+    block_i: torch.Tensor  # int64 [U] index into `blocks`
+    token: torch.Tensor  # int64 [U] token in its block
+    group: torch.Tensor  # int64 [U]
+    source: torch.Tensor  # int64 [U] row of k written there, -1 where no token maps
+    block_mapped: torch.Tensor  # bool [nd] some token maps into the block
+    value_index: torch.Tensor  # int64 [block_size, head_dim] (spec.value_index)
+    run_length: int  # unit_runs
+    runs: torch.Tensor
+    poison_row: torch.Tensor  # uint8 [block_size * groups, qbs]: byte_poison of each unit row's value bytes
+    poison_block: torch.Tensor  # uint8 [nd]: poison_at of each block's first byte
+
+    @property
+    def mapped(self) -> torch.Tensor:
+        return self.source >= 0
+
+    @property
+    def rows(self) -> int:
+        """Units per block."""
+        return self.poison_row.shape[0]
+
+    def units_mask(self, units: torch.Tensor) -> torch.Tensor:
+        """bool [U]: True at the given unit indices."""
+        mask = torch.zeros_like(self.n_u, dtype=torch.bool)
+        mask[units] = True
+        return mask
+
+    def value_rows(self, phys: torch.Tensor, units: torch.Tensor) -> torch.Tensor:
+        """uint8 [n, qbs]: the value bytes of units (int64 [n]) of base_phys or cand_phys, in (token, dim) order."""
+        region = phys[:, : self.spec.value_bytes].view(phys.shape[0], -1, self.run_length)
+        picked = region[self.block_i[units].view(-1, 1), self.runs[units % self.runs.shape[0]]]
+        return picked.reshape(units.numel(), self.spec.quant_block_size)
+
+    def sample(self, phys: torch.Tensor, columns: torch.Tensor) -> torch.Tensor:
+        """uint8 [U, len(columns)]: the value bytes at these columns of every unit of base_phys or cand_phys."""
+        index = self.value_index.view(-1, self.spec.quant_block_size)[:, columns].reshape(-1)
+        return phys[:, index].view(-1, columns.numel())
+
+    def value_flat(self, unit: torch.Tensor, column: torch.Tensor) -> torch.Tensor:
+        """Flat cache index of value bytes (unit, column), any broadcastable shapes."""
+        spec = self.spec
+        dim = self.group[unit] * spec.quant_block_size + column
+        return self.blocks[self.block_i[unit]] * spec.block_bytes + self.value_index[self.token[unit], dim]
+
+    def scale_flat(self, unit: torch.Tensor) -> torch.Tensor:
+        """Flat cache index of the first byte of each unit's scale."""
+        spec = self.spec
+        return self.blocks[self.block_i[unit]] * spec.block_bytes + spec.scale_offset(self.token[unit],
+                                                                                      self.group[unit])
+
+    def value_poison(self, unit: torch.Tensor, column: torch.Tensor) -> torch.Tensor:
+        return self.poison_row[unit % self.rows, column] + self.poison_block[self.block_i[unit]]
+
+    def poison_rows(self, units: torch.Tensor) -> torch.Tensor:
+        """uint8 [n, qbs]: the poison fill under every value byte of the units."""
+        return self.poison_row.index_select(0, units % self.rows) + self.poison_block[self.block_i[units]].view(-1, 1)
+
+    def sampled_poison(self, units: torch.Tensor, columns: torch.Tensor) -> torch.Tensor:
+        """uint8 [n, len(columns)]: the poison fill under the units' value bytes at these columns."""
+        rows = self.poison_row[:, columns].index_select(0, units % self.rows)
+        return rows + self.poison_block[self.block_i[units]].view(-1, 1)
+
+    def block_poison(self, block_i: torch.Tensor, byte_in_block: torch.Tensor) -> torch.Tensor:
+        """uint8: the poison fill at bytes of the differing blocks block_i."""
+        return byte_poison(byte_in_block) + self.poison_block[block_i]
+
+    def scale_poison(self, units: torch.Tensor) -> torch.Tensor:
+        """uint8 [n, 4]: the poison fill under each unit's scale bytes."""
+        device = units.device
+        row = torch.arange(self.rows, device=device)
+        groups = self.spec.groups_per_token
+        offset = self.spec.scale_offset(row // groups, row % groups).view(-1, 1) + torch.arange(4, device=device)
+        return byte_poison(offset).index_select(0, units % self.rows) + self.poison_block[self.block_i[units]].view(-1, 1)
+
+    def x(self, unit: torch.Tensor, column: torch.Tensor) -> torch.Tensor:
+        """fp32 k values behind value bytes (unit, column) of mapped units."""
+        hd = self.spec.head_dim
+        dim = self.group[unit] * self.spec.quant_block_size + column
+        return self.k.view(-1)[self.source[unit].clamp(min=0) * hd + dim].float()
+
+    def quotient_scale(self, unit: torch.Tensor) -> torch.Tensor:
+        """The s of a unit's x/s: the candidate's scale where it is a positive finite number."""
+        cand, base = self.cand_w[unit], self.base_w[unit]
+        return torch.where(torch.isfinite(cand) & (cand > 0), cand, base)
+
+    def unit_of(self, block: int, token: int, group: int) -> int:
+        """The unit of (cache block, token, group); the block must be one of `blocks`."""
+        block_i = int(torch.searchsorted(self.blocks, torch.tensor(block, device=self.blocks.device)))
+        return (block_i * self.spec.block_size + token) * self.spec.groups_per_token + group
+
+
+def _slot_sources(spec: CacheSpec, inputs: Inputs, blocks: torch.Tensor, block_i: torch.Tensor,
+                  token: torch.Tensor) -> torch.Tensor:
+    """int64 [U]: the row of k each unit's slot receives, -1 where no token maps to the slot."""
+    device = blocks.device
+    slot_token = torch.full((spec.num_slots,), -1, dtype=torch.int64, device=device)
+    slots = inputs.slot_mapping.to(device)
+    keep = (slots >= 0) & (slots < spec.num_slots)
+    slot_token[slots[keep]] = torch.arange(slots.numel(), device=device)[keep]
+    return slot_token[blocks[block_i] * spec.block_size + token]
+
+
+def build_frame(spec: CacheSpec, inputs: Inputs, blocks: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
+                n_u: torch.Tensor, wdiff_u: torch.Tensor, runs) -> Frame:
+    """The frame of the differing blocks, from their bytes a, b [nd, block_bytes] (differing_units)."""
+    nd, groups = blocks.numel(), spec.groups_per_token
+    num_units = nd * spec.block_size * groups
+    first = spec.scale_offset(0, 0)  # unit (t, g)'s word is the (t * groups + g)-th of the region
+    base_wb = a[:, first : first + spec.scale_bytes].reshape(num_units, 4)
+    cand_wb = b[:, first : first + spec.scale_bytes].reshape(num_units, 4)
+    unit = torch.arange(num_units, device=a.device)
+    block_i = unit // (spec.block_size * groups)
+    token = (unit // groups) % spec.block_size
+    source = _slot_sources(spec, inputs, blocks, block_i, token)
+    value_index = spec.value_index(a.device)
+    return Frame(
+        spec=spec, k=inputs.k.to(a.device).contiguous(), blocks=blocks, base_phys=a, cand_phys=b, n_u=n_u,
+        base_w=base_wb.contiguous().view(torch.float32).view(-1),
+        cand_w=cand_wb.contiguous().view(torch.float32).view(-1), base_wb=base_wb, cand_wb=cand_wb,
+        wdiff_u=wdiff_u, block_i=block_i, token=token, group=unit % groups, source=source,
+        block_mapped=(source >= 0).view(nd, -1).any(dim=1), value_index=value_index, run_length=runs[0],
+        runs=runs[1], poison_row=byte_poison(value_index).reshape(spec.block_size * groups, -1),
+        poison_block=poison_at(guard_bytes(spec) + blocks * spec.block_bytes),
+    )

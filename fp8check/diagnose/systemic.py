@@ -1,0 +1,254 @@
+"""Stage 3: systemic value causes of dense units (many differing bytes), judged from a sample of columns.
+
+`layout_blocks` judges each block's order from a fixed grid of positions; `dense_units` judges each unit from
+SAMPLE_COLUMNS of its columns, cause by cause, the cause that fits most of a small probe first. Both are
+pure: they return claims and the units they took.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from .. import pairs
+from ..diff import count_true
+from ..spec import Layout
+from .claims import Claim, note, unit_claim
+from .frame import Frame, other_layout
+from .model import Category
+
+SAMPLE_COLUMNS = 8  # columns of each unit looked at to judge a systemic cause
+DENSE_SAMPLED = 6  # sampled differing bytes that make a unit judged by its sample
+SAMPLE_SHARE = 0.75  # share of the sampled differing bytes a systemic cause must explain
+PROBE_UNITS = 1024  # dense units tried with every cause first, to try the likely cause first on all
+FIRST_COLUMNS = 3  # sampled columns a dense judge tries first: 3 non-fitting differing bytes rule a unit out
+JUDGE_ROWS = 1 << 16  # dense units judged per step, so a step's temporaries stay in the CPU cache
+
+
+# ---- layout: which token's value the other order puts at a byte --------------------------------------------
+
+
+def layout_tables(frame: Frame, other: Layout) -> tuple[torch.Tensor, torch.Tensor]:
+    """(owner_token, source_byte) [block_size, head_dim]: for the cache byte of (t, d) in the spec's layout,
+    the token whose value the other layout puts there, and where the spec's layout keeps that value."""
+    spec = frame.spec
+    device = frame.value_index.device
+    other_index = spec.replace(layout=other).value_index(device).view(-1)
+    tokens = torch.arange(spec.block_size, device=device).view(-1, 1).expand(-1, spec.head_dim)
+    dims = torch.arange(spec.head_dim, device=device).view(1, -1).expand(spec.block_size, -1)
+    owner_t = torch.empty(spec.value_bytes, dtype=torch.int64, device=device)
+    owner_d = torch.empty_like(owner_t)
+    owner_t[other_index] = tokens.reshape(-1)
+    owner_d[other_index] = dims.reshape(-1)
+    owner_token = owner_t[frame.value_index]
+    return owner_token, frame.value_index[owner_token, owner_d[frame.value_index]]
+
+
+def layout_predicted(frame: Frame, tables, block_i: torch.Tensor, token: torch.Tensor,
+                     dim: torch.Tensor) -> torch.Tensor:
+    """uint8: the byte a writer using the other layout leaves at the spec's place of (token, dim): the
+    baseline's value of the token it puts there, or the poison fill where no token maps."""
+    spec = frame.spec
+    owner_token, source_byte = tables
+    slot_mapped = frame.source.view(-1, spec.block_size, spec.groups_per_token)[:, :, 0] >= 0
+    owner = owner_token[token, dim]
+    moved = frame.base_phys.view(-1)[block_i * spec.block_bytes + source_byte[token, dim]]
+    poison = frame.block_poison(block_i, frame.value_index[token, dim])
+    return torch.where(slot_mapped[block_i, owner], moved, poison)
+
+
+def layout_blocks(frame: Frame, open_u: torch.Tensor) -> tuple[list[Claim], torch.Tensor, torch.Tensor]:
+    """Judge each block's layout from a fixed grid of 8 x 8 (token, dim) positions; a re-ordered block gives
+    all its open units to `layout`. Returns (claims, units taken, bool [nd]: blocks whose layout question is
+    settled)."""
+    spec = frame.spec
+    nd = frame.blocks.numel()
+    device = frame.blocks.device
+    other = other_layout(spec)
+    if other is None:
+        return [], torch.zeros_like(open_u), torch.ones(nd, dtype=torch.bool, device=device)
+    tokens = torch.arange(0, spec.block_size, max(1, spec.block_size // 8), device=device)
+    dims = torch.arange(0, spec.head_dim, max(1, spec.head_dim // 8), device=device)
+    token = tokens.view(1, -1, 1).expand(1, -1, dims.numel()).reshape(1, -1)
+    dim = dims.view(1, 1, -1).expand(1, tokens.numel(), -1).reshape(1, -1)
+    byte = frame.value_index[token, dim].view(-1)
+    base, cand = frame.base_phys[:, byte], frame.cand_phys[:, byte]
+    block_i = torch.arange(nd, device=device).view(-1, 1)
+    differs = base != cand
+    predicted = layout_predicted(frame, layout_tables(frame, other), block_i, token, dim)
+    match = differs & (cand == predicted) & frame.block_mapped.view(-1, 1)
+    sampled, matched = differs.sum(dim=1), match.sum(dim=1)
+    settled = sampled >= DENSE_SAMPLED
+    moved = settled & (matched >= SAMPLE_SHARE * sampled)
+    chosen = open_u & moved[frame.block_i]
+    if not bool(chosen.any()):
+        return [], torch.zeros_like(open_u), settled
+    claims = [unit_claim(frame, Category.LAYOUT, chosen), Claim(Category.LAYOUT, found={"layout_found": other.value})]
+    return claims, chosen, settled
+
+
+# ---- the sample of dense units, and one judge per cause ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Sample:
+    """Dense units (those with >= DENSE_SAMPLED differing sampled bytes) at SAMPLE_COLUMNS of their columns."""
+
+    frame: Frame
+    units: torch.Tensor  # int64 [n]
+    columns: torch.Tensor  # int64 [C]
+    base: torch.Tensor  # uint8 [n, C]
+    cand: torch.Tensor
+    differs: torch.Tensor  # bool [n, C]
+    sampled: torch.Tensor  # int64 [n]: differing sampled bytes
+    first: slice  # the columns a screen tries first
+    past_first: torch.Tensor  # int64 [n]: differing sampled bytes past them: the most a unit can still match
+    need: torch.Tensor  # float [n]: matching sampled bytes a cause needs (SAMPLE_SHARE of `sampled`)
+
+
+def _sample(frame: Frame, candidates: torch.Tensor, open_count: int) -> _Sample | None:
+    """The sample of the candidate units (int64) that have enough differing sampled bytes; None if none."""
+    qbs = frame.spec.quant_block_size
+    columns = torch.arange(0, qbs, max(1, qbs // SAMPLE_COLUMNS), device=candidates.device)
+    if 4 * candidates.numel() < open_count:  # few: gather their rows rather than sampling every unit
+        base = frame.value_rows(frame.base_phys, candidates)[:, columns]
+        cand = frame.value_rows(frame.cand_phys, candidates)[:, columns]
+    else:
+        base, cand = frame.sample(frame.base_phys, columns)[candidates], frame.sample(frame.cand_phys, columns)[candidates]
+    differs = base != cand
+    sampled = count_true(differs)
+    keep = sampled >= DENSE_SAMPLED
+    if not bool(keep.any()):
+        return None
+    if not bool(keep.all()):
+        candidates, base, cand, differs, sampled = candidates[keep], base[keep], cand[keep], differs[keep], sampled[keep]
+    first = slice(0, min(FIRST_COLUMNS, columns.numel()))
+    return _Sample(frame, candidates, columns, base, cand, differs, sampled, first,
+                   sampled - differs[:, first].sum(dim=1), SAMPLE_SHARE * sampled)
+
+
+def _by_share(s: _Sample, match, rows: torch.Tensor, screen: bool, aux=None):
+    """(rows, per-row outputs of match on all columns) of the rows whose matching differing sampled bytes
+    reach SAMPLE_SHARE. screen: first drop, exactly, the rows that cannot reach it whatever their other
+    columns hold (random bytes: nearly all after 3 columns). match(s, rows, cols, aux) -> (bool [r, c], ...)."""
+    if screen and rows.numel():
+        matched = match(s, rows, s.first, aux)[0].sum(dim=1)
+        rows = rows[matched + s.past_first[rows] >= s.need[rows]]
+    fits, counts = [], []
+    for start in range(0, rows.numel(), JUDGE_ROWS):
+        part = rows[start : start + JUDGE_ROWS]
+        matched, *facts = match(s, part, slice(None), aux)
+        fits.append(count_true(matched) >= s.need[part])
+        counts.append(facts)
+    if not fits:
+        return rows, []
+    fits = torch.cat(fits)
+    return rows[fits], [torch.cat(c)[fits] for c in zip(*counts)]
+
+
+def _judge_unwritten(s: _Sample, rows: torch.Tensor, screen: bool) -> tuple[torch.Tensor, dict]:
+    """Units whose every value byte in the candidate is still the poison fill."""
+    frame = s.frame
+
+    def poisoned(r, cols):
+        return (s.cand[r, cols] == frame.sampled_poison(s.units[r], s.columns[cols])).all(dim=1)
+
+    if screen:
+        rows = rows[poisoned(rows, s.first)]
+    rows = rows[poisoned(rows, slice(None))]
+    u = s.units[rows]
+    rows = rows[(frame.value_rows(frame.cand_phys, u) == frame.poison_rows(u)).all(dim=1)]
+    return rows, {"units": rows.numel()}
+
+
+def _format_columns(s: _Sample, r: torch.Tensor, cols, table: torch.Tensor):
+    return (pairs.lookup(table, s.base[r, cols], s.cand[r, cols]) & s.differs[r, cols],)
+
+
+def _judge_fp8_format(s: _Sample, rows: torch.Tensor, screen: bool) -> tuple[torch.Tensor, dict]:
+    """Units whose bytes encode the baseline's values in the other FP8 format."""
+    table = pairs.pair_table(pairs.format_match, s.frame.spec.fp8, s.base.device)
+    return _by_share(s, _format_columns, rows, screen, table)[0], {}
+
+
+def _cast_columns(s: _Sample, r: torch.Tensor, cols, k_sampled: torch.Tensor | None):
+    """(matched, negatives wrapped, negatives to 0) of integer casts of x/s at the sampled columns of rows r."""
+    frame, qbs = s.frame, s.frame.spec.quant_block_size
+    units = s.units[r]
+    k_row = frame.source[units].clamp(min=0) * frame.spec.groups_per_token + frame.group[units]
+    if k_sampled is not None and cols == slice(None):  # all columns of many rows: the sampled columns of k, gathered once
+        x = k_sampled.index_select(0, k_row)
+    else:
+        x = frame.k.view(-1, qbs)[k_row.view(-1, 1), s.columns[cols].view(1, -1)].float()
+    y = x / frame.quotient_scale(units).view(-1, 1)
+    cand = s.cand[r, cols]
+    matched, wrapped = pairs.cast_match_fp32(y, s.base[r, cols], cand)
+    matched &= s.differs[r, cols]
+    negative = matched & (y <= -1)  # trunc(y) < 0, without the trunc
+    return matched, (negative & wrapped).sum(dim=1), (negative & (cand == 0)).sum(dim=1)
+
+
+def _judge_integer_cast(s: _Sample, rows: torch.Tensor, screen: bool) -> tuple[torch.Tensor, dict]:
+    """Units whose bytes are x/s converted to an integer (SPEC.md section 5)."""
+    k_sampled = None
+    if not screen and rows.numel() > PROBE_UNITS:  # most of them fit: gather k's sampled columns once
+        k_sampled = s.frame.k.view(-1, s.frame.spec.quant_block_size)[:, s.columns].float()
+    rows, facts = _by_share(s, _cast_columns, rows, screen, k_sampled)
+    wrap, zero = (int(f.sum()) for f in facts) if facts else (0, 0)
+    return rows, {"negative_wrap": wrap, "negative_zero": zero}
+
+
+JUDGES = {Category.UNWRITTEN: _judge_unwritten, Category.FP8_FORMAT: _judge_fp8_format,
+          Category.INTEGER_CAST: _judge_integer_cast}  # ties of the probe keep this order
+
+
+# ---- the stage -------------------------------------------------------------------------------------------
+
+
+def dense_units(frame: Frame, open_u: torch.Tensor,
+                layout_settled: torch.Tensor) -> tuple[list[Claim], torch.Tensor, torch.Tensor]:
+    """Judge open units with many differing bytes from their sample, cause by cause, the cause that fits most
+    of a small probe first. Returns (claims, units taken, units no systemic cause fits that byte-local causes
+    may explain: to be split byte by byte)."""
+    # unmapped units of blocks whose layout is settled: plain stray writes
+    stray = open_u & ~frame.mapped & layout_settled[frame.block_i]
+    claims = [unit_claim(frame, Category.STRAY_WRITE, stray)]
+    open_u = open_u & ~stray
+    # a unit with fewer differing bytes than DENSE_SAMPLED cannot have that many differing sampled bytes
+    candidates = torch.nonzero(open_u & frame.mapped & (frame.n_u >= DENSE_SAMPLED)).view(-1)
+    s = _sample(frame, candidates, open_u.numel()) if candidates.numel() else None
+    if s is None:
+        return claims, stray, torch.zeros_like(open_u)
+    n = s.units.numel()
+    probe = torch.arange(0, n, max(1, n // PROBE_UNITS), device=s.units.device)
+    likely = {category: judge(s, probe, False)[0].numel() for category, judge in JUDGES.items()}
+    left = torch.ones(n, dtype=torch.bool, device=s.units.device)
+    for category in sorted(JUDGES, key=lambda c: -likely[c]):  # stable: ties keep the documented order
+        rows = torch.nonzero(left).view(-1)
+        if not rows.numel():
+            break
+        # screen where the probe says most rows will not fit: it costs a pass over the first columns
+        chosen, facts = JUDGES[category](s, rows, 2 * likely[category] < probe.numel())
+        if chosen.numel():
+            claims += [unit_claim(frame, category, frame.units_mask(s.units[chosen])), note(category, **facts)]
+            left[chosen] = False
+    split, garbage = _byte_local_split(s, torch.nonzero(left).view(-1))
+    claims.append(unit_claim(frame, Category.UNKNOWN, frame.units_mask(garbage)))
+    return claims, stray | frame.units_mask(s.units), frame.units_mask(split)
+
+
+def _byte_local_split(s: _Sample, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(units to split byte by byte, garbage units) of the rows no systemic cause fits: split only where
+    byte-local causes explain at least half of the sampled bytes; otherwise the unit is garbage, and a byte of
+    it one code from the baseline by chance is no rounding."""
+    frame = s.frame
+    u = s.units[rows]
+    poison = frame.sampled_poison(u, s.columns)
+    table = pairs.pair_table(pairs.byte_local, frame.spec.fp8, s.base.device)
+    base, cand = s.base[rows], s.cand[rows]
+    pair = pairs.lookup(table, base, cand)
+    same_scale = frame.wdiff_u[u].view(-1, 1) == 0
+    fits = (pair == 1) | ((pair == 2) & same_scale) | (cand == poison) | (base == poison)
+    split = 2 * count_true(fits & s.differs[rows]) >= s.sampled[rows]
+    return u[split], u[~split]
