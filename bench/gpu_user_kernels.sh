@@ -33,3 +33,6 @@ run parity-vllmfile-torch-reader-shuffle 1 python3 -m fp8check parity --device c
 run gpu-parity-bench 0 python3 bench/gpu_parity.py
 python3 bench/diff_words.py > "$out/diff_words.txt" 2>&1; tail -15 "$out/diff_words.txt"
 printf '%s\n' "${rows[@]}"
+# The default CI gate on the GPU (exit code and summary only)
+python3 -m fp8check gate configs/ci.toml --junit "$out/gate.xml" --json "$out/gate.json" > "$out/gate.txt" 2>&1
+echo "gate configs/ci.toml on cuda: rc=$?"; tail -5 "$out/gate.txt"
