@@ -197,6 +197,12 @@ def diff_caches(spec: CacheSpec, baseline: CacheBuffer, candidate: CacheBuffer) 
     if not a.is_cuda and torch.equal(baseline.buffer, candidate.buffer):
         return _identical(spec, a.device)
     value_diff, scale_diff, first = _block_counts(spec, a, b)
+    if a.is_cuda and _has_triton():  # totals, guards and the windows in one more program, then one transfer
+        from .diff_kernel import summary
+
+        numbers = summary(value_diff, scale_diff, first, baseline.buffer, candidate.buffer, baseline.guard_bytes,
+                          spec.block_bytes, spec.value_bytes).tolist()
+        return _result(spec, value_diff, scale_diff, numbers)
     per_block = value_diff + scale_diff
     differing = per_block > 0
     guard = (baseline.guards != candidate.guards).sum()
@@ -209,9 +215,21 @@ def diff_caches(spec: CacheSpec, baseline: CacheBuffer, candidate: CacheBuffer) 
     window = torch.cat([a.reshape(-1)[at], b.reshape(-1)[at]]).to(torch.int64) if a.numel() else at.new_zeros(8)
     totals = torch.stack([per_block.sum(), differing.sum(), guard.to(torch.int64), block.to(torch.int64),
                           offset.to(torch.int64)])
-    numbers = torch.cat([totals, window]).tolist()
+    return _result(spec, value_diff, scale_diff, torch.cat([totals, window]).tolist())
+
+
+def _result(spec: CacheSpec, value_diff: torch.Tensor, scale_diff: torch.Tensor, numbers: list[int]) -> DiffResult:
+    """The DiffResult from the per-block counts and the 13 numbers of the one transfer (see diff_kernel.summary)."""
     cache_diff, differing_blocks, guard_diff, block, offset = numbers[:5]
     first_mismatch = None
     if cache_diff:
         first_mismatch = _mismatch_from(spec, block * spec.block_bytes + offset, numbers[5:9], numbers[9:13])
     return DiffResult(spec, value_diff, scale_diff, guard_diff, cache_diff, differing_blocks, first_mismatch)
+
+
+def _has_triton() -> bool:
+    try:
+        import triton  # noqa: F401
+    except ImportError:
+        return False
+    return True

@@ -241,3 +241,31 @@ def test_poison_by_period_equals_the_formula(num_bytes):
     from fp8check.cache import poison, poison_at
 
     assert torch.equal(poison(num_bytes), poison_at(torch.arange(num_bytes)))
+
+
+@pytest.mark.parametrize("flips, guard_flips", [(0, 0), (0, 3), (1, 0), (500, 2)])
+def test_cuda_summary_program_equals_the_torch_formulation(written, flips, guard_flips):
+    """The one-program summary CUDA diffs end with (totals, guards, first mismatch), run here under the
+    interpreter, gives the same DiffResult as the torch ops of the CPU path."""
+    from fp8check.diff import _result
+    from fp8check.diff_kernel import block_diff, summary
+
+    other = CacheBuffer(SPEC, written.buffer.clone())
+    g = torch.Generator().manual_seed(flips + guard_flips)
+    where = torch.randint(0, other.flat.numel(), (flips,), generator=g)
+    other.flat.view(-1)[where] ^= torch.randint(1, 256, (flips,), dtype=torch.uint8, generator=g)
+    guard = written.guard_bytes
+    at = torch.randint(0, 2 * guard, (guard_flips,), generator=g)
+    at = torch.where(at < guard, at, at + other.flat.numel())
+    other.buffer[at] ^= 0x5A
+    expected = diff_caches(SPEC, written, other)
+    value, scale, first = block_diff(written.flat, other.flat, SPEC.value_bytes, SPEC.scale_bytes)
+    numbers = summary(value, scale, first, written.buffer, other.buffer, guard, SPEC.block_bytes,
+                      SPEC.value_bytes).tolist()
+    got = _result(SPEC, value, scale, numbers)
+    assert (got.cache_diff, got.differing_blocks, got.guard_diff) == \
+        (expected.cache_diff, expected.differing_blocks, expected.guard_diff)
+    assert got.value_diff.tolist() == expected.value_diff.tolist()
+    assert got.scale_diff.tolist() == expected.scale_diff.tolist()
+    assert got.first_mismatch == expected.first_mismatch
+    assert expected.guard_diff == len(set(at.tolist())) and expected.cache_diff == int((written.flat != other.flat).sum())
