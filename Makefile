@@ -43,6 +43,7 @@ bench: $(STAMP)
 	$(PY) bench/interpreter.py
 	$(PY) bench/gate.py
 	$(PY) bench/isolation.py
+	$(PY) bench/reader_isolation.py
 
 # Not part of `make test`: downloads vLLM's released wheel (no dependencies, about 336 MB, once) and runs
 # the seed table on its real writer file, on this machine. The pre-fix copy is the same file without the

@@ -168,7 +168,7 @@ def _outcome(status: dict | None, where: str, exitcode: int | None, label: str, 
         return report if isinstance(report, dict) else {}
     kind = status.get("status") if status else None
     if kind == "exit":
-        returning = ", before returning" if where == "writing" else ""
+        returning = ", before returning" if where in ("writing", "reading") else ""
         raise IsolatedError(f"{label} called sys.exit({status.get('code')}) {during}{returning}")
     if kind == "error":
         raise IsolatedError(str(status.get("message", "")).splitlines()[0] if status.get("message") else label)

@@ -23,7 +23,7 @@ from .readers import reference as reference_reader
 from .readers.metrics import (
     DEFAULT_ATOL, DEFAULT_RTOL, Metrics, compare_logits, is_vacuous, quantize_q, visible_tokens,
 )
-from .readers.registry import Reader, run_reader
+from .readers.registry import Reader, run_reader_reporting
 from .spec import CacheSpec, FP8Format, Layout, ScaleFormat
 from .writers import registry as producers
 from .writers.registry import Producer
@@ -278,16 +278,18 @@ def run_parity(spec: CacheSpec, config: ParityConfig, *, baseline: Producer, wri
         spec, batch.q_codes, base.flat, *args))
     if not torch.isfinite(truth.masked_fill(truth == float("-inf"), 0)).all():
         raise InputError(f"the baseline {baseline.name!r} wrote bytes that decode to inf/NaN logits: no truth to rank by")
-    columns = []
+    columns, ran = [], reader  # `ran`: the reader as it ran (an isolated one: with what its child reported)
     for writer, cache in zip(writers, caches):
-        logits = step(f"read {writer.name}", lambda c=cache: run_reader(reader, batch.q_fp8, _kv(c, spec), *args))
+        logits, ran = step(f"read {writer.name}", lambda c=cache: run_reader_reporting(reader, batch.q_fp8,
+                                                                                       _kv(c, spec), *args))
         columns.append(Column(writer.name, writer.description, writer.emulated, writer.name in config.expect_fail,
                               score(config, logits, truth)))
     check = None
     if not reader.exact:
-        logits = step(f"read {baseline.name} (reader check)", lambda: run_reader(reader, batch.q_fp8, _kv(base, spec), *args))
+        logits, ran = step(f"read {baseline.name} (reader check)", lambda: run_reader_reporting(
+            reader, batch.q_fp8, _kv(base, spec), *args))
         check = score(config, logits, truth)
-    return ParityResult(spec, config, inputs.source, inputs.heads, str(device), baseline, reader, tuple(columns),
+    return ParityResult(spec, config, inputs.source, inputs.heads, str(device), baseline, ran, tuple(columns),
                         check, timings)
 
 

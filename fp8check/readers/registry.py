@@ -5,20 +5,25 @@ A reader has vLLM's signature (SPEC.md section 7):
 [B*next_n, H], context_lens int32 [B], block_tables int32 [B, max_blocks], max_model_len)
 -> logits [B*next_n, max_model_len]`.
 Every reader call goes through `run_reader`, so a reader never touches fp8check's own tensors and its
-failures are one-line ProducerErrors, never a verdict.
+failures are one-line errors (exit 2), never a verdict. Readers from files are untrusted: by default they
+run in a child process (isolation.py), exactly like writers from files.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import inspect
+import json
 from dataclasses import dataclass, field
 from typing import Callable
 
 import torch
 
-from ..errors import ProducerError, first_line
+from ..errors import CheckerError, ProducerError, first_line
+from ..isolation import Limits, phase, run_isolated
 from ..spec import CacheSpec
+from ..writers.registry import DEFAULT_ISOLATION, _reported_provenance
 
 ReaderFn = Callable[..., torch.Tensor]
 Check = Callable[[CacheSpec, torch.device], None]
@@ -38,7 +43,12 @@ class Reader:
     fn: ReaderFn
     exact: bool = False  # fp8check's own float64 reader: on the baseline's bytes it IS the truth
     check: Check = _no_check  # raises ProducerError when this spec cannot be read on this device
-    provenance: dict = field(default_factory=dict)
+    provenance: dict = field(default_factory=dict)  # file, function, revision, commit, sha256, bound names
+    # Run in a child process under these limits (readers from files); None: in this process. An isolated
+    # Reader holds no code: the child loads it by `name` (git names read from `repo`).
+    isolation: Limits | None = None
+    repo: str | None = None
+    spec: CacheSpec | None = None  # what an isolated reader's child loads it for (the FP8 format its names bind to)
 
 
 def _always() -> tuple[bool, str]:
@@ -106,9 +116,25 @@ def _from_file(text: str, spec: CacheSpec, repo=None) -> Reader:
                   provenance=loaded.provenance)
 
 
-def resolve(name: str, *, spec: CacheSpec, repo=None) -> Reader:
-    """The reader a name stands for, set up to read caches of `spec` (files may come from git in `repo`)."""
-    if name.startswith((FILE_PREFIX, VLLM_FILE_PREFIX)):
+def untrusted(name: str) -> bool:
+    """A reader whose code comes from the user's files (`file:`, `vllm-file:`, either from `git:`)."""
+    return name.startswith((FILE_PREFIX, VLLM_FILE_PREFIX))
+
+
+def _not_here(*args, **kwargs) -> None:
+    raise CheckerError("an isolated reader's code runs only in its child process")
+
+
+def resolve(name: str, *, spec: CacheSpec, repo=None, isolation: Limits | None = DEFAULT_ISOLATION) -> Reader:
+    """The reader a name stands for, set up to read caches of `spec` (files may come from git in `repo`).
+
+    A reader from a file is not loaded here when `isolation` is given (the default): the Reader only names
+    it, and `run_reader` loads and runs it in a child process under those limits (with the spec's FP8
+    format and `repo`). `isolation=None` loads it into this process (`--in-process`, for debugging)."""
+    if untrusted(name) and isolation is not None:
+        return Reader(name, f"{name} (run in a child process)", _not_here, isolation=isolation,
+                      repo=None if repo is None else str(repo), spec=spec)
+    if untrusted(name):
         return _from_file(name, spec, repo)
     entry = REGISTRY.get(name)
     if entry is None:
@@ -134,12 +160,15 @@ def _checked_output(reader: Reader, logits, rows: int, max_model_len: int, devic
     return logits
 
 
-def run_reader(reader: Reader, q_fp8: torch.Tensor, kv_cache: torch.Tensor, weights: torch.Tensor,
-               context_lens: torch.Tensor, block_tables: torch.Tensor, max_model_len: int) -> torch.Tensor:
-    """The one place a reader runs: on copies of the tensors (fp8check's stay untouched), its failures and
-    malformed results turned into one-line ProducerErrors. Returns logits [B*next_n, max_model_len]."""
-    device = kv_cache.device
-    args = [t.clone() for t in (q_fp8, kv_cache, weights, context_lens, block_tables)]
+# Dtypes a reader's logits may have: each converts to float64 and back exactly (the child's result
+# crosses the process boundary in the parent's float64 buffer, and comes back in its own dtype).
+LOGIT_DTYPES = {str(d): d for d in (torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.float8_e4m3fn,
+                                    torch.float8_e4m3fnuz, torch.float8_e5m2, torch.float8_e5m2fnuz)}
+
+
+def _read(reader: Reader, args: list[torch.Tensor], max_model_len: int) -> torch.Tensor:
+    """Call a loaded reader on `args` (its own copies); any failure or malformed result is one ProducerError."""
+    device = args[1].device
     try:
         logits = reader.fn(*args, max_model_len)
         if device.type == "cuda":
@@ -148,5 +177,59 @@ def run_reader(reader: Reader, q_fp8: torch.Tensor, kv_cache: torch.Tensor, weig
         raise
     except Exception as exc:
         raise ProducerError(f"reader {reader.name!r} raised {first_line(exc)}") from exc
-    rows = q_fp8.shape[0] * q_fp8.shape[1]
+    rows = args[0].shape[0] * args[0].shape[1]
     return _checked_output(reader, logits, rows, max_model_len, device)
+
+
+def read_in_child(name: str, spec_json: str, repo: str | None, q_fp8: torch.Tensor, kv_cache: torch.Tensor,
+                  weights: torch.Tensor, context_lens: torch.Tensor, block_tables: torch.Tensor, max_model_len: int,
+                  out: torch.Tensor) -> dict:
+    """The child's side of an isolated read (isolation.run_isolated target): load the reader by name for
+    the spec, run it on the shared copies, copy its checked logits into the shared float64 `out`, and
+    report their dtype and where the code came from."""
+    phase("loading")
+    spec = CacheSpec.from_dict(json.loads(spec_json))
+    reader = resolve(name, spec=spec, repo=repo, isolation=None)
+    reader.check(spec, kv_cache.device)  # its Triton kernels: the exact interpreter on the CPU
+    phase("reading")
+    logits = _read(reader, [q_fp8, kv_cache, weights, context_lens, block_tables], max_model_len)
+    if str(logits.dtype) not in LOGIT_DTYPES:
+        raise ProducerError(f"reader {name!r} returned {logits.dtype} logits; expected one of {', '.join(LOGIT_DTYPES)}")
+    out.copy_(logits)
+    return {"dtype": str(logits.dtype), "description": reader.description,
+            "provenance": json.loads(json.dumps(reader.provenance, default=str))}
+
+
+def _read_isolated(reader: Reader, args: list[torch.Tensor], max_model_len: int) -> tuple[torch.Tensor, Reader]:
+    """The reader in a child process: the parent allocates the output and trusts only its bytes and the
+    dtype the child names (one of LOGIT_DTYPES), never an object the child made."""
+    rows = args[0].shape[0] * args[0].shape[1]
+    out = torch.full((rows, max_model_len), float("nan"), dtype=torch.float64, device=args[1].device)
+    shared = (reader.name, reader.spec.to_json(), reader.repo, *args, max_model_len, out)
+    report = run_isolated(f"{__name__}:read_in_child", shared, limits=reader.isolation, label=f"reader {reader.name!r}")
+    dtype = LOGIT_DTYPES.get(str(report.get("dtype")))
+    if dtype is None:
+        raise ProducerError(f"reader {reader.name!r}: its child reported logits of dtype"
+                            f" {str(report.get('dtype'))[:40]!r}")
+    ran = dataclasses.replace(reader, description=str(report.get("description", reader.description))[:1000],
+                              provenance=_reported_provenance(report.get("provenance")))
+    return out.to(dtype), ran
+
+
+def run_reader_reporting(reader: Reader, q_fp8: torch.Tensor, kv_cache: torch.Tensor, weights: torch.Tensor,
+                         context_lens: torch.Tensor, block_tables: torch.Tensor,
+                         max_model_len: int) -> tuple[torch.Tensor, Reader]:
+    """The one place a reader runs: on copies of the tensors (fp8check's stay untouched), its failures and
+    malformed results turned into one-line errors. Returns logits [B*next_n, max_model_len] and the reader
+    as it ran: for an isolated one (run in a child), with what its child reported (description, provenance)."""
+    args = [t.clone() for t in (q_fp8, kv_cache, weights, context_lens, block_tables)]
+    if reader.isolation is None:
+        return _read(reader, args, max_model_len), reader
+    logits, ran = _read_isolated(reader, args, max_model_len)
+    return _checked_output(ran, logits, q_fp8.shape[0] * q_fp8.shape[1], max_model_len, kv_cache.device), ran
+
+
+def run_reader(reader: Reader, q_fp8: torch.Tensor, kv_cache: torch.Tensor, weights: torch.Tensor,
+               context_lens: torch.Tensor, block_tables: torch.Tensor, max_model_len: int) -> torch.Tensor:
+    """run_reader_reporting's logits only."""
+    return run_reader_reporting(reader, q_fp8, kv_cache, weights, context_lens, block_tables, max_model_len)[0]

@@ -13,7 +13,7 @@ from rich.text import Text
 from ..device import versions
 from ..parity import Column, ParityResult
 from ..readers.metrics import Metrics
-from .terminal import side_label
+from .terminal import describe_provenance, side_label
 
 
 def fraction(x: float) -> str:
@@ -43,6 +43,9 @@ def _title(result: ParityResult) -> Text:
     text.append(side_label(result.baseline.name, result.baseline.emulated), style="bold")
     text.append("'s bytes through fp8check's reference reader (float64); reader: ")
     text.append(result.reader.name, style="bold")
+    ran = describe_provenance(result.reader.provenance)  # a reader from a file: what ran (its child reported it)
+    if ran:
+        text.append(f"\nreader: {ran}", style="dim")
     return text
 
 
