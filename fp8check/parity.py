@@ -270,8 +270,11 @@ def run_parity(spec: CacheSpec, config: ParityConfig, *, baseline: Producer, wri
         progress(label, done, total)
         return out
 
-    base = step(f"write {baseline.name}", lambda: producers.run(baseline, spec, written, device))
-    caches = [step(f"write {w.name}", lambda w=w: producers.run(w, spec, written, device)) for w in writers]
+    # run_producer: the writer as it ran (an isolated one: with the description its child reported)
+    base, baseline = step(f"write {baseline.name}", lambda: producers.run_producer(baseline, spec, written, device))
+    ran_writers = [step(f"write {w.name}", lambda w=w: producers.run_producer(w, spec, written, device))
+                   for w in writers]
+    caches, writers = [c for c, _ in ran_writers], [w for _, w in ran_writers]
     batch = make_batch(spec, config, inputs, device)
     args = (batch.weights, batch.context_lens, batch.block_tables, batch.max_model_len)
     truth = step("truth (reference reader on the baseline's bytes)", lambda: reference_reader.paged_logits(

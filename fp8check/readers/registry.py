@@ -23,7 +23,8 @@ import torch
 from ..errors import CheckerError, ProducerError, first_line
 from ..isolation import Limits, phase, run_isolated
 from ..spec import CacheSpec
-from ..writers.registry import DEFAULT_ISOLATION, _reported_provenance
+from ..writers.producer import reported_provenance
+from ..writers.registry import DEFAULT_ISOLATION
 
 ReaderFn = Callable[..., torch.Tensor]
 Check = Callable[[CacheSpec, torch.device], None]
@@ -212,7 +213,7 @@ def _read_isolated(reader: Reader, args: list[torch.Tensor], max_model_len: int)
         raise ProducerError(f"reader {reader.name!r}: its child reported logits of dtype"
                             f" {str(report.get('dtype'))[:40]!r}")
     ran = dataclasses.replace(reader, description=str(report.get("description", reader.description))[:1000],
-                              provenance=_reported_provenance(report.get("provenance")))
+                              provenance=reported_provenance(report.get("provenance")))
     return out.to(dtype), ran
 
 

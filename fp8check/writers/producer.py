@@ -53,3 +53,16 @@ class Side:
     buffer: CacheBuffer
     provenance: dict = field(default_factory=dict)  # what ran: file, function, revision, commit, sha256, bound
     triton: bool = False  # ran Triton kernels (on the CPU: in the exact interpreter)
+
+
+def reported_provenance(reported) -> dict:
+    """What a child said its code was, kept to the shape provenance has: strings, and one level of
+    name -> string mappings (vllm-file's bound names), each cut to 1000 characters."""
+    if not isinstance(reported, dict):
+        return {}
+
+    def text(value) -> str:
+        return str(value)[:1000]
+
+    return {text(key): ({text(k): text(v) for k, v in value.items()} if isinstance(value, dict) else text(value))
+            for key, value in reported.items()}

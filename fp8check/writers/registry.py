@@ -18,7 +18,7 @@ from ..errors import CheckerError, ProducerError, first_line
 from ..inputs import Inputs, check_slots
 from ..isolation import Limits, phase, run_isolated
 from ..spec import CacheSpec
-from .producer import EXTRA_KEYWORDS, Producer
+from .producer import EXTRA_KEYWORDS, Producer, reported_provenance
 
 def _always() -> tuple[bool, str]:
     return True, "built in"
@@ -208,19 +208,6 @@ def run_in_child(name: str, spec_json: str, repo: str | None, k: torch.Tensor, s
             "description": producer.description, "triton": bool(producer.triton)}
 
 
-def _reported_provenance(reported) -> dict:
-    """What a child said its code was, kept to the shape provenance has: strings, and one level of
-    name -> string mappings (vllm-file's bound names), each cut to 1000 characters."""
-    if not isinstance(reported, dict):
-        return {}
-
-    def text(value) -> str:
-        return str(value)[:1000]
-
-    return {text(key): ({text(k): text(v) for k, v in value.items()} if isinstance(value, dict) else text(value))
-            for key, value in reported.items()}
-
-
 def _same_bytes(a: torch.Tensor, b: torch.Tensor) -> bool:
     """Bit-for-bit equality (NaN payloads included), for tensors a producer may have re-shaped or re-typed."""
     if a.shape != b.shape or a.dtype != b.dtype or a.device != b.device:
@@ -243,7 +230,7 @@ def run_producer(producer: Producer, spec: CacheSpec, inputs: Inputs,
                               label=f"producer {producer.name!r}")
         producer = dataclasses.replace(
             producer, description=str(report.get("description", producer.description))[:1000],
-            provenance=_reported_provenance(report.get("provenance")), triton=report.get("triton") is True)
+            provenance=reported_provenance(report.get("provenance")), triton=report.get("triton") is True)
     else:
         producer.check(spec, device)
         _write(producer, spec, k, buffer.cache, slot_mapping)
