@@ -106,7 +106,7 @@ def _from_file(text: str, spec: CacheSpec, repo=None) -> Reader:
                   provenance=loaded.provenance)
 
 
-def resolve(name: str, *, spec: CacheSpec, repo=None) -> Reader:
+def resolve(name: str, *, spec: CacheSpec, repo=None, isolation=None) -> Reader:  # isolated readers: see run_reader
     """The reader a name stands for, set up to read caches of `spec` (files may come from git in `repo`)."""
     if name.startswith((FILE_PREFIX, VLLM_FILE_PREFIX)):
         return _from_file(name, spec, repo)
