@@ -5,7 +5,7 @@ Exit codes: 0 identical (or within budget), 1 bytes differ, 2 bad usage, input o
 
 One module per command (or pair of commands); what they share is in `common` (errors to exit codes,
 printing, report files) and `arguments` (option decorators, spec and inputs, golden replay, configs).
-Imports of the core stay inside the command bodies: `fp8check --help` loads none of it.
+Imports of the core stay inside the command bodies: `fp8check --help` does not import torch.
 """
 
 from __future__ import annotations

@@ -17,18 +17,6 @@ from rich.console import Console
 from ..errors import ExitCode, UsageError, UserError
 
 
-def progress(device, producers):
-    """A progress bar on stderr while Triton programs run in the interpreter, when stderr is a terminal."""
-    import contextlib
-
-    err = Console(stderr=True)
-    if device.type != "cpu" or not err.is_terminal or not any(p.triton for p in producers):
-        return contextlib.nullcontext()
-    from ..report.progress import interpreter_progress
-
-    return interpreter_progress(err)
-
-
 def fail(message: str, code: ExitCode) -> int:
     """The one way out with an error: one line on stderr, the exit code from the table."""
     click.echo(f"fp8check: {message}", err=True)
@@ -57,12 +45,6 @@ def handled(fn):
     return wrapper
 
 
-def check_writable(path: Path | None, option: str) -> None:
-    """Refuse an output path whose folder is missing before any work is done."""
-    if path is not None and not path.parent.is_dir():
-        raise UsageError(f"{option} {path}: folder {path.parent} does not exist")
-
-
 def show(renderable, **print_options) -> None:
     """Print to stdout; a reader that went away (`fp8check compare | true`) changes nothing else: the
     JSON is still written and the exit code is the verdict's."""
@@ -84,6 +66,12 @@ def silence_stdout() -> None:
         pass
     finally:
         os.close(devnull)
+
+
+def check_writable(path: Path | None, option: str) -> None:
+    """Refuse an output path whose folder is missing before any work is done."""
+    if path is not None and not path.parent.is_dir():
+        raise UsageError(f"{option} {path}: folder {path.parent} does not exist")
 
 
 def write_json(path: Path | None, payload: dict) -> None:
@@ -164,3 +152,15 @@ def single_case(case_id: str, kind: str, result, passed: bool, seconds: float):
 
     outcome = Outcome(case_id, kind, ExitCode.OK if passed else ExitCode.DIFFER, result, None, seconds)
     return GateResult(kind, (outcome,), 1, seconds)
+
+
+def progress(device, producers):
+    """A progress bar on stderr while Triton programs run in the interpreter, when stderr is a terminal."""
+    import contextlib
+
+    err = Console(stderr=True)
+    if device.type != "cpu" or not err.is_terminal or not any(p.triton for p in producers):
+        return contextlib.nullcontext()
+    from ..report.progress import interpreter_progress
+
+    return interpreter_progress(err)
