@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from importlib import metadata
 
-import torch
-
 from .errors import DeviceError
 
 DEVICE_CHOICES = ("auto", "cpu", "cuda")
 
 
 def resolve_device(name: str) -> torch.device:
+    import torch  # here, not at the top: the CLI imports DEVICE_CHOICES at startup
+
     if name not in DEVICE_CHOICES:
         raise DeviceError(f"--device {name!r}: expected one of {', '.join(DEVICE_CHOICES)}")
     if name == "auto":

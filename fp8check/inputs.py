@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import enum
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,27 +10,7 @@ import torch
 
 from .spec import CacheSpec, FP8Format
 from .errors import InputError
-
-
-class SlotPattern(enum.Enum):
-    SEQUENTIAL = "sequential"
-    SHUFFLED = "shuffled"
-    PADDED = "padded"  # -1 entries mixed in: those tokens must write nothing
-    SPARSE = "sparse"  # odd blocks get no token at all
-
-
-class Distribution(enum.Enum):
-    NORMAL = "normal"
-    UNIFORM = "uniform"
-    OUTLIERS = "outliers"  # a few huge elements per row: the rest quantize into the subnormals
-    UE8M0_BOUNDARY = "ue8m0-boundary"  # amax on DIV * 2^k and one bf16 ulp either side (SPEC.md section 3)
-    TIES = "ties"  # x / s on FP8 rounding midpoints
-    TINY = "tiny"  # zero rows, amax below the 1e-4 scale floor, fp32 denormals
-    SPECIALS = "specials"  # -0.0 and +0.0 mixed in; inf / NaN only with inf_nan (the real writers disagree)
-    MIXED = "mixed"  # every row drawn from one of the others
-    # normal-like rows from a counter-based hash of (seed, element): the same bytes on every device,
-    # generated where the cache lives (hashed.py); not part of MIXED, whose bytes stay as they were
-    HASHED = "hashed"
+from .input_kinds import Distribution, SlotPattern  # noqa: F401  (defined without torch, for the CLI's startup)
 
 
 @dataclass(frozen=True)

@@ -27,9 +27,6 @@ import sys
 import time
 from dataclasses import dataclass
 
-import torch
-
-from .cache import available_memory
 from .errors import UserError, first_line
 
 DEFAULT_TIMEOUT_S = 600.0  # generous: the Triton interpreter writes ~400 tokens/s on a 2-core CPU
@@ -68,6 +65,8 @@ def phase(name: str) -> None:
 
 
 def _start_method(tensors: list[torch.Tensor]) -> str:
+    import torch
+
     cuda = any(t.is_cuda for t in tensors) or (torch.cuda.is_available() and torch.cuda.is_initialized())
     return "spawn" if cuda else "fork"
 
@@ -80,6 +79,10 @@ def run_isolated(target: str, args: tuple, *, limits: Limits, label: str, start_
     Pass base tensors, not views you keep elsewhere. Any failure raises IsolatedError with one line
     starting with `label` (e.g. "producer 'file:w.py:f'"), or the child's own UserError message.
     """
+    import torch  # here, not at the top: the CLI imports DEFAULT_TIMEOUT_S at startup
+
+    from .cache import available_memory
+
     tensors = [a for a in args if isinstance(a, torch.Tensor)]
     method = start_method or _start_method(tensors)
     for tensor in tensors:
@@ -215,6 +218,8 @@ def _child_main(conn, target: str, args: tuple, memory_bytes: int | None, forked
     if forked:
         # libgomp is not fork-safe: measured, a forked child's first parallel torch op hangs forever
         # when the parent had used its OpenMP threads. One thread avoids the pool.
+        import torch
+
         torch.set_num_threads(1)
     if memory_bytes:
         _limit_address_space(memory_bytes)

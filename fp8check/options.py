@@ -78,7 +78,7 @@ class Option:
 
 def _spec_options() -> list[Option]:
     from .device import DEVICE_CHOICES
-    from .inputs import Distribution, SlotPattern
+    from .input_kinds import Distribution, SlotPattern
     from .spec import FP8Format, Layout, ScaleFormat
 
     return [

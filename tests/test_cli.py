@@ -262,3 +262,23 @@ def test_help_exits_0(capsys, argv):
     code, out, _ = run(capsys, *argv)
     assert code == 0
     assert "Usage:" in out
+
+
+# ---- startup ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["--version"], *([name, "--help"] for name in
+                                  ("compare", "record", "table", "gate", "parity", "doctor"))])
+def test_help_does_not_import_torch(argv):
+    """`fp8check --help` answers in a fraction of a second: torch (seconds to import) loads only when a
+    command runs."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    script = f"import sys; from fp8check.cli import main; code = main({argv!r}); print(code, 'torch' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=root,
+                          env={**os.environ, "PYTHONPATH": str(root)}, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "0 False", done.stdout

@@ -4,6 +4,7 @@ computation, reader plugins and faults, MTP masking, inputs, and the seed config
 from __future__ import annotations
 
 import json
+import os
 import struct
 from pathlib import Path
 
@@ -234,6 +235,49 @@ def test_shuffled_block_table_gives_the_same_verdicts(capsys, tmp_path):
     payload = json.loads(out_json.read_text())
     assert "shuffled block table" in payload["inputs"]["source"]
     assert all(r["recall"] == 1.0 and r["max_rel"] == 0.0 and r["bad"] == 0 for r in payload["records"])
+
+
+# ---- writers from files run isolated, as in compare (--timeout, --memory-limit, --in-process) -----------
+
+SWEEP = ("--heads", "4", "--topk", "32", "--ctx", "20,64,200", "--baseline", "reference")
+PID_WRITER = f"file:{HERE / 'plugins' / 'records_pid.py'}:writer"
+
+
+def hostile(file_and_func: str) -> str:
+    file_name, _, func = file_and_func.partition(":")
+    return f"file:{HERE / 'hostile' / file_name}:{func}"
+
+
+def assert_one_line_error(code: int, err: str, fragment: str) -> None:
+    assert code == 2, err
+    line = err.lstrip("\n")  # the sweep's progress bar (rich, transient) leaves an empty line off a terminal
+    assert line.count("\n") == 1 and line.startswith("fp8check: error: ") and fragment in line, err
+
+
+def test_a_hanging_writer_is_killed_after_the_parity_timeout(capsys):
+    name = hostile("hangs.py:sleeps")
+    code, out, err = run(capsys, "parity", *SWEEP, "--writers", name, "--timeout", "0.5")
+    assert_one_line_error(code, err, f"producer {name!r} did not finish within the 0.5 s timeout (--timeout)")
+    assert out == ""
+
+
+def test_a_writer_over_the_parity_memory_limit_is_exit_2(capsys):
+    name = hostile("memory_hog.py:writer")
+    code, _, err = run(capsys, "parity", *SWEEP, "--writers", name, "--memory-limit", "256")
+    assert_one_line_error(code, err, f"producer {name!r} exceeded its memory limit of 268,435,456 bytes")
+
+
+@pytest.mark.parametrize("in_process", [False, True])
+def test_a_writer_from_a_file_runs_in_a_child_unless_in_process(capsys, tmp_path, monkeypatch, in_process):
+    pid_file = tmp_path / "pids"
+    monkeypatch.setenv("FP8CHECK_TEST_PID_FILE", str(pid_file))
+    code, _, err = run(capsys, "parity", *SWEEP, "--writers", PID_WRITER, *(["--in-process"] if in_process else []))
+    assert code == 0, err  # the reference writer's bytes: full recall
+    pids = {int(line) for line in pid_file.read_text().split()}
+    if in_process:
+        assert pids == {os.getpid()}
+    else:
+        assert pids and os.getpid() not in pids
 
 
 # ---- the seed config end to end (small) ---------------------------------------------------------------

@@ -1,0 +1,166 @@
+"""What every command shares on its way out: the one fail(message, code) path, `handled` (errors to exit
+codes), printing to stdout (`show`), the report files CI reads (`--json`, `--junit`, `--markdown`) and the
+interpreter's progress bar."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+import traceback
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from ..errors import ExitCode, UsageError, UserError
+
+
+def fail(message: str, code: ExitCode) -> int:
+    """The one way out with an error: one line on stderr, the exit code from the table."""
+    click.echo(f"fp8check: {message}", err=True)
+    return code
+
+
+def handled(fn):
+    """A command's errors to exit codes: UserError is exit 2, anything else a checker error, exit 3.
+
+    `--debug` adds the traceback; it never changes the exit code."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        debug = kwargs.get("debug", False)
+        try:
+            return fn(*args, **kwargs)
+        except UserError as exc:
+            if debug:
+                traceback.print_exc()
+            return fail(f"error: {exc}", ExitCode.USAGE)
+        except Exception as exc:
+            if debug:
+                traceback.print_exc()
+            return fail(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug)", ExitCode.INTERNAL)
+
+    return wrapper
+
+
+def show(renderable, **print_options) -> None:
+    """Print to stdout; a reader that went away (`fp8check compare | true`) changes nothing else: the
+    JSON is still written and the exit code is the verdict's."""
+    console = Console()
+    console.on_broken_pipe = silence_stdout  # rich's own handler exits 1: the code of "bytes differ"
+    try:
+        console.print(renderable, **print_options)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        silence_stdout()
+
+
+def silence_stdout() -> None:
+    """Point stdout at /dev/null, so that Python's own flush at exit cannot fail on a closed pipe."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is not a real file (a test's capture): nothing to silence
+        pass
+    finally:
+        os.close(devnull)
+
+
+def check_writable(path: Path | None, option: str) -> None:
+    """Refuse an output path whose folder is missing before any work is done."""
+    if path is not None and not path.parent.is_dir():
+        raise UsageError(f"{option} {path}: folder {path.parent} does not exist")
+
+
+def write_json(path: Path | None, payload: dict) -> None:
+    if path is not None:
+        try:
+            path.write_text(json.dumps(payload, indent=2, sort_keys=False) + "\n")
+        except OSError as exc:
+            raise UsageError(f"--json {path}: cannot write ({exc.strerror})") from None
+
+
+def output_options(fn):
+    """--json PATH|-, --junit PATH, --markdown PATH, --quiet: the reports CI systems read (gate, compare, table)."""
+    options = [
+        click.option("--json", "json_path", metavar="PATH|-", default=None,
+                     help="Write the result as JSON; - writes it to stdout (the report then goes to stderr)."),
+        click.option("--junit", "junit_path", type=click.Path(path_type=Path), default=None,
+                     help="Write a JUnit XML report (one testcase per case)."),
+        click.option("--markdown", "markdown_path", type=click.Path(path_type=Path), default=None,
+                     help="Append a Markdown summary to PATH (and to $GITHUB_STEP_SUMMARY whenever it is set)."),
+        click.option("--quiet", is_flag=True, help="Print the verdict line only."),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def check_outputs(out: dict) -> None:
+    if out["json_path"] not in (None, "-"):
+        check_writable(Path(out["json_path"]), "--json")
+    check_writable(out["junit_path"], "--junit")
+    check_writable(out["markdown_path"], "--markdown")
+
+
+def _write(path: Path, text: str, option: str, *, append: bool = False) -> None:
+    try:
+        with open(path, "a" if append else "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as exc:
+        raise UsageError(f"{option} {path}: cannot write ({exc.strerror})") from None
+
+
+def emit(out: dict, *, renderable, verdict: str, payload: dict, gate_result, title: str,
+         soft_wrap: bool = False) -> None:
+    """Write the reports asked for, then print the report (or only the verdict line with --quiet).
+
+    Files first: a reader of stdout that went away (`| true`) never costs the JSON, JUnit or Markdown.
+    With `--json -` the JSON is the only thing on stdout; the report goes to stderr."""
+    from ..report import junit, markdown
+
+    to_stdout = out["json_path"] == "-"
+    text = json.dumps(payload, indent=2, allow_nan=False) + "\n"
+    if out["json_path"] not in (None, "-"):
+        _write(Path(out["json_path"]), text, "--json")
+    if out["junit_path"] is not None:
+        _write(out["junit_path"], junit.junit_xml(gate_result, suite=title), "--junit")
+    summary = markdown.gate_markdown(gate_result, title=title)
+    if out["markdown_path"] is not None:
+        _write(out["markdown_path"], summary, "--markdown", append=True)
+    if os.environ.get("GITHUB_STEP_SUMMARY"):
+        _write(Path(os.environ["GITHUB_STEP_SUMMARY"]), summary, "$GITHUB_STEP_SUMMARY", append=True)
+    if out["quiet"]:
+        click.echo(verdict, err=to_stdout)
+    elif to_stdout:
+        Console(stderr=True).print(renderable, soft_wrap=soft_wrap)
+    else:
+        show(renderable, soft_wrap=soft_wrap)
+    if to_stdout:
+        try:
+            click.echo(text, nl=False)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            silence_stdout()
+
+
+def single_case(case_id: str, kind: str, result, passed: bool, seconds: float):
+    """A single command's result as a one-case gate, for the JUnit and Markdown renderers."""
+    from ..gate import GateResult, Outcome
+
+    outcome = Outcome(case_id, kind, ExitCode.OK if passed else ExitCode.DIFFER, result, None, seconds)
+    return GateResult(kind, (outcome,), 1, seconds)
+
+
+def progress(device, producers):
+    """A progress bar on stderr while Triton programs run in the interpreter, when stderr is a terminal."""
+    import contextlib
+
+    err = Console(stderr=True)
+    if device.type != "cpu" or not err.is_terminal or not any(p.triton for p in producers):
+        return contextlib.nullcontext()
+    from ..report.progress import interpreter_progress
+
+    return interpreter_progress(err)
