@@ -43,7 +43,8 @@ def gate(config_path, shard, fail_fast, list_only, patterns, debug, json_path, j
             click.echo(case.id)
         return ExitCode.OK
     columns = (TextColumn("gate"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("{task.description}"))
-    with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
+    err = Console(stderr=True)
+    with Progress(*columns, console=err, transient=True, disable=not err.is_terminal) as progress:
         task = progress.add_task("", total=len(cases))
         result = run_gate(str(config_path), cases, fail_fast=fail_fast,
                           on_done=lambda o: progress.update(task, advance=1, description=o.case_id))

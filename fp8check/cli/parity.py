@@ -76,7 +76,8 @@ def parity(config_path, json_path, debug, **opts):
                                  spec, opts["repo"], isolation=limits)
     baseline, writers = resolved.pop("baseline"), list(resolved.values())
     reader = readers.resolve(opts["reader"], spec=spec, repo=opts["repo"], isolation=limits)
-    with Progress(console=Console(stderr=True), transient=True) as bar:
+    err = Console(stderr=True)
+    with Progress(console=err, transient=True, disable=not err.is_terminal) as bar:  # no bar in logs
         task = bar.add_task("parity", total=None)
         result = parity_mod.run_parity(
             spec, config, baseline=baseline, writers=writers, reader=reader, inputs=data, device=device,

@@ -27,6 +27,8 @@ from ..spec import CacheSpec, Layout, ScaleFormat
 TOKENS_PER_PROGRAM = {"cpu": 256, "cuda": 16}
 
 
+# One kernel body (52 lines): the aiter numerics step by step, kept in one piece so it reads like the
+# PyTorch reference it is proven against (writers/reference.py).
 def _aiter_quant_and_cache(
     k_ptr,  # bf16 [num_tokens, HEAD_DIM]
     value_ptr,  # value region of block 0, viewed as the FP8 dtype
