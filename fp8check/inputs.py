@@ -232,19 +232,25 @@ def check_slots(spec: CacheSpec, slot_mapping: torch.Tensor, where: str) -> None
     outside the allocation), two tokens in one slot (the bytes would depend on write order), or no token
     with a slot at all (nothing would be written: an empty comparison always "passes")."""
     slots = slot_mapping.view(-1)
-    mapped = torch.nonzero(slots >= 0).view(-1)
-    if not mapped.numel():
+    if not slots.numel():
+        raise InputError(f"{where}: nothing to compare: none of its 0 tokens has a slot >= 0")
+    # the common case, a good mapping, costs one sort and one host transfer (it runs before every writer)
+    ordered = torch.sort(slots).values
+    repeated = (ordered[1:] == ordered[:-1]) & (ordered[1:] >= 0)
+    mapped_count, top, any_repeated = torch.stack(
+        [(slots >= 0).sum(), ordered[-1], repeated.any().to(torch.int64)]).tolist()
+    if not mapped_count:
         raise InputError(f"{where}: nothing to compare: none of its {slots.numel()} tokens has a slot >= 0")
-    token = int(torch.argmax(slots))
-    if int(slots[token]) >= spec.num_slots:
+    if top >= spec.num_slots:
+        token = int(torch.argmax(slots))
         raise InputError(
-            f"{where}: slot {int(slots[token])} of token {token} is outside the cache ({spec.num_blocks} blocks"
+            f"{where}: slot {top} of token {token} is outside the cache ({spec.num_blocks} blocks"
             f" of {spec.block_size}: slots 0..{spec.num_slots - 1}; raise --num-blocks)"
         )
-    ordered, order = torch.sort(slots[mapped], stable=True)
-    same = torch.nonzero(ordered[1:] == ordered[:-1]).view(-1)
-    if same.numel():
-        i = int(same[0])
+    if any_repeated:  # name the first repeated slot and the two tokens that map it
+        mapped = torch.nonzero(slots >= 0).view(-1)
+        ordered, order = torch.sort(slots[mapped], stable=True)
+        i = int(torch.nonzero(ordered[1:] == ordered[:-1]).view(-1)[0])
         first, second = int(mapped[order[i]]), int(mapped[order[i + 1]])
         raise InputError(
             f"{where}: slot {int(ordered[i])} is mapped by tokens {first} and {second}: with two tokens in one"
