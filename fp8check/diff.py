@@ -163,15 +163,8 @@ def _mismatch_from(spec: CacheSpec, index: int, window_a: list[int], window_b: l
 
 
 def _block_counts(spec: CacheSpec, a: torch.Tensor, b: torch.Tensor):
-    """(value_diff, scale_diff, first differing offset per block, block_bytes where none): one pass over
-    both caches on CUDA (Triton kernel), the vectorized byte-lane count on the CPU."""
-    if a.is_cuda:
-        try:
-            from .diff_kernel import block_diff
-        except ImportError:  # no Triton on this GPU machine: the torch ops below run there too
-            pass
-        else:
-            return block_diff(a, b, spec.value_bytes, spec.scale_bytes)
+    """(value_diff, scale_diff, first differing offset per block): the vectorized byte-lane count (the
+    CPU, and a GPU without Triton)."""
     differs = a != b
     value_diff = count_true(differs[:, : spec.value_bytes])
     scale_diff = count_true(differs[:, spec.value_bytes : spec.value_bytes + spec.scale_bytes])
@@ -196,13 +189,17 @@ def diff_caches(spec: CacheSpec, baseline: CacheBuffer, candidate: CacheBuffer) 
     a, b = baseline.flat, candidate.flat
     if not a.is_cuda and torch.equal(baseline.buffer, candidate.buffer):
         return _identical(spec, a.device)
+    if a.is_cuda:
+        try:
+            from .diff_kernel import block_diff, summary
+        except ImportError:  # no Triton on this GPU machine: the torch ops below run there too
+            pass
+        else:  # one pass over both caches, then totals, guards and windows in one more program; one transfer
+            value_diff, scale_diff, first = block_diff(a, b, spec.value_bytes, spec.scale_bytes)
+            numbers = summary(value_diff, scale_diff, first, baseline.buffer, candidate.buffer,
+                              baseline.guard_bytes, spec.block_bytes, spec.value_bytes).tolist()
+            return _result(spec, value_diff, scale_diff, numbers)
     value_diff, scale_diff, first = _block_counts(spec, a, b)
-    if a.is_cuda and _has_triton():  # totals, guards and the windows in one more program, then one transfer
-        from .diff_kernel import summary
-
-        numbers = summary(value_diff, scale_diff, first, baseline.buffer, candidate.buffer, baseline.guard_bytes,
-                          spec.block_bytes, spec.value_bytes).tolist()
-        return _result(spec, value_diff, scale_diff, numbers)
     per_block = value_diff + scale_diff
     differing = per_block > 0
     guard = (baseline.guards != candidate.guards).sum()
@@ -226,10 +223,3 @@ def _result(spec: CacheSpec, value_diff: torch.Tensor, scale_diff: torch.Tensor,
         first_mismatch = _mismatch_from(spec, block * spec.block_bytes + offset, numbers[5:9], numbers[9:13])
     return DiffResult(spec, value_diff, scale_diff, guard_diff, cache_diff, differing_blocks, first_mismatch)
 
-
-def _has_triton() -> bool:
-    try:
-        import triton  # noqa: F401
-    except ImportError:
-        return False
-    return True

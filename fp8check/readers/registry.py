@@ -23,13 +23,12 @@ import torch
 from ..errors import CheckerError, ProducerError, first_line
 from ..isolation import Limits, phase, run_isolated
 from ..spec import CacheSpec
+from ..writers.files import FILE_PREFIX, VLLM_FILE_PREFIX
 from ..writers.producer import reported_provenance
 from ..writers.registry import DEFAULT_ISOLATION
 
 ReaderFn = Callable[..., torch.Tensor]
 Check = Callable[[CacheSpec, torch.device], None]
-FILE_PREFIX = "file:"
-VLLM_FILE_PREFIX = "vllm-file:"
 REFERENCE = "reference"
 
 

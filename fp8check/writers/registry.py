@@ -17,7 +17,9 @@ from ..cache import CacheBuffer
 from ..errors import CheckerError, ProducerError, first_line
 from ..inputs import Inputs, check_slots
 from ..isolation import Limits, phase, run_isolated
+from ..sources import GIT_PREFIX
 from ..spec import CacheSpec
+from .files import FILE_PREFIX, VLLM_FILE_PREFIX, load_writer
 from .producer import EXTRA_KEYWORDS, Producer, reported_provenance
 
 def _always() -> tuple[bool, str]:
@@ -108,7 +110,7 @@ REGISTRY: dict[str, Entry] = _entries()
 # The default baseline: the real aiter op where it can run, its PyTorch emulation `reference` elsewhere.
 AUTO = "auto"
 # Names whose code comes from the user's files: untrusted, run in a child process unless --in-process.
-UNTRUSTED_PREFIXES = ("file:", "vllm-file:", "git:")
+UNTRUSTED_PREFIXES = (FILE_PREFIX, VLLM_FILE_PREFIX, GIT_PREFIX)
 DEFAULT_ISOLATION = Limits()
 
 
@@ -157,8 +159,6 @@ def resolve(name: str, *, fp8=None, repo=None, isolation: Limits | None = DEFAUL
     Code from files is not loaded here when `isolation` is given (the default): the Producer only names
     it, and `run` loads and runs it in a child process under those limits. `isolation=None` loads it
     into this process (`--in-process`, for debugging)."""
-    from .files import FILE_PREFIX, VLLM_FILE_PREFIX, load_writer
-
     if untrusted(name) and isolation is not None:
         return Producer(name, f"{name} (run in a child process)", _not_here, isolation=isolation,
                         repo=None if repo is None else str(repo))
