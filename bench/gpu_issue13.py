@@ -1,6 +1,6 @@
 """Issue 13 on a CUDA GPU, in one call: proofs first, then every stage timed (run on the lent H200).
 
-    PYTHONPATH=. python3 bench/gpu_issue13.py OUTDIR
+    PYTHONPATH=. python3 bench/gpu_issue13.py OUTDIR [PHASE ...]
 
 1. Triton `reference` kernel == PyTorch reference, byte for byte: 6 shapes x both layouts x fp32/ue8m0,
    e4m3fn, five input distributions (inf/NaN included), padded slots; and 1M tokens; plus the start-up
@@ -201,8 +201,10 @@ def word_diff_experiment():
     diff_words.main()  # prints: the word kernel == the byte kernel, and both timed against torch.equal
 
 
+ONLY = sys.argv[2:]  # phase names to run (default: all)
 for step in (reference_kernel_bytes, diff_kernel_counts, hashed_inputs, host_transfers, stages, word_diff_experiment):
-    phase(step)
+    if not ONLY or step.__name__ in ONLY:
+        phase(step)
 (OUT / "gpu_issue13.json").write_text(json.dumps(results, indent=1, default=str))
 print("\n=== summary ===")
 for key, value in summary:

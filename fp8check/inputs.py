@@ -175,8 +175,8 @@ def generate(
     """Deterministic inputs, the same bits on every device, on `device` (default the CPU).
 
     The slot mapping and every distribution but `hashed` are drawn from torch's CPU generator and copied
-    to the device; `hashed` K is computed on the device itself (hashed.py: ~1 ms for 1M tokens on an H200
-    instead of ~1.2 s on the CPU)."""
+    to the device (a large K is kept on disk and read back the next time: input_cache.py); `hashed` K is
+    computed on the device itself (hashed.py: ~1 ms for 1M tokens on an H200 instead of ~1.2 s on the CPU)."""
     generator = torch.Generator().manual_seed(seed)
     slot_mapping = make_slot_mapping(spec, slots, generator)
     if distribution is Distribution.HASHED:
@@ -184,10 +184,13 @@ def generate(
 
         k = generate_k(slot_mapping.numel(), spec.head_dim, seed, device or "cpu")
     else:
-        k = make_k(
+        from .input_cache import cached_k
+
+        fields = {"distribution": distribution.value, "seed": seed, "slots": slots.value, "inf_nan": inf_nan}
+        k = cached_k(spec, fields, slot_mapping.numel(), lambda: make_k(
             slot_mapping.numel(), spec.head_dim, distribution, generator,
             quant_block_size=spec.quant_block_size, fp8=spec.fp8, inf_nan=inf_nan,
-        )
+        ))
     specials = " with inf/NaN" if inf_nan and distribution in (Distribution.SPECIALS, Distribution.MIXED) else ""
     data = Inputs(k, slot_mapping, f"{distribution.value} K{specials}, {slots.value} slots, seed {seed}")
     return data.to(device) if device is not None else data
@@ -234,11 +237,14 @@ def check_slots(spec: CacheSpec, slot_mapping: torch.Tensor, where: str) -> None
     slots = slot_mapping.view(-1)
     if not slots.numel():
         raise InputError(f"{where}: nothing to compare: none of its 0 tokens has a slot >= 0")
-    # the common case, a good mapping, costs one sort and one host transfer (it runs before every writer)
-    ordered = torch.sort(slots).values
-    repeated = (ordered[1:] == ordered[:-1]) & (ordered[1:] >= 0)
+    # the common case, a good mapping, costs one pass of counts per slot and one host transfer (it runs
+    # before every writer); a count, not a sort: on a GPU the first sort of a process loads cub's kernels
+    inside = (slots >= 0) & (slots < spec.num_slots)
+    bins = torch.where(inside, slots, spec.num_slots)  # every slot outside the cache in one extra bin
+    counts = torch.zeros(spec.num_slots + 1, dtype=torch.int32, device=slots.device)
+    counts.index_add_(0, bins, torch.ones_like(bins, dtype=torch.int32))
     mapped_count, top, any_repeated = torch.stack(
-        [(slots >= 0).sum(), ordered[-1], repeated.any().to(torch.int64)]).tolist()
+        [(slots >= 0).sum(), slots.max(), (counts[:-1] > 1).any().to(torch.int64)]).tolist()
     if not mapped_count:
         raise InputError(f"{where}: nothing to compare: none of its {slots.numel()} tokens has a slot >= 0")
     if top >= spec.num_slots:

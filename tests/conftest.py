@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import atexit
+import os
+import shutil
 import sys
+import tempfile
 
 import pytest
 import torch
 from hypothesis import settings
+
+# The cache folder (disk_cache.py) of the whole session, subprocesses included: a fresh one, never the
+# developer's; tests of the caches themselves point it elsewhere.
+os.environ["FP8CHECK_CACHE_DIR"] = tempfile.mkdtemp(prefix="fp8check-test-cache-")
+atexit.register(shutil.rmtree, os.environ["FP8CHECK_CACHE_DIR"], ignore_errors=True)
 
 # Tests run producers as the CLI does on this machine: without a GPU, Triton's interpreter mode is on
 # before any test module imports Triton (writers/interpreter.prepare_cpu), so user kernels with tl.max

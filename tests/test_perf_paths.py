@@ -269,3 +269,21 @@ def test_cuda_summary_program_equals_the_torch_formulation(written, flips, guard
     assert got.scale_diff.tolist() == expected.scale_diff.tolist()
     assert got.first_mismatch == expected.first_mismatch
     assert expected.guard_diff == len(set(at.tolist())) and expected.cache_diff == int((written.flat != other.flat).sum())
+
+
+def test_the_gpu_warm_up_runs_its_ops_and_draws_no_random_number():
+    """warmup.exercise is what the background thread runs on a GPU; here on the CPU: every op must run
+    (an error there would only ever be swallowed on a GPU) and no generator may move."""
+    from fp8check import warmup
+
+    state = torch.get_rng_state()
+    warmup.exercise(torch.device("cpu"))
+    assert torch.equal(torch.get_rng_state(), state)
+
+
+def test_the_warm_up_thread_starts_on_a_gpu_only(monkeypatch):
+    from fp8check import warmup
+
+    monkeypatch.setattr(warmup, "_started", None)
+    warmup.start(torch.device("cpu"))
+    assert warmup._started is None

@@ -1,0 +1,89 @@
+"""Generated K kept on disk: torch's CPU generator draws 1M tokens of `normal` K in ~1 s, a re-read takes
+~0.1 s.
+
+Only K from torch's CPU generator is kept (every distribution but `hashed`, which a GPU computes in a
+millisecond), and only from MIN_ELEMENTS up (smaller K is cheaper to draw than to read). An entry is
+found by the sha256 of everything its bytes depend on: the distribution, seed, slot pattern, the spec
+fields the generator reads, torch's version (its generator's stream) and the source of the modules that
+draw (inputs.py, fp8.py, spec.py), so an edit to the generator can never replay old bytes. A read entry
+must have the exact size and the checksum written with it (a 64-bit wrapping sum of its 8-byte words and
+a sum of the rest), else it is drawn again and rewritten. Entries live in disk_cache's folder under
+`inputs/`, at most MAX_BYTES in all (least recently used first out); `FP8CHECK_CACHE_DIR=` turns it off.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from pathlib import Path
+
+import torch
+
+from . import disk_cache
+from .spec import CacheSpec
+
+KIND = "inputs"
+MIN_ELEMENTS = 1 << 22  # 32,768 tokens of head_dim 128: ~40 ms to draw on a fast CPU
+MAX_BYTES = 1 << 30
+FORMAT = 1
+
+
+@functools.lru_cache(maxsize=1)
+def generator_sources() -> str:
+    """sha256 of the code that draws K: a changed generator is a different key."""
+    digest = hashlib.sha256()
+    for name in ("inputs.py", "fp8.py", "spec.py"):
+        digest.update((Path(__file__).parent / name).read_bytes())
+    return digest.hexdigest()
+
+
+def key(spec: CacheSpec, fields: dict) -> str:
+    return disk_cache.key_of({
+        "format": FORMAT, "torch": torch.__version__, "sources": generator_sources(),
+        "num_slots": spec.num_slots, "block_size": spec.block_size, "head_dim": spec.head_dim,
+        "quant_block_size": spec.quant_block_size, "fp8": spec.fp8.value, **fields,
+    })
+
+
+def checksum(k: torch.Tensor) -> list[int]:
+    raw = k.reshape(-1).view(torch.uint8)
+    whole = raw.numel() // 8 * 8
+    return [int(raw[:whole].view(torch.int64).sum()), int(raw[whole:].to(torch.int64).sum())]
+
+
+def cached_k(spec: CacheSpec, fields: dict, num_tokens: int, make) -> torch.Tensor:
+    """`make()` (a bf16 [num_tokens, head_dim] CPU tensor), or the same bytes read back from the cache."""
+    if num_tokens * spec.head_dim < MIN_ELEMENTS:
+        return make()
+    path = disk_cache.entry(KIND, key(spec, fields), ".safetensors")
+    if path is None:
+        return make()
+    k = _read(path, (num_tokens, spec.head_dim))
+    if k is not None:
+        disk_cache.touch(path)
+        return k
+    k = make()
+    if _write(path, k):
+        disk_cache.evict(path.parent, MAX_BYTES, keep=path)
+    return k
+
+
+def _read(path: Path, shape: tuple[int, int]) -> torch.Tensor | None:
+    from safetensors import SafetensorError, safe_open
+
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            expected = f.metadata().get("checksum")
+            k = f.get_tensor("k").clone()
+    except (OSError, SafetensorError, ValueError, RuntimeError, KeyError, AttributeError):
+        return None
+    if k.dtype != torch.bfloat16 or tuple(k.shape) != shape or expected != str(checksum(k)):
+        return None
+    return k
+
+
+def _write(path: Path, k: torch.Tensor) -> bool:
+    from safetensors.torch import save
+
+    data = save({"k": k}, metadata={"checksum": str(checksum(k))})
+    return disk_cache.write(path, lambda out: out.write(data))
