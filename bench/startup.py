@@ -13,6 +13,7 @@ import time
 
 T0 = time.perf_counter()
 import sys  # noqa: E402
+import threading  # noqa: E402
 
 import torch  # noqa: E402,F401
 import triton  # noqa: E402,F401
@@ -35,6 +36,8 @@ FLOOR = time.perf_counter() - T0
 def timed(label, fn):
     def wrapper(*args, **kwargs):
         global depth
+        if threading.current_thread() is not threading.main_thread():  # fp8check's GPU warm-up thread
+            return fn(*args, **kwargs)
         start = time.perf_counter()
         slot = len(events)
         events.append((depth, label, 0.0))
@@ -67,7 +70,7 @@ for target in [
     ("fp8check.prepare", "resolve_producers"), ("fp8check.gate", "check_compare"),
     ("fp8check.compare", "compare"), ("fp8check.compare", "run_side"), ("fp8check.diff", "diff_caches"),
     ("fp8check.gate", "diagnose"), ("fp8check.gate", "check_budget"),
-    ("fp8check.writers.reference_device", "known_answer"), ("fp8check.triton_memo", "install"), ("fp8check.writers.registry", "run_producer"),
+    ("fp8check.writers.reference_device", "known_answer"), ("fp8check.triton_memo", "install"), ("fp8check.warmup", "start"), ("fp8check.writers.registry", "run_producer"),
     ("fp8check.report.terminal", "render_compare"), ("fp8check.report.json", "compare_json"),
     ("fp8check.cli.compare", "emit"),
 ]:

@@ -60,8 +60,8 @@ def compare(baseline, candidate, all_blocks, debug, max_diff_bytes, max_diff_fra
     verdict = lines.compare_verdict(checked)
     emit(out, renderable=terminal.render_compare(result, all_blocks=all_blocks, diagnosis=diagnosis, budget=decided),
          verdict=verdict, title="compare",
-         payload=report_json.compare_json(result, diagnosis=diagnosis, budget=decided, verdict=verdict,
-                                          passed=checked.passed),
+         payload=lambda: report_json.compare_json(result, diagnosis=diagnosis, budget=decided, verdict=verdict,
+                                                  passed=checked.passed),
          gate_result=single_case(compare_id(values), "compare", checked, checked.passed, time.perf_counter() - start))
     return ExitCode.OK if checked.passed else ExitCode.DIFFER
 
