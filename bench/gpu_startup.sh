@@ -11,6 +11,7 @@ export PYTHONPATH=. PYTHONUNBUFFERED=1 FP8CHECK_CACHE_DIR=/tmp/fp8check-cache
 python3 bench/gpu_first_use.py 2>&1 | tee "$out/first_use.txt"
 [ -n "${QUICK:-}" ] && exit 0
 python3 bench/gpu_issue13.py "$out" reference_kernel_bytes 2>&1 | tail -6
+python3 bench/gpu_diff.py 2>&1 | tail -14 | tee "$out/gpu_diff.txt"
 floor="import torch, triton, click, rich.console, fp8check.cli; torch.zeros(1, device='cuda')"
 cmd=(-m fp8check compare --device cuda --num-blocks 16384)
 for i in 1 2; do python3 "${cmd[@]}" > /dev/null; python3 "${cmd[@]}" --inputs hashed > /dev/null; done
@@ -18,10 +19,10 @@ for kind in normal hashed; do
   python3 bench/startup.py --device cuda --num-blocks 16384 --inputs $kind 2>&1 >/dev/null | tee "$out/timeline_$kind.txt"
 done
 t() { local TIMEFORMAT=%R; { time "$@" > /dev/null 2>&1; } 2>&1; }
-for i in 1 2 3 4 5 6 7; do
+for i in 1 2 3 4 5; do
   echo "floor $(t python3 -c "$floor") normal $(t python3 "${cmd[@]}") hashed $(t python3 "${cmd[@]}" --inputs hashed)"
 done | tee "$out/walls_cached.txt"
-for i in 1 2 3; do
+for i in 1 2; do
   echo "floor $(t python3 -c "$floor") normal $(FP8CHECK_CACHE_DIR= t python3 "${cmd[@]}") hashed $(FP8CHECK_CACHE_DIR= t python3 "${cmd[@]}" --inputs hashed)"
 done | tee "$out/walls_uncached.txt"
 python3 - "$out" <<'PY'

@@ -230,6 +230,25 @@ def validate(path: Path, k: torch.Tensor | None, slot_mapping: torch.Tensor | No
         check_slots(spec, slot_mapping, str(path))
 
 
+def slot_numbers(slots: torch.Tensor, num_slots: int) -> list[int]:
+    """[tokens with a slot >= 0, the largest slot (any value when none), 1 if a slot inside the cache is
+    mapped twice else 0]. The common case, a good mapping, costs one pass of counts per slot and one host
+    transfer (it runs before every writer): on a GPU one Triton kernel (slots_kernel.py: torch's ops
+    would load their kernels at their first use, ~0.1 s), elsewhere torch ops."""
+    if slots.is_cuda:
+        try:
+            from .slots_kernel import counts
+        except ImportError:  # no Triton: torch's ops below
+            pass
+        else:
+            return counts(slots.contiguous(), num_slots)
+    inside = (slots >= 0) & (slots < num_slots)
+    bins = torch.where(inside, slots, num_slots)  # every slot outside the cache in one extra bin
+    per_slot = torch.zeros(num_slots + 1, dtype=torch.int32, device=slots.device)
+    per_slot.index_add_(0, bins, torch.ones_like(bins, dtype=torch.int32))
+    return torch.stack([(slots >= 0).sum(), slots.max(), (per_slot[:-1] > 1).any().to(torch.int64)]).tolist()
+
+
 def check_slots(spec: CacheSpec, slot_mapping: torch.Tensor, where: str) -> None:
     """Refuse a slot mapping that cannot give one verdict: a slot outside the cache (the write would land
     outside the allocation), two tokens in one slot (the bytes would depend on write order), or no token
@@ -237,14 +256,7 @@ def check_slots(spec: CacheSpec, slot_mapping: torch.Tensor, where: str) -> None
     slots = slot_mapping.view(-1)
     if not slots.numel():
         raise InputError(f"{where}: nothing to compare: none of its 0 tokens has a slot >= 0")
-    # the common case, a good mapping, costs one pass of counts per slot and one host transfer (it runs
-    # before every writer); a count, not a sort: on a GPU the first sort of a process loads cub's kernels
-    inside = (slots >= 0) & (slots < spec.num_slots)
-    bins = torch.where(inside, slots, spec.num_slots)  # every slot outside the cache in one extra bin
-    counts = torch.zeros(spec.num_slots + 1, dtype=torch.int32, device=slots.device)
-    counts.index_add_(0, bins, torch.ones_like(bins, dtype=torch.int32))
-    mapped_count, top, any_repeated = torch.stack(
-        [(slots >= 0).sum(), slots.max(), (counts[:-1] > 1).any().to(torch.int64)]).tolist()
+    mapped_count, top, any_repeated = slot_numbers(slots, spec.num_slots)
     if not mapped_count:
         raise InputError(f"{where}: nothing to compare: none of its {slots.numel()} tokens has a slot >= 0")
     if top >= spec.num_slots:

@@ -287,3 +287,68 @@ def test_the_warm_up_thread_starts_on_a_gpu_only(monkeypatch):
     monkeypatch.setattr(warmup, "_started", None)
     warmup.start(torch.device("cpu"))
     assert warmup._started is None
+
+
+def _slot_truth(slots: torch.Tensor, num_slots: int) -> list[int]:
+    """check_slots' three numbers, by Python over the list: the independent computation."""
+    values = slots.tolist()
+    mapped = [s for s in values if s >= 0]
+    inside = [s for s in mapped if s < num_slots]
+    return [len(mapped), max(mapped, default=0), int(len(set(inside)) < len(inside))]
+
+
+def _slot_cases() -> dict[str, tuple[torch.Tensor, int]]:
+    g = torch.Generator().manual_seed(5)
+    n = 3000  # three programs of 1024
+    shuffled = torch.randperm(n, generator=g)
+    padded = shuffled.clone()
+    padded[torch.randperm(n, generator=g)[:700]] = -1
+    twice_far = shuffled.clone()
+    twice_far[2999] = twice_far[0]  # the same slot from the first and the last program
+    negative = padded.clone()
+    negative[::7] = -7
+    outside = shuffled.clone()
+    outside[1500] = n + 40
+    both = outside.clone()
+    both[10] = n + 40  # one slot outside the cache, twice: outside, not a repeat inside
+    return {
+        "sequential": (torch.arange(n), n), "shuffled": (shuffled, n), "padded": (padded, n),
+        "all padding": (torch.full((n,), -1), n), "repeated across programs": (twice_far, n),
+        "other negatives": (negative, n), "outside": (outside, n), "outside twice": (both, n),
+        "spare slots": (padded[:1000], 4 * n), "one token": (torch.tensor([5]), 8), "empty": (torch.zeros(0, dtype=torch.int64), 8),
+    }
+
+
+@pytest.mark.parametrize("case", list(_slot_cases()))
+def test_slot_kernel_counts_equal_the_plain_ones(case):
+    """The CUDA slot check (one Triton kernel), run here under the interpreter, against Python's count."""
+    from fp8check import slots_kernel
+
+    slots, num_slots = _slot_cases()[case]
+    got = slots_kernel.counts(slots, num_slots, interpret=True)
+    assert got[0] == _slot_truth(slots, num_slots)[0] and got[2] == _slot_truth(slots, num_slots)[2]
+    if got[0]:
+        assert got[1] == _slot_truth(slots, num_slots)[1]
+
+
+@pytest.mark.parametrize("case", [c for c in _slot_cases() if c != "empty"])
+def test_slot_numbers_of_the_torch_path_equal_the_plain_ones(case):
+    slots, num_slots = _slot_cases()[case]
+    got, truth = inputs.slot_numbers(slots, num_slots), _slot_truth(slots, num_slots)
+    assert got[0] == truth[0] and got[2] == truth[2] and (got[1] == truth[1] or not truth[0])
+
+
+def test_identical_caches_skip_the_diagnosis_with_the_same_answer():
+    from fp8check.diagnose import diagnose
+
+    spec = CacheSpec(num_blocks=4, block_size=16, head_dim=64, quant_block_size=64)
+    data = inputs.generate(spec, seed=1, slots=inputs.SlotPattern.PADDED)
+    a = registry.run(registry.resolve("reference"), spec, data, CPU)
+    b = registry.run(registry.resolve("reference"), spec, data, CPU)
+    diff = diff_caches(spec, a, b)
+    assert diff.identical and diagnose(spec, a, b, data, diff=diff) == diagnose(spec, a, b, data) == diagnose(
+        spec, a, b, data, diff=None)
+    assert diagnose(spec, a, b, data).causes == ()
+    b.buffer[0] ^= 1  # a guard byte differs: not identical, the full diagnosis runs
+    diff = diff_caches(spec, a, b)
+    assert not diff.identical and diagnose(spec, a, b, data, diff=diff).bytes == 1

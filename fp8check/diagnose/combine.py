@@ -85,7 +85,10 @@ def diagnose(spec: CacheSpec, baseline: CacheBuffer, candidate: CacheBuffer, inp
     """Attribute every byte that differs between the two caches (guard bytes included) to one cause.
 
     `diff`: diff_caches' result for these two caches, if at hand; its per-block counts say which blocks to
-    read (the attribution is the same without it)."""
+    read (the attribution is the same without it; when it says the buffers are identical, guards included,
+    there is nothing to attribute and no tensor is read again)."""
+    if diff is not None and diff.identical:
+        return Diagnosis()
     claims = where.guards(baseline, candidate, spec.num_blocks * spec.block_bytes)
     expected = int(torch.count_nonzero(baseline.guards != candidate.guards))
     runs = unit_runs(spec, spec.value_index(baseline.flat.device))
