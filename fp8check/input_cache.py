@@ -45,20 +45,30 @@ def key(spec: CacheSpec, fields: dict) -> str:
     })
 
 
+CHUNK = 1 << 25  # bytes per staged copy (a multiple of 8: the checksum's words never straddle two)
+
+
+def _signed64(total: int) -> int:
+    total %= 1 << 64
+    return total - (1 << 64) if total >= 1 << 63 else total
+
+
 def checksum(k: torch.Tensor) -> list[int]:
+    """[the sum of k's 8-byte words, mod 2^64 as torch's int64 sum wraps; the sum of its remaining bytes]."""
     raw = k.reshape(-1).view(torch.uint8)
     whole = raw.numel() // 8 * 8
     return [int(raw[:whole].view(torch.int64).sum()), int(raw[whole:].to(torch.int64).sum())]
 
 
-def cached_k(spec: CacheSpec, fields: dict, num_tokens: int, make) -> torch.Tensor:
-    """`make()` (a bf16 [num_tokens, head_dim] CPU tensor), or the same bytes read back from the cache."""
+def cached_k(spec: CacheSpec, fields: dict, num_tokens: int, make, device=None) -> torch.Tensor:
+    """`make()` (a bf16 [num_tokens, head_dim] CPU tensor), or the same bytes read back from the cache,
+    on `device` (default the CPU; a made K stays on the CPU, the caller moves it)."""
     if num_tokens * spec.head_dim < MIN_ELEMENTS:
         return make()
     path = disk_cache.entry(KIND, key(spec, fields), ".safetensors")
     if path is None:
         return make()
-    k = _read(path, (num_tokens, spec.head_dim))
+    k = _read(path, (num_tokens, spec.head_dim), torch.device(device or "cpu"))
     if k is not None:
         disk_cache.touch(path)
         return k
@@ -68,18 +78,51 @@ def cached_k(spec: CacheSpec, fields: dict, num_tokens: int, make) -> torch.Tens
     return k
 
 
-def _read(path: Path, shape: tuple[int, int]) -> torch.Tensor | None:
+def _read(path: Path, shape: tuple[int, int], device: torch.device) -> torch.Tensor | None:
     from safetensors import SafetensorError, safe_open
 
     try:
         with safe_open(str(path), framework="pt") as f:
             expected = f.metadata().get("checksum")
-            k = f.get_tensor("k").clone()
+            mapped = f.get_tensor("k")  # backed by the file's pages, not yet read
+            if mapped.dtype != torch.bfloat16 or tuple(mapped.shape) != shape:
+                return None
+            k, sums = copy_out(mapped, device)
     except (OSError, SafetensorError, ValueError, RuntimeError, KeyError, AttributeError):
         return None
-    if k.dtype != torch.bfloat16 or tuple(k.shape) != shape or expected != str(checksum(k)):
-        return None
-    return k
+    return k if expected == str(sums) else None
+
+
+def copy_out(src: torch.Tensor, device: torch.device, chunk: int = CHUNK) -> tuple[torch.Tensor, list[int]]:
+    """A copy of the CPU tensor `src` on `device` and checksum(src), in one pass of chunks. To a GPU the
+    chunks go through two pinned buffers in turn, each copied on while the next is filled (a 268 MB
+    pageable copy runs at ~3.6 GB/s on the H200's host: 75 ms)."""
+    raw = src.reshape(-1).view(torch.uint8)
+    out = torch.empty(raw.numel(), dtype=torch.uint8, device=device)
+    staged = device.type == "cuda"
+    stages = [torch.empty(min(chunk, raw.numel()), dtype=torch.uint8, pin_memory=True) for _ in range(2)] \
+        if staged else []
+    done: list = [None, None]
+    words = rest = 0
+    for i, start in enumerate(range(0, raw.numel(), chunk)):
+        n = min(chunk, raw.numel() - start)
+        if staged:
+            if done[i % 2] is not None:
+                done[i % 2].synchronize()  # that buffer's last copy to the GPU has finished
+            part = stages[i % 2][:n]
+        else:
+            part = out[start:start + n]
+        part.copy_(raw[start:start + n])
+        whole = n // 8 * 8
+        words += int(part[:whole].view(torch.int64).sum())
+        rest += int(part[whole:].to(torch.int64).sum())
+        if staged:
+            out[start:start + n].copy_(part, non_blocking=True)
+            done[i % 2] = torch.cuda.Event()
+            done[i % 2].record()
+    if staged:
+        torch.cuda.current_stream(device).synchronize()
+    return out.view(torch.bfloat16).view(src.shape), [_signed64(words), rest]
 
 
 def _write(path: Path, k: torch.Tensor) -> bool:

@@ -29,9 +29,17 @@ Precedence (the first cause that fits takes the bytes; docs/NUMERICS.md for the 
 """
 
 from ..errors import CheckerError
-from .combine import diagnose
 from .model import EXAMPLES, Category, Cause, Diagnosis, Example
 
 DiagnosisError = CheckerError  # the diagnosis' own bookkeeping failed: a checker error, exit 3
 
 __all__ = ["EXAMPLES", "Category", "Cause", "Diagnosis", "DiagnosisError", "Example", "diagnose"]
+
+
+def __getattr__(name: str):
+    """`diagnose` is imported at its first use: a run whose caches are identical never loads the stages."""
+    if name == "diagnose":
+        from .combine import diagnose
+
+        return diagnose
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

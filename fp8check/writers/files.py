@@ -27,8 +27,7 @@ import torch
 from ..errors import ProducerError, first_line
 from ..sources import GIT_PREFIX, Source, read_source
 from ..spec import CacheSpec, FP8Format
-from .producer import EXTRA_KEYWORDS, Producer
-from .vllm_file import DEFAULT_WRITER
+from .producer import DEFAULT_WRITER, EXTRA_KEYWORDS, Producer
 
 FILE_PREFIX = "file:"
 VLLM_FILE_PREFIX = "vllm-file:"  # writers/vllm_file.py: one function of a vLLM source file, without vLLM

@@ -21,6 +21,7 @@ from ..spec import CacheSpec
 Writer = Callable[..., None]
 Check = Callable[[CacheSpec, torch.device], None]
 EXTRA_KEYWORDS = ("fp8_dtype", "layout")  # optional keywords a writer may accept
+DEFAULT_WRITER = "indexer_k_quant_and_cache_triton"  # the function `vllm-file:PATH` names without `:FUNC`
 
 
 def _no_check(spec: CacheSpec, device: torch.device) -> None:

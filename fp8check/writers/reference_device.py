@@ -112,8 +112,10 @@ def writer(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *, fp8_dtype=
     if not uses_triton(spec, k.device):
         aiter_writer(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, fp8_dtype=fp8_dtype, layout=layout)
         return
+    from ..inputs import slot_numbers
     from .reference_triton import launch
 
-    if slot_mapping.numel() and int(slot_mapping.max()) >= spec.num_slots:  # the emulation's own refusal
-        raise ValueError(f"slot {int(slot_mapping.max())} is outside the cache ({spec.num_slots} slots)")
+    mapped, top, _ = slot_numbers(slot_mapping, spec.num_slots)  # one Triton kernel on CUDA, no torch max
+    if mapped and top >= spec.num_slots:  # the emulation's own refusal
+        raise ValueError(f"slot {top} is outside the cache ({spec.num_slots} slots)")
     launch(spec, k, kv_cache, slot_mapping)

@@ -37,7 +37,6 @@ import torch
 from ..errors import ProducerError
 from ..spec import FP8Format
 
-DEFAULT_WRITER = "indexer_k_quant_and_cache_triton"
 CPU_CU_COUNT = 256  # vLLM's own fallback in _decode_cu_count when no GPU answers (gfx950's count)
 ALLOWED_IMPORT_ROOTS = frozenset(sys.stdlib_module_names) | {"torch", "triton", "numpy"}
 PLATFORM_METHODS = ("fp8_dtype", "is_rocm", "is_cuda", "is_fp8_fnuz")
