@@ -1,5 +1,7 @@
-"""Read-back K on a GPU (input_cache.copy_out through pinned buffers) equals the drawn K, byte for byte,
-and what it costs against a plain pageable copy (run on the H200):
+"""Read-back K on a GPU (input_cache: the entry read with its checksum, then copied) equals the drawn K,
+byte for byte, and what the read costs in a warm process against a pageable copy of the drawn K alone.
+Its one H200 run (2026-11-30) measured a since-dropped variant that staged the copy through pinned
+buffers (docs/PERFORMANCE.md). Run on a GPU:
 
     FP8CHECK_CACHE_DIR=/tmp/fp8check-cache PYTHONPATH=. python3 bench/gpu_readback.py
 """
