@@ -79,3 +79,45 @@ def test_kernels_with_atomics_stay_sequential(forks, monkeypatch):
     InterpretedFunction(kernel)[(64,)](counter, out)
     assert forks["forks"] == 0
     assert counter.item() == 64 and out.tolist() == [64] * 64
+
+
+def _language_state():
+    import triton.language as tl
+
+    return {name: getattr(tl, name) for name in dir(tl)}, {name: getattr(tl.tensor, name) for name in dir(tl.tensor)}
+
+
+@pytest.mark.parametrize("once", [True, False], ids=["patched once per grid", "Triton's patch per call"])
+def test_patching_the_language_once_per_grid_keeps_the_bytes_and_restores_it(monkeypatch, once):
+    """A one-program-per-token writer calls a device function (tl.max) in every program. With the language patched once per grid its bytes are those of Triton's own patching at
+    every call (the original `_patch_lang`, put back for the other run), the reference's bytes, and after
+    the grid every attribute of triton.language is the one it had before."""
+    from triton.runtime import interpreter
+
+    monkeypatch.setattr(interpreter_speed, "MAX_WORKERS", 1)
+    spec = CacheSpec(num_blocks=2, block_size=16, head_dim=128)
+    data = inputs.generate(spec, seed=4, slots=inputs.SlotPattern.SHUFFLED)
+    producer = registry.resolve("vllm-file:tests/kernels/rocm_indexer_ops.py", isolation=None)
+    registry.run(producer, spec, data, torch.device("cpu"))  # loads and checks the kernel once
+    replacement = interpreter._patch_lang
+    original = replacement.triton_original
+    patches = []
+
+    def counted(fn):
+        patches.append(fn.__name__)
+        return original(fn)
+
+    if once:
+        monkeypatch.setattr(replacement, "triton_original", counted)
+    else:
+        monkeypatch.setattr(interpreter, "_patch_lang", counted)
+    before = _language_state()
+    got = registry.run(producer, spec, data, torch.device("cpu"))
+    assert _language_state() == before
+    expected = registry.run(registry.resolve("reference-vllm"), spec, data, torch.device("cpu"))
+    assert torch.equal(got.buffer, expected.buffer)
+    programs = spec.num_slots  # one per token
+    if once:  # the grid's own patch, and one for the modules tl.max sees (tl.core), whatever the grid's size
+        assert patches == ["_quant_k_into_paged_cache", "max"]
+    else:  # the grid's, then one per device call: its tl.max in every program
+        assert len(patches) == 1 + programs
