@@ -29,11 +29,14 @@ FORMAT = 1
 
 
 @functools.lru_cache(maxsize=1)
-def generator_sources() -> str:
-    """sha256 of the code that draws K: a changed generator is a different key."""
+def generator_sources() -> str | None:
+    """sha256 of the code that draws K: a changed generator is a different key (None: unreadable, no cache)."""
     digest = hashlib.sha256()
-    for name in ("inputs.py", "fp8.py", "spec.py"):
-        digest.update((Path(__file__).parent / name).read_bytes())
+    try:
+        for name in ("inputs.py", "fp8.py", "spec.py"):
+            digest.update((Path(__file__).parent / name).read_bytes())
+    except OSError:
+        return None
     return digest.hexdigest()
 
 
@@ -65,7 +68,7 @@ def cached_k(spec: CacheSpec, fields: dict, num_tokens: int, make, device=None) 
     on `device` (default the CPU; a made K stays on the CPU, the caller moves it)."""
     if num_tokens * spec.head_dim < MIN_ELEMENTS:
         return make()
-    path = disk_cache.entry(KIND, key(spec, fields), ".safetensors")
+    path = disk_cache.entry(KIND, key(spec, fields), ".safetensors") if generator_sources() else None
     if path is None:
         return make()
     k = _read(path, (num_tokens, spec.head_dim), torch.device(device or "cpu"))

@@ -235,13 +235,15 @@ def slot_numbers(slots: torch.Tensor, num_slots: int) -> list[int]:
     mapped twice else 0]. The common case, a good mapping, costs one pass of counts per slot and one host
     transfer (it runs before every writer): on a GPU one Triton kernel (slots_kernel.py: torch's ops
     would load their kernels at their first use, ~0.1 s), elsewhere torch ops."""
+    if not slots.numel():
+        return [0, 0, 0]
     if slots.is_cuda:
         try:
             from .slots_kernel import counts
         except ImportError:  # no Triton: torch's ops below
             pass
         else:
-            return counts(slots.contiguous(), num_slots)
+            return counts(slots.to(torch.int64).contiguous(), num_slots)
     inside = (slots >= 0) & (slots < num_slots)
     bins = torch.where(inside, slots, num_slots)  # every slot outside the cache in one extra bin
     per_slot = torch.zeros(num_slots + 1, dtype=torch.int32, device=slots.device)
