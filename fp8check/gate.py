@@ -18,7 +18,7 @@ import torch
 from . import options
 from .budget import Budget, BudgetVerdict, check as check_budget
 from .compare import CompareResult, Side, compare
-from .diagnose import Diagnosis
+from .diagnose import Diagnosis, diagnose
 from .errors import ExitCode, UserError, first_line
 from .gate_config import Case
 from .inputs import Inputs
@@ -59,13 +59,7 @@ def check_compare(spec: CacheSpec, *, baseline: Producer | Side, candidate: Prod
                   device: torch.device, budget: Budget = Budget(), expect: Expect = Expect.SAME) -> CompareCheck:
     """Run both writers, diff, diagnose and decide: the one body of `compare`, gate cases and the API."""
     result = compare(spec, baseline=baseline, candidate=candidate, inputs=inputs, device=device)
-    if result.diff.identical:  # nothing to attribute (diagnose says the same, after importing its stages)
-        diagnosis = Diagnosis()
-    else:
-        from .diagnose import diagnose
-
-        diagnosis = diagnose(result.spec, result.baseline.buffer, result.candidate.buffer, result.inputs,
-                             diff=result.diff)
+    diagnosis = diagnose(result.spec, result.baseline.buffer, result.candidate.buffer, result.inputs, diff=result.diff)
     decided = check_budget(budget, result.diff, result.baseline.buffer, result.candidate.buffer)
     return CompareCheck(result, diagnosis, decided, expect)
 

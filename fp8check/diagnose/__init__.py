@@ -36,10 +36,12 @@ DiagnosisError = CheckerError  # the diagnosis' own bookkeeping failed: a checke
 __all__ = ["EXAMPLES", "Category", "Cause", "Diagnosis", "DiagnosisError", "Example", "diagnose"]
 
 
-def __getattr__(name: str):
-    """`diagnose` is imported at its first use: a run whose caches are identical never loads the stages."""
-    if name == "diagnose":
-        from .combine import diagnose
+def diagnose(spec, baseline, candidate, inputs, *, diff=None) -> Diagnosis:
+    """Attribute every byte that differs between the two caches (guard bytes included) to one cause
+    (combine.attribute). `diff`: diff_caches' result for these two caches, if at hand; when it says they
+    are identical, guards included, there is nothing to attribute: no stage is imported, no tensor read."""
+    if diff is not None and diff.identical:
+        return Diagnosis()
+    from .combine import attribute
 
-        return diagnose
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return attribute(spec, baseline, candidate, inputs, diff=diff)

@@ -80,15 +80,13 @@ def _causes(spec: CacheSpec, tally: _Tally, frame: Frame | None, baseline: Cache
     return tuple(sorted(causes, key=lambda c: (-c.bytes, order.index(c.category))))
 
 
-def diagnose(spec: CacheSpec, baseline: CacheBuffer, candidate: CacheBuffer, inputs: Inputs, *,
-             diff: DiffResult | None = None) -> Diagnosis:
-    """Attribute every byte that differs between the two caches (guard bytes included) to one cause.
+def attribute(spec: CacheSpec, baseline: CacheBuffer, candidate: CacheBuffer, inputs: Inputs, *,
+              diff: DiffResult | None = None) -> Diagnosis:
+    """Attribute every byte that differs between the two caches (guard bytes included) to one cause
+    (`fp8check.diagnose.diagnose`, which calls this unless the diff says there is nothing to attribute).
 
     `diff`: diff_caches' result for these two caches, if at hand; its per-block counts say which blocks to
-    read (the attribution is the same without it; when it says the buffers are identical, guards included,
-    there is nothing to attribute and no tensor is read again)."""
-    if diff is not None and diff.identical:
-        return Diagnosis()
+    read (the attribution is the same without it)."""
     claims = where.guards(baseline, candidate, spec.num_blocks * spec.block_bytes)
     expected = int(torch.count_nonzero(baseline.guards != candidate.guards))
     runs = unit_runs(spec, spec.value_index(baseline.flat.device))
