@@ -48,30 +48,21 @@ def key(spec: CacheSpec, fields: dict) -> str:
     })
 
 
-CHUNK = 1 << 22  # bytes per chunk of a read (a multiple of 8: the checksum's words never straddle two)
-
-
-def _signed64(total: int) -> int:
-    total %= 1 << 64
-    return total - (1 << 64) if total >= 1 << 63 else total
-
-
 def checksum(k: torch.Tensor) -> list[int]:
-    """[the sum of k's 8-byte words, mod 2^64 as torch's int64 sum wraps; the sum of its remaining bytes]."""
+    """[the sum of k's 8-byte words (torch's int64 sum, wrapping); the sum of its remaining bytes]."""
     raw = k.reshape(-1).view(torch.uint8)
     whole = raw.numel() // 8 * 8
     return [int(raw[:whole].view(torch.int64).sum()), int(raw[whole:].to(torch.int64).sum())]
 
 
-def cached_k(spec: CacheSpec, fields: dict, num_tokens: int, make, device=None) -> torch.Tensor:
-    """`make()` (a bf16 [num_tokens, head_dim] CPU tensor), or the same bytes read back from the cache,
-    on `device` (default the CPU; a made K stays on the CPU, the caller moves it)."""
+def cached_k(spec: CacheSpec, fields: dict, num_tokens: int, make) -> torch.Tensor:
+    """`make()` (a bf16 [num_tokens, head_dim] CPU tensor), or the same bytes read back from the cache."""
     if num_tokens * spec.head_dim < MIN_ELEMENTS:
         return make()
     path = disk_cache.entry(KIND, key(spec, fields), ".safetensors") if generator_sources() else None
     if path is None:
         return make()
-    k = _read(path, (num_tokens, spec.head_dim), torch.device(device or "cpu"))
+    k = _read(path, (num_tokens, spec.head_dim))
     if k is not None:
         disk_cache.touch(path)
         return k
@@ -81,40 +72,21 @@ def cached_k(spec: CacheSpec, fields: dict, num_tokens: int, make, device=None) 
     return k
 
 
-def _read(path: Path, shape: tuple[int, int], device: torch.device) -> torch.Tensor | None:
+def _read(path: Path, shape: tuple[int, int]) -> torch.Tensor | None:
+    """The entry's K, or None unless it has this shape and the checksum written with it. (Measured on the
+    H200: staging the copy to the GPU through pinned buffers cost more in a fresh process, whose first
+    pinned allocation is slow, than this plain read and the caller's pageable copy.)"""
     from safetensors import SafetensorError, safe_open
 
     try:
         with safe_open(str(path), framework="pt") as f:
             expected = f.metadata().get("checksum")
-            mapped = f.get_tensor("k")  # backed by the file's pages, not yet read
-            if mapped.dtype != torch.bfloat16 or tuple(mapped.shape) != shape:
-                return None
-            k, sums = copy_out(mapped)
+            k = f.get_tensor("k").clone()
     except (OSError, SafetensorError, ValueError, RuntimeError, KeyError, AttributeError):
         return None
-    return k.to(device) if expected == str(sums) else None
-
-
-def copy_out(src: torch.Tensor, chunk: int = CHUNK) -> tuple[torch.Tensor, list[int]]:
-    """A CPU copy of `src` (an entry's file-backed tensor) and checksum(src), in one pass of chunks: each
-    chunk is summed while it is still in the CPU's caches.
-
-    The copy to a GPU is then one pageable copy. Staging it through pinned buffers was tried and measured
-    on the H200: 10.7 ms instead of 34.6 ms in a warm process, but 180 ms for the whole read in a fresh
-    process, where the pageable read took 80-95 ms, because the first pinned allocation of a process is
-    slow. So the staged copy was dropped."""
-    raw = src.reshape(-1).view(torch.uint8)
-    out = torch.empty(raw.numel(), dtype=torch.uint8)
-    words = rest = 0
-    for start in range(0, raw.numel(), chunk):
-        n = min(chunk, raw.numel() - start)
-        part = out[start:start + n]
-        part.copy_(raw[start:start + n])
-        whole = n // 8 * 8
-        words += int(part[:whole].view(torch.int64).sum())
-        rest += int(part[whole:].to(torch.int64).sum())
-    return out.view(torch.bfloat16).view(src.shape), [_signed64(words), rest]
+    if k.dtype != torch.bfloat16 or tuple(k.shape) != shape or expected != str(checksum(k)):
+        return None
+    return k
 
 
 def _write(path: Path, k: torch.Tensor) -> bool:

@@ -268,21 +268,3 @@ def test_the_reference_proof_key_names_every_file_it_depends_on():
 
     here = Path(reference_device.__file__).parent
     assert all((here / name).is_file() for name in reference_device.PROOF_SOURCES)
-
-
-@pytest.mark.parametrize("elements", [1, 3, 4, 37, 64, 1000])
-@pytest.mark.parametrize("chunk", [8, 64, 1 << 20])
-def test_the_chunked_copy_gives_the_same_bytes_and_checksum(elements, chunk):
-    """copy_out reads an entry in chunks and sums as it goes: the bytes and the checksum must be those of
-    the whole tensor, whatever the chunk and however the tail falls."""
-    g = torch.Generator().manual_seed(elements)
-    src = torch.randint(-2**15, 2**15, (elements,), dtype=torch.int16, generator=g).view(torch.bfloat16)
-    got, sums = input_cache.copy_out(src, chunk=chunk)
-    assert same_bytes(got, src) and sums == input_cache.checksum(src)
-
-
-def test_the_checksum_wraps_like_the_written_one():
-    """Chunk sums are added mod 2^64: equal to torch's one wrapping int64 sum over the whole."""
-    words = torch.full((64,), 2**62, dtype=torch.int64)  # sums past 2^63 many times
-    src = words.view(torch.bfloat16)
-    assert input_cache.copy_out(src, chunk=24)[1] == input_cache.checksum(src)
