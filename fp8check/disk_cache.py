@@ -85,20 +85,40 @@ def evict(folder: Path, max_bytes: int, keep: Path | None = None) -> None:
             pass
 
 
+def files_digest(paths) -> str | None:
+    """sha256 of the files' bytes one after another (code a cached value depends on); None when one of
+    them cannot be read (the caller then keeps nothing)."""
+    digest = hashlib.sha256()
+    try:
+        for path in paths:
+            digest.update(Path(path).read_bytes())
+    except OSError:
+        return None
+    return digest.hexdigest()
+
+
+def cached_text(kind: str, key: str, suffix: str, compute, valid, max_bytes: int) -> str | None:
+    """An entry's text that `valid(text)` accepts, else `compute()` (a str to keep, or None: nothing kept)."""
+    path = entry(kind, key, suffix)
+    if path is not None:
+        try:
+            text = path.read_text()
+        except (OSError, UnicodeDecodeError):
+            text = None
+        if text is not None and valid(text):
+            touch(path)
+            return text
+    text = compute()
+    if text is not None and path is not None and write(path, lambda out: out.write(text.encode())):
+        evict(path.parent, max_bytes, keep=path)
+    return text
+
+
 def remembered(kind: str, fields: dict, check, max_bytes: int = 1 << 20) -> bool:
     """`check()` (a bool), where a True is kept: an entry named by the sha256 of `fields` whose content is
     those fields' JSON. Only successes are kept, so a failed check always runs again; an entry that does
     not hold exactly its fields (damaged, or a hash collision) is not believed."""
     text = json.dumps(fields, sort_keys=True)
-    path = entry(kind, key_of(fields), ".json")
-    if path is not None:
-        try:
-            if path.read_text() == text:
-                touch(path)
-                return True
-        except (OSError, UnicodeDecodeError):
-            pass
-    ok = bool(check())
-    if ok and path is not None and write(path, lambda out: out.write(text.encode())):
-        evict(path.parent, max_bytes, keep=path)
-    return ok
+    kept = cached_text(kind, key_of(fields), ".json", lambda: text if check() else None,
+                       lambda found: found == text, max_bytes)
+    return kept is not None

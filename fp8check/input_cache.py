@@ -14,7 +14,6 @@ a sum of the rest), else it is drawn again and rewritten. Entries live in disk_c
 from __future__ import annotations
 
 import functools
-import hashlib
 from pathlib import Path
 
 import torch
@@ -31,13 +30,7 @@ FORMAT = 1
 @functools.lru_cache(maxsize=1)
 def generator_sources() -> str | None:
     """sha256 of the code that draws K: a changed generator is a different key (None: unreadable, no cache)."""
-    digest = hashlib.sha256()
-    try:
-        for name in ("inputs.py", "fp8.py", "spec.py"):
-            digest.update((Path(__file__).parent / name).read_bytes())
-    except OSError:
-        return None
-    return digest.hexdigest()
+    return disk_cache.files_digest(Path(__file__).parent / name for name in ("inputs.py", "fp8.py", "spec.py"))
 
 
 def key(spec: CacheSpec, fields: dict) -> str:

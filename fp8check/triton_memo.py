@@ -44,19 +44,9 @@ def signature(package_dir: str, version: str) -> str:
 
 def memoized(package_dir: str, version: str, compute) -> str:
     """`compute()` (Triton's key), read from the cache when this installation's signature is there."""
-    path = disk_cache.entry(KIND, signature(package_dir, version), ".txt")
-    if path is not None:
-        try:
-            value = path.read_text()
-        except (OSError, UnicodeDecodeError):
-            value = None
-        if value and value.startswith(version):  # Triton's key begins with its version
-            disk_cache.touch(path)
-            return value
-    value = compute()
-    if path is not None and disk_cache.write(path, lambda out: out.write(value.encode())):
-        disk_cache.evict(path.parent, MAX_BYTES, keep=path)
-    return value
+    return disk_cache.cached_text(KIND, signature(package_dir, version), ".txt", compute,
+                                  lambda found: bool(found) and found.startswith(version),  # the key starts so
+                                  MAX_BYTES)
 
 
 def install() -> bool:

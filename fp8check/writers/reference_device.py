@@ -66,17 +66,22 @@ PROOF_SOURCES = ("reference_triton.py", "reference.py", "reference_device.py", "
                  "../fp8.py", "../spec.py")
 
 
-def proof_fields(spec: CacheSpec, device: torch.device) -> dict:
+def proof_fields(spec: CacheSpec, device: torch.device) -> dict | None:
     """What the proof's outcome depends on: the code of both writers and of the proof's inputs and
-    buffers, the compiler (Triton's own key), torch and its CUDA / HIP, the GPU, and the spec's shape."""
+    buffers, the compiler (Triton's own key), torch and its CUDA / HIP, the GPU, and the spec's shape.
+    None when that code cannot be read."""
     import hashlib
     from pathlib import Path
 
     import triton
     from triton.runtime.cache import triton_key
 
+    from ..disk_cache import files_digest
+
     here = Path(__file__).parent
-    sources = hashlib.sha256(b"".join((here / name).read_bytes() for name in PROOF_SOURCES)).hexdigest()
+    sources = files_digest(here / name for name in PROOF_SOURCES)
+    if sources is None:
+        return None
     props = torch.cuda.get_device_properties(device)
     return {
         "proof": "reference_triton == reference (PyTorch ops), known answer", "sources": sources,
@@ -96,6 +101,8 @@ def _proven(spec: CacheSpec, device: torch.device) -> bool:
     try:
         fields = proof_fields(spec, device)
     except Exception:  # no Triton key or device properties: prove in this process, remember nothing
+        fields = None
+    if fields is None:
         return _known_answer_matches(spec, device)
     return remembered("proofs", fields, lambda: _known_answer_matches(spec, device))
 
