@@ -5,13 +5,9 @@
 set -uo pipefail
 out=${1:-.}
 export PYTHONPATH=. PYTHONUNBUFFERED=1
-floor="import torch, triton, click, rich.console, fp8check.cli; torch.zeros(1, device='cuda')"
-cmd=(-m fp8check compare --device cuda --num-blocks 16384)
+source bench/walls.sh
 python3 -c "$floor"; python3 "${cmd[@]}" > /dev/null; python3 "${cmd[@]}" --inputs hashed > /dev/null
-t() { local TIMEFORMAT=%R; { time "$@" > /dev/null 2>&1; } 2>&1; }
-for i in 1 2 3 4 5; do
-  echo "floor $(t python3 -c "$floor") normal $(t python3 "${cmd[@]}") hashed $(t python3 "${cmd[@]}" --inputs hashed)"
-done | tee "$out/walls.txt"
+walls "$out" walls 5
 python3 -X importtime "${cmd[@]}" --inputs hashed > /dev/null 2> "$out/importtime.txt"
 sort -t'|' -k2 -n -r "$out/importtime.txt" | head -25
 for kind in normal hashed; do

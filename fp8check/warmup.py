@@ -32,7 +32,6 @@ def exercise(device) -> None:
     torch.equal(k.clone().view(torch.uint8), k.view(torch.uint8))
     differ = a.flat != b.flat
     torch.count_nonzero(differ)
-    differ.sum(dim=1)
     per_block = differ.sum(dim=1).to(torch.int64)
     torch.cat([per_block.nonzero().view(-1), torch.topk(per_block, 1).indices]).tolist()
     torch.cumsum(per_block, 0)
