@@ -11,7 +11,6 @@ with Preshuffle it reads the SHUFFLE layout, so on a cache written LINEAR it rea
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
 from dataclasses import dataclass
 from typing import Callable
 
@@ -20,7 +19,7 @@ import torch
 from ..errors import ProducerError
 from ..spec import CacheSpec
 from ..writers.adapters import Unavailable, availability_of, first_line
-from ..writers.adapters.aiter import DISTRIBUTION, require_rocm
+from ..writers.adapters.aiter import DISTRIBUTION, installed_version, require_rocm
 from ..writers.adapters.platform import Platform, probe
 from .registry import Reader
 
@@ -38,13 +37,6 @@ class Found:
     version: str
 
 
-def _version(module) -> str:
-    try:
-        return importlib.metadata.version(DISTRIBUTION)
-    except importlib.metadata.PackageNotFoundError:
-        return str(getattr(module, "__version__", "unknown version"))
-
-
 def load() -> Found:
     """The installed aiter's logits kernel; Unavailable with the reason otherwise."""
     try:
@@ -55,7 +47,7 @@ def load() -> Found:
         raise Unavailable(f"import aiter failed: {first_line(exc)}") from None
     except Exception as exc:  # a broken install raises anything from its own import code: keep it
         raise Unavailable(f"import aiter failed: {first_line(exc)}") from None
-    version, problems = _version(module), []
+    version, problems = installed_version(module), []
     for name in MODULES:
         try:
             fn = getattr(importlib.import_module(name), FUNCTION, None)

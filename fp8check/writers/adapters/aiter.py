@@ -44,7 +44,7 @@ class AiterAPI:
     version: str
 
 
-def _version(module) -> str:
+def installed_version(module) -> str:
     try:
         return importlib.metadata.version(DISTRIBUTION)
     except importlib.metadata.PackageNotFoundError:
@@ -96,10 +96,10 @@ def load_api() -> AiterAPI:
     except ModuleNotFoundError as exc:
         if exc.name == "aiter.ops":
             raise Unavailable(_lookalike(module)) from None
-        raise Unavailable(f"aiter {_version(module)}: import aiter.ops.cache failed: {first_line(exc)}") from None
+        raise Unavailable(f"aiter {installed_version(module)}: import aiter.ops.cache failed: {first_line(exc)}") from None
     except Exception as exc:
-        raise Unavailable(f"aiter {_version(module)}: import aiter.ops.cache failed: {first_line(exc)}") from None
-    version = _version(module)
+        raise Unavailable(f"aiter {installed_version(module)}: import aiter.ops.cache failed: {first_line(exc)}") from None
+    version = installed_version(module)
     op = getattr(cache, "indexer_k_quant_and_cache", None)
     if not callable(op):
         raise Unavailable(f"aiter {version} has no aiter.ops.cache.indexer_k_quant_and_cache (too old for DeepSeek-V3.2)")
