@@ -12,6 +12,6 @@ python3 bench/gpu_readback.py 2>&1 | tee "$out/gpu_readback.txt"
 [ -n "${WITH_PROOFS:-}" ] && python3 bench/gpu_diff.py 2>&1 | tail -16 | tee "$out/gpu_diff.txt"
 warm
 timelines "$out"
-walls "$out" walls_cached 7
+walls "$out" walls_cached "${ROUNDS:-7}"
 medians "$out" walls_cached
 grep -h "over the floor" "$out"/timeline_*.txt

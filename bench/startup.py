@@ -32,6 +32,21 @@ if "cuda" in argv:
     events.append((0, "CUDA context (the floor's torch.zeros(1, device='cuda'))", time.perf_counter() - start))
 FLOOR = time.perf_counter() - T0
 
+import gc  # noqa: E402
+
+collections: list[tuple[int, float]] = []  # (generation, seconds) of each collection after the floor
+_gc_start = [0.0]
+
+
+def _on_gc(phase: str, info: dict) -> None:
+    if phase == "start":
+        _gc_start[0] = time.perf_counter()
+    else:
+        collections.append((info["generation"], time.perf_counter() - _gc_start[0]))
+
+
+gc.callbacks.append(_on_gc)
+
 
 def timed(label, fn):
     def wrapper(*args, **kwargs):
@@ -105,3 +120,6 @@ for level, label, seconds in events:
     print(f"{'  ' * level + label:<78} {seconds * 1e3:9.1f}", file=sys.stderr)
 print(f"{'total':<78} {total * 1e3:9.1f}\n{'floor (imports + context, this process)':<78} {FLOOR * 1e3:9.1f}"
       f"\n{'over the floor':<78} {(total - FLOOR) * 1e3:9.1f}", file=sys.stderr)
+full = [seconds for generation, seconds in collections if generation == 2]
+print(f"{'  of it, CPython collector (%d collections, %d full)' % (len(collections), len(full)):<78} "
+      f"{sum(seconds for _, seconds in collections) * 1e3:9.1f}", file=sys.stderr)

@@ -21,24 +21,34 @@ timelines() {
   done
 }
 
-# walls OUT NAME ROUNDS [off]: alternating floor / compare / compare --inputs hashed, ROUNDS times, to
-# OUT/NAME.txt; with `off`, the compares run with the cache folder off (FP8CHECK_CACHE_DIR=).
+# The floor with CPython's collector off during the imports, as fp8check's command line runs them
+# (fp8check/cli/startup.py): what the same imports cost that process.
+floor_nogc="import gc; gc.disable(); $floor; gc.enable()"
+
+# walls OUT NAME ROUNDS [off]: alternating floor / floor_nogc / compare / compare --inputs hashed, ROUNDS
+# times, to OUT/NAME.txt; with `off`, the compares run with the cache folder off (FP8CHECK_CACHE_DIR=);
+# with BASE=DIR, also `base_normal` / `base_hashed`: the fp8check package under DIR (an A/B).
 walls() {
-  local run=(python3) i
+  local run=(python3) i base
   [ "${4:-}" = off ] && run=(env FP8CHECK_CACHE_DIR= python3)
   for ((i = 0; i < $3; i++)); do
-    echo "floor $(t python3 -c "$floor") normal $(t "${run[@]}" "${cmd[@]}") hashed $(t "${run[@]}" "${cmd[@]}" --inputs hashed)"
+    base=""
+    # (run from BASE: `python -m` puts the working folder first on the path)
+    [ -n "${BASE:-}" ] && base=" base_normal $(cd "$BASE" && PYTHONPATH=. t "${run[@]}" "${cmd[@]}") base_hashed $(cd "$BASE" && PYTHONPATH=. t "${run[@]}" "${cmd[@]}" --inputs hashed)"
+    echo "floor $(t python3 -c "$floor") floor_nogc $(t python3 -c "$floor_nogc") normal $(t "${run[@]}" "${cmd[@]}") hashed $(t "${run[@]}" "${cmd[@]}" --inputs hashed)$base"
   done | tee "$1/$2.txt"
 }
 
-# medians OUT NAME...: each file's medians and their distance to the floor.
+# medians OUT NAME...: each file's medians (rows of `name seconds` pairs) and their distance to both
+# floors.
 medians() {
   python3 - "$@" <<'PY'
 import statistics, sys
 for name in sys.argv[2:]:
     rows = [line.split() for line in open(f"{sys.argv[1]}/{name}.txt")]
-    med = {rows[0][i]: statistics.median(float(r[i + 1]) for r in rows) for i in (0, 2, 4)}
-    print(name, {k: round(v, 2) for k, v in med.items()},
-          "over floor:", {k: round(v - med["floor"], 2) for k, v in med.items() if k != "floor"})
+    med = {rows[0][i]: statistics.median(float(r[i + 1]) for r in rows) for i in range(0, len(rows[0]), 2)}
+    print(name, len(rows), "rounds, medians:", {k: round(v, 2) for k, v in med.items()})
+    for floor in [f for f in ("floor", "floor_nogc") if f in med]:
+        print(f"  over {floor}:", {k: round(v - med[floor], 2) for k, v in med.items() if not k.startswith("floor")})
 PY
 }

@@ -1,5 +1,5 @@
 """Generated K kept on disk: torch's CPU generator draws 1M tokens of `normal` K in ~1 s, a re-read takes
-~0.1 s.
+~0.1 s (on a GPU, the checksum over the mapped file and one copy to the device).
 
 Only K from torch's CPU generator is kept (every distribution but `hashed`, which a GPU computes in a
 millisecond), and only from MIN_ELEMENTS up (smaller K is cheaper to draw than to read). An entry is
@@ -48,14 +48,15 @@ def checksum(k: torch.Tensor) -> list[int]:
     return [int(raw[:whole].view(torch.int64).sum()), int(raw[whole:].to(torch.int64).sum())]
 
 
-def cached_k(spec: CacheSpec, fields: dict, num_tokens: int, make) -> torch.Tensor:
-    """`make()` (a bf16 [num_tokens, head_dim] CPU tensor), or the same bytes read back from the cache."""
+def cached_k(spec: CacheSpec, fields: dict, num_tokens: int, make, device=None) -> torch.Tensor:
+    """`make()` (a bf16 [num_tokens, head_dim] CPU tensor), or the same bytes read back from the cache:
+    on `device` when one is given (a GPU's copy is made straight from the mapped file), else on the CPU."""
     if num_tokens * spec.head_dim < MIN_ELEMENTS:
         return make()
     path = disk_cache.entry(KIND, key(spec, fields), ".safetensors") if generator_sources() else None
     if path is None:
         return make()
-    k = _read(path, (num_tokens, spec.head_dim))
+    k = _read(path, (num_tokens, spec.head_dim), device)
     if k is not None:
         disk_cache.touch(path)
         return k
@@ -65,21 +66,31 @@ def cached_k(spec: CacheSpec, fields: dict, num_tokens: int, make) -> torch.Tens
     return k
 
 
-def _read(path: Path, shape: tuple[int, int]) -> torch.Tensor | None:
-    """The entry's K, or None unless it has this shape and the checksum written with it. (Measured on the
-    H200: staging the copy to the GPU through pinned buffers cost more in a fresh process, whose first
-    pinned allocation is slow, than this plain read and the caller's pageable copy.)"""
+def _read(path: Path, shape: tuple[int, int], device=None) -> torch.Tensor | None:
+    """The entry's K (on `device`, else the CPU), or None unless it has this shape and the checksum
+    written with it. safetensors maps the file privately (copy on write: a run that writes into K never
+    writes into the cache folder, tests/test_disk_caches.py), the checksum reads the mapped pages, and a
+    GPU's copy is made straight from them. (Measured on the H200: staging the copy to the GPU through
+    pinned buffers cost more in a fresh process, whose first pinned allocation is slow, than a pageable
+    copy.)"""
     from safetensors import SafetensorError, safe_open
 
+    on_gpu = device is not None and torch.device(device).type != "cpu"
+    if on_gpu:
+        # the read below waits on the disk and on memory with the GIL released: Triton's launch imports
+        # run meanwhile (warmup.py)
+        from .warmup import import_launch_modules_in_background
+
+        import_launch_modules_in_background()
     try:
         with safe_open(str(path), framework="pt") as f:
             expected = f.metadata().get("checksum")
-            k = f.get_tensor("k").clone()
+            mapped = f.get_tensor("k")
+            if mapped.dtype != torch.bfloat16 or tuple(mapped.shape) != shape or expected != str(checksum(mapped)):
+                return None
+            return mapped.to(device) if on_gpu else mapped
     except (OSError, SafetensorError, ValueError, RuntimeError, KeyError, AttributeError):
         return None
-    if k.dtype != torch.bfloat16 or tuple(k.shape) != shape or expected != str(checksum(k)):
-        return None
-    return k
 
 
 def _write(path: Path, k: torch.Tensor) -> bool:

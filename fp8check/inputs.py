@@ -190,7 +190,7 @@ def generate(
         k = cached_k(spec, fields, slot_mapping.numel(), lambda: make_k(
             slot_mapping.numel(), spec.head_dim, distribution, generator,
             quant_block_size=spec.quant_block_size, fp8=spec.fp8, inf_nan=inf_nan,
-        ))
+        ), device)
     specials = " with inf/NaN" if inf_nan and distribution in (Distribution.SPECIALS, Distribution.MIXED) else ""
     data = Inputs(k, slot_mapping, f"{distribution.value} K{specials}, {slots.value} slots, seed {seed}")
     return data.to(device) if device is not None else data

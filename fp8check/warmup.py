@@ -41,6 +41,44 @@ def exercise(device) -> None:
         torch.cuda.synchronize(device)
 
 
+# Modules compiled Triton imports at the first launch of any kernel in a process: its argument
+# specializer (C++) looks up the tensor-descriptor classes of these modules, ~0.11 s of imports on the
+# H200 machine (bench/gpu_profile.sh, Triton 3.6), most of it the gluon package. Importing is
+# thread-safe (Python's per-module import locks): a launch that comes first waits for the module, and
+# an import that fails here is met again, and reported, by the launch itself.
+TRITON_LAUNCH_MODULES = (
+    "triton._utils", "triton.tools.tensor_descriptor", "triton.experimental.gluon.nvidia.hopper",
+    "triton.experimental.gluon.amd.gfx1250",
+)
+
+
+def import_launch_modules() -> None:
+    """Import TRITON_LAUNCH_MODULES that this Triton has (a missing one is skipped)."""
+    import importlib
+
+    for name in TRITON_LAUNCH_MODULES:
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - another Triton version: the launch imports what it needs
+            pass
+
+
+_importing: threading.Thread | None = None
+
+
+def import_launch_modules_in_background() -> None:
+    """import_launch_modules in a thread of its own, once per process: for a caller about to wait with
+    the GIL released (input_cache's read of a large K from disk to a GPU). Imports need the GIL, so the
+    thread only helps while the main thread waits: the warm-up thread of `start` does not import them,
+    as it would slow a main thread that is busy with Python itself (measured on the H200 with `--inputs
+    hashed`: the launch imports moved out of the first launch and into every stage after it)."""
+    global _importing
+    if _importing is not None:
+        return
+    _importing = threading.Thread(target=import_launch_modules, name="fp8check-triton-imports")
+    _importing.start()
+
+
 def _run(device) -> None:
     try:
         exercise(device)

@@ -91,6 +91,19 @@ def test_every_field_the_bytes_depend_on_is_in_the_key(folder, draws, change):
     assert same_bytes(got.k, fresh(spec, **{**base, **change}).k)
 
 
+def test_writing_into_read_back_k_never_reaches_the_cache(folder, draws):
+    """The read maps the entry: a run that writes into K (a hostile writer on the CPU) changes neither
+    the entry nor the next read (safetensors maps privately, copy on write)."""
+    kwargs = dict(seed=5, distribution=Distribution.NORMAL)
+    expected = fresh(**kwargs).k
+    inputs.generate(SPEC, **kwargs)
+    got = inputs.generate(SPEC, **kwargs)
+    assert len(draws) == 2  # drawn by fresh() and at the miss; this one was read back
+    got.k.view(torch.int16).fill_(0x7f80)
+    again = inputs.generate(SPEC, **kwargs)
+    assert len(draws) == 2 and same_bytes(again.k, expected) and not same_bytes(got.k, expected)
+
+
 def test_an_edited_generator_is_a_different_key(folder, monkeypatch):
     spec_fields = {"distribution": "normal", "seed": 0, "slots": "sequential", "inf_nan": False}
     before = input_cache.key(SPEC, spec_fields)

@@ -352,3 +352,17 @@ def test_identical_caches_skip_the_diagnosis_with_the_same_answer():
     b.buffer[0] ^= 1  # a guard byte differs: not identical, the full diagnosis runs
     diff = diff_caches(spec, a, b)
     assert not diff.identical and diagnose(spec, a, b, data, diff=diff).bytes == 1
+
+
+def test_the_warm_up_imports_what_triton_launches_need():
+    """On a GPU the warm-up thread first imports the modules compiled Triton's argument specializer
+    imports at a process's first launch; each name must be a module of the installed Triton, or one of
+    a newer Triton that this one lacks (skipped without error)."""
+    import importlib.util
+    import sys
+
+    from fp8check import warmup
+
+    warmup.import_launch_modules()
+    present = [name for name in warmup.TRITON_LAUNCH_MODULES if importlib.util.find_spec(name) is not None]
+    assert "triton.tools.tensor_descriptor" in present and all(name in sys.modules for name in present)

@@ -16,7 +16,7 @@ import click
 
 from .. import __version__
 from ..errors import ExitCode
-from . import compare, doctor, gate, parity, table
+from . import compare, doctor, gate, parity, startup, table
 from .arguments import (  # noqa: F401  (the surface of fp8check.cli that tests and plugins import)
     build, budget_options, given_explicitly, isolation_limits, isolation_options, replay_golden, spec_options,
 )
@@ -35,6 +35,14 @@ for _command in (compare.compare, compare.record, table.table, gate.gate, parity
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    startup.arm()
+    try:
+        return _main(argv)
+    finally:
+        startup.finish()
+
+
+def _main(argv: list[str]) -> int:
     try:
         rv = cli.main(args=argv, prog_name="fp8check", standalone_mode=False)
     except click.exceptions.Exit as exc:

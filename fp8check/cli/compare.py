@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from . import startup
 from ..errors import ExitCode
 from .arguments import GOLDEN, budget_options, build, golden_key, isolation_limits, replay_golden, spec_options
 from .common import check_outputs, emit, handled, output_options, progress, show, single_case
@@ -35,6 +36,8 @@ def compare(baseline, candidate, all_blocks, debug, max_diff_bytes, max_diff_fra
     from ..report import json as report_json
     from ..prepare import resolve_producers
     from ..report import lines, terminal
+
+    startup.imports_done()
 
     out = {"json_path": json_path, "junit_path": junit_path, "markdown_path": markdown_path, "quiet": quiet}
     check_outputs(out)
@@ -77,6 +80,8 @@ def record(producer, out_path, debug, **opts):
     from ..compare import run_side
     from ..device import versions
     from ..prepare import resolve_producers
+
+    startup.imports_done()
 
     golden.check_output_path(out_path, "--out")
     limits = isolation_limits(opts)

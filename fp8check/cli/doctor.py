@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from . import startup
 from ..errors import ExitCode
 from .common import handled, show, write_json
 
@@ -33,6 +34,8 @@ def doctor(required, json_path, debug):
     from ..device import resolve_device
     from ..report import doctor as doctor_report
     from ..writers import registry as producers
+
+    startup.imports_done()
 
     producers.prepare(resolve_device("auto"))  # what a CPU run would do, before Triton is imported
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 from rich.console import Console
 
+from . import startup
 from ..errors import ExitCode, UsageError
 from .common import check_outputs, emit, handled, output_options
 
@@ -28,6 +29,8 @@ def gate(config_path, shard, fail_fast, list_only, patterns, debug, json_path, j
     from ..report import json as report_json
     from ..report import lines
     from ..report.gate import render_gate
+
+    startup.imports_done()
 
     out = {"json_path": json_path, "junit_path": junit_path, "markdown_path": markdown_path, "quiet": quiet}
     check_outputs(out)

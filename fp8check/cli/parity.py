@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from . import startup
 from ..errors import ExitCode, UsageError
 from .arguments import apply_config, comma_list, isolation_limits, isolation_options
 from .common import check_writable, handled, show, write_json
@@ -59,6 +60,8 @@ def parity(config_path, json_path, debug, **opts):
     from ..readers import registry as readers
     from ..report import parity as report_parity
     from ..prepare import resolve_producers
+
+    startup.imports_done()
 
     check_writable(json_path, "--json")
     limits = isolation_limits(opts)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from . import startup
 from ..errors import ExitCode
 from .arguments import build, isolation_limits, spec_options
 from .common import check_outputs, emit, handled, output_options, progress, single_case
@@ -33,6 +34,8 @@ def table(config_path, all_blocks, debug, json_path, junit_path, markdown_path, 
     from ..report import terminal
     from ..prepare import resolve_producers
     from ..table import read_config, seed_table
+
+    startup.imports_done()
 
     out = {"json_path": json_path, "junit_path": junit_path, "markdown_path": markdown_path, "quiet": quiet}
     check_outputs(out)
