@@ -6,6 +6,9 @@ Python (imports, generating or reading inputs, Triton's launcher): torch release
 ops, so the loading overlaps. Nothing here touches a run's tensors or any generator, and whatever goes
 wrong here is ignored: the main thread meets the same op itself and reports it. The thread is not a
 daemon, so the interpreter waits for it (a fraction of a second at most) before it shuts CUDA down.
+
+Most of compiled Triton's start is imports (TRITON_LAUNCH_MODULES): `import_launch_modules_in_background`
+runs them in a thread of their own while the main thread reads a large K (input_cache.py).
 """
 
 from __future__ import annotations
