@@ -39,8 +39,8 @@ walls() {
   done | tee "$1/$2.txt"
 }
 
-# medians OUT NAME...: each file's medians (rows of `name seconds` pairs) and their distance to both
-# floors.
+# medians OUT NAME...: each file's medians (rows of `name seconds` pairs), their distance to both floors,
+# and the median of each round's own difference (steadier on a host whose floor drifts between rounds).
 medians() {
   python3 - "$@" <<'PY'
 import statistics, sys
@@ -49,6 +49,9 @@ for name in sys.argv[2:]:
     med = {rows[0][i]: statistics.median(float(r[i + 1]) for r in rows) for i in range(0, len(rows[0]), 2)}
     print(name, len(rows), "rounds, medians:", {k: round(v, 2) for k, v in med.items()})
     for floor in [f for f in ("floor", "floor_nogc") if f in med]:
-        print(f"  over {floor}:", {k: round(v - med[floor], 2) for k, v in med.items() if not k.startswith("floor")})
+        print(f"  over {floor}:", {k: round(v - med[floor], 2) for k, v in med.items() if not k.startswith("floor")},
+              "paired (median of each round's difference):",
+              {k: round(statistics.median(float(r[r.index(k) + 1]) - float(r[r.index(floor) + 1]) for r in rows), 2)
+               for k in med if not k.startswith("floor")})
 PY
 }

@@ -366,3 +366,19 @@ def test_the_warm_up_imports_what_triton_launches_need():
     warmup.import_launch_modules()
     present = [name for name in warmup.TRITON_LAUNCH_MODULES if importlib.util.find_spec(name) is not None]
     assert "triton.tools.tensor_descriptor" in present and all(name in sys.modules for name in present)
+
+
+def test_the_background_launch_imports_start_once(monkeypatch):
+    """input_cache starts Triton's launch imports in a thread of their own while it reads K to a GPU: one
+    thread per process however often it is asked, and the modules are there once it ends."""
+    import sys
+
+    from fp8check import warmup
+
+    monkeypatch.setattr(warmup, "_importing", None)
+    warmup.import_launch_modules_in_background()
+    first = warmup._importing
+    warmup.import_launch_modules_in_background()
+    assert first is not None and warmup._importing is first
+    first.join(timeout=120)
+    assert not first.is_alive() and "triton.tools.tensor_descriptor" in sys.modules
