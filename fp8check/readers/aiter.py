@@ -10,16 +10,14 @@ with Preshuffle it reads the SHUFFLE layout, so on a cache written LINEAR it rea
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 
 from ..errors import ProducerError
 from ..spec import CacheSpec
-from ..writers.adapters import Unavailable, availability_of, first_line
-from ..writers.adapters.aiter import DISTRIBUTION, installed_version, require_rocm
+from ..writers.adapters import FoundFunction, availability_of, find_function
+from ..writers.adapters.aiter import import_aiter, installed_version, require_rocm
 from ..writers.adapters.platform import Platform, probe
 from .registry import Reader
 
@@ -30,37 +28,9 @@ CHUNK_K = 256  # vLLM's call (rocm_aiter_mla_sparse.py)
 WAVE_PER_EU = 2
 
 
-@dataclass(frozen=True)
-class Found:
-    fn: Callable[..., None]
-    where: str  # module.function
-    version: str
-
-
-def load() -> Found:
+def load() -> FoundFunction:
     """The installed aiter's logits kernel; Unavailable with the reason otherwise."""
-    try:
-        module = importlib.import_module("aiter")
-    except ModuleNotFoundError as exc:
-        if exc.name == "aiter":
-            raise Unavailable(f"aiter is not installed (ROCm's kernel library, pip package {DISTRIBUTION})") from None
-        raise Unavailable(f"import aiter failed: {first_line(exc)}") from None
-    except Exception as exc:  # a broken install raises anything from its own import code: keep it
-        raise Unavailable(f"import aiter failed: {first_line(exc)}") from None
-    version, problems = installed_version(module), []
-    for name in MODULES:
-        try:
-            fn = getattr(importlib.import_module(name), FUNCTION, None)
-        except ModuleNotFoundError as exc:
-            problems.append(f"no {exc.name}" if exc.name and name.startswith(exc.name) else first_line(exc))
-            continue
-        except Exception as exc:
-            problems.append(f"import {name} failed: {first_line(exc)}")
-            continue
-        if callable(fn):
-            return Found(fn, f"{name}.{FUNCTION}", version)
-        problems.append(f"{name} has no {FUNCTION}")
-    raise Unavailable(f"aiter {version} has no usable {FUNCTION}: {'; '.join(problems)}")
+    return find_function(MODULES, FUNCTION, "aiter", installed_version(import_aiter()))
 
 
 def availability(platform: Platform | None = None) -> tuple[bool, str]:
@@ -76,7 +46,7 @@ def availability(platform: Platform | None = None) -> tuple[bool, str]:
 class AiterReader:
     """vLLM's reader signature around aiter's kernel, called the way vLLM calls it."""
 
-    found: Found
+    found: FoundFunction
     platform: Platform
 
     def check(self, spec: CacheSpec, device: torch.device) -> None:
@@ -97,7 +67,7 @@ class AiterReader:
         return out
 
 
-def make_reader(found: Found, platform: Platform) -> Reader:
+def make_reader(found: FoundFunction, platform: Platform) -> Reader:
     fn = AiterReader(found, platform)
     return Reader(NAME, f"aiter {found.version} {found.where} on {platform.arch}", fn, check=fn.check,
                   provenance={"function": found.where, "version": found.version})

@@ -7,6 +7,7 @@ ProducerError with the same reason. Nothing here runs at import time.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable, TypeVar
 
 from ...errors import first_line
@@ -36,6 +37,41 @@ def import_vllm():
     except importlib.metadata.PackageNotFoundError:
         version = str(getattr(module, "__version__", "unknown version"))
     return module, version
+
+
+@dataclass(frozen=True)
+class FoundFunction:
+    """A real library's function, where it was found, and the library's version."""
+
+    fn: Callable[..., None]
+    where: str  # module.function
+    version: str
+
+
+def find_function(modules, function: str, library: str, version: str) -> FoundFunction:
+    """The first of `modules` (names, in order) with a callable `function`, or Unavailable listing why
+    each one was not it: a missing module (the candidate, or a package above it), an import that failed
+    in the library's own code, a module without the function."""
+    import importlib
+
+    problems = []
+    for name in modules:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name is not None and (name == exc.name or name.startswith(exc.name + ".")):
+                problems.append(f"no {name}")
+            else:
+                problems.append(f"import {name} failed: {first_line(exc)}")
+            continue
+        except Exception as exc:  # the library failed in its own import code (platform checks, deps)
+            problems.append(f"import {name} failed: {first_line(exc)}")
+            continue
+        fn = getattr(module, function, None)
+        if callable(fn):
+            return FoundFunction(fn, f"{name}.{function}", version)
+        problems.append(f"{name} has no {function}")
+    raise Unavailable(f"{library} {version} has no usable {function}: {'; '.join(problems)}")
 
 
 def availability_of(load: Callable[[], T], require: Callable, *, found: Callable[[T], str],

@@ -79,18 +79,23 @@ def _accepts_preshuffle(op: Callable) -> bool:
         return False
 
 
-def load_api() -> AiterAPI:
-    """The installed aiter's op and the form it takes; Unavailable with the reason otherwise."""
+def import_aiter():
+    """The aiter module, or Unavailable saying why (not installed, or its own import code failed)."""
     try:
-        module = importlib.import_module("aiter")
+        return importlib.import_module("aiter")
     except ModuleNotFoundError as exc:
         if exc.name == "aiter":
             raise Unavailable(
                 f"aiter is not installed (ROCm's kernel library, pip package {DISTRIBUTION}; needs a ROCm GPU)"
             ) from None
         raise Unavailable(f"import aiter failed: {first_line(exc)}") from None
-    except Exception as exc:
+    except Exception as exc:  # a broken install raises anything from its own import code: keep it
         raise Unavailable(f"import aiter failed: {first_line(exc)}") from None
+
+
+def load_api() -> AiterAPI:
+    """The installed aiter's op and the form it takes; Unavailable with the reason otherwise."""
+    module = import_aiter()
     try:
         cache = importlib.import_module("aiter.ops.cache")
     except ModuleNotFoundError as exc:

@@ -7,16 +7,14 @@ contains gfx94) and its layout from the block size (SHUFFLE when block_size > 1,
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 
 from ...errors import ProducerError
 from ..producer import Producer
 from ...spec import CacheSpec, default_layout
-from . import Unavailable, availability_of, first_line, import_vllm
+from . import FoundFunction, availability_of, find_function, import_vllm
 from .platform import Platform, probe, require_gpu
 
 NAME = "vllm-triton"
@@ -24,33 +22,9 @@ FUNCTION = "indexer_k_quant_and_cache_triton"
 MODULES = ("vllm.v1.attention.ops.rocm_aiter_mla_sparse", "vllm.attention.ops.rocm_aiter_mla_sparse")
 
 
-@dataclass(frozen=True)
-class Found:
-    fn: Callable[..., None]
-    where: str  # module.function
-    version: str
-
-
-def load() -> Found:
+def load() -> FoundFunction:
     _, version = import_vllm()
-    problems = []
-    for name in MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name is not None and (name == exc.name or name.startswith(exc.name + ".")):
-                problems.append(f"no {name}")
-                continue
-            problems.append(f"import {name} failed: {first_line(exc)}")
-            continue
-        except Exception as exc:  # vLLM's module failed in its own import code (platform checks, deps)
-            problems.append(f"import {name} failed: {first_line(exc)}")
-            continue
-        fn = getattr(module, FUNCTION, None)
-        if callable(fn):
-            return Found(fn, f"{name}.{FUNCTION}", version)
-        problems.append(f"{name} has no {FUNCTION}")
-    raise Unavailable(f"vLLM {version} has no usable {FUNCTION}: {'; '.join(problems)}")
+    return find_function(MODULES, FUNCTION, "vLLM", version)
 
 
 def availability(platform: Platform | None = None) -> tuple[bool, str]:
@@ -64,7 +38,7 @@ def availability(platform: Platform | None = None) -> tuple[bool, str]:
 
 @dataclass(frozen=True)
 class VllmTritonWriter:
-    found: Found
+    found: FoundFunction
     platform: Platform
 
     def check(self, spec: CacheSpec, device: torch.device) -> None:
@@ -81,7 +55,7 @@ class VllmTritonWriter:
         self.found.fn(k, kv_cache, slot_mapping, quant_block_size, scale_fmt)
 
 
-def make_producer(found: Found, platform: Platform) -> Producer:
+def make_producer(found: FoundFunction, platform: Platform) -> Producer:
     writer = VllmTritonWriter(found, platform)
     return Producer(NAME, f"vLLM {found.version} {found.where} on {platform.arch}", writer, check=writer.check)
 
