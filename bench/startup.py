@@ -81,7 +81,8 @@ def patch(module_name: str, attr: str, label: str | None = None) -> None:
 
 
 for target in [
-    ("fp8check.prepare", "build"), ("fp8check.inputs", "generate"), ("fp8check.inputs", "check_slots"),
+    ("fp8check.prepare", "build"), ("fp8check.prepare", "start"), ("fp8check.inputs", "generate"),
+    ("fp8check.inputs", "start_generate"), ("fp8check.inputs", "check_slots"),
     ("fp8check.prepare", "resolve_producers"), ("fp8check.gate", "check_compare"),
     ("fp8check.compare", "compare"), ("fp8check.compare", "run_side"), ("fp8check.diff", "diff_caches"),
     ("fp8check.gate", "diagnose"), ("fp8check.gate", "check_budget"),
@@ -93,6 +94,13 @@ for target in [
         patch(*target)
     except (ImportError, AttributeError) as exc:
         print(f"(not timed: {target}: {exc})", file=sys.stderr)
+
+try:  # the main thread's wait for K read in a thread (prepare.start)
+    from fp8check import prepare as _prepare
+
+    _prepare.Started.result = timed("prepare.Started.result (waits for K)", _prepare.Started.result)
+except (ImportError, AttributeError) as exc:
+    print(f"(not timed: Started.result: {exc})", file=sys.stderr)
 
 if "cuda" in argv:
     import triton.runtime.cache as triton_cache

@@ -14,6 +14,7 @@ a sum of the rest), else it is drawn again and rewritten. Entries live in disk_c
 from __future__ import annotations
 
 import functools
+import threading
 from pathlib import Path
 
 import torch
@@ -64,6 +65,42 @@ def cached_k(spec: CacheSpec, fields: dict, num_tokens: int, make, device=None) 
     if _write(path, k):
         disk_cache.evict(path.parent, MAX_BYTES, keep=path)
     return k
+
+
+class Background:
+    """K made in a thread of its own; `result()` waits for it and raises what the thread raised."""
+
+    def __init__(self, work) -> None:
+        self._k = self._error = None
+        self._thread = threading.Thread(target=self._run, args=(work,), name="fp8check-read-k")
+        self._thread.start()
+
+    def _run(self, work) -> None:
+        try:
+            self._k = work()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller of result()
+            self._error = exc
+
+    def result(self) -> torch.Tensor:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._k
+
+
+def cached_k_in_background(spec: CacheSpec, fields: dict, num_tokens: int, make, device=None):
+    """cached_k(...) on `device`: a large K (one cached_k would keep) in a thread of its own, whose
+    read waits on the disk and on memory, and whose draw runs in torch's ops, with the GIL released: the
+    caller's Python (its imports, the slot check, resolving the writers) runs meanwhile. The thread is
+    not a daemon, so a run that fails meanwhile still waits for it to end before CUDA shuts down. Small K:
+    the tensor itself, made here."""
+    def work() -> torch.Tensor:
+        k = cached_k(spec, fields, num_tokens, make, device)
+        return k.to(device) if device is not None else k
+
+    if num_tokens * spec.head_dim < MIN_ELEMENTS:
+        return work()
+    return Background(work)
 
 
 def _read(path: Path, shape: tuple[int, int], device=None) -> torch.Tensor | None:

@@ -168,6 +168,21 @@ def _specials(num_tokens: int, head_dim: int, generator: torch.Generator, inf_na
     return k.to(torch.bfloat16)
 
 
+class PendingInputs:
+    """Generated inputs whose K may still be on its way: a large K is read back from the disk cache (or
+    drawn) in a thread of its own (input_cache.cached_k_in_background) while the caller goes on. The slot
+    mapping is ready (on the device); `result()` waits for K and raises whatever its thread raised."""
+
+    def __init__(self, slot_mapping: torch.Tensor, source: str, k) -> None:
+        self.slot_mapping = slot_mapping
+        self.source = source
+        self._k = k  # a tensor, or input_cache.Background
+
+    def result(self) -> Inputs:
+        k = self._k if isinstance(self._k, torch.Tensor) else self._k.result()
+        return Inputs(k, self.slot_mapping, self.source)
+
+
 def generate(
     spec: CacheSpec, *, seed: int, slots: SlotPattern = SlotPattern.SEQUENTIAL,
     distribution: Distribution = Distribution.NORMAL, inf_nan: bool = False, device=None,
@@ -177,23 +192,43 @@ def generate(
     The slot mapping and every distribution but `hashed` are drawn from torch's CPU generator and copied
     to the device (a large K is kept on disk and read back the next time: input_cache.py); `hashed` K is
     computed on the device itself (hashed.py: ~1 ms for 1M tokens on an H200 instead of ~1.2 s on the CPU)."""
+    return start_generate(spec, seed=seed, slots=slots, distribution=distribution, inf_nan=inf_nan, device=device,
+                          background=False).result()
+
+
+def start_generate(
+    spec: CacheSpec, *, seed: int, slots: SlotPattern = SlotPattern.SEQUENTIAL,
+    distribution: Distribution = Distribution.NORMAL, inf_nan: bool = False, device=None, background: bool = True,
+) -> PendingInputs:
+    """generate()'s inputs, with a large K from torch's CPU generator read back (or drawn) in a thread
+    when `background`: the same bytes, K just arrives later (`result()`)."""
     generator = torch.Generator().manual_seed(seed)
     slot_mapping = make_slot_mapping(spec, slots, generator)
+    specials = " with inf/NaN" if inf_nan and distribution in (Distribution.SPECIALS, Distribution.MIXED) else ""
+    source = f"{distribution.value} K{specials}, {slots.value} slots, seed {seed}"
     if distribution is Distribution.HASHED:
         from .hashed import generate_k
 
         k = generate_k(slot_mapping.numel(), spec.head_dim, seed, device or "cpu")
     else:
-        from .input_cache import cached_k
+        from . import input_cache
 
         fields = {"distribution": distribution.value, "seed": seed, "slots": slots.value, "inf_nan": inf_nan}
-        k = cached_k(spec, fields, slot_mapping.numel(), lambda: make_k(
-            slot_mapping.numel(), spec.head_dim, distribution, generator,
-            quant_block_size=spec.quant_block_size, fp8=spec.fp8, inf_nan=inf_nan,
-        ), device)
-    specials = " with inf/NaN" if inf_nan and distribution in (Distribution.SPECIALS, Distribution.MIXED) else ""
-    data = Inputs(k, slot_mapping, f"{distribution.value} K{specials}, {slots.value} slots, seed {seed}")
-    return data.to(device) if device is not None else data
+        num_tokens = slot_mapping.numel()
+
+        def make() -> torch.Tensor:  # the generator's next draws, after the slot mapping's
+            return make_k(num_tokens, spec.head_dim, distribution, generator, quant_block_size=spec.quant_block_size,
+                          fp8=spec.fp8, inf_nan=inf_nan)
+
+        if background:
+            k = input_cache.cached_k_in_background(spec, fields, num_tokens, make, device)
+        else:
+            k = input_cache.cached_k(spec, fields, num_tokens, make, device)
+    if device is not None:
+        slot_mapping = slot_mapping.to(device)
+        if isinstance(k, torch.Tensor):
+            k = k.to(device)
+    return PendingInputs(slot_mapping, source, k)
 
 
 def load(path: Path) -> dict[str, torch.Tensor]:

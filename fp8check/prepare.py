@@ -37,6 +37,27 @@ def read_named_inputs(path: Path, repo: Path | None) -> inputs_mod.Inputs:
 
 def build(opts: dict):
     """(spec, inputs, device) from the shared options. Raises SpecError / InputError / DeviceError."""
+    return start(opts, background=False).result()
+
+
+@dataclasses.dataclass
+class Started:
+    """A build whose spec, device and checked slot mapping are known, and whose K may still be on its
+    way (inputs.PendingInputs): `result()` is build()'s (spec, inputs, device)."""
+
+    spec: CacheSpec
+    device: object
+    inputs: object  # Inputs, or inputs.PendingInputs
+
+    def result(self):
+        data = self.inputs.result() if isinstance(self.inputs, inputs_mod.PendingInputs) else self.inputs
+        return self.spec, data, self.device
+
+
+def start(opts: dict, *, background: bool = True) -> Started:
+    """build(), with a large generated K read back or drawn in a thread (`background`) while the caller
+    goes on with the spec and device (`fp8check compare` imports its report modules and resolves the
+    writers meanwhile). Every check of the options, the device, the memory and the slots is done here."""
     replay = None
     if opts["input_path"] is not None:
         replay = read_named_inputs(opts["input_path"], opts.get("repo"))
@@ -49,14 +70,14 @@ def build(opts: dict):
     check_memory(spec, replay.k.shape[0] if replay else spec.num_slots * 5 // 4 + 1, device, replay, opts)
     if replay is not None:
         inputs_mod.validate(opts["input_path"], replay.k, replay.slot_mapping, spec)
-        data = replay
-    else:
-        data = inputs_mod.generate(
-            spec, seed=opts["seed"], slots=inputs_mod.SlotPattern(opts["slots"]),
-            distribution=inputs_mod.Distribution(opts["distribution"]), inf_nan=opts["inf_nan"], device=device,
-        )
-        inputs_mod.check_slots(spec, data.slot_mapping, f"generated inputs ({data.source})")
-    return spec, data, device
+        return Started(spec, device, replay)
+    pending = inputs_mod.start_generate(
+        spec, seed=opts["seed"], slots=inputs_mod.SlotPattern(opts["slots"]),
+        distribution=inputs_mod.Distribution(opts["distribution"]), inf_nan=opts["inf_nan"], device=device,
+        background=background,
+    )
+    inputs_mod.check_slots(spec, pending.slot_mapping, f"generated inputs ({pending.source})")
+    return Started(spec, device, pending)
 
 
 def check_memory(spec: CacheSpec, num_tokens: int, device, replay, opts: dict) -> None:

@@ -4,10 +4,12 @@ and anything wrong with an entry (corrupt, truncated, stale, unwritable folder) 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,7 @@ import torch
 from fp8check import disk_cache, input_cache, inputs, triton_memo
 from fp8check.inputs import Distribution, SlotPattern
 from fp8check.spec import CacheSpec, FP8Format
+from conftest import run
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = CacheSpec(num_blocks=8, block_size=16, head_dim=64, quant_block_size=32)
@@ -102,6 +105,79 @@ def test_writing_into_read_back_k_never_reaches_the_cache(folder, draws):
     got.k.view(torch.int16).fill_(0x7f80)
     again = inputs.generate(SPEC, **kwargs)
     assert len(draws) == 2 and same_bytes(again.k, expected) and not same_bytes(got.k, expected)
+
+
+@pytest.fixture
+def makers(monkeypatch):
+    """The name of the thread each cached_k call ran in."""
+    names, original = [], input_cache.cached_k
+
+    def spied(*args, **kwargs):
+        names.append(threading.current_thread().name)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(input_cache, "cached_k", spied)
+    return names
+
+
+def test_k_drawn_or_read_back_in_a_thread_is_the_same_k(folder, draws, makers):
+    """start_generate (fp8check compare reads a large K while it imports and resolves its writers): a miss
+    draws K and a hit reads it back in a thread of its own, with the bytes of a fresh draw."""
+    kwargs = dict(seed=3, slots=SlotPattern.PADDED, distribution=Distribution.MIXED, inf_nan=True)
+    expected = fresh(**kwargs)
+    for drawn in (2, 2):  # fresh() and the miss drew K; the hit reads it back
+        pending = inputs.start_generate(SPEC, **kwargs)
+        assert torch.equal(pending.slot_mapping, expected.slot_mapping)  # ready before K
+        got = pending.result()
+        assert len(draws) == drawn and makers[-1] == "fp8check-read-k"
+        assert same_bytes(got.k, expected.k) and got.source == expected.source
+        assert torch.equal(got.slot_mapping, expected.slot_mapping)
+
+
+def test_small_k_is_made_without_a_thread(tmp_path, monkeypatch, makers):
+    monkeypatch.setenv(disk_cache.ENV, str(tmp_path))
+    got = inputs.start_generate(SPEC, seed=3).result()  # below MIN_ELEMENTS
+    assert makers == ["MainThread"] and same_bytes(got.k, fresh(seed=3).k)
+
+
+@pytest.mark.parametrize("error", [MemoryError("no room for K"), KeyboardInterrupt()], ids=["MemoryError",
+                                                                                           "KeyboardInterrupt"])
+def test_what_the_thread_raised_is_raised_by_result(folder, monkeypatch, error):
+    monkeypatch.setenv(disk_cache.ENV, "")  # no cache: K is drawn in the thread
+
+    def broken(*args, **kwargs):
+        raise error
+
+    monkeypatch.setattr(inputs, "make_k", broken)
+    pending = inputs.start_generate(SPEC, seed=1)
+    with pytest.raises(type(error)) as raised:
+        pending.result()
+    assert raised.value is error
+
+
+def test_compare_with_k_in_a_thread_reports_what_it_reports_without(capsys, tmp_path, monkeypatch, makers):
+    """The command line end to end: the same JSON (but its timings) for K made in the main thread (the
+    default 3 blocks are below MIN_ELEMENTS) and for K drawn, then read back, in a thread; and a writer
+    that cannot be resolved while the thread runs is still one line and exit 2."""
+    monkeypatch.setenv(disk_cache.ENV, str(tmp_path / "cache"))
+    argv = ["compare", "--baseline", "reference", "--candidate", "triton", "--inputs", "outliers", "--slots",
+            "shuffled"]
+
+    def payload(name):
+        code, _, _ = run(capsys, *argv, "--json", str(tmp_path / name))
+        assert code == 0
+        got = json.loads((tmp_path / name).read_text())
+        del got["run"]
+        return got
+
+    expected = payload("main.json")
+    assert makers == ["MainThread"]
+    monkeypatch.setattr(input_cache, "MIN_ELEMENTS", 0)
+    assert payload("miss.json") == expected and payload("hit.json") == expected
+    assert makers[1:] == ["fp8check-read-k"] * 2
+    code, out, err = run(capsys, "compare", "--candidate", "no-such-writer")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and "no-such-writer" in err
+    assert makers[-1] == "fp8check-read-k"
 
 
 def test_an_edited_generator_is_a_different_key(folder, monkeypatch):

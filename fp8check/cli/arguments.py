@@ -59,14 +59,19 @@ INPUT_OVERRIDDEN_FLAGS = {"seed": "--seed", "slots": "--slots", "distribution": 
 
 def build(opts: dict):
     """(spec, inputs, device) from the shared options (prepare.build: gate cases and the API use it too)."""
-    from ..prepare import build as build_from_options
+    return start_build(opts, background=False).result()
+
+
+def start_build(opts: dict, *, background: bool = True):
+    """prepare.start(opts) after the CLI's own checks: its `result()` is build()'s (spec, inputs, device)."""
+    from ..prepare import start
 
     if opts["input_path"] is not None:
         given = given_explicitly(opts)
         for name, flag in INPUT_OVERRIDDEN_FLAGS.items():
             if name in given:
                 raise UsageError(f"{flag} cannot be combined with --input: the file's inputs are replayed")
-    return build_from_options(opts)
+    return start(opts, background=background)
 
 
 def golden_key() -> bytes | None:

@@ -9,7 +9,8 @@ import click
 
 from . import startup
 from ..errors import ExitCode
-from .arguments import GOLDEN, budget_options, build, golden_key, isolation_limits, replay_golden, spec_options
+from .arguments import (GOLDEN, budget_options, build, golden_key, isolation_limits, replay_golden, spec_options,
+                        start_build)
 from .common import check_outputs, emit, handled, output_options, progress, show, single_case
 
 
@@ -30,14 +31,7 @@ def compare(baseline, candidate, all_blocks, debug, max_diff_bytes, max_diff_fra
     import time
 
     from .. import budget as budget_mod
-    from .. import options
-    from ..gate import check_compare
-    from ..gate_config import compare_id
-    from ..report import json as report_json
     from ..prepare import resolve_producers
-    from ..report import lines, terminal
-
-    startup.imports_done()
 
     out = {"json_path": json_path, "junit_path": junit_path, "markdown_path": markdown_path, "quiet": quiet}
     check_outputs(out)
@@ -45,13 +39,25 @@ def compare(baseline, candidate, all_blocks, debug, max_diff_bytes, max_diff_fra
     limits = isolation_limits(opts)
     budget = budget_mod.Budget(max_diff_bytes=max_diff_bytes, max_diff_fraction=max_diff_fraction,
                                max_code_distance=max_code_distance)
-    if baseline.startswith(GOLDEN):
+    # a large generated K is read back (or drawn) in a thread from here on, while this thread imports the
+    # rest of the command and resolves the writers (prepare.start)
+    started = None if baseline.startswith(GOLDEN) else start_build(opts)
+
+    from .. import options
+    from ..gate import check_compare
+    from ..gate_config import compare_id
+    from ..report import json as report_json
+    from ..report import lines, terminal
+
+    startup.imports_done()
+
+    if started is None:
         spec, data, device, base = replay_golden(baseline, opts)
         resolved = resolve_producers(device, {"candidate": candidate}, spec, opts["repo"], isolation=limits)
     else:
-        spec, data, device = build(opts)
-        resolved = resolve_producers(device, {"baseline": baseline, "candidate": candidate}, spec, opts["repo"],
-                                     isolation=limits)
+        resolved = resolve_producers(started.device, {"baseline": baseline, "candidate": candidate}, started.spec,
+                                     opts["repo"], isolation=limits)
+        spec, data, device = started.result()
         base = resolved["baseline"]
     with progress(device, resolved.values()):
         checked = check_compare(spec, baseline=base, candidate=resolved["candidate"], inputs=data, device=device,
