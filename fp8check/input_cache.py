@@ -89,17 +89,18 @@ class Background:
 
 
 def cached_k_in_background(spec: CacheSpec, fields: dict, num_tokens: int, make, device=None):
-    """cached_k(...) on `device`: a large K (one cached_k would keep) in a thread of its own, whose
-    read waits on the disk and on memory, and whose draw runs in torch's ops, with the GIL released: the
-    caller's Python (its imports, the slot check, resolving the writers) runs meanwhile. The thread is
-    not a daemon, so a run that fails meanwhile still waits for it to end before CUDA shuts down. Small K:
-    the tensor itself, made here."""
+    """cached_k(...) on `device`, for a large K (one cached_k would keep) in a thread of its own (a
+    Background): its read waits on the disk and on memory, and its draw runs in torch's ops, with the GIL
+    released, so the caller's Python (resolving the writers, the slot check) runs meanwhile. The thread
+    is not a daemon: a run that fails meanwhile still waits for it before CUDA shuts down. A small K is
+    made here, on the CPU (the caller copies it to the device when it needs it)."""
+    if num_tokens * spec.head_dim < MIN_ELEMENTS:
+        return cached_k(spec, fields, num_tokens, make)
+
     def work() -> torch.Tensor:
         k = cached_k(spec, fields, num_tokens, make, device)
         return k.to(device) if device is not None else k
 
-    if num_tokens * spec.head_dim < MIN_ELEMENTS:
-        return work()
     return Background(work)
 
 

@@ -169,18 +169,27 @@ def _specials(num_tokens: int, head_dim: int, generator: torch.Generator, inf_na
 
 
 class PendingInputs:
-    """Generated inputs whose K may still be on its way: a large K is read back from the disk cache (or
-    drawn) in a thread of its own (input_cache.cached_k_in_background) while the caller goes on. The slot
-    mapping is ready (on the device); `result()` waits for K and raises whatever its thread raised."""
+    """Generated inputs whose device work is still to come: a large K read back from the disk cache (or
+    drawn) in a thread of its own (input_cache.cached_k_in_background), `hashed` K computed on the device
+    when asked for. Nothing here touches the device before `slots()` or `result()`, so a caller can do its
+    own Python first while a thread creates the CUDA context (warmup.start_early)."""
 
-    def __init__(self, slot_mapping: torch.Tensor, source: str, k) -> None:
-        self.slot_mapping = slot_mapping
+    def __init__(self, slot_mapping: torch.Tensor, source: str, k, device=None) -> None:
         self.source = source
-        self._k = k  # a tensor, or input_cache.Background
+        self._cpu_slots, self._slots, self._k, self._device = slot_mapping, None, k, device
+
+    def slots(self) -> torch.Tensor:
+        """The slot mapping on the device (copied once)."""
+        if self._slots is None:
+            self._slots = self._cpu_slots.to(self._device) if self._device is not None else self._cpu_slots
+        return self._slots
 
     def result(self) -> Inputs:
-        k = self._k if isinstance(self._k, torch.Tensor) else self._k.result()
-        return Inputs(k, self.slot_mapping, self.source)
+        """The inputs on the device: waits for K, and raises whatever its thread raised."""
+        k = self._k
+        if not isinstance(k, torch.Tensor):
+            k = k.result() if hasattr(k, "result") else k()
+        return Inputs(k.to(self._device) if self._device is not None else k, self.slots(), self.source)
 
 
 def generate(
@@ -209,7 +218,8 @@ def start_generate(
     if distribution is Distribution.HASHED:
         from .hashed import generate_k
 
-        k = generate_k(slot_mapping.numel(), spec.head_dim, seed, device or "cpu")
+        def k():  # on the device, at result()
+            return generate_k(slot_mapping.numel(), spec.head_dim, seed, device or "cpu")
     else:
         from . import input_cache
 
@@ -224,11 +234,7 @@ def start_generate(
             k = input_cache.cached_k_in_background(spec, fields, num_tokens, make, device)
         else:
             k = input_cache.cached_k(spec, fields, num_tokens, make, device)
-    if device is not None:
-        slot_mapping = slot_mapping.to(device)
-        if isinstance(k, torch.Tensor):
-            k = k.to(device)
-    return PendingInputs(slot_mapping, source, k)
+    return PendingInputs(slot_mapping, source, k, device)
 
 
 def load(path: Path) -> dict[str, torch.Tensor]:

@@ -42,22 +42,26 @@ def build(opts: dict):
 
 @dataclasses.dataclass
 class Started:
-    """A build whose spec, device and checked slot mapping are known, and whose K may still be on its
-    way (inputs.PendingInputs): `result()` is build()'s (spec, inputs, device)."""
+    """A build whose spec and device are known and whose options, device and memory are checked; the
+    inputs' device work may be still to come (inputs.PendingInputs): `result()` is build()'s (spec,
+    inputs, device), with the slot mapping checked on the device while a large K is still on its way."""
 
     spec: CacheSpec
     device: object
     inputs: object  # Inputs, or inputs.PendingInputs
 
     def result(self):
-        data = self.inputs.result() if isinstance(self.inputs, inputs_mod.PendingInputs) else self.inputs
+        data = self.inputs
+        if isinstance(data, inputs_mod.PendingInputs):
+            inputs_mod.check_slots(self.spec, data.slots(), f"generated inputs ({data.source})")
+            data = data.result()
         return self.spec, data, self.device
 
 
 def start(opts: dict, *, background: bool = True) -> Started:
-    """build(), with a large generated K read back or drawn in a thread (`background`) while the caller
-    goes on with the spec and device (`fp8check compare` imports its report modules and resolves the
-    writers meanwhile). Every check of the options, the device, the memory and the slots is done here."""
+    """build(), in two steps: the checks of the options, the device and the memory now; the inputs'
+    device work (and, with `background`, a large K read back or drawn in a thread meanwhile) at
+    `result()`. `fp8check compare` resolves its writers in between."""
     replay = None
     if opts["input_path"] is not None:
         replay = read_named_inputs(opts["input_path"], opts.get("repo"))
@@ -71,13 +75,11 @@ def start(opts: dict, *, background: bool = True) -> Started:
     if replay is not None:
         inputs_mod.validate(opts["input_path"], replay.k, replay.slot_mapping, spec)
         return Started(spec, device, replay)
-    pending = inputs_mod.start_generate(
+    return Started(spec, device, inputs_mod.start_generate(
         spec, seed=opts["seed"], slots=inputs_mod.SlotPattern(opts["slots"]),
         distribution=inputs_mod.Distribution(opts["distribution"]), inf_nan=opts["inf_nan"], device=device,
         background=background,
-    )
-    inputs_mod.check_slots(spec, pending.slot_mapping, f"generated inputs ({pending.source})")
-    return Started(spec, device, pending)
+    ))
 
 
 def check_memory(spec: CacheSpec, num_tokens: int, device, replay, opts: dict) -> None:

@@ -289,6 +289,37 @@ def test_the_warm_up_thread_starts_on_a_gpu_only(monkeypatch):
     assert warmup._started is None
 
 
+def test_the_early_warm_up_starts_for_a_gpu_only_and_once(monkeypatch):
+    """`fp8check compare` starts the warm-up (its first op creates the CUDA context) before its imports:
+    not for --device cpu; for auto only where torch sees a GPU, asked in the thread; once per process."""
+    from fp8check import warmup
+
+    monkeypatch.setattr(warmup, "_started", None)
+    warmup.start_early("cpu")
+    assert warmup._started is None
+    warmup.start_early("auto")
+    thread = warmup._started
+    assert thread is not None
+    thread.join(timeout=60)
+    assert not thread.is_alive() and torch.cuda.is_initialized() == torch.cuda.is_available()
+    warmup.start_early("cuda")
+    warmup.start(torch.device("cuda"))
+    assert warmup._started is thread
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine where torch sees no GPU")
+def test_device_cuda_without_a_gpu_is_still_one_line_and_exit_2(capsys, monkeypatch):
+    """The early warm-up's failure on a machine without a GPU is left to resolve_device, which says so."""
+    from conftest import run
+    from fp8check import warmup
+
+    monkeypatch.setattr(warmup, "_started", None)
+    code, out, err = run(capsys, "compare", "--device", "cuda")
+    warmup._started.join(timeout=60)
+    assert (code, out) == (2, "") and len(err.strip().splitlines()) == 1
+    assert "--device cuda: torch sees no CUDA device" in err
+
+
 def _slot_truth(slots: torch.Tensor, num_slots: int) -> list[int]:
     """check_slots' three numbers, by Python over the list: the independent computation."""
     values = slots.tolist()

@@ -31,6 +31,7 @@ def compare(baseline, candidate, all_blocks, debug, max_diff_bytes, max_diff_fra
     import time
 
     from .. import budget as budget_mod
+    from .. import warmup
     from ..prepare import resolve_producers
 
     out = {"json_path": json_path, "junit_path": junit_path, "markdown_path": markdown_path, "quiet": quiet}
@@ -39,9 +40,9 @@ def compare(baseline, candidate, all_blocks, debug, max_diff_bytes, max_diff_fra
     limits = isolation_limits(opts)
     budget = budget_mod.Budget(max_diff_bytes=max_diff_bytes, max_diff_fraction=max_diff_fraction,
                                max_code_distance=max_code_distance)
-    # a large generated K is read back (or drawn) in a thread from here on, while this thread imports the
-    # rest of the command and resolves the writers (prepare.start)
-    started = None if baseline.startswith(GOLDEN) else start_build(opts)
+    # on a GPU, a thread creates the CUDA context from here on, while this thread imports the rest of the
+    # command (and, with --device cuda, the modules of Triton's first launch): warmup.start_early
+    warmup.start_early(opts["device"])
 
     from .. import options
     from ..gate import check_compare
@@ -49,12 +50,17 @@ def compare(baseline, candidate, all_blocks, debug, max_diff_bytes, max_diff_fra
     from ..report import json as report_json
     from ..report import lines, terminal
 
+    if opts["device"] == "cuda":
+        warmup.import_launch_modules()
     startup.imports_done()
 
-    if started is None:
+    if baseline.startswith(GOLDEN):
         spec, data, device, base = replay_golden(baseline, opts)
         resolved = resolve_producers(device, {"candidate": candidate}, spec, opts["repo"], isolation=limits)
     else:
+        # the inputs' device work comes after the writers are resolved: meanwhile a large K is read
+        # back, or drawn, in a thread (prepare.start)
+        started = start_build(opts)
         resolved = resolve_producers(started.device, {"baseline": baseline, "candidate": candidate}, started.spec,
                                      opts["repo"], isolation=limits)
         spec, data, device = started.result()
