@@ -1,0 +1,69 @@
+"""Fresh-process walls with `import torch` taken out: on a host whose `import torch` alone varies by
+0.5-1 s between processes (the H200 machine, 2026-11-30), the floor and the command differ in what comes
+after it. Each process times its own `import torch` (the same statement, with the collector on, in every
+process), and the table subtracts it from the process's wall time (interpreter start to exit, teardown
+included).
+
+    PYTHONPATH=. python3 bench/post_torch.py [ROUNDS] [--base DIR] [compare options...]
+        (default options: --device cuda --num-blocks 16384)
+
+Subjects, alternating each round: `floor` (torch, then with the collector off the other imports of the
+floor and the CUDA context, as fp8check's command line runs them), `compare` (fp8check.cli.main of this
+tree) and, with --base DIR, `base` (the fp8check package under DIR, run from DIR).
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HEAD = "import time, sys; t0 = time.perf_counter(); import torch; print(time.perf_counter() - t0, file=sys.stderr); "
+FLOOR = HEAD + ("import gc; gc.disable(); import triton, click, rich.console, fp8check.cli; "
+                "torch.zeros(1, device='cuda') if 'cuda' in sys.argv else None; gc.enable()")
+COMPARE = HEAD + "from fp8check.cli import main; sys.exit(main(['compare', *sys.argv[1:]]))"
+
+
+def post_torch(code: str, argv: list[str], cwd: str | None) -> float:
+    env = {**os.environ, "PYTHONPATH": "."}
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", code, *argv], cwd=cwd, env=env, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True)
+    wall = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"exit {done.returncode}: {done.stderr[-500:]}")
+    return wall - float(done.stderr.splitlines()[0])
+
+
+def main() -> None:
+    args = sys.argv[1:]
+    rounds = int(args.pop(0)) if args and args[0].isdigit() else 15
+    base = None
+    if args[:1] == ["--base"]:
+        base = args[1]
+        args = args[2:]
+    argv = args or ["--device", "cuda", "--num-blocks", "16384"]
+    subjects = {"floor": (FLOOR, None), "compare": (COMPARE, None)}
+    if base:
+        subjects["base"] = (COMPARE, base)
+    for code, cwd in list(subjects.values()) * 2:  # caches filled (Triton's, fp8check's folder)
+        post_torch(code, argv, cwd)
+    rows: dict[str, list[float]] = {name: [] for name in subjects}
+    for _ in range(rounds):
+        for name, (code, cwd) in subjects.items():
+            rows[name].append(post_torch(code, argv, cwd))
+        print(" ".join(f"{name} {values[-1]:.3f}" for name, values in rows.items()), flush=True)
+    print(f"\nafter `import torch`, {rounds} rounds ({' '.join(argv)}):")
+    for name, values in rows.items():
+        line = f"  {name:<8} median {statistics.median(values):.3f} s"
+        if name != "floor":
+            paired = statistics.median(v - f for v, f in zip(values, rows["floor"]))
+            line += (f"   over the floor: {statistics.median(values) - statistics.median(rows['floor']):+.3f} s"
+                     f" (paired median {paired:+.3f} s)")
+        print(line)
+
+
+if __name__ == "__main__":
+    main()
