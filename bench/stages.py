@@ -255,8 +255,10 @@ def verdicts(columns: dict[str, dict[str, float]]) -> list[str]:
             lines.append(f"{device} {stage}: {got:,.0f}, goal >= {least:,.0f}: {state}{why}")
     cuda = columns.get("cuda", {})
     # raw walls, and walls after `import torch` (bench/post_torch.py: each process less its own import of
-    # torch, whose 0.5-1 s spread between processes on the H200 host hides a 0.3 s margin)
-    for prefix in ("whole process", "whole process after import torch"):
+    # torch, whose 0.5-1 s spread between processes on the H200 host hides a 0.3 s margin); a recorded
+    # column may hold more than one run of each: every row named "<prefix>: import floor (cuda)" has one
+    suffix = ": import floor (cuda)"
+    for prefix in [name.removesuffix(suffix) for name in cuda if name.endswith(suffix)]:
         floor = cuda.get(f"{prefix}: import floor (cuda)")
         for name, value in cuda.items():
             if floor and name.startswith(f"{prefix}: compare") and "fastest" not in name:
