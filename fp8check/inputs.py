@@ -171,8 +171,8 @@ def _specials(num_tokens: int, head_dim: int, generator: torch.Generator, inf_na
 class PendingInputs:
     """Generated inputs whose device work is still to come: a large K read back from the disk cache (or
     drawn) in a thread of its own (input_cache.cached_k_in_background), `hashed` K computed on the device
-    when asked for. Nothing here touches the device before `slots()` or `result()`, so a caller can do its
-    own Python first while a thread creates the CUDA context (warmup.start_early)."""
+    when asked for. The caller's thread touches no device before `slots()` or `result()`, so it can do its
+    own Python first while another thread creates the CUDA context (warmup.start_early)."""
 
     def __init__(self, slot_mapping: torch.Tensor, source: str, k, device=None) -> None:
         self.source = source
