@@ -24,16 +24,11 @@ from ..errors import CheckerError, ProducerError, first_line
 from ..isolation import Limits, phase, run_isolated
 from ..spec import CacheSpec
 from ..writers.files import FILE_PREFIX, VLLM_FILE_PREFIX
-from ..writers.producer import reported_provenance
-from ..writers.registry import DEFAULT_ISOLATION
+from ..writers.producer import Check, no_check, reported_provenance
+from ..writers.registry import DEFAULT_ISOLATION, Entry
 
 ReaderFn = Callable[..., torch.Tensor]
-Check = Callable[[CacheSpec, torch.device], None]
 REFERENCE = "reference"
-
-
-def _no_check(spec: CacheSpec, device: torch.device) -> None:
-    return None
 
 
 @dataclass(frozen=True)
@@ -42,27 +37,13 @@ class Reader:
     description: str
     fn: ReaderFn
     exact: bool = False  # fp8check's own float64 reader: on the baseline's bytes it IS the truth
-    check: Check = _no_check  # raises ProducerError when this spec cannot be read on this device
+    check: Check = no_check  # raises ProducerError when this spec cannot be read on this device
     provenance: dict = field(default_factory=dict)  # file, function, revision, commit, sha256, bound names
     # Run in a child process under these limits (readers from files); None: in this process. An isolated
     # Reader holds no code: the child loads it by `name` (git names read from `repo`).
     isolation: Limits | None = None
     repo: str | None = None
     spec: CacheSpec | None = None  # what an isolated reader's child loads it for (the FP8 format its names bind to)
-
-
-def _always() -> tuple[bool, str]:
-    return True, "built in"
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One registry name: what it is, how to load it for a spec, whether it can run here (never raises)."""
-
-    name: str
-    description: str
-    load: Callable[[CacheSpec], Reader]
-    availability: Callable[[], tuple[bool, str]] = _always
 
 
 def _reference(spec: CacheSpec) -> Reader:

@@ -24,7 +24,8 @@ EXTRA_KEYWORDS = ("fp8_dtype", "layout")  # optional keywords a writer may accep
 DEFAULT_WRITER = "indexer_k_quant_and_cache_triton"  # the function `vllm-file:PATH` names without `:FUNC`
 
 
-def _no_check(spec: CacheSpec, device: torch.device) -> None:
+def no_check(spec: CacheSpec, device: torch.device) -> None:
+    """The check of a writer (or reader) that can run any spec on any device."""
     return None
 
 
@@ -34,7 +35,7 @@ class Producer:
     description: str
     writer: Writer
     emulated: bool = False  # a PyTorch emulation of a writer that is not itself running
-    check: Check = _no_check  # raises ProducerError when this spec cannot run on this device
+    check: Check = no_check  # raises ProducerError when this spec cannot run on this device
     keywords: frozenset[str] = frozenset()  # the subset of EXTRA_KEYWORDS the writer accepts
     provenance: dict = field(default_factory=dict)  # file, function, revision, sha256 of code from files
     triton: bool = False  # runs Triton kernels: on the CPU in the exact interpreter (interpreter.compiled_caveat)

@@ -22,18 +22,21 @@ from ..spec import CacheSpec
 from .files import FILE_PREFIX, VLLM_FILE_PREFIX, load_writer
 from .producer import EXTRA_KEYWORDS, Producer, reported_provenance
 
-def _always() -> tuple[bool, str]:
+def always() -> tuple[bool, str]:
+    """The availability of a built-in entry."""
     return True, "built in"
 
 
 @dataclass(frozen=True)
 class Entry:
-    """One registry name: what it is, how to load it, whether it can run here (never raises)."""
+    """One registry name: what it is, how to load it, whether it can run here (never raises). The writer
+    registry's `load()` returns a Producer; the reader registry's (readers/registry.py) `load(spec)` a
+    Reader."""
 
     name: str
     description: str
-    load: Callable[[], Producer]
-    availability: Callable[[], tuple[bool, str]] = _always
+    load: Callable[..., object]
+    availability: Callable[[], tuple[bool, str]] = always
 
 
 def _reference() -> Producer:
