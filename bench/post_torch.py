@@ -37,9 +37,24 @@ def post_torch(code: str, argv: list[str], cwd: str | None) -> float:
     return wall - float(done.stderr.splitlines()[0])
 
 
+def rounds(subjects: dict[str, tuple[str, str | None]], argv: list[str], count: int,
+           on_round=None) -> dict[str, list[float]]:
+    """Seconds after `import torch` of each subject (name -> (code, cwd)), `count` alternating rounds after
+    two runs of each that fill the caches (Triton's, fp8check's folder); `on_round(rows)` after each."""
+    for code, cwd in list(subjects.values()) * 2:
+        post_torch(code, argv, cwd)
+    rows: dict[str, list[float]] = {name: [] for name in subjects}
+    for _ in range(count):
+        for name, (code, cwd) in subjects.items():
+            rows[name].append(post_torch(code, argv, cwd))
+        if on_round is not None:
+            on_round(rows)
+    return rows
+
+
 def main() -> None:
     args = sys.argv[1:]
-    rounds = int(args.pop(0)) if args and args[0].isdigit() else 15
+    count = int(args.pop(0)) if args and args[0].isdigit() else 15
     base = None
     if args[:1] == ["--base"]:
         base = args[1]
@@ -48,14 +63,9 @@ def main() -> None:
     subjects = {"floor": (FLOOR, None), "compare": (COMPARE, None)}
     if base:
         subjects["base"] = (COMPARE, base)
-    for code, cwd in list(subjects.values()) * 2:  # caches filled (Triton's, fp8check's folder)
-        post_torch(code, argv, cwd)
-    rows: dict[str, list[float]] = {name: [] for name in subjects}
-    for _ in range(rounds):
-        for name, (code, cwd) in subjects.items():
-            rows[name].append(post_torch(code, argv, cwd))
-        print(" ".join(f"{name} {values[-1]:.3f}" for name, values in rows.items()), flush=True)
-    print(f"\nafter `import torch`, {rounds} rounds ({' '.join(argv)}):")
+    rows = rounds(subjects, argv, count, on_round=lambda rows: print(
+        " ".join(f"{name} {values[-1]:.3f}" for name, values in rows.items()), flush=True))
+    print(f"\nafter `import torch`, {count} rounds ({' '.join(argv)}):")
     for name, values in rows.items():
         line = f"  {name:<8} median {statistics.median(values):.3f} s"
         if name != "floor":

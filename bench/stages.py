@@ -224,14 +224,11 @@ def after_import_torch(num_blocks: int, runs: int) -> dict[str, float]:
     import post_torch
 
     argv = ["--device", "cuda", "--num-blocks", str(num_blocks)]
-    subjects = {"whole process after import torch: import floor (cuda)": post_torch.FLOOR,
-                f"whole process after import torch: compare --num-blocks {num_blocks}": post_torch.COMPARE}
-    times: dict[str, list[float]] = {name: [] for name in subjects}
-    for code in subjects.values():
-        post_torch.post_torch(code, argv, str(ROOT))  # warm caches
-    for _ in range(runs):
-        for name, code in subjects.items():
-            times[name].append(post_torch.post_torch(code, argv, str(ROOT)) * 1e3)
+    prefix = "whole process after import torch"
+    subjects = {f"{prefix}: import floor (cuda)": (post_torch.FLOOR, str(ROOT)),
+                f"{prefix}: compare --num-blocks {num_blocks}": (post_torch.COMPARE, str(ROOT))}
+    times = {name: [seconds * 1e3 for seconds in values]
+             for name, values in post_torch.rounds(subjects, argv, runs).items()}
     out = {name: statistics.median(values) for name, values in times.items()}
     out.update({f"{name}: fastest of {runs}": min(values) for name, values in times.items()})
     return out
