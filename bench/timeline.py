@@ -1,0 +1,196 @@
+"""When each stage of a fresh `fp8check compare` process starts and ends, on every thread, measured from
+the end of the process's own `import torch`, beside the floor's (bench/post_torch.py) in alternating
+rounds.
+
+    PYTHONPATH=. python3 bench/timeline.py [ROUNDS] [compare options...]
+        (default: 5 rounds of --device cuda --num-blocks 16384)
+
+bench/startup.py times stages with a synchronize after each and creates the CUDA context before the
+command runs; here nothing is synchronized and the command runs as the command line runs it, with the
+context created by its own warm-up thread, so the table shows what overlaps what. fp8check's functions
+are wrapped as their modules are imported (an import hook: importing them ahead would move the imports
+in front of the early warm-up). Times are CLOCK_MONOTONIC (time.perf_counter), which the parent and the
+child share, so the parent's end of the process (after the interpreter's teardown) is on the same axis.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+# (module, attribute, label); "Class.method" wraps a method of a class
+TARGETS = [
+    ("fp8check.warmup", "start_early", None), ("fp8check.warmup", "import_launch_modules", None),
+    ("fp8check.warmup", "exercise", "warmup.exercise (CUDA context, then the ops' first uses)"),
+    ("fp8check.cli.startup", "imports_done", None),
+    ("fp8check.prepare", "start", None), ("fp8check.prepare", "check_memory", None),
+    ("fp8check.prepare", "resolve_producers", None), ("fp8check.prepare", "Started.result", None),
+    ("fp8check.device", "resolve_device", None),
+    ("fp8check.triton_memo", "install", None),
+    ("fp8check.inputs", "start_generate", None), ("fp8check.inputs", "check_slots", None),
+    ("fp8check.input_cache", "Background._run", "input_cache.Background (K read and copied)"),
+    ("fp8check.input_cache", "checksum", None), ("fp8check.input_cache", "_read", None),
+    ("fp8check.gate", "check_compare", None), ("fp8check.gate", "diagnose", None),
+    ("fp8check.compare", "compare", None), ("fp8check.compare", "run_side", None),
+    ("fp8check.diff", "diff_caches", None),
+    ("fp8check.cli.common", "emit", None), ("fp8check.report.terminal", "render_compare", None),
+    ("triton.runtime.jit", "JITFunction.run", "triton launch"),
+]
+
+CHILD = r"""
+import time, sys; t0 = time.perf_counter(); import torch; t1 = time.perf_counter()
+sys.path.insert(0, {here!r})
+import timeline
+timeline.child(t0, t1, sys.argv[1:])
+"""
+
+FLOOR = r"""
+import time, sys; t0 = time.perf_counter(); import torch; t1 = time.perf_counter()
+import gc, json, atexit; gc.disable(); import triton, click, rich.console, fp8check.cli; t2 = time.perf_counter()
+torch.zeros(1, device='cuda') if 'cuda' in sys.argv else None; gc.enable(); t3 = time.perf_counter()
+atexit.register(lambda: print(json.dumps({{"torch": [t0, t1], "events": [
+    ["main", "floor: imports", t1, t2], ["main", "floor: CUDA context", t2, t3],
+    ["main", "atexit", time.perf_counter(), time.perf_counter()]]}}), file=sys.stderr))
+"""
+
+
+def child(t0: float, t1: float, argv: list[str]) -> None:
+    """Run `fp8check compare ARGV` with TARGETS wrapped as they are imported; print the events as JSON
+    on stderr at exit (after the non-daemon threads are joined)."""
+    import atexit
+    import importlib.abc
+    import importlib.machinery
+    import threading
+
+    events: list[list] = []
+    by_module: dict[str, list] = {}
+    for module, attr, label in TARGETS:
+        by_module.setdefault(module, []).append((attr, label or f"{module.removeprefix('fp8check.')}.{attr}"))
+
+    def wrap(fn, label):
+        def wrapper(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                events.append([threading.current_thread().name, label, start, time.perf_counter()])
+        wrapper.__name__ = getattr(fn, "__name__", "wrapped")
+        return wrapper
+
+    def patch(module) -> None:
+        for attr, label in by_module.get(module.__name__, []):
+            owner, name = module, attr
+            if "." in attr:
+                owner_name, name = attr.split(".")
+                owner = getattr(module, owner_name)
+            setattr(owner, name, wrap(getattr(owner, name), label))
+
+    class Loader(importlib.abc.Loader):
+        def __init__(self, inner):
+            self.inner = inner
+
+        def create_module(self, spec):
+            return self.inner.create_module(spec)
+
+        def exec_module(self, module):
+            self.inner.exec_module(module)
+            patch(module)
+
+    class Finder(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path, target=None):
+            if name not in by_module:
+                return None
+            spec = importlib.machinery.PathFinder.find_spec(name, path, target)
+            if spec is not None and spec.loader is not None:
+                spec.loader = Loader(spec.loader)
+            return spec
+
+    sys.meta_path.insert(0, Finder())
+    for name in list(by_module):  # already imported (torch imports none of them; a rerun might)
+        if name in sys.modules:
+            patch(sys.modules[name])
+
+    def report() -> None:
+        events.append(["main", "atexit", time.perf_counter(), time.perf_counter()])
+        print(json.dumps({"torch": [t0, t1], "events": events}), file=sys.stderr)
+
+    atexit.register(report)
+    from fp8check.cli import main
+
+    start = time.perf_counter()
+    code = main(["compare", *argv])
+    events.append(["main", f"cli.main (exit {code})", start, time.perf_counter()])
+    sys.exit(code)
+
+
+def run(code: str, argv: list[str]) -> dict:
+    env = {**os.environ, "PYTHONPATH": "."}
+    begin = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", code, *argv], env=env, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True)
+    end = time.perf_counter()
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"exit {done.returncode}: {done.stderr[-800:]}")
+    record = json.loads(done.stderr.strip().splitlines()[-1])
+    base = record["torch"][1]
+    rows = {}
+    for thread, label, start, stop in record["events"]:
+        key = ("main" if thread in ("main", "MainThread") else thread.removeprefix("fp8check-"), label)
+        n = 2
+        while key in rows:  # the second call of the same function
+            key = (key[0], f"{label} #{n}")
+            n += 1
+        rows[key] = (start - base, stop - base)
+    rows[("main", "process end")] = (end - base, end - base)
+    rows[("main", "(before import torch: interpreter start)")] = (begin - base, record["torch"][0] - base)
+    return rows
+
+
+def table(rounds: list[dict], title: str) -> str:
+    keys = {key for rows in rounds for key in rows}
+    medians = []
+    for key in keys:
+        seen = [rows[key] for rows in rounds if key in rows]
+        medians.append((statistics.median(s for s, _ in seen), statistics.median(e for _, e in seen),
+                        statistics.median(e - s for s, e in seen), len(seen), key))
+    lines = [f"{title} (ms after the process's own `import torch`; medians of {len(rounds)} rounds)",
+             f"  {'thread':<12} {'stage':<62} {'start':>8} {'end':>8} {'took':>8}"]
+    for start, end, took, count, (thread, label) in sorted(medians):
+        mark = "" if count == len(rounds) else f" ({count}/{len(rounds)})"
+        lines.append(f"  {thread:<12} {label + mark:<62} {start * 1e3:8.1f} {end * 1e3:8.1f} {took * 1e3:8.1f}")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    args = sys.argv[1:]
+    count = int(args.pop(0)) if args and args[0].isdigit() else 5
+    argv = args or ["--device", "cuda", "--num-blocks", "16384"]
+    child_code, floor_code = CHILD.format(here=HERE), FLOOR.format()
+    for _ in range(2):  # fill Triton's cache and fp8check's folder
+        run(child_code, argv)
+        run(floor_code, argv)
+    compare_rounds, floor_rounds = [], []
+    for i in range(count):
+        floor_rounds.append(run(floor_code, argv))
+        compare_rounds.append(run(child_code, argv))
+        f, c = floor_rounds[-1][("main", "process end")][1], compare_rounds[-1][("main", "process end")][1]
+        print(f"round {i + 1}: floor ends {f * 1e3:.0f} ms, compare {c * 1e3:.0f} ms, over {1e3 * (c - f):+.0f}",
+              flush=True)
+    print()
+    print(table(floor_rounds, "floor"))
+    print()
+    print(table(compare_rounds, "compare " + " ".join(argv)))
+    over = statistics.median(c[("main", "process end")][1] for c in compare_rounds) - statistics.median(
+        f[("main", "process end")][1] for f in floor_rounds)
+    print(f"\nprocess end, compare minus floor (medians): {over * 1e3:+.0f} ms")
+
+
+if __name__ == "__main__":
+    main()
