@@ -4,6 +4,7 @@ rounds.
 
     PYTHONPATH=. python3 bench/timeline.py [ROUNDS] [compare options...]
         (default: 5 rounds of --device cuda --num-blocks 16384)
+    PYTHONPATH=. python3 bench/timeline.py --profile [compare options...]
 
 bench/startup.py times stages with a synchronize after each and creates the CUDA context before the
 command runs; here nothing is synchronized and the command runs as the command line runs it, with the
@@ -29,6 +30,8 @@ sys.path.insert(0, HERE)
 TARGETS = [
     ("fp8check.warmup", "start_early", None), ("fp8check.warmup", "import_launch_modules", None),
     ("fp8check.warmup", "exercise", "warmup.exercise (CUDA context, then the ops' first uses)"),
+    ("torch.cuda", "init", "torch.cuda.init (cuInit)"),
+    ("fp8check.cache", "CacheBuffer.allocate", None), ("threading", "Thread.start", None),
     ("fp8check.cli.startup", "imports_done", None),
     ("fp8check.prepare", "start", None), ("fp8check.prepare", "check_memory", None),
     ("fp8check.prepare", "resolve_producers", None), ("fp8check.prepare", "Started.result", None),
@@ -58,6 +61,7 @@ torch.zeros(1, device='cuda') if 'cuda' in sys.argv else None; gc.enable(); t3 =
 atexit.register(lambda: print(json.dumps({{"torch": [t0, t1], "events": [
     ["main", "floor: imports", t1, t2], ["main", "floor: CUDA context", t2, t3],
     ["main", "atexit", time.perf_counter(), time.perf_counter()]]}}), file=sys.stderr))
+from fp8check.cli.startup import exit_process; exit_process(0)
 """
 
 
@@ -84,6 +88,12 @@ def child(t0: float, t1: float, argv: list[str]) -> None:
         wrapper.__name__ = getattr(fn, "__name__", "wrapped")
         return wrapper
 
+    profile = None
+    if os.environ.get("TIMELINE_PROFILE"):  # `--profile`: the main thread's Python after the imports
+        import cProfile
+
+        profile = cProfile.Profile()
+
     def patch(module) -> None:
         for attr, label in by_module.get(module.__name__, []):
             owner, name = module, attr
@@ -91,6 +101,13 @@ def child(t0: float, t1: float, argv: list[str]) -> None:
                 owner_name, name = attr.split(".")
                 owner = getattr(module, owner_name)
             setattr(owner, name, wrap(getattr(owner, name), label))
+        if profile is not None and module.__name__ == "fp8check.cli.startup":
+            done = module.imports_done
+
+            def imports_done():
+                done()
+                profile.enable()
+            module.imports_done = imports_done
 
     class Loader(importlib.abc.Loader):
         def __init__(self, inner):
@@ -124,14 +141,29 @@ def child(t0: float, t1: float, argv: list[str]) -> None:
     atexit.register(report)
     from fp8check.cli import main
 
+    from fp8check.cli.startup import exit_process
+
     start = time.perf_counter()
     code = main(["compare", *argv])
     events.append(["main", f"cli.main (exit {code})", start, time.perf_counter()])
-    sys.exit(code)
+    if profile is not None:
+        import io
+        import pstats
+
+        profile.disable()
+        for key in ("tottime", "cumulative"):
+            out = io.StringIO()
+            pstats.Stats(profile, stream=out).sort_stats(key).print_stats(45)
+            print(out.getvalue(), file=sys.stdout)
+        out = io.StringIO()  # who calls what costs most (TIMELINE_CALLERS: comma-separated patterns)
+        for pattern in filter(None, os.environ.get("TIMELINE_CALLERS", "").split(",")):
+            pstats.Stats(profile, stream=out).sort_stats("cumulative").print_callers(pattern)
+        print(out.getvalue(), file=sys.stdout)
+    exit_process(code)  # as the console script ends
 
 
-def run(code: str, argv: list[str]) -> dict:
-    env = {**os.environ, "PYTHONPATH": "."}
+def run(code: str, argv: list[str], full_exit: bool) -> dict:
+    env = {**os.environ, "PYTHONPATH": ".", "FP8CHECK_FULL_EXIT": "1" if full_exit else ""}
     begin = time.perf_counter()
     done = subprocess.run([sys.executable, "-c", code, *argv], env=env, stdout=subprocess.DEVNULL,
                           stderr=subprocess.PIPE, text=True)
@@ -168,28 +200,50 @@ def table(rounds: list[dict], title: str) -> str:
     return "\n".join(lines)
 
 
+def profiled(argv: list[str]) -> None:
+    """`--profile`: one fresh compare (after two that fill the caches) with cProfile from the end of the
+    command's imports to the end of main() (on Python 3.12 cProfile sees every thread, the warm-up's and
+    K's too); the tables by own and by cumulative time, and TIMELINE_CALLERS' callers."""
+    env = {**os.environ, "PYTHONPATH": ".", "TIMELINE_PROFILE": "1"}
+    for _ in range(3):
+        done = subprocess.run([sys.executable, "-c", CHILD.format(here=HERE), *argv], env=env, text=True,
+                              capture_output=True)
+    print(done.stdout)
+
+
 def main() -> None:
     args = sys.argv[1:]
+    if args[:1] == ["--profile"]:
+        return profiled(args[1:] or ["--device", "cuda", "--num-blocks", "16384"])
     count = int(args.pop(0)) if args and args[0].isdigit() else 5
     argv = args or ["--device", "cuda", "--num-blocks", "16384"]
     child_code, floor_code = CHILD.format(here=HERE), FLOOR.format()
-    for _ in range(2):  # fill Triton's cache and fp8check's folder
-        run(child_code, argv)
-        run(floor_code, argv)
-    compare_rounds, floor_rounds = [], []
+    # each subject ends either with the interpreter's teardown (FP8CHECK_FULL_EXIT=1) or as the console
+    # script ends (cli.startup.exit_process)
+    subjects = {"floor": (floor_code, True), "compare": (child_code, True),
+                "floor, exit_process": (floor_code, False), "compare, exit_process": (child_code, False)}
+    for code, full in list(subjects.values()) * 2:  # fill Triton's cache and fp8check's folder
+        run(code, argv, full)
+    rounds: dict[str, list[dict]] = {name: [] for name in subjects}
+    end = ("main", "process end")
     for i in range(count):
-        floor_rounds.append(run(floor_code, argv))
-        compare_rounds.append(run(child_code, argv))
-        f, c = floor_rounds[-1][("main", "process end")][1], compare_rounds[-1][("main", "process end")][1]
-        print(f"round {i + 1}: floor ends {f * 1e3:.0f} ms, compare {c * 1e3:.0f} ms, over {1e3 * (c - f):+.0f}",
+        for name, (code, full) in subjects.items():
+            rounds[name].append(run(code, argv, full))
+        print(f"round {i + 1}: " + ", ".join(f"{name} {1e3 * rows[-1][end][1]:.0f}" for name, rows in rounds.items()),
               flush=True)
-    print()
-    print(table(floor_rounds, "floor"))
-    print()
-    print(table(compare_rounds, "compare " + " ".join(argv)))
-    over = statistics.median(c[("main", "process end")][1] for c in compare_rounds) - statistics.median(
-        f[("main", "process end")][1] for f in floor_rounds)
-    print(f"\nprocess end, compare minus floor (medians): {over * 1e3:+.0f} ms")
+    for name, rows in rounds.items():
+        print()
+        print(table(rows, name if name.startswith("floor") else name.replace("compare", "compare " + " ".join(argv))))
+    print(f"\nprocess ends (ms after import torch, medians of {count}), and compare's paired difference:")
+    for kind in ("", ", exit_process"):
+        floor, compare = rounds["floor" + kind], rounds["compare" + kind]
+        paired = statistics.median(c[end][1] - f[end][1] for c, f in zip(compare, floor))
+        print(f"  ending {'with exit_process' if kind else 'with the teardown':<20} floor "
+              f"{1e3 * statistics.median(f[end][1] for f in floor):6.0f}, compare "
+              f"{1e3 * statistics.median(c[end][1] for c in compare):6.0f}, paired {1e3 * paired:+5.0f}")
+    full_floor = rounds["floor"]
+    paired = statistics.median(c[end][1] - f[end][1] for c, f in zip(rounds["compare, exit_process"], full_floor))
+    print(f"  compare as the console script ends, against the floor with the teardown: paired {1e3 * paired:+.0f}")
 
 
 if __name__ == "__main__":

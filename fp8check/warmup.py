@@ -89,9 +89,30 @@ def _run(device) -> None:
         pass
 
 
+def driver_start(ordinal: int = 0) -> bool:
+    """Start CUDA's driver and retain device `ordinal`'s primary context (the one torch's runtime then
+    uses) through the driver's C API, loaded with ctypes, which releases the GIL around each call.
+
+    torch starts the driver (cuInit, ~0.19 s on the H200) inside torch.cuda.init(), or in whichever op
+    comes first, holding the GIL: a main thread busy with imports stood still for all of it
+    (bench/timeline.py), and it ran at about half speed while the first allocation created the context
+    (~0.25 s). Done here first, both are GIL-free waits, and torch's own start finds them done. The
+    retained context is released with the process. False (and nothing done) where there is no NVIDIA
+    driver to load, or a call fails: torch then does it all as usual, and reports what fails."""
+    import ctypes
+
+    try:
+        driver = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    device, context = ctypes.c_int(), ctypes.c_void_p()
+    return (driver.cuInit(0) == 0 and driver.cuDeviceGet(ctypes.byref(device), ordinal) == 0
+            and driver.cuDevicePrimaryCtxRetain(ctypes.byref(context), device) == 0)
+
+
 def start_early(name: str) -> None:
     """`start` for `--device NAME` before anything else of the command is done: with `cuda` (or `auto`
-    where torch sees a GPU, asked in the thread) the warm-up thread starts now, and its first op creates
+    where torch sees a GPU, asked in the thread) the warm-up thread starts now, and its first steps create
     the CUDA context: 0.35-0.45 s on the H200, during 80-99% of which another thread can run Python
     (bench/gpu_context.py). `fp8check compare` imports its modules and Triton's launch modules meanwhile,
     instead of before it. Whatever goes wrong is left to the main thread (resolve_device reports it)."""
@@ -101,9 +122,11 @@ def start_early(name: str) -> None:
     import torch
 
     def run() -> None:
+        # the driver's start first, through ctypes (driver_start): torch runs it holding the GIL. Where
+        # there is no GPU, init() raises: nothing to warm up (`auto`), or resolve_device's one line (`cuda`).
         try:
-            if name == "auto" and not torch.cuda.is_available():
-                return
+            driver_start()
+            torch.cuda.init()
         except Exception:  # noqa: BLE001 - resolve_device asks again and reports
             return
         _run(torch.device("cuda"))

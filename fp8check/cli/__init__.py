@@ -33,6 +33,12 @@ for _command in (compare.compare, compare.record, table.table, gate.gate, parity
     cli.add_command(_command)
 
 
+def entry():
+    """The console script (and `python -m fp8check`): main(), then the process ends at once with its exit
+    code (startup.exit_process: no teardown of the imported modules)."""
+    startup.exit_process(main())
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     startup.arm()
