@@ -56,7 +56,8 @@ TRITON_LAUNCH_MODULES = (
 
 
 def import_launch_modules() -> None:
-    """Import TRITON_LAUNCH_MODULES that this Triton has (a missing one is skipped)."""
+    """Import TRITON_LAUNCH_MODULES that this Triton has (a missing one is skipped), and ask Triton's
+    platform key, which its first launch needs."""
     import importlib
 
     for name in TRITON_LAUNCH_MODULES:
@@ -64,6 +65,13 @@ def import_launch_modules() -> None:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001 - another Triton version: the launch imports what it needs
             pass
+    try:  # the first launch's key of the launcher's cached binary: platform.architecture() runs `file` on
+        # the interpreter (a subprocess, ~18 ms on the H200 machine); Triton keeps the answer (lru_cache)
+        from triton.runtime.build import platform_key
+
+        platform_key()
+    except Exception:  # noqa: BLE001 - another Triton version: its launch does what it needs
+        pass
 
 
 _importing: threading.Thread | None = None
