@@ -8,8 +8,10 @@ included).
         (default options: --device cuda --num-blocks 16384)
 
 Subjects, alternating each round: `floor` (torch, then with the collector off the other imports of the
-floor and the CUDA context, as fp8check's command line runs them), `compare` (fp8check.cli.main of this
-tree) and, with --base DIR, `base` (the fp8check package under DIR, run from DIR).
+floor and the CUDA context, as fp8check's command line runs them), `floor_exit` (the same, ending as the
+console script ends: cli.startup.exit_process, no interpreter teardown), `compare` (fp8check.cli.main of
+this tree, ended as the console script ends) and, with --base DIR, `base` (the fp8check package under DIR,
+run from DIR).
 """
 
 from __future__ import annotations
@@ -23,7 +25,11 @@ import time
 HEAD = "import time, sys; t0 = time.perf_counter(); import torch; print(time.perf_counter() - t0, file=sys.stderr); "
 FLOOR = HEAD + ("import gc; gc.disable(); import triton, click, rich.console, fp8check.cli; "
                 "torch.zeros(1, device='cuda') if 'cuda' in sys.argv else None; gc.enable()")
-COMPARE = HEAD + "from fp8check.cli import main; sys.exit(main(['compare', *sys.argv[1:]]))"
+# the floor ending as the console script ends (cli.startup.exit_process: no interpreter teardown)
+FLOOR_EXIT = FLOOR + "; from fp8check.cli.startup import exit_process; exit_process(0)"
+# the command as the console script runs it (an older tree without exit_process ends with sys.exit)
+COMPARE = HEAD + ("from fp8check.cli import main; import fp8check.cli.startup as s; "
+                  "getattr(s, 'exit_process', sys.exit)(main(['compare', *sys.argv[1:]]))")
 
 
 def post_torch(code: str, argv: list[str], cwd: str | None) -> float:
@@ -60,19 +66,20 @@ def main() -> None:
         base = args[1]
         args = args[2:]
     argv = args or ["--device", "cuda", "--num-blocks", "16384"]
-    subjects = {"floor": (FLOOR, None), "compare": (COMPARE, None)}
+    subjects = {"floor": (FLOOR, None), "floor_exit": (FLOOR_EXIT, None), "compare": (COMPARE, None)}
     if base:
         subjects["base"] = (COMPARE, base)
     rows = rounds(subjects, argv, count, on_round=lambda rows: print(
         " ".join(f"{name} {values[-1]:.3f}" for name, values in rows.items()), flush=True))
     print(f"\nafter `import torch`, {count} rounds ({' '.join(argv)}):")
     for name, values in rows.items():
-        line = f"  {name:<8} median {statistics.median(values):.3f} s"
-        if name != "floor":
-            paired = statistics.median(v - f for v, f in zip(values, rows["floor"]))
-            line += (f"   over the floor: {statistics.median(values) - statistics.median(rows['floor']):+.3f} s"
-                     f" (paired median {paired:+.3f} s)")
-        print(line)
+        print(f"  {name:<10} median {statistics.median(values):.3f} s")
+    for name, values in rows.items():
+        for floor in ("floor", "floor_exit"):
+            if not name.startswith("floor"):
+                paired = statistics.median(v - f for v, f in zip(values, rows[floor]))
+                print(f"  {name} over {floor}: {statistics.median(values) - statistics.median(rows[floor]):+.3f} s"
+                      f" (paired median {paired:+.3f} s)")
 
 
 if __name__ == "__main__":
