@@ -265,7 +265,7 @@ def verdicts(columns: dict[str, dict[str, float]]) -> list[str]:
         floor = cuda.get(f"{prefix}: import floor (cuda)")
         for name, value in cuda.items():
             if floor and name.startswith(f"{prefix}: compare") and "fastest" not in name:
-                lines.append(f"cuda {name}: {_over_floor(value, floor)}")
+                lines.append(f"cuda {name}: {_over_floor(value, floor, 'after import torch' in prefix)}")
     cpu = columns.get("cpu", {})
     if "whole process: import floor (cpu)" in cpu and "whole process: fp8check compare (default)" in cpu:
         value, floor = cpu["whole process: fp8check compare (default)"], cpu["whole process: import floor (cpu)"]
@@ -273,8 +273,13 @@ def verdicts(columns: dict[str, dict[str, float]]) -> list[str]:
     return lines
 
 
-def _over_floor(value: float, floor: float) -> str:
+def _over_floor(value: float, floor: float, below_decides: bool = False) -> str:
+    """The verdict of a whole-process row. Raw walls on the H200 host spread by more than the goal, so a
+    command below their floor decides nothing; after `import torch` (post_torch.py) the spread is small,
+    and a command below the floor (it skips the interpreter's teardown: cli.startup.exit_process) is within it."""
     extra = (value - floor) / 1e3
+    if extra < 0 and not below_decides:
+        return f"{-extra:.2f} s below the measured floor: the floor's spread exceeds the goal, not decided"
     state = "MET" if extra <= 0.3 else f"MISSED by {extra - 0.3:.2f} s"
     return f"floor {'+' if extra >= 0 else '-'} {abs(extra):.2f} s, target floor + 0.3 s: {state}"
 
