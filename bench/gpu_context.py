@@ -8,6 +8,11 @@ thread: their wall time and the share of it the main thread could still run Pyth
 progress against its speed alone). Then ROUNDS fresh processes each of the serial floor (imports, then
 the context) and of the overlapped one (torch imported, the context started in a thread, then the
 other imports, then joined), and their medians.
+
+Caveat (fifth session): the share counts only the busy loop's samples that lie wholly inside a phase, so
+it misses a stall that spans the phase's start. `torch.cuda.init()` runs cuInit holding the GIL: in
+bench/timeline.py the main thread stood 184-191 ms in `Thread.start` while it ran. warmup.driver_start
+now starts the driver through ctypes, GIL released, before torch does.
 """
 
 from __future__ import annotations

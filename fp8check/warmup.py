@@ -121,9 +121,10 @@ def driver_start(ordinal: int = 0) -> bool:
 def start_early(name: str) -> None:
     """`start` for `--device NAME` before anything else of the command is done: with `cuda` (or `auto`
     where torch sees a GPU, asked in the thread) the warm-up thread starts now, and its first steps create
-    the CUDA context: 0.35-0.45 s on the H200, during 80-99% of which another thread can run Python
-    (bench/gpu_context.py). `fp8check compare` imports its modules and Triton's launch modules meanwhile,
-    instead of before it. Whatever goes wrong is left to the main thread (resolve_device reports it)."""
+    the CUDA context: 0.35-0.45 s on the H200, the GIL released throughout (driver_start), so that
+    `fp8check compare` imports its modules and Triton's launch modules meanwhile, instead of before it
+    (bench/timeline.py shows both threads). Whatever goes wrong is left to the main thread
+    (resolve_device reports it)."""
     global _started
     if _started is not None or name not in ("cuda", "auto"):
         return
