@@ -134,7 +134,8 @@ def start_early(name: str) -> None:
         # the driver's start first, through ctypes (driver_start): torch runs it holding the GIL. Where
         # there is no GPU, init() raises: nothing to warm up (`auto`), or resolve_device's one line (`cuda`).
         try:
-            driver_start()
+            if torch.version.cuda is not None:  # a CPU or ROCm build of torch would not use the context
+                driver_start()
             torch.cuda.init()
         except Exception:  # noqa: BLE001 - resolve_device asks again and reports
             return

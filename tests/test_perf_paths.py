@@ -307,6 +307,25 @@ def test_the_early_warm_up_starts_for_a_gpu_only_and_once(monkeypatch):
     assert warmup._started is thread
 
 
+def _loads(name: str) -> bool:
+    import ctypes
+
+    try:
+        ctypes.CDLL(name)
+    except OSError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(_loads("libcuda.so.1"), reason="needs a machine without NVIDIA's driver library")
+def test_the_driver_start_does_nothing_without_a_driver():
+    """warmup.driver_start (cuInit and the primary context through ctypes) says False where there is no
+    driver to load; torch then starts CUDA, or reports that it cannot, as before."""
+    from fp8check import warmup
+
+    assert warmup.driver_start() is False
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine where torch sees no GPU")
 def test_device_cuda_without_a_gpu_is_still_one_line_and_exit_2(capsys, monkeypatch):
     """The early warm-up's failure on a machine without a GPU is left to resolve_device, which says so."""

@@ -64,7 +64,7 @@ def exit_process(code: int):
     """End the process with `code` as the interpreter would, without its teardown of the modules.
 
     After a command the interpreter frees every object torch and Triton made at import, module by module,
-    and a GPU run's caching allocator and context: 0.35 s of a CPU run on the 2-core VM and 0.5-0.65 s
+    and a GPU run's caching allocator and context: 0.35 s of a CPU run on the 2-core VM and 0.5-0.75 s
     on the H200 (bench/timeline.py), all after the command's last output. Here the process does what
     that teardown does for the outside world and then stops: it waits for the threads that are not
     daemons (as the interpreter would), runs the atexit handlers (logging's flush, multiprocessing's
