@@ -23,8 +23,10 @@ import sys
 import time
 
 HEAD = "import time, sys; t0 = time.perf_counter(); import torch; print(time.perf_counter() - t0, file=sys.stderr); "
-FLOOR = HEAD + ("import gc; gc.disable(); import triton, click, rich.console, fp8check.cli; "
-                "torch.zeros(1, device='cuda') if 'cuda' in sys.argv else None; gc.enable()")
+# what the floor does after `import torch` (bench/timeline.py's floor runs the same two statements)
+FLOOR_IMPORTS = "import triton, click, rich.console, fp8check.cli"
+FLOOR_CONTEXT = "torch.zeros(1, device='cuda') if 'cuda' in sys.argv else None"
+FLOOR = HEAD + f"import gc; gc.disable(); {FLOOR_IMPORTS}; {FLOOR_CONTEXT}; gc.enable()"
 # the floor ending as the console script ends (cli.startup.exit_process: no interpreter teardown)
 FLOOR_EXIT = FLOOR + "; from fp8check.cli.startup import exit_process; exit_process(0)"
 # the command as the console script runs it (an older tree without exit_process ends with sys.exit)

@@ -25,6 +25,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import post_torch  # noqa: E402
 
 # (module, attribute, label); "Class.method" wraps a method of a class
 TARGETS = [
@@ -54,10 +55,11 @@ import timeline
 timeline.child(t0, t1, sys.argv[1:])
 """
 
-FLOOR = r"""
+# post_torch's floor (its imports, then its context), with the times between them reported at exit
+FLOOR = f"""
 import time, sys; t0 = time.perf_counter(); import torch; t1 = time.perf_counter()
-import gc, json, atexit; gc.disable(); import triton, click, rich.console, fp8check.cli; t2 = time.perf_counter()
-torch.zeros(1, device='cuda') if 'cuda' in sys.argv else None; gc.enable(); t3 = time.perf_counter()
+import gc, json, atexit; gc.disable(); {post_torch.FLOOR_IMPORTS}; t2 = time.perf_counter()
+{post_torch.FLOOR_CONTEXT}; gc.enable(); t3 = time.perf_counter()
 atexit.register(lambda: print(json.dumps({{"torch": [t0, t1], "events": [
     ["main", "floor: imports", t1, t2], ["main", "floor: CUDA context", t2, t3],
     ["main", "atexit", time.perf_counter(), time.perf_counter()]]}}), file=sys.stderr))
@@ -217,7 +219,7 @@ def main() -> None:
         return profiled(args[1:] or ["--device", "cuda", "--num-blocks", "16384"])
     count = int(args.pop(0)) if args and args[0].isdigit() else 5
     argv = args or ["--device", "cuda", "--num-blocks", "16384"]
-    child_code, floor_code = CHILD.format(here=HERE), FLOOR.format()
+    child_code, floor_code = CHILD.format(here=HERE), FLOOR
     # each subject ends either with the interpreter's teardown (FP8CHECK_FULL_EXIT=1) or as the console
     # script ends (cli.startup.exit_process)
     subjects = {"floor": (floor_code, True), "compare": (child_code, True),
