@@ -8,8 +8,8 @@ STAMP := $(VENV)/.fp8check-installed
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	# The CPU build of torch 2.13.0 lies on the development machines' disk; a plain `torch` would
-	# pull a multi-GB CUDA build. An environment that already has torch keeps it.
+	# An environment that already has torch (a CPU or a CUDA build) keeps it; otherwise torch 2.13.0
+	# comes from pip's configured index.
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q torch==2.13.0
 	$(PY) -m pip install -q -e '.[test]'
 	touch $(STAMP)
@@ -36,14 +36,11 @@ test-install: $(STAMP)
 gate: $(STAMP)
 	$(VENV)/bin/fp8check gate configs/ci.toml
 
+# Every case of bench/cases.py on this machine's CPU, each figure printed with its target (a few
+# minutes); then the exact interpreter's cost per program. On a GPU: `$(PY) bench/run.py --device cuda`.
 bench: $(STAMP)
-	$(PY) bench/stages.py --merge bench/results/h200-2026-11-30.json
-	$(PY) bench/diagnose.py
-	$(PY) bench/parity.py
+	$(PY) bench/run.py
 	$(PY) bench/interpreter.py
-	$(PY) bench/gate.py
-	$(PY) bench/isolation.py
-	$(PY) bench/reader_isolation.py
 
 # Not part of `make test`: downloads vLLM's released wheel (no dependencies, about 336 MB, once) and runs
 # the seed table on its real writer file, on this machine. The pre-fix copy is the same file without the
