@@ -153,6 +153,22 @@ def writer_call(num_blocks: int, name: str, *, isolated: bool = False, threads: 
     return Call(setup)
 
 
+def tiling_call(num_blocks: int, tokens: int) -> Call:
+    """The fixed Triton writer's kernel alone (no fresh buffer, no clones, no checks) at `tokens` tokens
+    per program: 256 B of K read, 8 B of slot and 132 B written per token."""
+    def setup(ctx: Context):
+        from fp8check.cache import CacheBuffer
+        from fp8check.writers.triton import check, launch
+
+        spec = _spec(num_blocks)
+        check(spec, _device(ctx))
+        data, cache = _inputs(ctx, spec), CacheBuffer.allocate(spec, _device(ctx)).cache
+        return lambda: launch(data.k, cache, data.slot_mapping, spec.quant_block_size, spec.scale_fmt.writer_arg,
+                              tokens=tokens)
+
+    return Call(setup)
+
+
 def _scenario_caches(ctx: Context, candidate: str, changes: dict):
     key = ("scenario", candidate, tuple(sorted(changes.items())))
     if key not in ctx.memo:
@@ -288,6 +304,8 @@ CASES: tuple[Case, ...] = (
     Case("writer reference, 1M tokens", writer_call(MILLION // 64, "reference"), repeat=3,
          targets=(Target(0.5e-3, devices=CUDA),)),
     Case("writer triton, 1M tokens", writer_call(MILLION // 64, "triton"), CUDA),
+    *(Case(f"triton writer kernel, 1M tokens, {tokens} token(s) per program", tiling_call(MILLION // 64, tokens),
+           CUDA, repeat=20) for tokens in (1, 2, 4, 8, 16, 32, 64)),
     *_scenario_cases(),
     Case("writer from a file, default spec, in this process (1 thread)",
          writer_call(3, FILE_WRITER, threads=1), CPU, repeat=7),
