@@ -153,6 +153,17 @@ def writer_call(num_blocks: int, name: str, *, isolated: bool = False, threads: 
     return Call(setup)
 
 
+def hashed_inputs_call(num_blocks: int) -> Call:
+    """`--inputs hashed`: K from a counter-based hash, computed where the cache lives."""
+    def setup(ctx: Context):
+        from fp8check.inputs import Distribution, generate
+
+        spec = _spec(num_blocks)
+        return lambda: generate(spec, seed=0, distribution=Distribution.HASHED, device=ctx.device)
+
+    return Call(setup)
+
+
 def tiling_call(num_blocks: int, tokens: int) -> Call:
     """The fixed Triton writer's kernel alone (no fresh buffer, no clones, no checks) at `tokens` tokens
     per program: 256 B of K read, 8 B of slot and 132 B written per token."""
@@ -301,6 +312,7 @@ CASES: tuple[Case, ...] = (
     Case("compare(), default spec, triton vs reference", compare_call(3, "triton"), CPU, repeat=10),
     Case("compare(), 1M tokens, triton vs reference", compare_call(MILLION // 64, "triton"), CUDA,
          targets=(Target(5e-3),)),
+    Case("inputs, 1M tokens, hashed K on the device", hashed_inputs_call(MILLION // 64), CUDA, targets=(Target(1e-3),)),
     Case("writer reference, 1M tokens", writer_call(MILLION // 64, "reference"), repeat=3,
          targets=(Target(0.5e-3, devices=CUDA),)),
     Case("writer triton, 1M tokens", writer_call(MILLION // 64, "triton"), CUDA),
@@ -314,7 +326,7 @@ CASES: tuple[Case, ...] = (
     Case("isolation overhead per producer (isolated - in this process)",
          Difference("writer from a file, default spec, isolated (child process)",
                     "writer from a file, default spec, in this process (1 thread)"), CPU, targets=(Target(0.3),)),
-    Case("peak memory of compare(), 8000 blocks, file writer isolated (x caches + inputs)",
+    Case("peak memory of a compare, 8000 blocks, file writer isolated (x caches + inputs)",
          peak_memory(8000, FILE_WRITER), CPU, targets=(Target(3.0),)),
     Case("fp8check parity, default sweep (fresh process)", Command(("-m", "fp8check", "parity")), CPU, repeat=3,
          targets=(Target(15.0),)),
