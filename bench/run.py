@@ -55,16 +55,19 @@ def measure(case: Case, ctx: Context, repeat: int | None, done: dict[str, float]
     runs = repeat or case.repeat
     what = case.what
     if isinstance(what, Command):
-        t = timer.process(what.argv, repeat=runs, cwd=ROOT, ok=what.ok, warmup=what.warmup)
-        return t.median, f"median of {t.runs}, best {show(t.best)}"
+        return described(timer.process(what.argv, repeat=runs, cwd=ROOT, ok=what.ok, warmup=what.warmup))
     if isinstance(what, Call):
-        t = timer.call(what.setup(ctx), repeat=runs, cuda=ctx.device == "cuda")
-        return t.median, f"median of {t.runs}, best {show(t.best)}"
+        return described(timer.call(what.setup(ctx), repeat=runs, cuda=ctx.device == "cuda"))
     if isinstance(what, Difference):
         return done[what.measured] - done[what.less], "difference of the medians above"
     if isinstance(what, Value):
         return what.measure(ctx), "one fresh process"
     raise TypeError(f"unknown measurement {what!r}")
+
+
+def described(t: timer.Timing) -> tuple[float, str]:
+    cpu = "" if t.cpu is None else f", CPU {show(t.cpu)}"
+    return t.median, f"median of {t.runs}, best {show(t.best)}{cpu}"
 
 
 def show(seconds: float) -> str:
