@@ -29,7 +29,8 @@ def machine() -> dict:
     import triton
 
     about = {"python": platform.python_version(), "torch": torch.__version__, "triton": triton.__version__,
-             "cpu": platform.processor() or platform.machine(), "cores": os.cpu_count()}
+             "cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
+             "load average (1 min) at the start": round(os.getloadavg()[0], 2)}
     if torch.cuda.is_available():
         about["gpu"] = torch.cuda.get_device_name()
     return about
@@ -50,24 +51,30 @@ def chosen(only: list[str], device: str) -> list[Case]:
     return [case for case in CASES if case.name in wanted]
 
 
-def measure(case: Case, ctx: Context, repeat: int | None, done: dict[str, float]) -> tuple[float, str]:
-    """(the figure, how it was measured): seconds for times, the case's unit for a Value."""
+def measure(case: Case, ctx: Context, repeat: int | None, done: dict[str, float]) -> tuple[float, timer.Timing | None]:
+    """(the figure, its timing where it is one): seconds for times, the case's unit for a Value."""
     runs = repeat or case.repeat
     what = case.what
     if isinstance(what, Command):
-        return described(timer.process(what.argv, repeat=runs, cwd=ROOT, ok=what.ok, warmup=what.warmup))
+        t = timer.process(what.argv, repeat=runs, cwd=ROOT, ok=what.ok, warmup=what.warmup)
+        return t.median, t
     if isinstance(what, Call):
-        return described(timer.call(what.setup(ctx), repeat=runs, cuda=ctx.device == "cuda"))
+        t = timer.call(what.setup(ctx), repeat=runs, cuda=ctx.device == "cuda")
+        return t.median, t
     if isinstance(what, Difference):
-        return done[what.measured] - done[what.less], "difference of the medians above"
+        return done[what.measured] - done[what.less], None
     if isinstance(what, Value):
-        return what.measure(ctx), "one fresh process"
+        return what.measure(ctx), None
     raise TypeError(f"unknown measurement {what!r}")
 
 
-def described(t: timer.Timing) -> tuple[float, str]:
+def described(case: Case, t: timer.Timing | None) -> str:
+    if isinstance(case.what, Difference):
+        return "difference of the medians above"
+    if t is None:
+        return "one fresh process"
     cpu = "" if t.cpu is None else f", CPU {show(t.cpu)}"
-    return t.median, f"median of {t.runs}, best {show(t.best)}{cpu}"
+    return f"median of {t.runs}, best {show(t.best)}{cpu}"
 
 
 def show(seconds: float) -> str:
@@ -104,13 +111,16 @@ def main() -> None:
     print(", ".join(f"{key} {value}" for key, value in about.items()), f"| device {args.device}", flush=True)
     ctx, done, rows = Context(args.device), {}, []
     for case in chosen([text for text in args.only.split(",") if text], args.device):
-        figure, how = measure(case, ctx, args.repeat, done)
+        figure, timing = measure(case, ctx, args.repeat, done)
         done[case.name] = figure
         shown = f"{figure:.2f}x" if isinstance(case.what, Value) else show(figure)
         judged = verdict(case, args.device, figure, done)
-        print(f"{case.name:84s} {shown:>9s}  ({how}){'  ' + judged if judged else ''}", flush=True)
-        rows.append({"case": case.name, "figure": figure, "unit": "x" if isinstance(case.what, Value) else "s",
-                     "how": how, "verdict": judged})
+        print(f"{case.name:84s} {shown:>9s}  ({described(case, timing)}){'  ' + judged if judged else ''}",
+              flush=True)
+        row = {"case": case.name, "figure": figure, "unit": "x" if isinstance(case.what, Value) else "s"}
+        if timing is not None:
+            row |= {"best": timing.best, "cpu": timing.cpu, "runs": timing.runs}
+        rows.append(row | {"verdict": judged})
     if args.out is not None:
         args.out.write_text(json.dumps({"machine": about, "device": args.device, "figures": rows}, indent=1) + "\n")
 
