@@ -56,3 +56,15 @@ def test_the_timer_stops_at_a_failing_command_and_counts_the_runs_of_a_working_o
         timer.process(["-c", "raise SystemExit(3)"], repeat=1, cwd=BENCH)
     timing = timer.process(["-c", "raise SystemExit(3)"], repeat=2, cwd=BENCH, ok=frozenset({3}))
     assert timing.runs == 2 and 0 < timing.best <= timing.median and timing.cpu > 0
+
+
+def test_asking_for_a_derived_figure_also_measures_the_figures_it_is_computed_from():
+    run = load("run")
+    overhead = [case.name for case in run.chosen(["isolation overhead"], "cpu")]
+    assert overhead == ["writer from a file, default spec, in this process (1 thread)",
+                        "writer from a file, default spec, isolated (child process)",
+                        "isolation overhead per producer (isolated - in this process)"]
+    diagnosis = [case.name for case in run.chosen(["diagnosis, 1M tokens, layout"], "cpu")]
+    assert diagnosis == ["diff, 1M tokens, layout, every byte", "diagnosis, 1M tokens, layout, every byte"]
+    assert run.chosen(["per program"], "cpu") == []  # the tiling sweep is a GPU case
+    assert len(run.chosen(["per program"], "cuda")) == 7
