@@ -95,7 +95,8 @@ def verdict(case: Case, device: str, figure: float, done: dict[str, float]) -> s
         return ""
     if target.of is not None:
         ratio = figure / done[target.of]
-        return f"{ratio:.2f}x of '{target.of}', target <= {target.at_most:g}x: {'met' if ratio <= target.at_most else 'MISSED'}"
+        state = "met" if ratio <= target.at_most else "MISSED"
+        return f"{ratio:.2f}x of '{target.of}', target <= {target.at_most:g}x: {state}"
     limit = f"{target.at_most:g}x" if isinstance(case.what, Value) else show_target(target.at_most)
     return f"target <= {limit}: {'met' if figure <= target.at_most else 'MISSED'}"
 
