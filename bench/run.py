@@ -1,9 +1,9 @@
 """`make bench`: measure the cases of bench/cases.py on this machine and print each figure with its target.
 
-    python bench/run.py [--device cpu|cuda] [--only TEXT,...] [--repeat N] [--out FILE.json]
+    python bench/run.py [--device cpu|cuda] [--only TEXT ...] [--repeat N] [--out FILE.json]
 
-`--only` keeps the cases whose name contains one of the texts (a `Difference` or a ratio target also
-runs the cases it needs). `--repeat` overrides every case's number of runs. `--out` also writes the
+`--only TEXT` (repeatable) keeps the cases whose name contains one of the texts (a `Difference` or a
+ratio target also runs the cases it needs). `--repeat` overrides every case's number of runs. `--out` also writes the
 figures, the machine and the versions as JSON (for a CI to keep). A benchmark, not a test: a missed
 target is printed, the exit code stays 0; a command that fails stops the run.
 """
@@ -104,14 +104,15 @@ def verdict(case: Case, device: str, figure: float, done: dict[str, float]) -> s
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
-    parser.add_argument("--only", default="", help="comma-separated texts; cases whose name contains one")
+    parser.add_argument("--only", action="append", default=[], metavar="TEXT",
+                        help="run the cases whose name contains TEXT (repeatable)")
     parser.add_argument("--repeat", type=int, default=None, help="runs per case (default: each case's own)")
     parser.add_argument("--out", type=Path, default=None, help="also write the figures as JSON to this file")
     args = parser.parse_args()
     about = machine()
     print(", ".join(f"{key} {value}" for key, value in about.items()), f"| device {args.device}", flush=True)
     ctx, done, rows = Context(args.device), {}, []
-    for case in chosen([text for text in args.only.split(",") if text], args.device):
+    for case in chosen(args.only, args.device):
         figure, timing = measure(case, ctx, args.repeat, done)
         done[case.name] = figure
         shown = f"{figure:.2f}x" if isinstance(case.what, Value) else show(figure)
