@@ -36,6 +36,8 @@ def handled(fn):
         except UserError as exc:
             if debug:
                 traceback.print_exc()
+                if getattr(exc, "child_traceback", ""):  # the user's code, as its child process saw it
+                    click.echo(f"In the child process:\n{exc.child_traceback}", err=True, nl=False)
             return fail(f"error: {exc}", ExitCode.USAGE)
         except Exception as exc:
             if debug:

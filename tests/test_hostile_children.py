@@ -1,0 +1,91 @@
+"""Children that attack the report pipe, the deadline or the golden key (issue 24, item 5 and item 1):
+none of them holds fp8check past --timeout, prints a line fp8check did not write, or signs a golden.
+
+The hostile writers live in tests/hostile/tamper.py and tests/hostile/user_errors.py."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from fp8check.cli import main
+from fp8check.isolation import FRAME_MARK, parse_frames
+
+HOSTILE = Path(__file__).parent / "hostile"
+SMALL = ("--block", "16", "--head-dim", "64", "--num-blocks", "2")
+
+
+def hostile(target: str) -> str:
+    file_name, _, func = target.partition(":")
+    return f"file:{HOSTILE / file_name}:{func}"
+
+
+def against_reference(capsys, candidate: str, *options: str) -> tuple[int, str, str]:
+    code = main(["compare", "--baseline", "reference", "--candidate", candidate, *SMALL, *options])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("func", ["sends_half_a_report", "grandchild_sends_half_a_report"])
+def test_half_a_report_and_a_sleep_is_killed_at_the_timeout(capsys, func):
+    name = hostile(f"tamper.py:{func}")
+    start = time.monotonic()
+    code, out, err = against_reference(capsys, name, "--timeout", "3")
+    elapsed = time.monotonic() - start
+    if func == "sends_half_a_report":
+        assert code == 2 and "did not finish within the 3 s timeout (--timeout) while writing: killed" in err, err
+    else:  # the direct child returned: its grandchild's half frame is ignored, the bytes are judged
+        assert code == 0 and "IDENTICAL" in out, err
+    assert elapsed < 30
+
+
+def test_a_grandchild_flooding_the_pipe_cannot_hold_a_writer_that_returned(capsys):
+    start = time.monotonic()
+    code, out, err = against_reference(capsys, hostile("tamper.py:grandchild_floods_the_pipe"), "--timeout", "60")
+    assert code == 0 and "IDENTICAL: 0 of 2176 bytes differ" in out, err
+    assert time.monotonic() - start < 30  # not the 60 s timeout
+
+
+def test_noise_in_the_pipe_is_ignored_and_the_bytes_are_judged(capsys):
+    code, out, err = against_reference(capsys, hostile("tamper.py:floods_the_pipe"))
+    assert code == 1 and "DIFFERENT" in out, err  # it wrote nothing
+
+
+def test_a_forged_report_prints_no_fake_line(capsys):
+    name = hostile("tamper.py:forges_lines")
+    code, out, err = against_reference(capsys, name)
+    assert code == 2 and out == ""
+    assert err == f"fp8check: error: producer {name!r} raised X while writing\n"
+
+
+def test_frames_survive_noise_and_splits():
+    frame = FRAME_MARK + b"%08x" % 15 + b'{"status": "a"}'
+    noisy = b"junk" + frame[:5] + b"x" + frame + b"more" + frame[:-3]
+    messages, rest = parse_frames(noisy)
+    assert messages == [{"status": "a"}] and rest == frame[:-3]
+    assert parse_frames(rest + frame[-3:]) == ([{"status": "a"}], b"")
+
+
+def test_the_golden_key_never_reaches_the_child(capsys, monkeypatch):
+    monkeypatch.setenv("FP8CHECK_GOLDEN_KEY", "secret")
+    code, out, err = against_reference(capsys, hostile("tamper.py:reads_the_golden_key"))
+    assert code == 0 and "IDENTICAL" in out, err
+
+
+@pytest.mark.parametrize("isolation", [(), ("--in-process",)])
+def test_an_error_in_the_users_code_names_its_file_line_and_source(capsys, isolation):
+    name = hostile("user_errors.py:asserts")
+    code, _, err = against_reference(capsys, name, *isolation)
+    assert code == 2 and err.count("\n") == 1, err
+    assert (f"producer {name!r} raised AssertionError: the writer's own assertion at {HOSTILE / 'user_errors.py'}:5:"
+            " assert quant_block_size == 3, \"the writer's own assertion\"") in err
+
+
+def test_debug_shows_the_users_traceback_from_the_child(capsys):
+    code, _, err = against_reference(capsys, hostile("user_errors.py:asserts"), "--debug")
+    assert code == 2
+    child = err[err.index("In the child process:"):]
+    assert f'File "{HOSTILE / "user_errors.py"}", line 9, in asserts' in child
+    assert f'File "{HOSTILE / "user_errors.py"}", line 5, in _check' in child
