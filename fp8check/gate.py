@@ -116,8 +116,7 @@ def golden_baseline(values: dict):
     from . import golden
     from .device import resolve_device
 
-    path = Path(values["baseline"][len("golden:"):])
-    recorded = golden.read(path)
+    recorded, path, _ = golden.load_trusted(values["baseline"][len("golden:"):], values.get("repo"))
     stated = {options.ALL[k].dest: (options.ALL[k].flag, values[k]) for k in values["golden_check"]}
     golden.check_options(path, recorded.spec, stated)
     device = resolve_device(values["device"])

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import InputError, UserError
+from .paths import read_regular
 
 GIT_PREFIX = "git:"
 
@@ -60,10 +61,7 @@ def _git(repo: Path, args: list[str], what: str, error: type[UserError]) -> byte
 def read_source(text: str, repo: Path | None = None, *, error: type[UserError] = InputError) -> Source:
     """The bytes of `text` (a path or `git:REV:PATH`) and their provenance; one-line `error` otherwise."""
     if not is_git(text):
-        path = Path(text)
-        if not path.is_file():
-            raise error(f"{text}: no such file")
-        data = path.read_bytes()
+        data = read_regular(text, error=error)
         return Source(data, text, {"file": text, "sha256": hashlib.sha256(data).hexdigest()})
     rev, path_text = split_git(text, error)
     where = Path(repo) if repo is not None else Path.cwd()

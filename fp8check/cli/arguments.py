@@ -4,12 +4,12 @@ left at their default."""
 
 from __future__ import annotations
 
-import os
+import math
 from pathlib import Path
 
 import click
 
-from ..errors import ConfigError, GoldenError, UsageError
+from ..errors import ConfigError, UsageError
 
 
 def spec_options(fn):
@@ -44,6 +44,8 @@ def isolation_limits(opts: dict):
     from ..isolation import Limits
 
     timeout_s, memory_mib, in_process = opts.pop("timeout_s"), opts.pop("memory_limit_mib"), opts.pop("in_process")
+    if not math.isfinite(timeout_s):  # click's FloatRange lets nan through
+        raise UsageError(f"--timeout {timeout_s}: expected a finite number of seconds")
     return None if in_process else Limits(timeout_s=timeout_s, memory_bytes=memory_mib and memory_mib * 2**20)
 
 
@@ -76,8 +78,9 @@ def start_build(opts: dict, *, background: bool = True):
 
 def golden_key() -> bytes | None:
     """FP8CHECK_GOLDEN_KEY: when set, golden files are signed (record) and must be signed (replay)."""
-    key = os.environ.get("FP8CHECK_GOLDEN_KEY")
-    return key.encode() if key else None
+    from ..golden import trusted_key
+
+    return trusted_key()
 
 
 GOLDEN = "golden:"
@@ -106,14 +109,11 @@ def replay_golden(baseline: str, opts: dict):
     path_text = baseline[len(GOLDEN):]
     if not path_text:
         raise UsageError("--baseline golden:FILE needs a file")
-    from ..sources import materialize
-
-    path, origin = materialize(path_text, opts.get("repo"), error=GoldenError)
     given = given_explicitly(opts)
     for name, flag in GOLDEN_INPUT_FLAGS.items():
         if name in given:
             raise UsageError(f"{flag} cannot be combined with --baseline {baseline}: the recorded inputs are replayed")
-    recorded = golden.read(path, key=golden_key())
+    recorded, path, origin = golden.load_trusted(path_text, opts.get("repo"))
     golden.check_options(
         path, recorded.spec, {name: (flag, opts[name]) for name, flag in GOLDEN_SPEC_FLAGS.items() if name in given}
     )

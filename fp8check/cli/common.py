@@ -26,25 +26,75 @@ def fail(message: str, code: ExitCode) -> int:
 def handled(fn):
     """A command's errors to exit codes: UserError is exit 2, anything else a checker error, exit 3.
 
+    Output paths are checked first (outputs.check_output: no symlink, device, FIFO or folder, no file the
+    run reads). When the command ends in an error, the JSON and JUnit reports asked for are replaced
+    with that error, so that an earlier run's passing report is never left in place.
     `--debug` adds the traceback; it never changes the exit code."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         debug = kwargs.get("debug", False)
+        targets: dict[str, Path] = {}
         try:
+            targets = checked_outputs(kwargs)
             return fn(*args, **kwargs)
         except UserError as exc:
             if debug:
                 traceback.print_exc()
                 if getattr(exc, "child_traceback", ""):  # the user's code, as its child process saw it
                     click.echo(f"In the child process:\n{exc.child_traceback}", err=True, nl=False)
-            return fail(f"error: {exc}", ExitCode.USAGE)
+            return _failed(f"error: {exc}", ExitCode.USAGE, targets, kwargs, fn.__name__)
         except Exception as exc:
             if debug:
                 traceback.print_exc()
-            return fail(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug)", ExitCode.INTERNAL)
+            return _failed(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug)", ExitCode.INTERNAL,
+                           targets, kwargs, fn.__name__)
 
     return wrapper
+
+
+OUTPUT_OPTIONS = {"json_path": "--json", "junit_path": "--junit", "markdown_path": "--markdown", "out_path": "--out"}
+READ_OPTIONS = ("input_path", "config_path", "baseline", "candidate", "producer", "buggy", "fixed", "reader", "writers")
+
+
+def reading_paths(kwargs: dict) -> tuple[Path, ...]:
+    """The files a command's options name for reading: --input, --config, golden:FILE, file:PATH:FUNC."""
+    found = []
+    for name in READ_OPTIONS:
+        value = kwargs.get(name)
+        for text in (str(value).split(",") if value is not None else ()):
+            text = text.strip()
+            for prefix in ("golden:", "file:", "vllm-file:"):
+                if text.startswith(prefix):
+                    body = text[len(prefix):]
+                    text = body.rpartition(":")[0] if prefix != "golden:" and ":" in body else body
+                    break
+            if text and not text.startswith("git:"):
+                found.append(Path(text))
+    return tuple(found)
+
+
+def checked_outputs(kwargs: dict) -> dict[str, Path]:
+    """option -> path of every output file asked for, each checked (outputs.check_output)."""
+    from ..outputs import check_output
+
+    reading = reading_paths(kwargs)
+    targets = {}
+    for name, option in OUTPUT_OPTIONS.items():
+        value = kwargs.get(name)
+        if value is None or str(value) == "-":
+            continue
+        check_output(Path(value), option=option, reading=reading)
+        targets[option] = Path(value)
+    return targets
+
+
+def _failed(message: str, code: ExitCode, targets: dict[str, Path], kwargs: dict, command: str) -> int:
+    from ..outputs import write_failure
+
+    for problem in write_failure(targets, message, code, suite=command, reading=reading_paths(kwargs)):
+        click.echo(f"fp8check: {problem}", err=True)
+    return fail(message, code)
 
 
 def show(renderable, **print_options) -> None:
@@ -78,10 +128,9 @@ def check_writable(path: Path | None, option: str) -> None:
 
 def write_json(path: Path | None, payload: dict) -> None:
     if path is not None:
-        try:
-            path.write_text(json.dumps(payload, indent=2, sort_keys=False) + "\n")
-        except OSError as exc:
-            raise UsageError(f"--json {path}: cannot write ({exc.strerror})") from None
+        from ..outputs import write_output
+
+        write_output(path, json.dumps(payload, indent=2, sort_keys=False) + "\n", option="--json")
 
 
 def output_options(fn):
@@ -108,11 +157,9 @@ def check_outputs(out: dict) -> None:
 
 
 def _write(path: Path, text: str, option: str, *, append: bool = False) -> None:
-    try:
-        with open(path, "a" if append else "w", encoding="utf-8") as f:
-            f.write(text)
-    except OSError as exc:
-        raise UsageError(f"{option} {path}: cannot write ({exc.strerror})") from None
+    from ..outputs import write_output
+
+    write_output(path, text, option=option, append=append)
 
 
 def emit(out: dict, *, renderable, verdict: str, payload: dict, gate_result, title: str,
