@@ -33,7 +33,7 @@ class FiniteFloatRange(click.FloatRange):
     def convert(self, value, param, ctx):
         converted = super().convert(value, param, ctx)
         if not math.isfinite(converted):
-            self.fail(f"{value!r} is not a finite number.", param, ctx)
+            self.fail(f"{value} is not a finite number.", param, ctx)
         return converted
 
 
