@@ -214,3 +214,19 @@ def test_loading_the_plugin_imports_neither_torch_nor_triton_and_sets_no_environ
              " assert 'torch' not in sys.modules and 'triton' not in sys.modules, sorted(sys.modules);"
              " assert dict(os.environ) == before")
     subprocess.run([sys.executable, "-c", check], check=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+def readme_gate_example() -> str:
+    """The README's gate config example, verbatim: the first TOML block after the [matrix] paragraph."""
+    readme = (ROOT / "README.md").read_text()
+    start = readme.index("```toml\n", readme.index("Case ids are built from the parameters"))
+    return readme[start + len("```toml\n"):readme.index("```\n", start + 1)]
+
+
+def test_the_readmes_gate_example_passes_as_written_with_the_readmes_example_writer(capsys, tmp_path):
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "my_writer.py").write_text((ROOT / "examples" / "my_kernels.py").read_text())
+    path = config(tmp_path, readme_gate_example())
+    code, out, err = run(capsys, "gate", path)
+    assert code == 0, out + err
+    assert "PASS: 5 passed, 0 failed, 0 errors of 5 cases" in out
