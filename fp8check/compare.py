@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass, field
 
@@ -25,9 +26,17 @@ class CompareResult:
     diff: DiffResult
     timings: dict[str, float] = field(default_factory=dict)
 
+    @functools.cached_property
+    def faults(self) -> tuple[str, ...]:
+        """Failures whatever the bytes: a side that wrote outside its cache or changed its inputs. Stray
+        writes count even when both sides made the same ones (the diff of the guards is then zero)."""
+        return (self.baseline.buffer.faults(f"baseline {self.baseline.name!r}")
+                + self.candidate.buffer.faults(f"candidate {self.candidate.name!r}"))
+
     @property
     def identical(self) -> bool:
-        return self.diff.identical
+        """Equal bytes, and no fault on either side: only then is the verdict IDENTICAL."""
+        return self.diff.identical and not self.faults
 
     @property
     def interpreter_caveat(self) -> str | None:

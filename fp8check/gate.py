@@ -47,12 +47,19 @@ class CompareCheck:
         return self.result.baseline.buffer.modified_inputs + self.result.candidate.buffer.modified_inputs
 
     @property
+    def faults(self) -> tuple[str, ...]:
+        """Stray writes or modified inputs of either side: the run fails, whatever the bytes and the budget."""
+        return self.result.faults
+
+    @property
     def matched(self) -> bool:
-        return (self.result.identical or self.budget.within) and not self.modified_inputs
+        return (self.result.diff.identical or self.budget.within) and not self.faults
 
     @property
     def passed(self) -> bool:
-        return self.matched if self.expect is Expect.SAME else not self.matched
+        """A fault fails a case either way: a known-bad writer that also writes outside its cache or
+        changes its inputs is not the failure the case expects."""
+        return self.matched if self.expect is Expect.SAME else not self.matched and not self.faults
 
 
 def check_compare(spec: CacheSpec, *, baseline: Producer | Side, candidate: Producer, inputs: Inputs,

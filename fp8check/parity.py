@@ -162,6 +162,7 @@ class Column:
     emulated: bool
     expect_fail: bool
     rows: tuple[Metrics, ...]
+    faults: tuple[str, ...] = ()  # stray writes, modified inputs (CacheBuffer.faults): a failure either way
 
     def failing(self, config: ParityConfig) -> list[tuple[int, float]]:
         """(ctx, recall) of the non-vacuous rows below --min-recall."""
@@ -180,6 +181,12 @@ class ParityResult:
     columns: tuple[Column, ...]
     reader_check: tuple[Metrics, ...] | None  # the reader on the baseline's bytes; None: it is the reference
     timings: dict[str, float] = field(default_factory=dict)
+    baseline_faults: tuple[str, ...] = ()  # the baseline's stray writes or modified inputs: no truth to trust
+
+    @property
+    def faults(self) -> tuple[str, ...]:
+        """Every writer's stray writes and modified inputs, the baseline's first."""
+        return self.baseline_faults + tuple(f for col in self.columns for f in col.faults)
 
     @property
     def reader_disagreements(self) -> list[tuple[int, float]]:
@@ -199,8 +206,9 @@ class ParityResult:
 
     @property
     def passed(self) -> bool:
-        """No reader fault, and every writer not expected to fail meets --min-recall on every non-vacuous row."""
-        return not self.reader_fault and all(col.expect_fail or not col.failing(self.config) for col in self.columns)
+        """No reader fault, no writer fault (stray writes, modified inputs; expected failures included), and
+        every writer not expected to fail meets --min-recall on every non-vacuous row."""
+        return not self.reader_fault and not self.faults and all(col.expect_fail or not col.failing(self.config) for col in self.columns)
 
 
 # ---- the sweep ----------------------------------------------------------------------------------------
@@ -286,14 +294,14 @@ def run_parity(spec: CacheSpec, config: ParityConfig, *, baseline: Producer, wri
         logits, ran = step(f"read {writer.name}", lambda c=cache: run_reader_reporting(reader, batch.q_fp8,
                                                                                        _kv(c, spec), *args))
         columns.append(Column(writer.name, writer.description, writer.emulated, writer.name in config.expect_fail,
-                              score(config, logits, truth)))
+                              score(config, logits, truth), cache.faults(f"writer {writer.name!r}")))
     check = None
     if not reader.exact:
         logits, ran = step(f"read {baseline.name} (reader check)", lambda: run_reader_reporting(
             reader, batch.q_fp8, _kv(base, spec), *args))
         check = score(config, logits, truth)
     return ParityResult(spec, config, inputs.source, inputs.heads, str(device), baseline, ran, tuple(columns),
-                        check, timings)
+                        check, timings, base.faults(f"baseline {baseline.name!r}"))
 
 
 # ---- configs ------------------------------------------------------------------------------------------

@@ -37,8 +37,9 @@ class SeedTable:
 
     @property
     def passed(self) -> bool:
-        """The fix is proven: the fixed column is all zero and the buggy column differs."""
-        return self.fixed.identical and not self.buggy.identical
+        """The fix is proven: the fixed column is all zero and the buggy column differs, neither writer (nor
+        the baseline) wrote outside its cache or changed its inputs."""
+        return self.fixed.identical and not self.buggy.diff.identical and not self.buggy.faults
 
 
 def seed_table(

@@ -89,3 +89,60 @@ def test_debug_shows_the_users_traceback_from_the_child(capsys):
     child = err[err.index("In the child process:"):]
     assert f'File "{HOSTILE / "user_errors.py"}", line 9, in asserts' in child
     assert f'File "{HOSTILE / "user_errors.py"}", line 5, in _check' in child
+
+
+# ---- item 3: modified inputs and stray writes fail every command alike ----------------------------------
+
+PARITY_SMALL = ("--heads", "4", "--topk", "32", "--ctx", "20,64", "--baseline", "reference")
+
+
+def test_modified_inputs_fail_the_one_verdict_line_in_quiet_json_and_the_api(capsys, tmp_path):
+    from fp8check.api import compare_writers
+
+    name = hostile("tamper.py:modifies_k")
+    code, out, err = against_reference(capsys, name, "--quiet", "--json", str(tmp_path / "r.json"))
+    assert code == 1, err
+    assert out == f"NOT IDENTICAL: 0 of 2176 bytes differ in 2 blocks; FAIL: candidate {name!r} modified its k in place\n"
+    report = __import__("json").loads((tmp_path / "r.json").read_text())
+    assert report["identical"] is False and report["faults"] == [f"candidate {name!r} modified its k in place"]
+    result = compare_writers(name, "reference", block=16, head_dim=64, num_blocks=2)
+    assert not result.passed and not result.identical and "modified its k in place" in result.verdict
+
+
+def test_stray_writes_by_both_sides_are_never_identical(capsys):
+    name = hostile("stray.py:after_1")
+    code, out, err = run_cli(capsys, "compare", "--baseline", name, "--candidate", name, *SMALL, "--quiet")
+    assert code == 1, err
+    assert out == (f"NOT IDENTICAL: 0 of 2176 bytes differ in 2 blocks; FAIL: baseline {name!r} wrote 1 bytes outside"
+                   f" the cache; candidate {name!r} wrote 1 bytes outside the cache\n")
+
+
+def test_a_table_whose_fixed_writer_modifies_its_inputs_fails(capsys):
+    name = hostile("tamper.py:modifies_k")
+    code, out, err = run_cli(capsys, "table", "--baseline", "reference", "--fixed", name, *SMALL, "--quiet")
+    assert code == 1, err
+    assert out == f"FAIL: candidate {name!r} modified its k in place\n"
+
+
+@pytest.mark.parametrize("func, fault", [("tamper.py:modifies_slot_mapping", "modified its slot_mapping in place"),
+                                         ("stray.py:before_1", "wrote 1 bytes outside the cache")])
+def test_parity_fails_a_writer_that_modifies_its_inputs_or_writes_outside(capsys, func, fault):
+    name = hostile(func)
+    code, out, err = run_cli(capsys, "parity", *PARITY_SMALL, "--writers", f"reference,{name}")
+    assert code == 1, out + err
+    assert f"FAIL: writer {name!r} {fault}" in " ".join(out.split())
+
+
+def test_a_gate_case_whose_candidate_modifies_its_inputs_fails(capsys, tmp_path):
+    name = hostile("tamper.py:modifies_k")
+    config = tmp_path / "gate.toml"
+    config.write_text(f'[defaults]\nblock = 16\nhead_dim = 64\nnum_blocks = 2\n[[case]]\ncandidate = "{name}"\n'
+                      'baseline = "reference"\n')
+    code, out, err = run_cli(capsys, "gate", config, "--quiet")
+    assert code == 1, out + err
+
+
+def run_cli(capsys, *argv) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err

@@ -59,6 +59,7 @@ def parity_verdict(result) -> str:
     writers = ", ".join(col.name for col in result.columns)
     head = "PASS" if result.passed else "FAIL"
     fault = "; READER FAULT" if result.reader_fault else ""
+    fault += "".join(f"; {f}" for f in getattr(result, "faults", ()))
     return f"{head}: top-{c.topk} parity of {writers} read by {result.reader.name}, ctx {min(c.ctx)}-{max(c.ctx)}{fault}"
 
 

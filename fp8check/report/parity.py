@@ -125,6 +125,8 @@ def notes(result: ParityResult) -> list[Text]:
                 f" (recall@{c.topk} >= {c.min_recall:g} on every non-vacuous row; max_rel up to {rel(worst)}).",
                 style="green"))
     lines += [_column_line(col, result) for col in result.columns]
+    lines += [Text(f"FAIL: {fault} (stray writes and modified inputs fail the run, whatever the recall)",
+                   style="bold red") for fault in result.faults]
     lines.append(Text(
         f"recall@K: share of the writer's K selected tokens whose true logit is >= the true K-th largest (ties"
         f" count); positional@K: positions where the two ascending-sorted top-K index lists agree (the seed's"

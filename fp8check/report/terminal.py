@@ -98,23 +98,26 @@ def block_table(result: CompareResult, *, all_blocks: bool = False) -> Table | P
 def verdict_text(result: CompareResult, budget: BudgetVerdict | None = None) -> str:
     """The one verdict line: IDENTICAL, DIFFERENT, or with a budget PASS within / FAIL over budget."""
     d = result.diff
+    faults = "; FAIL: " + "; ".join(result.faults) if result.faults else ""
     if d.identical:
-        return f"IDENTICAL: 0 of {d.total_bytes} bytes differ in {d.num_blocks} blocks"
+        head = "IDENTICAL" if not faults else "NOT IDENTICAL"
+        return f"{head}: 0 of {d.total_bytes} bytes differ in {d.num_blocks} blocks{faults}"
     count = f"{d.cache_diff} of {d.total_bytes} bytes differ"
     guard = ""
     if d.guard_diff:  # not a share of the cache: counted apart, against the guard zones' own size
         guard = (f"; plus {d.guard_diff} of the {2 * guard_bytes(result.spec)} guard bytes outside the cache"
                  f" ({d.diff_bytes} differing bytes in all)")
     if budget is not None and not budget.budget.exact:
-        return f"{'PASS within' if budget.within else 'FAIL over'} budget: {count}{guard} ({budget_line(budget)})"
+        within = "PASS within" if budget.within and not faults else "FAIL over" if not budget.within else "FAIL within"
+        return f"{within} budget: {count}{guard} ({budget_line(budget)}){faults}"
     where = f"in {d.differing_blocks} of {d.num_blocks} blocks"
-    return f"DIFFERENT: {count} ({percent(d.cache_diff, d.total_bytes)}) {where}{guard}"
+    return f"DIFFERENT: {count} ({percent(d.cache_diff, d.total_bytes)}) {where}{guard}{faults}"
 
 
 def verdict(result: CompareResult, budget: BudgetVerdict | None = None) -> Text:
     d = result.diff
-    style = "bold green" if d.identical else "bold red"
-    if budget is not None and not budget.budget.exact and budget.within:
+    style = "bold green" if result.identical else "bold red"
+    if budget is not None and not budget.budget.exact and budget.within and not result.faults:
         style = "bold yellow"
     text = verdict_text(result, budget)
     if d.first_mismatch is not None:
@@ -154,6 +157,9 @@ def budget_line(v: BudgetVerdict) -> str:
 def seed_table_verdict(table) -> str:
     if table.passed:
         return "PASS: the fixed wrapper matches byte for byte; the buggy wrapper differs"
+    faults = table.fixed.faults + table.buggy.faults
+    if faults:
+        return f"FAIL: {'; '.join(dict.fromkeys(faults))}"
     if not table.fixed.identical:
         return f"FAIL: the fixed wrapper differs in {table.fixed.diff.diff_bytes} bytes"
     return "FAIL: the buggy wrapper matches too: this table cannot tell the two apart"
