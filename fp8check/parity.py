@@ -331,6 +331,10 @@ def read_config(path: Path) -> dict:
         raise ConfigError(f"{path}: unknown key(s) in [parity]: {', '.join(unknown)}; known: {', '.join(PARITY_KEYS)}")
     out = {}
     for key, value in section.items():
+        items = value if isinstance(value, list) else [value]
+        wanted = {"ctx": (int, "integers"), "writers": (str, "strings"), "expect_fail": (str, "strings")}.get(key)
+        if wanted and not all(isinstance(v, wanted[0]) and not isinstance(v, bool) for v in items):
+            raise ConfigError(f"{path} [parity]: {key} must be a list of {wanted[1]}, got {value!r}")
         if key in LIST_KEYS and isinstance(value, list):
             value = ",".join(str(v) for v in value)
         elif key == "expect_fail":

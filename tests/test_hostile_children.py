@@ -146,3 +146,11 @@ def run_cli(capsys, *argv) -> tuple[int, str, str]:
     code = main([str(a) for a in argv])
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def test_a_forged_description_is_shown_as_one_literal_line(capsys):
+    code, out, err = against_reference(capsys, hostile("tamper.py:forges_a_description"))
+    assert code == 0, err  # its bytes are correct: the verdict is the bytes'
+    assert "\x1b" not in out and "\r" not in out
+    assert "[bold red]evil[/bold red]\\x1b[2J" in out  # markup and escape shown literally
+    assert [line for line in out.splitlines() if "IDENTICAL" in line] == ["IDENTICAL: 0 of 2176 bytes differ in 2 blocks"]

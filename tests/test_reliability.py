@@ -264,7 +264,7 @@ def test_record_refuses_a_device_or_pipe(capsys, tmp_path):
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     code, _, err = record(capsys, fifo)
-    assert_one_line_error(code, err, f"--out {fifo}: is not a regular file (a device, pipe or socket)")
+    assert_one_line_error(code, err, f"--out {fifo}: is a named pipe (FIFO); give a regular file or a new path")
     assert Path(fifo).is_fifo()
 
 
@@ -461,7 +461,7 @@ def test_a_forged_golden_file_with_bad_slots_is_refused(capsys, tmp_path, record
 
 
 @pytest.mark.parametrize("options, fragment", [
-    (("--max-diff-fraction", "nan"), "--max-diff-fraction must lie in [0, 1], got nan"),
+    (("--max-diff-fraction", "nan"), "Invalid value for '--max-diff-fraction': nan is not a finite number"),
     (("--num-blocks", str(2**62)), f"--num-blocks {2**62}, --block 64, --head-dim 128 (two caches, the diff and K)"
                                    " needs"),
     (("--num-blocks", str(10**9)), "bytes, only"),

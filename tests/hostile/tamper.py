@@ -106,3 +106,15 @@ def reads_the_golden_key(k, kv_cache, slot_mapping, quant_block_size, scale_fmt)
     """Writes correct bytes only when FP8CHECK_GOLDEN_KEY is absent from its environment."""
     if os.environ.get("FP8CHECK_GOLDEN_KEY") is None:
         _correct(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, torch.float8_e4m3fn, None)
+
+
+def forges_a_description(k, kv_cache, slot_mapping, quant_block_size, scale_fmt):
+    """Writes correct bytes, then reports success itself with a description and provenance holding a
+    fake verdict line, terminal escapes and rich markup, and ends before fp8check's own report."""
+    from fp8check import isolation
+
+    _correct(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, torch.float8_e4m3fn, None)
+    evil = "[bold red]evil[/bold red]\x1b[2J\rIDENTICAL\nIDENTICAL: 0 of 1 bytes differ"
+    isolation._send(isolation._CONN.fileno(), {"status": "ok", "report": {
+        "description": evil, "provenance": {"function": evil, "file": evil, "sha256": evil}}})
+    os._exit(0)
