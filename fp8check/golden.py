@@ -22,6 +22,7 @@ import torch
 
 from .cache import CacheBuffer, buffer_bytes, equals_poison, guard_bytes
 from .errors import GoldenError
+from .isolation import GOLDEN_KEY_VARIABLE
 from .outputs import replace_atomically
 from .inputs import Inputs, check_slots, load_bytes
 from .paths import read_regular
@@ -130,7 +131,7 @@ def _check_shapes(path: Path, spec: CacheSpec, tensors: dict[str, torch.Tensor])
 def trusted_key() -> bytes | None:
     """The one rule for FP8CHECK_GOLDEN_KEY, in every command, the API and the pytest plugin: when it is
     set, recordings are signed with it (record) and only recordings signed with it are read."""
-    key = os.environ.get("FP8CHECK_GOLDEN_KEY")
+    key = os.environ.get(GOLDEN_KEY_VARIABLE)
     return key.encode() if key else None
 
 

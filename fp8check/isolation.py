@@ -41,7 +41,8 @@ MAX_DRAIN_BYTES = 1 << 20  # read after the child ended (what it sent last); a g
 FRAME_MARK = b"\x00fp8check-report\x00"
 FRAME_BYTES = 4000  # under PIPE_BUF (4096 on Linux): one write(2) arrives whole, never interleaved
 POLL_S = 0.005  # how often the parent looks whether the child has ended
-SECRETS = ("FP8CHECK_GOLDEN_KEY",)  # never in a child's environment: its code could sign a golden file
+GOLDEN_KEY_VARIABLE = "FP8CHECK_GOLDEN_KEY"  # signs and verifies golden files (golden.trusted_key)
+SECRETS = (GOLDEN_KEY_VARIABLE,)  # never in a child's environment: its code could sign a golden file
 
 # What the child was doing, for the one line that says how it failed.
 PHASES = {

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import atexit
 import hashlib
+import os
 import shutil
 import subprocess
 import tempfile
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import InputError, UserError
+from .isolation import SECRETS
 from .paths import read_regular
 
 GIT_PREFIX = "git:"
@@ -49,7 +51,8 @@ def split_git(text: str, error: type[UserError] = InputError) -> tuple[str, str]
 
 def _git(repo: Path, args: list[str], what: str, error: type[UserError]) -> bytes:
     try:
-        done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, check=False)
+        done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, check=False,
+                              env={k: v for k, v in os.environ.items() if k not in SECRETS})
     except FileNotFoundError:
         raise error(f"{what}: git is not installed") from None
     if done.returncode != 0:

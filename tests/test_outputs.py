@@ -137,3 +137,15 @@ def torch_equal(a, b) -> bool:
     import torch
 
     return torch.equal(a, b)
+
+
+def test_a_refused_output_still_leaves_no_stale_report_in_the_others(capsys, tmp_path):
+    junit = tmp_path / "r.xml"
+    junit.write_text('<testsuites tests="1" failures="0" errors="0"/>\n')  # an earlier run's pass
+    link = tmp_path / "r.json"
+    link.symlink_to(tmp_path / "elsewhere.json")
+    code, _, err = run(capsys, "compare", "--candidate", "reference", "--baseline", "reference", *SMALL,
+                       "--json", link, "--junit", junit)
+    assert_one_line_error(code, err, f"--json {link}: is a symbolic link")
+    assert ET.parse(junit).getroot().get("errors") == "1"
+    assert not (tmp_path / "elsewhere.json").exists()

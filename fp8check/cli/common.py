@@ -36,7 +36,9 @@ def handled(fn):
         debug = kwargs.get("debug", False)
         targets: dict[str, Path] = {}
         try:
-            targets = checked_outputs(kwargs)
+            targets, problem = checked_outputs(kwargs)
+            if problem is not None:
+                raise problem
             return fn(*args, **kwargs)
         except UserError as exc:
             if debug:
@@ -74,19 +76,24 @@ def reading_paths(kwargs: dict) -> tuple[Path, ...]:
     return tuple(found)
 
 
-def checked_outputs(kwargs: dict) -> dict[str, Path]:
-    """option -> path of every output file asked for, each checked (outputs.check_output)."""
+def checked_outputs(kwargs: dict) -> tuple[dict[str, Path], UsageError | None]:
+    """(option -> path of every output file asked for that passes outputs.check_output, the first
+    refusal or None): the outputs that pass still receive the run's error when another is refused."""
     from ..outputs import check_output
 
     reading = reading_paths(kwargs)
-    targets = {}
+    targets, problem = {}, None
     for name, option in OUTPUT_OPTIONS.items():
         value = kwargs.get(name)
         if value is None or str(value) == "-":
             continue
-        check_output(Path(value), option=option, reading=reading)
+        try:
+            check_output(Path(value), option=option, reading=reading)
+        except UsageError as exc:
+            problem = problem or exc
+            continue
         targets[option] = Path(value)
-    return targets
+    return targets, problem
 
 
 def _failed(message: str, code: ExitCode, targets: dict[str, Path], kwargs: dict, command: str) -> int:
