@@ -117,23 +117,19 @@ def _table(value: Any, where: str) -> dict:
 
 
 def _check_defaults(defaults: dict, where: str) -> None:
-    """Every key of [defaults] is a case key, and every value (each item of a list) passes its option."""
-    known = (*ALL_KEYS, "pairs")
-    unknown = [k for k in defaults if k not in known]
+    """Every key of [defaults] is a case key, and its one value (lists are swept in [matrix] and [[case]]
+    only; parity's list keys excepted) passes its option, named with its key."""
+    unknown = [k for k in defaults if k not in ALL_KEYS]
     if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(known)}")
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(ALL_KEYS)}")
     for key, value in defaults.items():
-        if key == "pairs":
-            _axis(key, value, where)
-            continue
-        for item in (value if isinstance(value, list) and key not in PARITY_LISTS else [value]):
-            if key == "expect":
-                _expect({"expect": item}, where)
-            elif key in PARITY_LISTS:
-                for element in (item if isinstance(item, list) else [item]):
-                    PARITY_LISTS[key].validate(element, where)
-            else:
-                {**options.ALL, **PARITY_OPTIONS}[key].validate(item, where)
+        if key == "expect":
+            _expect({"expect": value}, where)
+        elif key in PARITY_LISTS:
+            for item in (value if isinstance(value, list) else [value]):
+                PARITY_LISTS[key].validate(item, where)
+        else:
+            {**PARITY_OPTIONS, **options.ALL}[key].validate(value, where)  # each case checks its kind's rules
 
 
 def _merged(entry: dict, defaults: dict, where: str) -> tuple[str, dict, dict]:
@@ -146,7 +142,7 @@ def _merged(entry: dict, defaults: dict, where: str) -> tuple[str, dict, dict]:
     unknown = [k for k in body if k not in known]
     if unknown:
         raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)} for a {kind} case; known: {', '.join(known)}")
-    merged = {**{k: v for k, v in defaults.items() if k in known}, **body}
+    merged = {**{k: v for k, v in defaults.items() if k in CASE_KEYS[kind]}, **body}
     if "pairs" in merged and not isinstance(merged["pairs"], list):
         raise ConfigError(f"{where}: pairs must be an array of tables of baseline and candidate,"
                           f" got {type(merged['pairs']).__name__} {merged['pairs']!r}")

@@ -238,3 +238,20 @@ def test_a_wrong_typed_parity_config_value_names_the_file_and_the_key(capsys, tm
     path = config(tmp_path, f"[parity]\n{line}\n", "parity.toml")
     code, _, err = run(capsys, "parity", "--config", path)
     assert code == 2 and err == f"fp8check: error: {path} {fragment}\n"
+
+
+def test_fp8check_cases_of_the_readmes_gate_example_with_file_candidates(tmp_path):
+    path = config(tmp_path, readme_gate_example())
+    assert [p.id for p in fp8check_cases(path)] == [
+        f"vs-reference-vllm:e4m3fn-{fmt}:b64-h128-q128-n2-shuffle:{inputs}-sequential-s0"
+        for fmt in ("ue8m0", "fp32") for inputs in ("normal", "ue8m0-boundary")]
+    with_candidates = fp8check_cases(path, candidate=True)
+    assert with_candidates[0].values[0]["candidate"] == \
+        f"file:{tmp_path / 'kernels' / 'my_writer.py'}:indexer_k_quant_and_cache"
+    assert with_candidates[-1].id.startswith("compare:triton-buggy~auto:") and with_candidates[-1].marks
+
+
+def test_defaults_that_only_some_kinds_take_are_accepted(tmp_path):
+    path = config(tmp_path, '[defaults]\nslots = "padded"\nheads = 4\n[matrix]\ncandidate = "triton"\n')
+    (case,) = gate_config.load(path).cases
+    assert case.values["slots"] == "padded" and "heads" not in case.values
