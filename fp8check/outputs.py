@@ -4,22 +4,20 @@ never into a device, FIFO or folder, never over a file this run reads, and alway
 Each file is written under a short temporary name in its own folder, then moved over the target in
 one step (os.replace): a reader never sees half a report, and an interrupted run leaves the previous
 file or the new one. The temporary name stays short whatever the target's length, so a legal 255-byte
-name works. When a run fails, `write_failure` replaces the outputs it was asked for with the run's
-error, so that a passing report of an earlier run is never left in place.
+name works. (When a run fails, the CLI writes its error through `write_output` into the reports it was
+asked for, so that a passing report of an earlier run is never left in place.)
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import stat
 import tempfile
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
-from xml.etree import ElementTree
+from typing import Callable, Iterable
 
-from .errors import ExitCode, UsageError
+from .errors import UsageError
 from .paths import kind_of
 
 TEMPORARY_PREFIX = ".fp8check-"
@@ -78,33 +76,3 @@ def write_output(path: Path, text: str, *, reading: Iterable[Path | str] = (), o
 
         before = read_regular(path, error=UsageError, what=option)
     replace_atomically(path, lambda temporary: temporary.write_bytes(before + text.encode("utf-8")), option=option)
-
-
-def failure_json(message: str, code: ExitCode) -> str:
-    """The JSON report of a run that ended in an error instead of a verdict."""
-    return json.dumps({"verdict": f"ERROR: {message}", "passed": False, "error": message,
-                       "exit_code": int(code)}, indent=2) + "\n"
-
-
-def failure_junit(message: str, code: ExitCode, *, suite: str) -> str:
-    """A JUnit report of one erroring testcase: CI shows the run's error, not an old pass."""
-    suites = ElementTree.Element("testsuites", tests="1", failures="0", errors="1")
-    element = ElementTree.SubElement(suites, "testsuite", name=suite, tests="1", failures="0", errors="1")
-    case = ElementTree.SubElement(element, "testcase", classname="fp8check", name=suite)
-    ElementTree.SubElement(case, "error", message=message, type=f"exit {int(code)}").text = message
-    return ElementTree.tostring(suites, encoding="unicode") + "\n"
-
-
-def write_failure(targets: dict[str, Path], message: str, code: ExitCode, *, suite: str,
-                  reading: Iterable[Path | str] = ()) -> Iterator[str]:
-    """Replace the JSON and JUnit outputs asked for (`targets`: option -> path) with the run's error.
-    Yields, for each output that cannot be replaced, one line saying why (its check failed)."""
-    texts = {"--json": lambda: failure_json(message, code),
-             "--junit": lambda: failure_junit(message, code, suite=suite)}
-    for option, path in targets.items():
-        if option not in texts:
-            continue
-        try:
-            write_output(path, texts[option](), reading=reading, option=option)
-        except UsageError as exc:
-            yield str(exc)
