@@ -92,8 +92,9 @@ def _send(fd: int, message: dict) -> None:
 
 
 def parse_frames(data: bytes) -> tuple[list[dict], bytes]:
-    """(the whole frames in `data`, the unparsed rest to keep). Bytes outside frames are dropped; a frame
-    whose JSON is not a dict is dropped; the rest holds at most an unfinished frame."""
+    """(the whole frames in `data`, the unparsed rest to keep). Bytes outside frames are dropped; so is a
+    frame cut short by another marker (half a frame, then someone else's) or whose JSON is not a dict;
+    the rest holds at most an unfinished frame."""
     messages = []
     while True:
         start = data.find(FRAME_MARK)
@@ -107,8 +108,9 @@ def parse_frames(data: bytes) -> tuple[list[dict], bytes]:
         except ValueError:
             data = body
             continue
-        if length > FRAME_BYTES:
-            data = body
+        inner = body.find(FRAME_MARK, 8)  # JSON never holds a NUL: a marker inside means this frame was cut short
+        if length > FRAME_BYTES or 0 <= inner < 8 + length:
+            data = body if inner < 0 else body[inner:]
             continue
         if len(body) < 8 + length:
             return messages, data[start:]

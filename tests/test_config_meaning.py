@@ -232,8 +232,8 @@ def test_the_readmes_gate_example_passes_as_written_with_the_readmes_example_wri
     assert "PASS: 5 passed, 0 failed, 0 errors of 5 cases" in out
 
 
-@pytest.mark.parametrize("line, fragment", [('ctx = "x"', "[parity]: ctx must be a list of integers, got 'x'"),
-                                            ("writers = [1]", "[parity]: writers must be a list of strings, got [1]")])
+@pytest.mark.parametrize("line, fragment", [('ctx = "x"', "[parity]: ctx 'x': expected a list of integers"),
+                                            ("writers = [1]", "[parity]: writers must be a string, got 1")])
 def test_a_wrong_typed_parity_config_value_names_the_file_and_the_key(capsys, tmp_path, line, fragment):
     path = config(tmp_path, f"[parity]\n{line}\n", "parity.toml")
     code, _, err = run(capsys, "parity", "--config", path)
