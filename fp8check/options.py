@@ -49,10 +49,11 @@ class Option:
     maximum: float | None = None
     show_default: bool = True
     many: bool = False  # a list of `kind`: a TOML list, or comma-separated text on the command line
+    name: str | None = None  # the config key and flag where `key` must differ (two commands' own `slots`)
 
     @property
     def flag(self) -> str:
-        return "--" + self.key.replace("_", "-")
+        return "--" + (self.name or self.key).replace("_", "-")
 
     def click_type(self):
         if self.choices is not None:
@@ -75,9 +76,14 @@ class Option:
         return click.option(self.flag, self.dest, type=self.click_type(), default=self.default,
                             show_default=self.show_default and self.default is not None, help=self.help)
 
+    def label(self, where: str, value: Any) -> str:
+        """`--ctx '64,abc'` for the command line; `FILE [case]: ctx` for a config."""
+        return f"{self.flag} {value!r}" if where == "" else f"{where}: {self.name or self.key}"
+
     def validate(self, value: Any, where: str) -> Any:
         """The value as the CLI would have it, or a ConfigError naming `where` and this key."""
         if self.many:
+            text = value
             if isinstance(value, str):  # the command line's comma-separated text
                 value = [item.strip() for item in value.split(",") if item.strip()]
             items = value if isinstance(value, (list, tuple)) else [value]
@@ -89,7 +95,8 @@ class Option:
                     try:
                         item = int(item)
                     except ValueError:
-                        raise ConfigError(f"{where}: {self.key} {item!r}: expected a list of integers") from None
+                        raise ConfigError(f"{self.label(where, text)}: expected a comma-separated list of integers"
+                                          ) from None
                 converted.append(one.validate(item, where))
             return tuple(converted)
         if isinstance(value, enum.Enum):
@@ -100,13 +107,15 @@ class Option:
         if not isinstance(value, expected) or (self.kind is not bool and isinstance(value, bool)):
             wanted = {int: "an integer", float: "a number", str: "a string", bool: "true or false",
                       Path: "a path"}[self.kind]
-            raise ConfigError(f"{where}: {self.key} must be {wanted}, got {value!r}")
+            raise ConfigError(f"{self.label(where, value)}: must be {wanted}" if where == "" else
+                              f"{where}: {self.name or self.key} must be {wanted}, got {value!r}")
         if self.kind is bool:
             return value
         try:
             converted = self.click_type().convert(value, None, None)
         except click.BadParameter as exc:
-            raise ConfigError(f"{where}: {self.key} = {value!r}: {exc.message}") from None
+            raise ConfigError(f"{self.label(where, value)}: {exc.message}" if where == "" else
+                              f"{where}: {self.name or self.key} = {value!r}: {exc.message}") from None
         return float(converted) if self.kind is float else converted
 
 
@@ -175,7 +184,7 @@ def _parity_options() -> list[Option]:
         Option("expect_fail", "expect_fail", str, (), "Writers expected to fail (comma-separated).", many=True,
                show_default=False),
         Option("parity_slots", "slots", str, "sequential", "Block table in order, or shuffled.",
-               choices=(SlotPattern.SEQUENTIAL.value, SlotPattern.SHUFFLED.value)),
+               choices=(SlotPattern.SEQUENTIAL.value, SlotPattern.SHUFFLED.value), name="slots"),
     ]
 
 
@@ -196,6 +205,8 @@ TABLE_KEYS = (*SPEC, "baseline", "buggy", "fixed")
 PARITY_KEYS = (*(k for k in SPEC if k not in ("num_blocks", "specials_inf_nan", "slots")), "baseline",
                *(k for k in PARITY if k != "parity_slots"), "slots")
 ALL = {**SPEC, **BUDGET, **PRODUCERS, **PARITY}
+COMMAND_LINE = ""  # `where` of values typed on the command line: errors name the flag
+COMMAND_KEYS = {"compare": COMPARE_KEYS, "table": TABLE_KEYS, "record": (*SPEC, "producer"), "parity": PARITY_KEYS}
 
 
 def option(key: str, command: str = "") -> Option:

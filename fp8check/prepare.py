@@ -20,12 +20,7 @@ from .sources import GOLDEN_PREFIX, materialize
 from .spec import CacheSpec, FP8Format, Layout, ScaleFormat, default_quant_block_size
 
 DEFAULT_NUM_BLOCKS = 3
-KEYS = {
-    "compare": options.COMPARE_KEYS,
-    "table": options.TABLE_KEYS,
-    "record": (*options.SPEC, "producer"),
-    "parity": options.PARITY_KEYS,
-}
+KEYS = options.COMMAND_KEYS
 ROLES = {"compare": ("baseline", "candidate"), "table": ("baseline", "buggy", "fixed"), "record": ("producer",)}
 # with a golden baseline the recording holds the spec and the inputs: stated spec keys must agree with it,
 # input keys cannot be stated at all
@@ -96,24 +91,27 @@ def prepare(request: Request, *, isolation="default", given_inputs=None, produce
         spec, data, device, base = _golden(request)
         producers["baseline"] = base
     else:
-        spec, data = _spec_and_inputs(request, given_inputs)
         device = resolve_device(v["device"])
-        _check_memory(spec, data, device, request)
+        spec, data = _spec_and_inputs(request, given_inputs, device)
         data = data.to(device)
     names = {role: v[role] for role in ROLES[request.command] if role not in producers}
     return Prepared(spec, data, device, {**producers, **resolve_producers(device, names, spec, v["repo"],
                                                                            isolation=isolation)})
 
 
-def _spec_and_inputs(request: Request, given_inputs):
+def _spec_and_inputs(request: Request, given_inputs, device):
+    """The spec and the inputs (given, replayed or generated), with the memory they need checked first."""
     v = request.values
     if given_inputs is not None:
         inputs_mod.validate("k", given_inputs.k, given_inputs.slot_mapping, None)
         spec = spec_of(v, v["num_blocks"] or inputs_mod.blocks_needed(given_inputs, v["block"]))
+        _check_memory(spec, given_inputs.k.shape[0], device, request, given_inputs)
         inputs_mod.validate("k", given_inputs.k, given_inputs.slot_mapping, spec)
         return spec, given_inputs
     if v["input"] is None:
         spec = spec_of(v)
+        # generated inputs: at most num_slots tokens plus a quarter of padding (SlotPattern.PADDED)
+        _check_memory(spec, spec.num_slots * 5 // 4 + 1, device, request, None)
         data = inputs_mod.generate(spec, seed=v["seed"], slots=inputs_mod.SlotPattern(v["slots"]),
                                    distribution=inputs_mod.Distribution(v["inputs"]), inf_nan=v["specials_inf_nan"])
         inputs_mod.check_slots(spec, data.slot_mapping, f"generated inputs ({data.source})")
@@ -123,6 +121,7 @@ def _spec_and_inputs(request: Request, given_inputs):
         raise UsageError(f"{request.flag(clash[0])} cannot be combined with --input: the file's inputs are replayed")
     replay = read_named_inputs(Path(v["input"]), v["repo"])
     spec = spec_of(v, v["num_blocks"] or inputs_mod.blocks_needed(replay, v["block"]))
+    _check_memory(spec, replay.k.shape[0], device, request, replay)
     inputs_mod.validate(v["input"], replay.k, replay.slot_mapping, spec)
     return spec, replay
 
@@ -159,16 +158,17 @@ def _golden(request: Request):
     return recorded.spec, recorded.inputs.to(device), device, side
 
 
-def _check_memory(spec: CacheSpec, data, device, request: Request) -> None:
+def _check_memory(spec: CacheSpec, num_tokens: int, device, request: Request, replay) -> None:
     """Refuse a run whose caches, diff and inputs cannot fit, naming the options, before allocating them."""
     from .cache import require_memory, run_bytes
 
     sizes = f"--num-blocks {spec.num_blocks}, --block {spec.block_size}, --head-dim {spec.head_dim}"
     v = request.values
-    if v.get("input") is not None and v["num_blocks"] is None:
-        top = int(data.slot_mapping.max()) if data.slot_mapping.numel() else 0
-        sizes = f"--input {v['input']}: its slot {top} makes {sizes}, and"
-    require_memory(run_bytes(spec, data.k.shape[0]), device, f"{sizes} (two caches, the diff and K)")
+    if replay is not None and v["num_blocks"] is None:
+        top = int(replay.slot_mapping.max()) if replay.slot_mapping.numel() else 0
+        where = f"--input {v['input']}" if v.get("input") is not None else "k"
+        sizes = f"{where}: its slot {top} makes {sizes}, and"
+    require_memory(run_bytes(spec, num_tokens), device, f"{sizes} (two caches, the diff and K)")
 
 
 def resolve_producers(device, names: dict[str, str], spec: CacheSpec, repo: Path | None, *,

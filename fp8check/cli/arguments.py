@@ -15,11 +15,10 @@ def command_options(command: str):
     """The click options of a command's keys (prepare.KEYS), from the one option table, plus --debug and
     the isolation options."""
     from .. import options
-    from ..prepare import KEYS
 
     def decorate(fn):
         fn = click.option("--debug", is_flag=True, help="Show tracebacks.")(fn)
-        return isolation_options(options.click_options(KEYS[command], command)(fn))
+        return isolation_options(options.click_options(options.COMMAND_KEYS[command], command)(fn))
 
     return decorate
 
@@ -67,7 +66,7 @@ def request(command: str, opts: dict, config_path: Path | None = None):
         values[key] = opts.pop(dest)
         if ctx.get_parameter_source(dest) not in defaults:
             stated.add(key)
-    where = "the command line"
+    where = options.COMMAND_LINE
     if config_path is not None:
         from ..config import find, load_toml
 
