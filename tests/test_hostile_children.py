@@ -162,3 +162,13 @@ def test_half_a_frame_followed_by_a_whole_one_loses_only_the_half():
     half = FRAME_MARK + b"00000100" + b'{"status": '
     assert parse_frames(half + frame) == ([{"status": "a"}], b"")
     assert parse_frames(half) == ([], half)  # it may still be completed
+
+
+@pytest.mark.parametrize("target, where", [
+    ("syntax_error.py:writer", f"{HOSTILE / 'syntax_error.py'}:3: return ("),
+    ("../plugins/fails_to_import.py:writer", "fails_to_import.py:3: raise ImportError(\"this plugin is deliberately broken\")"),
+])
+def test_a_file_that_fails_to_import_names_the_line(capsys, target, where):
+    code, _, err = against_reference(capsys, hostile(target))
+    assert code == 2 and err.count("\n") == 1 and "failed to import" in err, err
+    assert err.rstrip().endswith(where), err
