@@ -149,3 +149,18 @@ def test_a_refused_output_still_leaves_no_stale_report_in_the_others(capsys, tmp
     assert_one_line_error(code, err, f"--json {link}: is a symbolic link")
     assert ET.parse(junit).getroot().get("errors") == "1"
     assert not (tmp_path / "elsewhere.json").exists()
+
+
+def test_an_input_file_is_read_into_memory_so_truncating_it_changes_nothing(tmp_path):
+    import torch
+    from safetensors.torch import save_file
+
+    from fp8check.inputs import read_inputs
+
+    path = tmp_path / "k.safetensors"
+    k = torch.randn(32, 64).to(torch.bfloat16)
+    save_file({"k": k, "slot_mapping": torch.arange(32)}, str(path))
+    replay = read_inputs(path)
+    with open(path, "r+b") as f:
+        f.truncate(0)
+    assert torch.equal(replay.k, k) and torch.equal(replay.slot_mapping, torch.arange(32))
