@@ -6,8 +6,9 @@ output buffer) and hands them over: on the CPU in shared memory to a fork of the
 (fast: no re-import); with CUDA by CUDA IPC to a spawned process (CUDA cannot be forked). The child
 imports `target` ("package.module:function", fp8check's own code), which loads the user's code by
 name, runs it on the shared tensors and returns a small JSON-able dict. The child reports in frames
-(a marker, a length, JSON; never a pickle a child could forge), each sent in one write of at most
-PIPE_BUF bytes, so that it arrives whole even while something the child forked writes to the same pipe.
+(a marker, a length, JSON; never a pickle a child could forge), each sent in one write: a frame of at
+most PIPE_BUF bytes arrives whole even while something the child forked writes to the same pipe, and
+a frame cut short by someone else's marker is dropped, never misread.
 The parent never blocks on the pipe: it reads what is there until the deadline (`Limits.timeout_s`),
 partial frames included, and stops reading once the direct child has ended (a grandchild that keeps
 the pipe open or floods it holds nothing). It then kills the child's whole process group and re-points
@@ -37,9 +38,9 @@ from dataclasses import dataclass
 from .errors import UserError, first_line, one_line, raised_at
 
 DEFAULT_TIMEOUT_S = 600.0  # generous: the Triton interpreter writes ~400 tokens/s on a 2-core CPU
-MAX_DRAIN_BYTES = 1 << 20  # read after the child ended (what it sent last); a grandchild's flood is cut here
+MAX_DRAIN_BYTES = 2 << 20  # read after the child ended: its last frame; a grandchild's flood is cut here
 FRAME_MARK = b"\x00fp8check-report\x00"
-FRAME_BYTES = 4000  # under PIPE_BUF (4096 on Linux): one write(2) arrives whole, never interleaved
+MAX_FRAME_BYTES = 1 << 20  # a report is a few hundred bytes (a vllm-file writer's provenance a few KB)
 POLL_S = 0.005  # how often the parent looks whether the child has ended
 GOLDEN_KEY_VARIABLE = "FP8CHECK_GOLDEN_KEY"  # signs and verifies golden files (golden.trusted_key)
 SECRETS = (GOLDEN_KEY_VARIABLE,)  # never in a child's environment: its code could sign a golden file
@@ -81,14 +82,17 @@ def phase(name: str) -> None:
 
 
 def _send(fd: int, message: dict) -> None:
-    """One frame in one write: marker, 8 hex digits of length, JSON. Long text fields are shortened to fit."""
+    """One frame: marker, 8 hex digits of length, JSON, in one write. Text fields are cut (the message
+    and where to 1000 characters, the traceback to its last 8000) so that an error's frame stays small;
+    a frame of at most PIPE_BUF bytes (4096 on Linux) arrives whole even while others write the pipe."""
+    cut = {"message": lambda t: t[:1000], "where": lambda t: t[:1000], "traceback": lambda t: t[-8000:]}
+    message = {key: cut[key](str(value)) if key in cut else value for key, value in message.items()}
     payload = json.dumps(message).encode()
-    if len(payload) > FRAME_BYTES - len(FRAME_MARK) - 8:
-        for key in ("traceback", "where", "message"):  # least needed first
-            if key in message:
-                message = {**message, key: str(message[key])[-500:]}
-        payload = json.dumps(message).encode()[: FRAME_BYTES - len(FRAME_MARK) - 8]
-    os.write(fd, FRAME_MARK + b"%08x" % len(payload) + payload)
+    if len(payload) > MAX_FRAME_BYTES:
+        raise ValueError(f"a report of {len(payload)} bytes; at most {MAX_FRAME_BYTES}")
+    data = FRAME_MARK + b"%08x" % len(payload) + payload
+    while data:
+        data = data[os.write(fd, data):]
 
 
 def parse_frames(data: bytes) -> tuple[list[dict], bytes]:
@@ -109,7 +113,7 @@ def parse_frames(data: bytes) -> tuple[list[dict], bytes]:
             data = body
             continue
         inner = body.find(FRAME_MARK, 8)  # JSON never holds a NUL: a marker inside means this frame was cut short
-        if length > FRAME_BYTES or 0 <= inner < 8 + length:
+        if length > MAX_FRAME_BYTES or 0 <= inner < 8 + length:
             data = body if inner < 0 else body[inner:]
             continue
         if len(body) < 8 + length:
