@@ -13,7 +13,7 @@ from typing import Callable
 from .errors import ExitCode, UserError, first_line
 from .gate_config import Case
 from .outcome import Checked, Outcome, Outcomes
-from .prepare import Request, prepare
+from .prepare import Request, prepare, prepare_parity
 
 CASE_ONLY = ("expect", "golden_check")  # a case's keys that are not options of its command
 
@@ -23,7 +23,7 @@ def run_request(kind: str, values: dict, *, where: str) -> Checked:
     stated = set(values.get("golden_check", ())) if "golden_check" in values else set(values)
     given = {k: v for k, v in values.items() if k not in CASE_ONLY}
     request = Request.of(kind, given, where=where, stated=stated - set(CASE_ONLY))
-    run = prepare(request)
+    run = prepare_parity(request) if kind == "parity" else prepare(request)
     if kind == "compare":
         from .budget import Budget
         from .compare import Expect, check_compare

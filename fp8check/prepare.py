@@ -83,8 +83,6 @@ def golden_key() -> bytes | None:
 def prepare(request: Request, *, isolation="default", given_inputs=None, producers: dict | None = None) -> Prepared:
     """Spec, inputs, device and the producers of the command's roles. `given_inputs`: K and slots from the
     caller (the API); `producers`: roles already resolved (the API's writer functions)."""
-    if request.command == "parity":
-        return _prepare_parity(request, isolation)
     v = request.values
     producers = dict(producers or {})
     if request.golden:
@@ -182,7 +180,7 @@ def resolve_producers(device, names: dict[str, str], spec: CacheSpec, repo: Path
     return {role: registry.resolve(name, fp8=spec.fp8, repo=repo, isolation=limits) for role, name in names.items()}
 
 
-def _prepare_parity(request: Request, isolation) -> Prepared:
+def prepare_parity(request: Request, *, isolation="default") -> Prepared:
     """A parity run: the cache the contexts need, K/Q/weights drawn or read, the baseline, writers and reader."""
     from . import parity
     from .readers import registry as readers

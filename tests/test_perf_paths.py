@@ -247,7 +247,7 @@ def test_poison_by_period_equals_the_formula(num_bytes):
 def test_cuda_summary_program_equals_the_torch_formulation(written, flips, guard_flips):
     """The one-program summary CUDA diffs end with (totals, guards, first mismatch), run here under the
     interpreter, gives the same DiffResult as the torch ops of the CPU path."""
-    from fp8check.diff import _result
+    from fp8check.diff import from_summary
     from fp8check.diff_kernel import block_diff, summary
 
     other = CacheBuffer(SPEC, written.buffer.clone())
@@ -262,7 +262,7 @@ def test_cuda_summary_program_equals_the_torch_formulation(written, flips, guard
     value, scale, first = block_diff(written.flat, other.flat, SPEC.value_bytes, SPEC.scale_bytes)
     numbers = summary(value, scale, first, written.buffer, other.buffer, guard, SPEC.block_bytes,
                       SPEC.value_bytes).tolist()
-    got = _result(SPEC, value, scale, numbers)
+    got = from_summary(SPEC, value, scale, numbers)
     assert (got.cache_diff, got.differing_blocks, got.guard_diff) == \
         (expected.cache_diff, expected.differing_blocks, expected.guard_diff)
     assert got.value_diff.tolist() == expected.value_diff.tolist()

@@ -6,7 +6,7 @@ import click
 from rich.console import Console
 
 from ..errors import ExitCode, UsageError
-from .common import emit, handled, output_options, outputs_of
+from .common import emit, handled, output_options, outputs_of, show
 
 
 @click.command()
@@ -37,8 +37,7 @@ def gate(config_path, shard, fail_fast, list_only, patterns, debug, **opts):
     if where is not None:
         cases = gate_config.shard(cases, *where)
     if list_only:
-        for case in cases:
-            click.echo(case.id)
+        show("\n".join(case.id for case in cases), soft_wrap=True, highlight=False, markup=False)
         return ExitCode.OK
     columns = (TextColumn("gate"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("{task.description}"))
     err = Console(stderr=True)

@@ -25,14 +25,14 @@ def parity(config_path, debug, **opts):
     from ..gate_config import parity_id
     from ..outcome import single
     from ..parity import run_parity
-    from ..prepare import prepare
+    from ..prepare import prepare_parity
     from ..report import parity as report_parity
 
     out = outputs_of(opts)
     start = time.perf_counter()
     limits = isolation_limits(opts)
     req = request("parity", opts, config_path)
-    run = prepare(req, isolation=limits)
+    run = prepare_parity(req, isolation=limits)
     sides = dict(run.sides)
     baseline = sides.pop("baseline")
     err = Console(stderr=True)
