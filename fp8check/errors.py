@@ -78,13 +78,13 @@ def one_line(text: object, limit: int = 400) -> str:
     return shown if len(shown) <= limit else shown[:limit] + "..."
 
 
-_NOT_USER_CODE = tuple(str(Path(p).resolve()) for p in {
-    str(Path(__file__).parent), *(sysconfig.get_paths()[k] for k in ("stdlib", "purelib", "platlib"))})
-
-
 def raised_at(exc: BaseException) -> str:
     """`FILE:LINE: source line` of the innermost frame of `exc` in the user's own code (not fp8check's, not
     the standard library's or an installed package's); "" when there is none."""
+    import linecache
+
+    not_user_code = tuple(str(Path(p).resolve()) for p in {
+        str(Path(__file__).parent), *(sysconfig.get_paths()[k] for k in ("stdlib", "purelib", "platlib"))})
     found = ""
     for frame, line in traceback.walk_tb(exc.__traceback__):
         name = frame.f_code.co_filename
@@ -92,10 +92,8 @@ def raised_at(exc: BaseException) -> str:
             resolved = str(Path(name).resolve())
         except (OSError, ValueError):
             resolved = name
-        if resolved.startswith(_NOT_USER_CODE) or name.startswith("<frozen"):
+        if resolved.startswith(not_user_code) or name.startswith("<frozen"):
             continue
-        import linecache
-
         source = linecache.getline(name, line, frame.f_globals).strip()
         found = f"{name}:{line}" + (f": {source}" if source else "")
     return one_line(found) if found else ""

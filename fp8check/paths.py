@@ -43,16 +43,11 @@ def read_regular(path: Path | str, *, error: type[UserError] = InputError, what:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
         raise error(f"{label}: cannot be read ({exc.strerror})") from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise error(f"{label}: is {kind_of(os.fstat(fd).st_mode)}, not a regular file")
-        chunks = []
-        while True:
-            chunk = os.read(fd, 1 << 24)
-            if not chunk:
-                return b"".join(chunks)
-            chunks.append(chunk)
-    except OSError as exc:
-        raise error(f"{label}: cannot be read ({exc.strerror})") from None
-    finally:
-        os.close(fd)
+    with os.fdopen(fd, "rb", buffering=0) as file:
+        try:
+            mode = os.fstat(fd).st_mode
+            if not stat.S_ISREG(mode):
+                raise error(f"{label}: is {kind_of(mode)}, not a regular file")
+            return file.readall()  # one allocation of the file's size: inputs can be hundreds of MB
+        except OSError as exc:
+            raise error(f"{label}: cannot be read ({exc.strerror})") from None
