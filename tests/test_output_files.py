@@ -164,3 +164,8 @@ def test_an_input_file_is_read_into_memory_so_truncating_it_changes_nothing(tmp_
     with open(path, "r+b") as f:
         f.truncate(0)
     assert torch.equal(replay.k, k) and torch.equal(replay.slot_mapping, torch.arange(32))
+
+
+def test_a_device_as_input_is_refused_unopened(capsys):
+    code, _, err = run(capsys, "compare", "--candidate", "reference", "--input", "/dev/zero")
+    assert_one_line_error(code, err, "/dev/zero: is a device, not a regular file")
