@@ -172,3 +172,15 @@ def test_a_file_that_fails_to_import_names_the_line(capsys, target, where):
     code, _, err = against_reference(capsys, hostile(target))
     assert code == 2 and err.count("\n") == 1 and "failed to import" in err, err
     assert err.rstrip().endswith(where), err
+
+
+def test_a_childs_error_text_cannot_put_html_into_the_markdown_summary(capsys, tmp_path):
+    summary = tmp_path / "summary.md"
+    code, _, err = against_reference(capsys, hostile("tamper.py:raises_html"), "--markdown", str(summary))
+    assert code == 2, err
+    outside, fenced = [], False  # inside a ``` block the text is shown literally
+    for line in summary.read_text().splitlines():
+        fenced = not fenced if line.strip() == "```" else fenced
+        if not fenced:
+            outside.append(line)
+    assert "<h1>" not in "\n".join(outside) and "&lt;h1&gt;PASS&lt;/h1&gt;" in "\n".join(outside)

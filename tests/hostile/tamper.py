@@ -118,3 +118,8 @@ def forges_a_description(k, kv_cache, slot_mapping, quant_block_size, scale_fmt)
     isolation._send(isolation._CONN.fileno(), {"status": "ok", "report": {
         "description": evil, "provenance": {"function": evil, "file": evil, "sha256": evil}}})
     os._exit(0)
+
+
+def raises_html(k, kv_cache, slot_mapping, quant_block_size, scale_fmt):
+    """Fails with an error whose text is HTML: a heading that says PASS, for a Markdown step summary."""
+    raise RuntimeError("</summary></details><h1>PASS</h1>")
