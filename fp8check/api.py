@@ -7,8 +7,8 @@ used). Keywords are the CLI's options under their config names (`block`,
 `head_dim`, `fp8`, `scale_fmt`, `inputs`, `slots`, `seed`, budgets ...), validated by the same table
 (options.py), plus `k` / `slot_mapping` tensors to use instead of generated inputs.
 
-On a machine without CUDA, Triton kernels run under Triton's CPU interpreter, made exact by
-fp8check's FP8 conversion (SPEC.md section 6): `prepare_cpu()` sets that up, before Triton is imported.
+Triton kernels given CPU tensors run under Triton's CPU interpreter, made exact by fp8check's FP8
+conversion (SPEC.md section 6); on GPU tensors they compile. CPU and GPU calls mix in one process.
 """
 
 from __future__ import annotations
@@ -20,20 +20,6 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from .errors import ProducerError
-
-
-def prepare_cpu() -> None:
-    """Without CUDA, Triton kernels must run in interpreter mode, which is read when Triton is first imported.
-
-    Call it before the writer's module imports Triton (the pytest plugin does, at start-up). Where
-    Triton was imported already, nothing changes; a CPU run is then refused or checked by `require`.
-    """
-    import torch
-
-    if not torch.cuda.is_available():
-        from .writers.interpreter import prepare_cpu as interpreter_mode_on
-
-        interpreter_mode_on()
 
 
 def _require_exact(spec, device) -> None:
@@ -72,14 +58,12 @@ class Result:
         return "\n".join(part for part in (self.verdict, head, detail) if part)
 
 
-def as_producer(writer: str | Callable, role: str, *, device=None, fp8=None, repo=None):
+def as_producer(writer: str | Callable, role: str, *, fp8=None, repo=None):
     """A producer from a registry name / `file:PATH:FUNC` / `vllm-file:PATH`, or from a callable with the
-    writer signature. Names resolve after `registry.prepare(device)` (interpreter mode first on the CPU)."""
+    writer signature."""
     from .writers import registry
 
     if isinstance(writer, str):
-        if device is not None:
-            registry.prepare(device)
         return registry.resolve(writer, fp8=fp8, repo=repo)
     if not callable(writer):
         raise ProducerError(f"{role} must be a producer name or a writer function, got {writer!r}")
@@ -126,7 +110,6 @@ def compare_writers(candidate: str | Callable, baseline: str | Callable = "auto"
     from .prepare import build
     from .report.lines import compare_verdict
 
-    prepare_cpu()
     keys = (*options.SPEC, *options.BUDGET)
     values = {**options.defaults(keys), **options.validate(spec_and_inputs, keys, "compare_writers()")}
     if isinstance(baseline, str) and baseline.startswith(GOLDEN):  # the recording's spec and inputs
@@ -137,10 +120,10 @@ def compare_writers(candidate: str | Callable, baseline: str | Callable = "auto"
             spec, data, device = _given_inputs(values, k, slot_mapping)
         else:
             spec, data, device = build(options.to_dests({key: values[key] for key in options.SPEC}))
-        base = as_producer(baseline, "baseline", device=device, fp8=spec.fp8, repo=values["repo"])
+        base = as_producer(baseline, "baseline", fp8=spec.fp8, repo=values["repo"])
     _require_exact(spec, device)
     checked = check_compare(
-        spec, baseline=base, candidate=as_producer(candidate, "candidate", device=device, fp8=spec.fp8,
+        spec, baseline=base, candidate=as_producer(candidate, "candidate", fp8=spec.fp8,
                                                    repo=values["repo"]),
         inputs=data, device=device, budget=Budget(**{key: values[key] for key in options.BUDGET}),
     )

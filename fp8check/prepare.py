@@ -95,12 +95,10 @@ def check_memory(spec: CacheSpec, num_tokens: int, device, replay, opts: dict) -
 
 def resolve_producers(device, names: dict[str, str], spec: CacheSpec, repo: Path | None, *,
                       isolation="default") -> dict:
-    """Producers by role, resolved once the device is known: a CPU run turns Triton's interpreter mode on
-    first (writers/registry.prepare), so every Triton kernel, the user's included, runs in it. Code from
-    files runs in a child process under `isolation` (Limits; "default": registry.DEFAULT_ISOLATION; None:
+    """Producers by role (every Triton kernel on CPU tensors, the user's included, runs in the exact
+    interpreter: writers/interpreter.cpu_kernels). Code from files runs in a child process under `isolation` (Limits; "default": registry.DEFAULT_ISOLATION; None:
     in this process)."""
     from .writers import registry
 
-    registry.prepare(device)
     limits = registry.DEFAULT_ISOLATION if isolation == "default" else isolation
     return {role: registry.resolve(name, fp8=spec.fp8, repo=repo, isolation=limits) for role, name in names.items()}

@@ -17,15 +17,6 @@ from hypothesis import settings
 os.environ["FP8CHECK_CACHE_DIR"] = tempfile.mkdtemp(prefix="fp8check-test-cache-")
 atexit.register(shutil.rmtree, os.environ["FP8CHECK_CACHE_DIR"], ignore_errors=True)
 
-# Tests run producers as the CLI does on this machine: without a GPU, Triton's interpreter mode is on
-# before any test module imports Triton (writers/interpreter.prepare_cpu), so user kernels with tl.max
-# run in-process. The path with no environment variable at all is proven in a fresh subprocess
-# (tests/test_user_kernels.py).
-if not torch.cuda.is_available():
-    from fp8check.writers.interpreter import prepare_cpu
-
-    prepare_cpu()
-
 # Property tests cost the same every run: examples derived from the test, not drawn at random, and no
 # example database between runs (STYLE.md habit 16).
 settings.register_profile("fp8check", derandomize=True, database=None, deadline=None, print_blob=True)

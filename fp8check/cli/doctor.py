@@ -31,13 +31,9 @@ def _requirements(ctx, param, values):
 def doctor(required, json_path, debug):
     """What can run here: every producer and why not, versions, device, FP8 format, Triton exactness."""
     from .. import doctor as doctor_mod
-    from ..device import resolve_device
     from ..report import doctor as doctor_report
-    from ..writers import registry as producers
 
     startup.imports_done()
-
-    producers.prepare(resolve_device("auto"))  # what a CPU run would do, before Triton is imported
 
     found = doctor_mod.diagnose(required)
     write_json(json_path, doctor_report.to_json(found))
