@@ -6,6 +6,7 @@ import click
 from rich.console import Console
 
 from . import startup
+from ..device import DEVICE_CHOICES
 from ..errors import ExitCode, UsageError
 from .common import check_outputs, emit, handled, output_options
 
@@ -17,10 +18,13 @@ from .common import check_outputs, emit, handled, output_options
 @click.option("--list", "list_only", is_flag=True, help="Print the expanded case ids and exit; runs nothing.")
 @click.option("-k", "patterns", multiple=True, metavar="PATTERN",
               help="Run the cases whose id contains PATTERN (or matches it as a glob). Repeatable.")
+@click.option("--device", type=click.Choice(DEVICE_CHOICES), default=None,
+              help="Run every case on this device instead of the one its config names.")
+@click.option("--strict", is_flag=True, help="A case this machine cannot run fails the gate instead of being skipped.")
 @output_options
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
 @handled
-def gate(config_path, shard, fail_fast, list_only, patterns, debug, json_path, junit_path, markdown_path, quiet):
+def gate(config_path, shard, fail_fast, list_only, patterns, device, strict, debug, json_path, junit_path, markdown_path, quiet):
     """Run every case of a gate config (a TOML file, or a built-in name such as `ci`) in one process."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -35,7 +39,7 @@ def gate(config_path, shard, fail_fast, list_only, patterns, debug, json_path, j
     out = {"json_path": json_path, "junit_path": junit_path, "markdown_path": markdown_path, "quiet": quiet}
     check_outputs(out)
     where = gate_config.parse_shard(shard) if shard else None
-    config = gate_config.load(config_path)
+    config = gate_config.load(config_path, device=device)
     cases = gate_config.select(config.cases, patterns)
     if patterns and not cases:
         raise UsageError(f"-k {' -k '.join(patterns)}: no case of {config_path} matches")
@@ -49,7 +53,7 @@ def gate(config_path, shard, fail_fast, list_only, patterns, debug, json_path, j
     err = Console(stderr=True)
     with Progress(*columns, console=err, transient=True, disable=not err.is_terminal) as progress:
         task = progress.add_task("", total=len(cases))
-        result = run_gate(str(config_path), cases, fail_fast=fail_fast,
+        result = run_gate(str(config_path), cases, fail_fast=fail_fast, strict=strict,
                           on_done=lambda o: progress.update(task, advance=1, description=o.case_id))
     emit(out, renderable=render_gate(result), verdict=lines.gate_verdict(result), payload=report_json.gate_json(result),
          gate_result=result, title=f"gate {config_path}", soft_wrap=True)  # case ids stay whole, for grep

@@ -14,7 +14,7 @@ def junit_xml(result: GateResult, *, suite: str) -> str:
     cases = result.outcomes
     counts = {
         "tests": str(len(cases)), "failures": str(result.count(Status.FAILED)),
-        "errors": str(result.count(Status.ERROR)), "skipped": "0", "time": f"{result.seconds:.3f}",
+        "errors": str(result.count(Status.ERROR)), "skipped": str(result.count(Status.SKIPPED)), "time": f"{result.seconds:.3f}",
     }
     root = ET.Element("testsuites", {"name": "fp8check", **counts})
     suite_el = ET.SubElement(root, "testsuite", {"name": suite, **counts})
@@ -29,6 +29,8 @@ def junit_xml(result: GateResult, *, suite: str) -> str:
                 "message": f"{verdict}; {cause}" if cause else verdict, "type": "ByteVerdict",
             })
             failure.text = lines.detail(outcome)
+        elif outcome.status is Status.SKIPPED:
+            ET.SubElement(case_el, "skipped", {"message": outcome.error or verdict})
         elif outcome.status is Status.ERROR:
             kind = "UserError" if outcome.exit_code == 2 else "CheckerError"
             error = ET.SubElement(case_el, "error", {"message": outcome.error or verdict, "type": kind})

@@ -45,6 +45,8 @@ def _table_column(table):
 
 
 def verdict(outcome: Outcome) -> str:
+    if outcome.skipped:
+        return f"SKIPPED: {outcome.error}"
     if outcome.error is not None:
         return f"ERROR: {outcome.error}"
     if isinstance(outcome.result, CompareCheck):
@@ -99,5 +101,6 @@ def gate_verdict(result) -> str:
     passed, failed, errors = (result.count(s) for s in (Status.PASSED, Status.FAILED, Status.ERROR))
     head = "PASS" if result.exit_code == 0 else "FAIL"
     stopped = f" (stopped after {len(result.outcomes)}: --fail-fast)" if len(result.outcomes) < result.selected else ""
-    return (f"{head}: {passed} passed, {failed} failed, {errors} errors of {result.selected} cases"
+    skipped = f", {result.count(Status.SKIPPED)} skipped" if result.count(Status.SKIPPED) else ""
+    return (f"{head}: {passed} passed, {failed} failed, {errors} errors{skipped} of {result.selected} cases"
             f" in {result.seconds:.1f} s{stopped}")

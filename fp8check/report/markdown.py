@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..gate import GateResult, Status
 from . import lines
 
-ICON = {Status.PASSED: "✅", Status.FAILED: "❌", Status.ERROR: "⚠️"}
+ICON = {Status.PASSED: "✅", Status.FAILED: "❌", Status.ERROR: "⚠️", Status.SKIPPED: "⏭️"}
 MAX_PASSED_ROWS = 50  # larger gates list their failures and errors, and count the passes
 
 
@@ -17,8 +17,10 @@ def _cell(text: str | None) -> str:
 def gate_markdown(result: GateResult, *, title: str) -> str:
     passed, failed, errors = (result.count(s) for s in (Status.PASSED, Status.FAILED, Status.ERROR))
     head = "PASS" if result.exit_code == 0 else "FAIL"
+    skipped = f", {result.count(Status.SKIPPED)} skipped" if result.count(Status.SKIPPED) else ""
     out = [f"### fp8check {title}: {head}", "",
-           f"{passed} passed, {failed} failed, {errors} errors of {result.selected} cases in {result.seconds:.1f} s", ""]
+           f"{passed} passed, {failed} failed, {errors} errors{skipped} of {result.selected} cases in {result.seconds:.1f} s",
+           ""]
     shown = [o for o in result.outcomes if o.status is not Status.PASSED or len(result.outcomes) <= MAX_PASSED_ROWS]
     if shown:
         out += ["| | case | verdict | top cause |", "|---|---|---|---|"]

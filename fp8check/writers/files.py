@@ -24,6 +24,7 @@ from typing import Callable
 
 import torch
 
+from ..device import require_triton_format
 from ..errors import ProducerError, first_line
 from ..sources import GIT_PREFIX, Source, read_source
 from ..spec import CacheSpec, FP8Format
@@ -150,6 +151,8 @@ def prepare_to_run(loaded: LoadedFunction, fp8: FP8Format, device: torch.device)
     interpreter (compiled semantics, exact `fp8` conversion, interpreter.cpu_kernels), else
     ExactConversionError (a ProducerError, one line)."""
     if device.type != "cpu" or "triton" not in sys.modules:
+        if loaded.uses_triton:
+            require_triton_format(fp8, device)
         return
     from .interpreter import require_any_kernel
 

@@ -34,7 +34,7 @@ import numpy as np
 import torch
 
 from .. import fp8
-from ..errors import ProducerError, first_line
+from ..errors import NotRunnableHere, ProducerError, first_line
 from ..spec import FP8Format
 
 # Interpreter internals this scope relies on were read in these releases (the patch targets are also
@@ -309,10 +309,16 @@ def check(fmt: FP8Format = FP8Format.E4M3FN) -> tuple[bool, str]:
     )
 
 
+class FormatNotHere(ExactConversionError, NotRunnableHere):
+    """e4m3fn converts exactly here but this Triton's interpreter cannot run e4m3fnuz: skipped in a gate."""
+
+
 def require(fmt: FP8Format) -> None:
     ok, reason = check(fmt)
     if not ok:
-        raise ExactConversionError(f"refusing to run a Triton writer on the CPU: {reason}")
+        other_ok = fmt is not FP8Format.E4M3FN and check(FP8Format.E4M3FN)[0]
+        raise (FormatNotHere if other_ok else ExactConversionError)(
+            f"refusing to run a Triton writer on the CPU: {reason}")
 
 
 # Compiled Triton semantics a vLLM-style kernel relies on, written out by hand (C-style integer division
@@ -379,9 +385,10 @@ def check_semantics() -> tuple[bool, str]:
 
 def require_any_kernel(fmt: FP8Format) -> None:
     """Before a kernel the user wrote runs on the CPU: compiled semantics, exact FP8."""
-    for ok, reason in (check_semantics(), check(fmt)):
-        if not ok:
-            raise ExactConversionError(f"refusing to run a Triton kernel on the CPU: {reason}")
+    ok, reason = check_semantics()
+    if not ok:
+        raise ExactConversionError(f"refusing to run a Triton kernel on the CPU: {reason}")
+    require(fmt)
 
 
 def compiled_caveat(spec) -> str | None:

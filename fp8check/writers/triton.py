@@ -21,6 +21,7 @@ import triton
 import triton.language as tl
 
 from ..errors import ProducerError
+from ..device import require_triton_format
 from .interpreter import cpu_kernels
 from ..spec import FP8Format, Layout, ScaleFormat
 from .reference import spec_of_call
@@ -84,11 +85,7 @@ def check(spec, device: torch.device) -> None:
             f" (got {spec.quant_block_size})"
         )
     if device.type == "cuda":
-        if spec.fp8 is FP8Format.E4M3FNUZ and torch.version.hip is None:
-            raise ProducerError(
-                "e4m3fnuz (fp8e4b8) is not supported by Triton on NVIDIA GPUs; run it under the exact interpreter"
-                " with --device cpu"
-            )
+        require_triton_format(spec.fp8, device)
         return
     require(spec.fp8)
 
