@@ -17,6 +17,32 @@ from hypothesis import settings
 os.environ["FP8CHECK_CACHE_DIR"] = tempfile.mkdtemp(prefix="fp8check-test-cache-")
 atexit.register(shutil.rmtree, os.environ["FP8CHECK_CACHE_DIR"], ignore_errors=True)
 
+def _release(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split("+")[0].split(".")[:2])
+
+
+def pytest_collection_modifyitems(config, items):
+    """Markers say what a test needs (pyproject.toml); a machine without it skips the test with the reason."""
+    cuda = torch.cuda.is_available()
+    try:
+        import triton
+
+        triton_release = _release(triton.__version__)
+    except ImportError:
+        triton_release = None
+    for item in items:
+        if item.get_closest_marker("cuda") and not cuda:
+            item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU"))
+        if item.get_closest_marker("cpu") and cuda:
+            item.add_marker(pytest.mark.skip(reason="about a machine without a GPU; torch sees one here"))
+        wanted = item.get_closest_marker("triton")
+        if wanted is not None:
+            low, high = wanted.kwargs.get("min"), wanted.kwargs.get("max")
+            if triton_release is None or (low and triton_release < _release(low)) or (
+                    high and triton_release > _release(high)):
+                item.add_marker(pytest.mark.skip(reason=f"needs Triton {low or ''}..{high or ''}"))
+
+
 # Property tests cost the same every run: examples derived from the test, not drawn at random, and no
 # example database between runs (STYLE.md habit 16).
 settings.register_profile("fp8check", derandomize=True, database=None, deadline=None, print_blob=True)
