@@ -59,10 +59,18 @@ def no_real_libraries(monkeypatch):
     yield
 
 
+# Commands whose `--device auto` is the GPU where there is one; run() gives them `--device cpu` unless the
+# test names a device, so the expected bytes are the CPU interpreter's on every machine (the GPU's own
+# expectations are tests/test_devices.py's, marked cuda).
+DEVICE_COMMANDS = ("compare", "table", "parity")
+
+
 def run(capsys, *argv: str) -> tuple[int, str, str]:
-    """The command line, in-process: (exit code, stdout, stderr)."""
+    """The command line, in-process: (exit code, stdout, stderr); on the CPU unless argv names a device."""
     from fp8check.cli import main
 
+    if argv and argv[0] in DEVICE_COMMANDS and not any(a == "--device" or a.startswith("--device=") for a in argv):
+        argv = (*argv, "--device", "cpu")
     code = main(list(argv))
     out, err = capsys.readouterr()
     return code, out, err
