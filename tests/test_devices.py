@@ -4,6 +4,7 @@ machine; the halves that need a GPU are marked `cuda`."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -35,7 +36,9 @@ def digest(result) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+@functools.lru_cache(maxsize=None)
 def writer(candidate: str):
+    """A producer name, or the user's function: one module, one kernel object, on every device."""
     if candidate == "user":
         from fp8check.spec import FP8Format
         from fp8check.writers.files import load_function
