@@ -32,6 +32,8 @@ class Expect(enum.Enum):
     SAME = "same"  # identical, or within the budget
     DIFFERENT = "different"  # a known-bad writer: it must keep differing beyond the budget
     # compiled Triton's approximate fp32 division (docs/GPU.md): every differing byte diagnosed scale-ulp
+    # (a scale some ulp off, its group's values following) or rounding (one code apart, equal scales: x / s
+    # itself approximate)
     SCALE_ULP = "scale-ulp"
 
 
@@ -54,7 +56,7 @@ class CompareCheck:
         if self.modified_inputs:
             return False
         scale_ulp_only = self.expect is Expect.SCALE_ULP and all(
-            c.category is Category.SCALE_ULP for c in self.diagnosis)
+            c.category in (Category.SCALE_ULP, Category.ROUNDING) for c in self.diagnosis)
         return self.result.identical or self.budget.within or scale_ulp_only
 
     @property

@@ -183,10 +183,14 @@ def _language_state() -> dict:
 
 
 def _restore(state: dict) -> None:
+    """Every attribute that was there before is put back, and a class's new ones taken out. A module's
+    new names stay: the interpreter adds its own globals to the modules of the functions it rewrites,
+    once, and caches the rewrite."""
     for owner, saved in state.items():
         current = vars(owner)
-        for name in [n for n in current if n not in saved]:
-            delattr(owner, name)
+        if isinstance(owner, type):
+            for name in [n for n in current if n not in saved]:
+                delattr(owner, name)
         for name, value in saved.items():
             if current.get(name, _MISSING) is not value:
                 setattr(owner, name, value)
