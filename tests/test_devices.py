@@ -133,7 +133,8 @@ inputs = ["normal", "mixed"]
 @pytest.mark.parametrize("first, second", [("cpu", "cuda"), ("cuda", "cpu")])
 def test_gate_mixes_cpu_and_cuda_cases_in_either_order(tmp_path, first, second):
     from fp8check import gate_config
-    from fp8check.gate import Status, run_gate
+    from fp8check.gate import run_gate
+    from fp8check.outcome import Status
 
     path = tmp_path / "mixed.toml"
     path.write_text(MIXED_GATE.format(first=json.dumps(first), second=json.dumps(second)))
