@@ -1,19 +1,16 @@
 """Gate a kernel repository's FP8 K-cache writer with fp8check: drop this file into its tests.
 
-fp8check's pytest plugin (installed with fp8check) gives the `fp8check` fixture. Without a GPU,
-`fp8check.prepare_cpu()` (before your kernels are imported) runs Triton kernels under the interpreter
-with an exact FP8 conversion, so a plain `pytest` on a CPU machine gives exact answers.
+fp8check's pytest plugin (installed with fp8check) gives the `fp8check` fixture and, without a GPU,
+runs Triton kernels under the interpreter with an exact FP8 conversion, so a plain `pytest` on a CPU
+machine gives exact answers.
 """
 
 from pathlib import Path
 
 import pytest
 
-import fp8check
 from fp8check.pytest_plugin import fp8check_cases
-
-fp8check.prepare_cpu()  # without CUDA: Triton's interpreter, chosen when Triton is first imported
-from my_kernels import indexer_k_quant_and_cache  # noqa: E402  (your writer)
+from my_kernels import indexer_k_quant_and_cache  # your writer
 
 
 def test_default_spec_is_byte_exact(fp8check):

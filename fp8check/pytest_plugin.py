@@ -1,17 +1,15 @@
 """pytest plugin (entry point `pytest11`): a `fp8check` fixture and `fp8check_cases(CONFIG)` for parametrize.
 
-    import fp8check
-    fp8check.prepare_cpu()  # without CUDA: before your Triton kernels are imported
-    from my_kernels import my_writer
     from fp8check.pytest_plugin import fp8check_cases
 
     @pytest.mark.parametrize("case", fp8check_cases("gate.toml"), ids=str)
     def test_writer(fp8check, case):
         fp8check.assert_same_cache_bytes(my_writer, **case)
 
-Loading the plugin costs nothing: it imports neither torch nor Triton and changes no environment
-variable; the fixture and fp8check_cases import what they need when they are used. The meaning of a
-config's tables (defaults, matrix, expect) is gate_config's, the same as in `fp8check gate`.
+Loading the plugin changes nothing: it imports neither torch nor Triton and sets no environment variable;
+the fixture and fp8check_cases import what they need when they are used, and Triton kernels run on CPU
+tensors in fp8check's exact interpreter only while fp8check runs them. The meaning of a config's tables
+(defaults, matrix, expect) is gate_config's, the same as in `fp8check gate`.
 """
 
 from __future__ import annotations

@@ -149,9 +149,12 @@ LOGIT_DTYPES = {str(d): d for d in (torch.float64, torch.float32, torch.float16,
 
 def _read(reader: Reader, args: list[torch.Tensor], max_model_len: int) -> torch.Tensor:
     """Call a loaded reader on `args` (its own copies); any failure or malformed result is one ProducerError."""
+    from ..writers.interpreter import scope_for
+
     device = args[1].device
     try:
-        logits = reader.fn(*args, max_model_len)
+        with scope_for(device):  # Triton kernels on CPU tensors: the exact interpreter
+            logits = reader.fn(*args, max_model_len)
         if device.type == "cuda":
             torch.cuda.synchronize(device)
     except ProducerError:
