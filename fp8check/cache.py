@@ -135,7 +135,9 @@ def scatter_rows(
     scales: torch.Tensor,
 ) -> None:
     """Write FP8 codes (uint8 [T, head_dim]) and fp32 scales ([T, head_dim/qbs]) of each token to its
-    slot, in the spec's layout; tokens with a negative slot write nothing."""
+    slot, in the spec's layout and scale format; tokens with a negative slot write nothing."""
+    from .fp8 import encode_scales
+
     flat = cache.view(spec.num_blocks, spec.block_bytes).view(-1)
     keep = slot_mapping >= 0
     slots = slot_mapping[keep].to(torch.int64)
@@ -145,9 +147,9 @@ def scatter_rows(
     base = (block * spec.block_bytes).view(-1, 1)
     value_pos = base + spec.value_index(cache.device)[token]
     flat[value_pos.reshape(-1)] = codes[keep].reshape(-1)
-    scale_bytes = scales[keep].to(torch.float32).contiguous().view(torch.uint8)  # little-endian fp32
-    first = base + spec.value_bytes + 4 * spec.groups_per_token * token.view(-1, 1)
-    scale_pos = first + torch.arange(4 * spec.groups_per_token, device=cache.device).view(1, -1)
+    scale_bytes = encode_scales(scales[keep], spec.scale_fmt)  # [T, groups, 4]
+    words = spec.scale_index(cache.device).view(spec.block_size, -1)  # [block_size, groups * 4]
+    scale_pos = base + words[token]
     flat[scale_pos.reshape(-1)] = scale_bytes.reshape(-1)
 
 

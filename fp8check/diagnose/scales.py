@@ -84,7 +84,7 @@ def _classify(frame: Frame, units: torch.Tensor) -> _ScaleKinds:
     ratio = cand_w.double() / base_w.double()
     log_ratio = torch.log2(ratio)
     pow2 = torch.zeros_like(ratio_units)
-    if frame.spec.scale_fmt is ScaleFormat.UE8M0:
+    if frame.spec.scale_fmt.power_of_two:
         doubled = ratio_units & ((ratio == 2.0) | (ratio == 0.5))
         pow2[doubled] = _on_boundary(frame, units[doubled])
     in_cluster = _cluster(log_ratio, ratio_units, ratio_units & ~pow2)

@@ -10,7 +10,7 @@ import math
 
 from ..diagnose import Category, Cause, Diagnosis, Example
 from ..diagnose.scales import E5M2_MAX
-from ..spec import CacheSpec, FP8Format, Region
+from ..spec import CacheSpec, FP8Format, Layout, Region
 
 NUMERICS = "docs/NUMERICS.md"
 MOVED = " (the values of those groups move with their scale)"
@@ -63,6 +63,13 @@ def _integer_cast(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
 
 def _layout(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
     found = cause.facts["layout_found"] or "another"
+    if Layout.INTERLEAVED.value in (found, spec.layout.value):
+        record = "each token as one [values | scales] record (interleaved)"
+        planar = "all values of a block, then all its scales (planar)"
+        written, wanted = (record, planar) if found == Layout.INTERLEAVED.value else (planar, record)
+        return (f"Values and scales are right but stored {written}; the spec expects {wanted}.",
+                f"write (or read, with --layout {found}) the block as the reader expects; the two agree only at"
+                " block size 1")
     return (f"The values are right but stored in {found} order; the spec expects {spec.layout.value} order.",
             f"write the value region in {spec.layout.value} order (vLLM: shuffle when block_size > 1, linear when"
             f" 1), or check with --layout {found} if that is what the reader expects")
@@ -161,7 +168,8 @@ def _value_note(category: Category, example: Example) -> str:
         whole = math.trunc(y) if math.isfinite(y) else None
         return f"x/s = {y:.6g}" + (f", trunc {whole} = 0x{whole % 256:02x} mod 256" if whole is not None else "")
     if category is Category.LAYOUT:
-        return f"the {f['layout']} layout puts token {f['token']}, dim {f['dim']} at this byte"
+        what = f"dim {f['dim']}" if f.get("dim") is not None else f"scale group {f.get('scale_group')}"
+        return f"the {f['layout']} layout puts token {f['token']}, {what} at this byte"
     if category is Category.FP8_FORMAT:
         return f"0x{example.candidate_byte:02x} is {f['candidate_value']:g} in {f['format']}"
     if category in (Category.SCALE_RATIO, Category.SCALE_POW2, Category.SCALE_ULP):
@@ -182,7 +190,7 @@ def example_note(category: Category, example: Example) -> str | None:
         return "the poison fill is still there"
     if not example.facts:
         return None
-    if example.coordinate.region is Region.SCALE:
+    if example.coordinate.region is Region.SCALE and category is not Category.LAYOUT:
         return _scales_note(example.facts)
     return _value_note(category, example)
 

@@ -63,7 +63,7 @@ def quantize(
     # IEEE division every writer specifies. Tensor / tensor is a true division on every device.
     divisor = torch.tensor(profile.divisor(fmt), dtype=torch.float32, device=x.device)
     scale = amax.clamp(min=SCALE_FLOOR) / divisor
-    if scale_fmt is ScaleFormat.UE8M0:
+    if scale_fmt.power_of_two:
         scale = pow2_ceil(scale)
     if profile.reciprocal:
         y = x * (torch.ones_like(scale) / scale).unsqueeze(-1)
@@ -83,7 +83,7 @@ def spec_of_call(
         head_dim=k.shape[1],
         quant_block_size=quant_block_size,
         fp8=FP8Format.from_torch_dtype(fp8_dtype),
-        scale_fmt=ScaleFormat.UE8M0 if scale_fmt == "ue8m0" else ScaleFormat.FP32,
+        scale_fmt=ScaleFormat.from_writer_arg(scale_fmt),
         layout=Layout(layout) if layout else None,
     )
 
