@@ -18,7 +18,16 @@ MAX_ROWS = 16  # larger caches show their differing blocks first, then one summa
 
 
 def percent(part: int, whole: int) -> str:
-    return f"{100.0 * part / whole:.1f}%" if whole else "-"
+    """A share in percent that never hides a difference: two significant digits below 1% (a non-zero part is
+    never 0.0%), and a part short of the whole never 100.0%."""
+    if not whole:
+        return "-"
+    share = 100.0 * part / whole
+    if 0 < share < 1:
+        return f"{share:.2g}%"
+    if part < whole and share >= 99.95:
+        return ">99.9%"
+    return f"{share:.1f}%"
 
 
 def side_label(name: str, emulated: bool) -> str:
