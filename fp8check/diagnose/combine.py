@@ -23,14 +23,18 @@ from .model import EXAMPLES, Category, Cause, Diagnosis
 
 def _value_stages(frame: Frame) -> list[Claim]:
     """Stages 1-4 over the differing blocks; each takes the units the earlier ones left open."""
-    # blocks of whole tokens at other places (interleaved against planar) take all their bytes first
-    arranged, taken = systemic.arrangement_blocks(frame)
-    if bool(taken.any()):
-        frame = dataclasses.replace(frame, n_u=torch.where(taken, 0, frame.n_u),
-                                    wdiff_u=torch.where(taken, 0, frame.wdiff_u))
+    # whole units first: blocks of whole tokens at other places (interleaved against planar), groups of
+    # non-finite inputs, real tokens overwritten by padding rows; each takes all the bytes of its units
+    first: list[Claim] = []
+    for stage in (systemic.arrangement_blocks, where.non_finite, where.overwritten):
+        more, taken = stage(frame)
+        first += more
+        if bool(taken.any()):
+            frame = dataclasses.replace(frame, n_u=torch.where(taken, 0, frame.n_u),
+                                        wdiff_u=torch.where(taken, 0, frame.wdiff_u))
     open_u = frame.n_u > 0
     claims, taken = where.unmapped(frame, open_u)
-    claims = arranged + claims
+    claims = first + claims
     open_u = open_u & ~taken
     more, taken = scales.scales(frame, open_u)
     claims += more

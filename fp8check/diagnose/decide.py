@@ -13,7 +13,7 @@ import torch
 from .. import fp8, pairs
 from ..cache import CacheBuffer
 from ..diff import Mismatch, mismatch_at
-from ..spec import CacheSpec, Layout, Region
+from ..spec import SCALE_FLOOR, CacheSpec, Layout, Region
 from .frame import Frame, other_layout
 from .model import Category, Example
 from .scales import KNOWN_DIVISORS
@@ -71,8 +71,9 @@ def cause_facts(spec: CacheSpec, category: Category, count: int, counts: dict, f
         return {"tokens_never_written": c("units", 0) // spec.groups_per_token,
                 "baseline_poison_bytes": c("baseline_bytes", 0), "baseline_poison_scales": c("baseline_scale_words", 0)}
     if category is Category.STRAY_WRITE:
-        return {"guard_bytes": c("guard", 0), "slot_bytes": count - c("guard", 0),
-                "candidate_guard_bytes": c("candidate_guard", 0)}
+        return {"guard_bytes": c("guard", 0), "slot_bytes": count - c("guard", 0) - c("overwritten", 0),
+                "candidate_guard_bytes": c("candidate_guard", 0), "overwritten_bytes": c("overwritten", 0),
+                "overwritten_slots": c("overwritten_slots", 0)}
     if category is Category.INTEGER_CAST:
         return _integer_cast(counts)
     if category is Category.LAYOUT:
@@ -87,6 +88,18 @@ def cause_facts(spec: CacheSpec, category: Category, count: int, counts: dict, f
                 "doubled": c("doubled", 0), "halved": c("halved", 0)}
     if category is Category.SCALE_ULP:
         return {"max_ulp": found.get("max_ulp")}
+    if category is Category.AMAX_FLOOR:
+        return {"groups": c("groups", 0), "floor_found": found.get("floor_found"),
+                "floor_exact": bool(found.get("floor_exact")), "floor_expected": SCALE_FLOOR}
+    if category is Category.UE8M0_ROUNDING:
+        return {"groups": c("groups", 0), "direction": "floor", "expected": "ceil"}
+    if category is Category.SCALE_SWAP:
+        return {"words": c("words", 0)}
+    if category is Category.SCALE_FORMAT:
+        return {"words": c("words", 0), "format_found": found.get("format_found"),
+                "format_expected": spec.scale_fmt.value}
+    if category is Category.NON_FINITE:
+        return {"groups": c("groups", 0), "nan_groups": c("nan_groups", 0), "inf_groups": c("inf_groups", 0)}
     if category is Category.ROUNDING:
         return _rounding(count, counts)
     if category is Category.SATURATION_NAN:
@@ -114,10 +127,23 @@ def example(spec: CacheSpec, category: Category, locus: tuple[str, int], frame: 
     return Example(m.coordinate, None, m.baseline_byte, m.candidate_byte, m.baseline_value, m.candidate_value, facts)
 
 
+SCALE_CAUSES = (Category.SCALE_RATIO, Category.SCALE_POW2, Category.SCALE_ULP, Category.AMAX_FLOOR,
+                Category.UE8M0_ROUNDING, Category.SCALE_SWAP, Category.SCALE_FORMAT)
+
+
+def _word_hex(word: torch.Tensor) -> str:
+    """A 4-byte scale word as the little-endian 32-bit number it is (0x3b9492f2), whatever its format."""
+    return f"0x{int.from_bytes(bytes(word.tolist()), 'little'):08x}"
+
+
 def _example_facts(spec: CacheSpec, category: Category, m: Mismatch, frame: Frame, found: dict) -> dict:
     """What fits at one example byte: the quotient, the moved token, the other format's value, the scales."""
     c = m.coordinate
-    if category in (Category.STRAY_WRITE, Category.UNWRITTEN):
+    if category is Category.STRAY_WRITE:
+        unit = frame.unit_of(c.block, c.token, c.group if c.group is not None else c.dim // spec.quant_block_size)
+        source = int(frame.source[unit])
+        return {"slot_owner": source} if source >= 0 else {}
+    if category is Category.UNWRITTEN:
         return {}
     if category is Category.LAYOUT:
         other = Layout(found["layout_found"]) if found.get("layout_found") else other_layout(spec)
@@ -126,7 +152,8 @@ def _example_facts(spec: CacheSpec, category: Category, m: Mismatch, frame: Fram
     unit = frame.unit_of(c.block, c.token, c.group if c.group is not None else c.dim // spec.quant_block_size)
     scales = {"baseline_scale": float(frame.base_w[unit]), "candidate_scale": float(frame.cand_w[unit])}
     source = int(frame.source[unit])
-    if c.region is Region.SCALE or category in (Category.SCALE_RATIO, Category.SCALE_POW2, Category.SCALE_ULP):
+    scales |= {"baseline_scale_word": _word_hex(frame.base_wb[unit]), "candidate_scale_word": _word_hex(frame.cand_wb[unit])}
+    if c.region is Region.SCALE or category in SCALE_CAUSES:
         return scales if c.region is Region.SCALE or source >= 0 else {}
     if source < 0:
         return {}

@@ -169,6 +169,7 @@ class Frame:
     runs: torch.Tensor
     poison_row: torch.Tensor  # uint8 [block_size * groups, qbs]: byte_poison of each unit row's value bytes
     poison_block: torch.Tensor  # uint8 [nd]: poison_at of each block's first byte
+    padding: torch.Tensor  # int64 [P]: rows of k whose slot is negative (padding: written nowhere)
 
     @property
     def mapped(self) -> torch.Tensor:
@@ -280,4 +281,5 @@ def build_frame(spec: CacheSpec, inputs: Inputs, blocks: torch.Tensor, a: torch.
         block_mapped=(source >= 0).view(nd, -1).any(dim=1), value_index=value_index, run_length=runs[0],
         runs=runs[1], poison_row=byte_poison(value_index).reshape(spec.block_size * groups, -1),
         poison_block=poison_at(guard_bytes(spec) + blocks * spec.block_bytes),
+        padding=torch.nonzero(inputs.slot_mapping.to(a.device) < 0).view(-1),
     )
