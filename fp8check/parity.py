@@ -23,6 +23,7 @@ from .readers import reference as reference_reader
 from .readers.metrics import (
     DEFAULT_ATOL, DEFAULT_RTOL, Metrics, compare_logits, is_vacuous, quantize_q, visible_tokens,
 )
+from .readers.obligations import Findings, leaks
 from .readers.registry import Reader, run_reader_reporting
 from .spec import CacheSpec, FP8Format, Layout, ScaleFormat
 from .writers import registry as producers
@@ -165,7 +166,8 @@ class Column:
 
     def failing(self, config: ParityConfig) -> list[tuple[int, float]]:
         """(ctx, recall) of the non-vacuous rows below --min-recall."""
-        return [(c, m.recall) for c, m in zip(config.ctx, self.rows) if not m.vacuous and m.recall < config.min_recall]
+        return [(c, m.recall) for c, m in zip(config.ctx, self.rows)
+                if not m.vacuous and m.recall < config.min_recall and not m.tie]
 
 
 @dataclass(frozen=True)
@@ -180,6 +182,7 @@ class ParityResult:
     columns: tuple[Column, ...]
     reader_check: tuple[Metrics, ...] | None  # the reader on the baseline's bytes; None: it is the reference
     timings: dict[str, float] = field(default_factory=dict)
+    obligations: Findings = Findings()  # masked positions not -inf, writes outside the rows, over every read
 
     @property
     def reader_disagreements(self) -> list[tuple[int, float]]:
@@ -187,11 +190,21 @@ class ParityResult:
         if self.reader_check is None:
             return []
         return [(c, m.recall) for c, m in zip(self.config.ctx, self.reader_check)
-                if not m.vacuous and m.recall < self.config.min_recall]
+                if not m.vacuous and m.recall < self.config.min_recall and not m.tie]
+
+    @property
+    def reader_ties(self) -> list[tuple[int, float, int]]:
+        """(ctx, recall, tokens missed) where the reader, on the baseline's bytes, misses the truth's top-K only
+        by near-ties (every miss within tolerance of the K-th logit): no fault (readers/metrics.py)."""
+        if self.reader_check is None:
+            return []
+        return [(c, m.recall, m.missed) for c, m in zip(self.config.ctx, self.reader_check)
+                if not m.vacuous and m.recall < self.config.min_recall and m.tie]
 
     @property
     def reader_fault(self) -> bool:
-        return bool(self.reader_disagreements)
+        """The reader disagrees with the exact reader beyond near-ties, or breaks an obligation."""
+        return bool(self.reader_disagreements) or self.obligations.broken
 
     @property
     def all_vacuous(self) -> bool:
@@ -282,18 +295,24 @@ def run_parity(spec: CacheSpec, config: ParityConfig, *, baseline: Producer, wri
     if not torch.isfinite(truth.masked_fill(truth == float("-inf"), 0)).all():
         raise InputError(f"the baseline {baseline.name!r} wrote bytes that decode to inf/NaN logits: no truth to rank by")
     columns, ran = [], reader  # `ran`: the reader as it ran (an isolated one: with what its child reported)
+    findings = Findings()
+
+    def read(label: str, cache):
+        nonlocal ran, findings
+        logits, ran, outside = step(label, lambda: run_reader_reporting(reader, batch.q_fp8, _kv(cache, spec), *args))
+        if not reader.exact:  # the exact reader is the truth; every other one owes -inf where a row may not look
+            findings = findings + Findings(*leaks(logits, batch.context_lens, config.next_n), *outside)
+        return logits
+
     for writer, cache in zip(writers, caches):
-        logits, ran = step(f"read {writer.name}", lambda c=cache: run_reader_reporting(reader, batch.q_fp8,
-                                                                                       _kv(c, spec), *args))
+        logits = read(f"read {writer.name}", cache)
         columns.append(Column(writer.name, writer.description, writer.emulated, writer.name in config.expect_fail,
                               score(config, logits, truth)))
     check = None
     if not reader.exact:
-        logits, ran = step(f"read {baseline.name} (reader check)", lambda: run_reader_reporting(
-            reader, batch.q_fp8, _kv(base, spec), *args))
-        check = score(config, logits, truth)
+        check = score(config, read(f"read {baseline.name} (reader check)", base), truth)
     return ParityResult(spec, config, inputs.source, inputs.heads, str(device), baseline, ran, tuple(columns),
-                        check, timings)
+                        check, timings, findings)
 
 
 # ---- configs ------------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ import torch
 from ..errors import CheckerError, ProducerError, first_line
 from ..isolation import Limits, phase, run_isolated
 from ..spec import CacheSpec
+from .obligations import GuardedOutput
 from ..writers.files import FILE_PREFIX, VLLM_FILE_PREFIX
 from ..writers.producer import Check, no_check, reported_provenance
 from ..writers.registry import DEFAULT_ISOLATION, Entry
@@ -44,6 +45,9 @@ class Reader:
     isolation: Limits | None = None
     repo: str | None = None
     spec: CacheSpec | None = None  # what an isolated reader's child loads it for (the FP8 format its names bind to)
+    # fn fills a caller-made output buffer (`out=`, float32 [B*next_n, max_model_len], masked -inf) instead of
+    # returning logits; it gets one with poisoned guard rows and columns (readers/obligations.py)
+    fills_output: bool = False
 
 
 def _reference(spec: CacheSpec) -> Reader:
@@ -147,11 +151,21 @@ LOGIT_DTYPES = {str(d): d for d in (torch.float64, torch.float32, torch.float16,
                                     torch.float8_e4m3fnuz, torch.float8_e5m2, torch.float8_e5m2fnuz)}
 
 
-def _read(reader: Reader, args: list[torch.Tensor], max_model_len: int) -> torch.Tensor:
-    """Call a loaded reader on `args` (its own copies); any failure or malformed result is one ProducerError."""
+NO_OUTSIDE_WRITES = (0, ())
+
+
+def _read(reader: Reader, args: list[torch.Tensor], max_model_len: int) -> tuple[torch.Tensor, tuple]:
+    """Call a loaded reader on `args` (its own copies); any failure or malformed result is one ProducerError.
+    Returns the logits and (count, first positions) of its writes outside its rows (obligations.py)."""
     device = args[1].device
+    guarded = None
     try:
-        logits = reader.fn(*args, max_model_len)
+        if reader.fills_output:
+            guarded = GuardedOutput.allocate(args[0].shape[0] * args[0].shape[1], max_model_len, device)
+            reader.fn(*args, max_model_len, out=guarded.logits)
+            logits = guarded.logits
+        else:
+            logits = reader.fn(*args, max_model_len)
         if device.type == "cuda":
             torch.cuda.synchronize(device)
     except ProducerError:
@@ -159,7 +173,8 @@ def _read(reader: Reader, args: list[torch.Tensor], max_model_len: int) -> torch
     except Exception as exc:
         raise ProducerError(f"reader {reader.name!r} raised {first_line(exc)}") from exc
     rows = args[0].shape[0] * args[0].shape[1]
-    return _checked_output(reader, logits, rows, max_model_len, device)
+    outside = guarded.outside_writes() if guarded is not None else NO_OUTSIDE_WRITES
+    return _checked_output(reader, logits, rows, max_model_len, device), outside
 
 
 def read_in_child(name: str, spec_json: str, repo: str | None, q_fp8: torch.Tensor, kv_cache: torch.Tensor,
@@ -173,7 +188,7 @@ def read_in_child(name: str, spec_json: str, repo: str | None, q_fp8: torch.Tens
     reader = resolve(name, spec=spec, repo=repo, isolation=None)
     reader.check(spec, kv_cache.device)  # its Triton kernels: the exact interpreter on the CPU
     phase("reading")
-    logits = _read(reader, [q_fp8, kv_cache, weights, context_lens, block_tables], max_model_len)
+    logits, _ = _read(reader, [q_fp8, kv_cache, weights, context_lens, block_tables], max_model_len)
     if str(logits.dtype) not in LOGIT_DTYPES:
         raise ProducerError(f"reader {name!r} returned {logits.dtype} logits; expected one of {', '.join(LOGIT_DTYPES)}")
     out.copy_(logits)
@@ -199,15 +214,18 @@ def _read_isolated(reader: Reader, args: list[torch.Tensor], max_model_len: int)
 
 def run_reader_reporting(reader: Reader, q_fp8: torch.Tensor, kv_cache: torch.Tensor, weights: torch.Tensor,
                          context_lens: torch.Tensor, block_tables: torch.Tensor,
-                         max_model_len: int) -> tuple[torch.Tensor, Reader]:
+                         max_model_len: int) -> tuple[torch.Tensor, Reader, tuple]:
     """The one place a reader runs: on copies of the tensors (fp8check's stay untouched), its failures and
-    malformed results turned into one-line errors. Returns logits [B*next_n, max_model_len] and the reader
-    as it ran: for an isolated one (run in a child), with what its child reported (description, provenance)."""
+    malformed results turned into one-line errors. Returns logits [B*next_n, max_model_len], the reader
+    as it ran (for an isolated one, run in a child: with what its child reported, description and
+    provenance) and (count, first positions) of its writes outside its rows, for readers that fill a buffer."""
     args = [t.clone() for t in (q_fp8, kv_cache, weights, context_lens, block_tables)]
     if reader.isolation is None:
-        return _read(reader, args, max_model_len), reader
+        logits, outside = _read(reader, args, max_model_len)
+        return logits, reader, outside
     logits, ran = _read_isolated(reader, args, max_model_len)
-    return _checked_output(ran, logits, q_fp8.shape[0] * q_fp8.shape[1], max_model_len, kv_cache.device), ran
+    rows = q_fp8.shape[0] * q_fp8.shape[1]
+    return _checked_output(ran, logits, rows, max_model_len, kv_cache.device), ran, NO_OUTSIDE_WRITES
 
 
 def run_reader(reader: Reader, q_fp8: torch.Tensor, kv_cache: torch.Tensor, weights: torch.Tensor,

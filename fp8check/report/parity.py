@@ -110,16 +110,24 @@ def notes(result: ParityResult) -> list[Text]:
     if result.all_vacuous:
         lines.append(Text(f"every row is vacuous (ctx <= K = {c.topk}): recall cannot tell these writers apart;"
                           " the verdict below says nothing about them.", style="bold yellow"))
+    lines += obligation_lines(result)
     if result.reader_check is not None:
         worst = max((m.max_rel for m in result.reader_check), key=lambda x: (math.isnan(x), x))
-        if result.reader_fault:
+        if result.reader_disagreements:
             lines.append(Text(
                 f"READER FAULT: reader {result.reader.name!r} disagrees with fp8check's reference reader on the"
                 f" baseline's own bytes ({_worst(result.reader_disagreements)}; max_rel {rel(worst)}): it reads a"
                 f" different layout or format from the one written ({result.spec.layout.value} layout,"
                 f" {result.spec.fp8.value}). The writer columns measure the reader, not the writers.",
                 style="bold red"))
-        else:
+        elif result.reader_ties:
+            ties = ", ".join(f"ctx {ctx}: recall {recall:.4f}, {missed} missed" for ctx, recall, missed in result.reader_ties)
+            lines.append(Text(
+                f"reader {result.reader.name!r} misses the truth's top-{c.topk} only by near-ties on the baseline's"
+                f" bytes ({ties}): every token it selects wrongly has a true logit within atol + rtol * |L| of the"
+                f" K-th (rtol {c.rtol:g}, atol {c.atol:g}); its rounding reorders near-equal tokens, it reads the"
+                " right bytes. Not a reader fault.", style="yellow"))
+        elif not result.obligations.broken:
             lines.append(Text(
                 f"reader {result.reader.name!r} agrees with the reference reader on the baseline's bytes"
                 f" (recall@{c.topk} >= {c.min_recall:g} on every non-vacuous row; max_rel up to {rel(worst)}).",
@@ -130,6 +138,22 @@ def notes(result: ParityResult) -> list[Text]:
         f" count); positional@K: positions where the two ascending-sorted top-K index lists agree (the seed's"
         f" numbers; never a verdict); max_rel = max|L-L*| / max|L*|; bad/N: tokens with |L-L*| > atol + rtol|L*|"
         f" (rtol {c.rtol:g}, atol {c.atol:g}), NaN counts as bad.", style="dim"))
+    return lines
+
+
+def obligation_lines(result: ParityResult) -> list[Text]:
+    """READER FAULT lines for masked positions that are not -inf and writes outside the output rows."""
+    found, lines = result.obligations, []
+    if found.leaks:
+        lines.append(Text(
+            f"READER FAULT: reader {result.reader.name!r} returns {found.leaks} logits at positions a query row may"
+            f" not see (they must be -inf; row n of next_n sees positions up to ctx - next_n + n): "
+            + "; ".join(x.describe() for x in found.leaked), style="bold red"))
+    if found.outside:
+        rows = result.config.next_n * len(result.config.ctx)
+        lines.append(Text(
+            f"READER FAULT: reader {result.reader.name!r} wrote {found.outside} elements outside its output rows: "
+            + "; ".join(x.describe(rows, result.config.max_ctx) for x in found.written), style="bold red"))
     return lines
 
 
@@ -165,6 +189,8 @@ def to_json(result: ParityResult) -> dict:
         "records": records,
         "reader_check": check,
         "reader_fault": result.reader_fault,
+        "reader_obligations": result.obligations.to_dict(),
+        "reader_ties": [{"ctx": ctx, "recall": recall, "missed": missed} for ctx, recall, missed in result.reader_ties],
         "passed": result.passed,
         "device": result.device,
         "timings_s": result.timings,
