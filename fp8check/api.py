@@ -127,7 +127,7 @@ def compare_writers(candidate: str | Callable, baseline: str | Callable = "auto"
     from .report.lines import compare_verdict
 
     prepare_cpu()
-    keys = (*options.SPEC, *options.BUDGET)
+    keys = (*options.SPEC, *options.BUDGET, *options.CONVENTIONS)
     values = {**options.defaults(keys), **options.validate(spec_and_inputs, keys, "compare_writers()")}
     if isinstance(baseline, str) and baseline.startswith(GOLDEN):  # the recording's spec and inputs
         stated = tuple(key for key in GOLDEN_SPEC_KEYS if key in spec_and_inputs)
@@ -143,6 +143,7 @@ def compare_writers(candidate: str | Callable, baseline: str | Callable = "auto"
         spec, baseline=base, candidate=as_producer(candidate, "candidate", device=device, fp8=spec.fp8,
                                                    repo=values["repo"]),
         inputs=data, device=device, budget=Budget(**{key: values[key] for key in options.BUDGET}),
+        pad_slot=values["pad_slot"],
     )
     d = checked.result.diff
     return Result(

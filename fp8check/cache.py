@@ -153,6 +153,39 @@ def scatter_rows(
     flat[scale_pos.reshape(-1)] = scale_bytes.reshape(-1)
 
 
+# ---- padding conventions: -1 (written nowhere) or a dummy slot that may be written (SGLang) ------------------
+
+SKIP_PADDING = -1  # vLLM's and aiter's convention: tokens with slot -1 write nothing
+
+
+def reserve_pad_slot(spec: CacheSpec, slot_mapping: torch.Tensor, pad_slot: int) -> torch.Tensor:
+    """The slot mapping with the dummy slot reserved for padding, as SGLang reserves it: a token that maps to
+    it counts as padding (slot -1). The slot must lie in the cache."""
+    if pad_slot == SKIP_PADDING:
+        return slot_mapping
+    if not 0 <= pad_slot < spec.num_slots:
+        raise SpecError(f"--pad-slot {pad_slot}: must be -1 or a slot of the cache (0-{spec.num_slots - 1})")
+    return torch.where(slot_mapping == pad_slot, torch.full_like(slot_mapping, -1), slot_mapping)
+
+
+def padded_slots(slot_mapping: torch.Tensor, pad_slot: int) -> torch.Tensor:
+    """The slot mapping a writer of the dummy-slot convention is given: padding (slot < 0) sent to pad_slot."""
+    if pad_slot == SKIP_PADDING:
+        return slot_mapping
+    return torch.where(slot_mapping < 0, torch.full_like(slot_mapping, pad_slot), slot_mapping)
+
+
+def forget_slot(buffer: CacheBuffer, slot: int) -> None:
+    """Put the poison fill back under one slot's value bytes and scale words: a dummy slot's bytes are the
+    writer's own business (whichever padding token wrote last), never compared."""
+    spec = buffer.spec
+    block, token = divmod(slot, spec.block_size)
+    at = torch.cat([spec.value_index(buffer.buffer.device)[token],
+                    spec.scale_index(buffer.buffer.device).view(spec.block_size, -1)[token]])
+    position = buffer.guard_bytes + block * spec.block_bytes + at
+    buffer.buffer[position] = poison_at(position)
+
+
 # ---- allocation size checks: before anything large is allocated ----------------------------------------
 
 

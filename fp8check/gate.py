@@ -56,9 +56,10 @@ class CompareCheck:
 
 
 def check_compare(spec: CacheSpec, *, baseline: Producer | Side, candidate: Producer, inputs: Inputs,
-                  device: torch.device, budget: Budget = Budget(), expect: Expect = Expect.SAME) -> CompareCheck:
+                  device: torch.device, budget: Budget = Budget(), expect: Expect = Expect.SAME,
+                  pad_slot: int = -1) -> CompareCheck:
     """Run both writers, diff, diagnose and decide: the one body of `compare`, gate cases and the API."""
-    result = compare(spec, baseline=baseline, candidate=candidate, inputs=inputs, device=device)
+    result = compare(spec, baseline=baseline, candidate=candidate, inputs=inputs, device=device, pad_slot=pad_slot)
     diagnosis = diagnose(result.spec, result.baseline.buffer, result.candidate.buffer, result.inputs, diff=result.diff)
     decided = check_budget(budget, result.diff, result.baseline.buffer, result.candidate.buffer)
     return CompareCheck(result, diagnosis, decided, expect)
@@ -137,7 +138,7 @@ def _compare_case(values: dict) -> CompareCheck:
         base = resolved["baseline"]
     budget = Budget(**{k: values[k] for k in options.BUDGET})
     return check_compare(spec, baseline=base, candidate=resolved["candidate"], inputs=data,
-                         device=device, budget=budget, expect=Expect(values["expect"]))
+                         device=device, budget=budget, expect=Expect(values["expect"]), pad_slot=values["pad_slot"])
 
 
 def _table_case(values: dict):

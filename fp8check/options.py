@@ -119,17 +119,26 @@ def _budget_options() -> list[Option]:
     ]
 
 
+def _convention_options() -> list[Option]:
+    return [
+        Option("pad_slot", "pad_slot", int, -1,
+               "Padding convention: -1, padding tokens (slot -1) write nothing (vLLM, aiter); N >= 0, they are"
+               " sent to dummy slot N, reserved for them, which they may write (SGLang).", minimum=-1),
+    ]
+
+
 SPEC = {o.key: o for o in _spec_options()}  # the cache, the inputs and the device: every command
 BUDGET = {o.key: o for o in _budget_options()}
+CONVENTIONS = {o.key: o for o in _convention_options()}
 PRODUCERS = {  # producer names are checked when they are resolved (registry.resolve), not here
     "baseline": Option("baseline", "baseline", str, "auto"),
     "candidate": Option("candidate", "candidate", str, "triton"),
     "buggy": Option("buggy", "buggy", str, "triton-buggy"),
     "fixed": Option("fixed", "fixed", str, "triton"),
 }
-COMPARE_KEYS = (*SPEC, "baseline", "candidate", *BUDGET)
+COMPARE_KEYS = (*SPEC, "baseline", "candidate", *BUDGET, *CONVENTIONS)
 TABLE_KEYS = (*SPEC, "baseline", "buggy", "fixed")
-ALL = {**SPEC, **BUDGET, **PRODUCERS}
+ALL = {**SPEC, **BUDGET, **CONVENTIONS, **PRODUCERS}
 
 
 def defaults(keys) -> dict[str, Any]:

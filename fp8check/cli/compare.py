@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from . import startup
+from .. import options
 from ..errors import ExitCode
 from .arguments import (GOLDEN, budget_options, build, golden_key, isolation_limits, replay_golden, spec_options,
                         start_build)
@@ -24,9 +25,10 @@ from .common import check_outputs, emit, handled, output_options, progress, show
 @output_options
 @click.option("--all-blocks", is_flag=True, help="One table row per block, however many.")
 @budget_options
+@options.click_options(options.CONVENTIONS)
 @handled
 def compare(baseline, candidate, all_blocks, debug, max_diff_bytes, max_diff_fraction, max_code_distance,
-            json_path, junit_path, markdown_path, quiet, **opts):
+            json_path, junit_path, markdown_path, quiet, pad_slot, **opts):
     """Run two writers on the same K, diff their cache bytes block by block, and say why they differ."""
     import time
 
@@ -67,11 +69,11 @@ def compare(baseline, candidate, all_blocks, debug, max_diff_bytes, max_diff_fra
         base = resolved["baseline"]
     with progress(device, resolved.values()):
         checked = check_compare(spec, baseline=base, candidate=resolved["candidate"], inputs=data, device=device,
-                                budget=budget)
+                                budget=budget, pad_slot=pad_slot)
     result, diagnosis, decided = checked.result, checked.diagnosis, checked.budget
     values = {**options.from_dests(opts), "baseline": baseline, "candidate": candidate,
               "max_diff_bytes": max_diff_bytes, "max_diff_fraction": max_diff_fraction,
-              "max_code_distance": max_code_distance}
+              "max_code_distance": max_code_distance, "pad_slot": pad_slot}
     verdict = lines.compare_verdict(checked)
     emit(out, renderable=terminal.render_compare(result, all_blocks=all_blocks, diagnosis=diagnosis, budget=decided),
          verdict=verdict, title="compare",

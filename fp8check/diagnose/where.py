@@ -59,8 +59,8 @@ OVERWRITE_SHARE = 0.9  # value bytes of a unit that must be a padding row's for 
 
 
 def overwritten(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
-    """Units of real tokens whose scale word and value bytes are a padding row's (a token with slot < 0)
-    quantized by the reference: a padding token written over a real one. Stray writes, not scale causes."""
+    """Units of real tokens whose scale word and value bytes are padding rows' (tokens with slot < 0) quantized
+    by the reference: padding written over a real token. Stray writes, not scale causes."""
     from ..writers.reference import AITER, quantize
     from ..fp8 import encode_scales
 
@@ -78,7 +78,8 @@ def overwritten(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
     same_word = (frame.cand_wb[units].unsqueeze(1) == words[:, group].transpose(0, 1)).all(dim=-1)  # [n, P]
     values = frame.value_rows(frame.cand_phys, units)  # [n, qbs]
     agree = (values.unsqueeze(1) == codes[:, group].transpose(0, 1)).sum(dim=-1)  # [n, P]
-    hit = (same_word & (agree >= OVERWRITE_SHARE * spec.quant_block_size)).any(dim=1)
+    # several padding rows on one slot race: the values of one of them may sit under another one's scale
+    hit = same_word.any(dim=1) & (agree >= OVERWRITE_SHARE * spec.quant_block_size).any(dim=1)
     if not bool(hit.any()):
         return [], none
     taken = frame.units_mask(units[hit])
