@@ -465,3 +465,20 @@ def test_reader_check_says_near_tie_or_fault(atol, fault):
     else:
         assert result.reader_ties == [(300, 31 / 32, 1)]
         assert "only by near-ties" in text and "Not a reader fault." in text and "READER FAULT" not in text
+
+
+def test_exact_reader_reads_interleaved_and_a_planar_reader_faults_on_it():
+    # FlagGems' and vLLM's next_n > 1 readers read per-token records; fp8check's planar linear_reader plugin on
+    # an interleaved cache is the same disagreement the other way round: right at block 1 only
+    config = parity.ParityConfig(ctx=(100, 300), topk=32)
+    outcomes = {}
+    for block in (1, 64):
+        spec = CacheSpec(block_size=block, num_blocks=-(-300 // block), layout=Layout.INTERLEAVED)
+        inputs = parity.generate(spec, config, heads=4, seed=2, shuffled=True)
+        for name in ("reference", reader_plugin()):
+            reader = readers.resolve(name, spec=spec, isolation=None)
+            result = parity.run_parity(spec, config, baseline=producers.resolve("reference"),
+                                       writers=[producers.resolve("reference")], reader=reader, inputs=inputs,
+                                       device=CPU)
+            outcomes[block, name == "reference"] = result.reader_fault or not result.passed
+    assert outcomes == {(1, True): False, (1, False): False, (64, True): False, (64, False): True}
