@@ -138,19 +138,44 @@ def scatter_rows(
     slot, in the spec's layout and scale format; tokens with a negative slot write nothing."""
     from .fp8 import encode_scales
 
-    flat = cache.view(spec.num_blocks, spec.block_bytes).view(-1)
+    blocks = cache.view(spec.num_blocks, spec.block_bytes)  # a view also of a per-layer strided cache
     keep = slot_mapping >= 0
     slots = slot_mapping[keep].to(torch.int64)
     if slots.numel() and int(slots.max()) >= spec.num_slots:
         raise ValueError(f"slot {int(slots.max())} is outside the cache ({spec.num_slots} slots)")
-    block, token = slots // spec.block_size, slots % spec.block_size
-    base = (block * spec.block_bytes).view(-1, 1)
-    value_pos = base + spec.value_index(cache.device)[token]
-    flat[value_pos.reshape(-1)] = codes[keep].reshape(-1)
+    block, token = (slots // spec.block_size).view(-1, 1), slots % spec.block_size
+    blocks[block, spec.value_index(cache.device)[token]] = codes[keep]
     scale_bytes = encode_scales(scales[keep], spec.scale_fmt)  # [T, groups, 4]
     words = spec.scale_index(cache.device).view(spec.block_size, -1)  # [block_size, groups * 4]
-    scale_pos = base + words[token]
-    flat[scale_pos.reshape(-1)] = scale_bytes.reshape(-1)
+    blocks[block, words[token]] = scale_bytes.reshape(slots.numel(), -1)
+
+
+# ---- per-layer views of one allocation ----------------------------------------------------------------------
+
+
+def write_in_layer(buffer: CacheBuffer, write) -> None:
+    """Call write(cache) with the buffer's cache as the writer sees it. With spec.layers > 1 that is a strided
+    view, layer spec.layer of a [num_blocks, layers, block_bytes] allocation whose other layers hold a poison
+    fill; afterwards the layer's bytes are copied back, and every byte the writer changed in another layer is
+    marked in the guard zones (layers before: the front guard, after: the back one), as a write outside its
+    cache."""
+    spec = buffer.spec
+    if spec.layers == 1:
+        write(buffer.cache)
+        return
+    layers = torch.empty((spec.num_blocks, spec.layers, spec.block_bytes), dtype=torch.uint8,
+                         device=buffer.buffer.device)
+    fill_poison(layers.view(-1))
+    layers[:, spec.layer] = buffer.flat
+    before = layers.clone()
+    write(layers[:, spec.layer].view(spec.num_blocks, spec.block_size, spec.row_bytes))
+    buffer.flat.copy_(layers[:, spec.layer])
+    changed = layers != before
+    g = buffer.guard_bytes
+    for side, part in ((0, changed[:, : spec.layer]), (buffer.buffer.numel() - g, changed[:, spec.layer + 1 :])):
+        count = int(part.sum())
+        position = side + torch.arange(min(count, g), device=buffer.buffer.device)
+        buffer.buffer[position] = poison_at(position) ^ 0xFF
 
 
 # ---- padding conventions: -1 (written nowhere) or a dummy slot that may be written (SGLang) ------------------

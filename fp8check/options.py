@@ -91,6 +91,9 @@ def _spec_options() -> list[Option]:
         Option("scale_fmt", "scale_fmt", str, "ue8m0", choices=_values(ScaleFormat)),
         Option("layout", "layout", str, None, "Value layout [default: shuffle when --block > 1, else linear].",
                choices=_values(Layout)),
+        Option("layers", "layers", int, 1,
+               "Hand the writer layer L // 2 of an L-layer buffer as a strided per-layer view; the other layers"
+               " are poisoned and a write there is a write outside the cache.", minimum=1),
         Option("seed", "seed", int, 0),
         Option("slots", "slots", str, "sequential", choices=_values(SlotPattern)),
         Option("inputs", "distribution", str, "normal",

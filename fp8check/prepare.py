@@ -21,7 +21,7 @@ def spec_from(opts: dict, num_blocks: int | None = None) -> CacheSpec:
         num_blocks=num_blocks or opts["num_blocks"] or DEFAULT_NUM_BLOCKS, block_size=opts["block_size"],
         head_dim=head_dim, quant_block_size=opts["quant_block_size"] if opts["quant_block_size"] is not None else (128 if head_dim % 128 == 0 else head_dim),
         fp8=FP8Format(opts["fp8"]), scale_fmt=ScaleFormat(opts["scale_fmt"]),
-        layout=Layout(opts["layout"]) if opts["layout"] else None,
+        layout=Layout(opts["layout"]) if opts["layout"] else None, layers=opts.get("layers") or 1,
     )
 
 

@@ -117,9 +117,12 @@ class CacheSpec:
     fp8: FP8Format = FP8Format.E4M3FN
     scale_fmt: ScaleFormat = ScaleFormat.UE8M0
     layout: Layout | None = None  # None: shuffle when block_size > 1, linear when 1 (vLLM's rule)
+    # > 1: the writer's cache is layer `layer` of a buffer [num_blocks, layers, block_bytes], handed over as a
+    # strided view (per-layer views of one allocation); the other layers are poisoned and must stay so
+    layers: int = 1
 
     def __post_init__(self) -> None:
-        for name in ("num_blocks", "block_size", "head_dim", "quant_block_size"):
+        for name in ("num_blocks", "block_size", "head_dim", "quant_block_size", "layers"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise SpecError(f"{name} must be a positive integer, got {value!r}")
@@ -162,6 +165,11 @@ class CacheSpec:
     @property
     def num_slots(self) -> int:
         return self.num_blocks * self.block_size
+
+    @property
+    def layer(self) -> int:
+        """The layer of a multi-layer buffer the writer is handed (the middle one: layers before and after)."""
+        return self.layers // 2
 
     # ---- byte math (scalar; SPEC.md section 2) -------------------------------------------------
     def value_offset(self, token: int, dim: int) -> int:
@@ -260,6 +268,8 @@ class CacheSpec:
         for key, value in out.items():
             if isinstance(value, enum.Enum):
                 out[key] = value.value
+        if self.layers == 1:  # a single-layer cache reads as it always has (records, goldens, JSON)
+            del out["layers"]
         return out
 
     def to_json(self) -> str:
@@ -276,6 +286,7 @@ class CacheSpec:
                 fp8=FP8Format(data["fp8"]),
                 scale_fmt=ScaleFormat(data["scale_fmt"]),
                 layout=Layout(data["layout"]),
+                layers=data.get("layers", 1),
             )
         except (KeyError, TypeError, ValueError) as exc:
             if isinstance(exc, SpecError):
@@ -290,4 +301,5 @@ class CacheSpec:
             f"{self.num_blocks} blocks x {self.block_size} tokens, head_dim {self.head_dim}, "
             f"qbs {self.quant_block_size}, {self.fp8.value}, scales {self.scale_fmt.value}, "
             f"{self.layout.value} layout"
+            + (f", layer {self.layer} of {self.layers} (strided view)" if self.layers > 1 else "")
         )

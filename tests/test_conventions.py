@@ -94,3 +94,48 @@ def test_cli_and_api_take_the_convention(capsys):
     assert code == 1
     assert compare_writers(no_negative_guard, "reference", slots="padded", pad_slot=5).identical
     assert not compare_writers(no_negative_guard, "reference", slots="padded").identical
+
+
+# ---- caches handed over as strided per-layer views of one allocation (--layers) ------------------------------
+
+
+def through_storage(k, kv_cache, slot_mapping, quant_block_size, scale_fmt):
+    """A writer that assumes its cache is contiguous: it writes the whole cache's bytes from the view's first
+    byte on, through the storage (as a kernel given data_ptr() and no strides does)."""
+    contiguous = torch.empty(kv_cache.shape, dtype=torch.uint8)
+    contiguous.copy_(kv_cache)
+    producers.resolve("reference").writer(k, contiguous, slot_mapping, quant_block_size, scale_fmt)
+    storage = torch.as_strided(kv_cache, (kv_cache.numel(),), (1,), kv_cache.storage_offset())
+    storage.copy_(contiguous.view(-1))
+
+
+def test_a_stride_aware_writer_writes_the_same_bytes_in_a_layer_view():
+    single, layered = CacheSpec(), CacheSpec(layers=3)
+    assert layered.layer == 1 and "layer 1 of 3 (strided view)" in layered.summary()
+    data = generate(single, seed=0)
+    written = [compare(spec, baseline=producers.resolve("reference"), candidate=producers.resolve("reference-vllm"),
+                       inputs=data, device=CPU) for spec in (single, layered)]
+    assert all(r.identical for r in written)
+    assert torch.equal(written[0].candidate.buffer.buffer, written[1].candidate.buffer.buffer)
+
+
+def test_writes_into_other_layers_are_writes_outside_the_cache():
+    spec = CacheSpec(layers=3)
+    data = generate(spec, seed=0)
+    result = compare(spec, baseline=producers.resolve("reference"),
+                     candidate=producers.Producer("through-storage", "ignores strides", through_storage),
+                     inputs=data, device=CPU)
+    found = diagnose(spec, result.baseline.buffer, result.candidate.buffer, result.inputs)
+    causes = found.by_category()
+    # blocks 1 and 2 went to other layers (block 0's next layer, block 1's previous one): 128 tokens never reach
+    # the writer's layer, and their bytes land outside it
+    assert causes[Category.UNWRITTEN].facts["tokens_never_written"] == 128
+    assert causes[Category.STRAY_WRITE].bytes == result.diff.guard_diff > 0
+    from fp8check.report.causes import explain
+
+    assert "outside the cache (guard bytes, or the buffer's other layers)" in explain(causes[Category.STRAY_WRITE], spec)[0]
+
+
+def test_a_writer_that_needs_a_contiguous_cache_says_so(capsys):
+    code, out, err = run(capsys, "compare", "--baseline", "reference", "--candidate", "triton", "--layers", "2")
+    assert code == 2 and "producer 'triton' raised RuntimeError: view size is not compatible" in err

@@ -39,7 +39,8 @@ def _unwritten(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
 
 def _stray_write(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
     f = cause.facts
-    where = [f"{f['guard_bytes']} outside the cache (guard bytes)"] if f["guard_bytes"] else []
+    outside = "guard bytes, or the buffer's other layers" if spec.layers > 1 else "guard bytes"
+    where = [f"{f['guard_bytes']} outside the cache ({outside})"] if f["guard_bytes"] else []
     if f["slot_bytes"]:
         where.append(f"{f['slot_bytes']} in slots no token maps to")
     if f.get("overwritten_bytes"):

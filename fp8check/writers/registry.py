@@ -13,7 +13,7 @@ from typing import Callable
 
 import torch
 
-from ..cache import SKIP_PADDING, CacheBuffer, forget_slot, padded_slots
+from ..cache import SKIP_PADDING, CacheBuffer, forget_slot, padded_slots, write_in_layer
 from ..errors import CheckerError, ProducerError, first_line
 from ..inputs import Inputs, check_slots
 from ..isolation import Limits, phase, run_isolated
@@ -206,7 +206,7 @@ def run_in_child(name: str, spec_json: str, repo: str | None, k: torch.Tensor, s
     producer = resolve(name, fp8=spec.fp8, repo=repo, isolation=None)
     producer.check(spec, buffer.device)
     phase("writing")
-    _write(producer, spec, k, CacheBuffer(spec, buffer).cache, slot_mapping)
+    write_in_layer(CacheBuffer(spec, buffer), lambda cache: _write(producer, spec, k, cache, slot_mapping))
     return {"provenance": json.loads(json.dumps(producer.provenance, default=str)),
             "description": producer.description, "triton": bool(producer.triton)}
 
@@ -239,7 +239,7 @@ def run_producer(producer: Producer, spec: CacheSpec, inputs: Inputs, device: to
             provenance=reported_provenance(report.get("provenance")), triton=report.get("triton") is True)
     else:
         producer.check(spec, device)
-        _write(producer, spec, k, buffer.cache, slot_mapping)
+        write_in_layer(buffer, lambda cache: _write(producer, spec, k, cache, slot_mapping))
     changed = tuple(name for name, handed, passed in (("k", inputs.k, k), ("slot_mapping", given, slot_mapping))
                     if not _same_bytes(handed.contiguous(), passed))
     if pad_slot != SKIP_PADDING:
