@@ -348,3 +348,41 @@ def read_config(path: Path) -> dict:
             value = tuple(value) if isinstance(value, list) else (value,)
         out[PARITY_KEYS[key]] = value
     return out
+
+
+# ---- the default reader check: every obligation over the cases real readers get wrong -------------------------
+
+
+@dataclass(frozen=True)
+class ReaderCase:
+    next_n: int
+    block_size: int
+    layout: Layout
+
+    @property
+    def label(self) -> str:
+        return f"next_n {self.next_n}, block {self.block_size}, {self.layout.value}"
+
+
+# next_n 1 and 2 (MTP masks), block 1 (where every layout coincides) and 64, planar in both value orders
+READER_CASES = tuple(ReaderCase(n, block, layout) for n in (1, 2)
+                     for block, layout in ((1, Layout.LINEAR), (64, Layout.LINEAR), (64, Layout.SHUFFLE)))
+
+
+def check_reader(reader_for: Callable[[CacheSpec], Reader], *, cases=READER_CASES, ctx=(300, 1100), topk: int = 256,
+                 heads: int = 4, head_dim: int = 128, seed: int = 0, fp8: FP8Format = FP8Format.E4M3FN,
+                 scale_fmt: ScaleFormat = ScaleFormat.UE8M0, device=torch.device("cpu"),
+                 ) -> list[tuple[ReaderCase, ParityResult]]:
+    """The reader (made for each case's spec by `reader_for`) on the reference writer's bytes of every case:
+    recall against the exact reader, near-ties told apart, masked positions, writes outside its rows. A reader
+    reads one layout: it agrees on the cases of that layout and is a reader fault on the others."""
+    results = []
+    for case in cases:
+        config = ParityConfig(ctx=tuple(ctx), topk=topk, next_n=case.next_n)
+        spec = cache_spec(config, block_size=case.block_size, head_dim=head_dim, quant_block_size=None, fp8=fp8,
+                          scale_fmt=scale_fmt, layout=case.layout)
+        inputs = generate(spec, config, heads=heads, seed=seed, shuffled=True)
+        reference = producers.resolve("reference")
+        results.append((case, run_parity(spec, config, baseline=reference, writers=[], reader=reader_for(spec),
+                                         inputs=inputs, device=device)))
+    return results

@@ -150,3 +150,24 @@ def test_a_reader_returning_finite_logits_where_rows_may_not_look_is_a_fault():
     # every position past each row's last visible one: (300 - 98 - 1) + (300 - 99 - 1) + ... per sequence
     expected = sum(300 - (ctx - 2 + n) - 1 for ctx in (100, 300) for n in range(2))
     assert result.obligations.leaks == expected and result.reader_fault
+
+
+def test_default_reader_check_covers_mtp_block_sizes_and_both_orders(monkeypatch):
+    install(monkeypatch, aiter_reader_standin.modules())
+    results = parity.check_reader(lambda spec: aiter_reader.make_reader(aiter_reader.load(), MI355), ctx=(100, 300),
+                                  topk=32)
+    faults = {case.label: result.reader_fault for case, result in results}
+    # vLLM calls aiter with Preshuffle=block_size > 1: it reads shuffle at block 64, so linear there is a fault
+    assert faults == {"next_n 1, block 1, linear": False, "next_n 1, block 64, linear": True,
+                      "next_n 1, block 64, shuffle": False, "next_n 2, block 1, linear": False,
+                      "next_n 2, block 64, linear": True, "next_n 2, block 64, shuffle": False}
+
+
+def test_default_reader_check_fails_aiter_017_at_every_case(monkeypatch):
+    reader = aiter_017(monkeypatch)
+    results = parity.check_reader(lambda spec: reader, ctx=(100, 300), topk=32)
+    leaks = {case.label: result.obligations.leaks for case, result in results}
+    assert all(result.obligations.outside == 1 for _, result in results)  # the store past row 0, in every case
+    assert leaks == {"next_n 1, block 1, linear": 0, "next_n 1, block 64, linear": 0,
+                     "next_n 1, block 64, shuffle": 0, "next_n 2, block 1, linear": 2,
+                     "next_n 2, block 64, linear": 2, "next_n 2, block 64, shuffle": 2}
