@@ -147,7 +147,7 @@ def scatter_rows(
     blocks[block, spec.value_index(cache.device)[token]] = codes[keep]
     scale_bytes = encode_scales(scales[keep], spec.scale_fmt)  # [T, groups, 4]
     words = spec.scale_index(cache.device).view(spec.block_size, -1)  # [block_size, groups * 4]
-    blocks[block, words[token]] = scale_bytes.reshape(slots.numel(), -1)
+    blocks[block, words[token]] = scale_bytes.reshape(slots.numel(), 4 * spec.groups_per_token)
 
 
 # ---- per-layer views of one allocation ----------------------------------------------------------------------

@@ -24,7 +24,7 @@ from .readers.metrics import (
     DEFAULT_ATOL, DEFAULT_RTOL, Metrics, compare_logits, is_vacuous, quantize_q, visible_tokens,
 )
 from .readers.obligations import Findings, leaks
-from .readers.registry import Reader, run_reader_reporting
+from .readers.registry import Reader, run_reader_guarded
 from .spec import CacheSpec, FP8Format, Layout, ScaleFormat
 from .writers import registry as producers
 from .writers.registry import Producer
@@ -299,7 +299,7 @@ def run_parity(spec: CacheSpec, config: ParityConfig, *, baseline: Producer, wri
 
     def read(label: str, cache):
         nonlocal ran, findings
-        logits, ran, outside = step(label, lambda: run_reader_reporting(reader, batch.q_fp8, _kv(cache, spec), *args))
+        logits, ran, outside = step(label, lambda: run_reader_guarded(reader, batch.q_fp8, _kv(cache, spec), *args))
         if not reader.exact:  # the exact reader is the truth; every other one owes -inf where a row may not look
             findings = findings + Findings(*leaks(logits, batch.context_lens, config.next_n), *outside)
         return logits

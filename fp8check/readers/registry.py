@@ -212,9 +212,9 @@ def _read_isolated(reader: Reader, args: list[torch.Tensor], max_model_len: int)
     return out.to(dtype), ran
 
 
-def run_reader_reporting(reader: Reader, q_fp8: torch.Tensor, kv_cache: torch.Tensor, weights: torch.Tensor,
-                         context_lens: torch.Tensor, block_tables: torch.Tensor,
-                         max_model_len: int) -> tuple[torch.Tensor, Reader, tuple]:
+def run_reader_guarded(reader: Reader, q_fp8: torch.Tensor, kv_cache: torch.Tensor, weights: torch.Tensor,
+                       context_lens: torch.Tensor, block_tables: torch.Tensor,
+                       max_model_len: int) -> tuple[torch.Tensor, Reader, tuple]:
     """The one place a reader runs: on copies of the tensors (fp8check's stay untouched), its failures and
     malformed results turned into one-line errors. Returns logits [B*next_n, max_model_len], the reader
     as it ran (for an isolated one, run in a child: with what its child reported, description and
@@ -226,6 +226,14 @@ def run_reader_reporting(reader: Reader, q_fp8: torch.Tensor, kv_cache: torch.Te
     logits, ran = _read_isolated(reader, args, max_model_len)
     rows = q_fp8.shape[0] * q_fp8.shape[1]
     return _checked_output(ran, logits, rows, max_model_len, kv_cache.device), ran, NO_OUTSIDE_WRITES
+
+
+def run_reader_reporting(reader: Reader, q_fp8: torch.Tensor, kv_cache: torch.Tensor, weights: torch.Tensor,
+                         context_lens: torch.Tensor, block_tables: torch.Tensor,
+                         max_model_len: int) -> tuple[torch.Tensor, Reader]:
+    """run_reader_guarded's logits and reader as it ran."""
+    logits, ran, _ = run_reader_guarded(reader, q_fp8, kv_cache, weights, context_lens, block_tables, max_model_len)
+    return logits, ran
 
 
 def run_reader(reader: Reader, q_fp8: torch.Tensor, kv_cache: torch.Tensor, weights: torch.Tensor,
