@@ -56,9 +56,12 @@ class Mismatch:
 
     def describe(self) -> str:
         what = "fp8" if self.coordinate.region is Region.VALUE else "fp32 scale"
+        a, b = f"{self.baseline_value:g}", f"{self.candidate_value:g}"
+        if a == b and self.baseline_byte != self.candidate_byte:  # scales an ulp apart print alike at 6 digits
+            a, b = f"{self.baseline_value:.9g}", f"{self.candidate_value:.9g}"
         return (
-            f"{self.coordinate.describe()}: baseline 0x{self.baseline_byte:02x} ({what} {self.baseline_value:g}),"
-            f" candidate 0x{self.candidate_byte:02x} ({what} {self.candidate_value:g})"
+            f"{self.coordinate.describe()}: baseline 0x{self.baseline_byte:02x} ({what} {a}),"
+            f" candidate 0x{self.candidate_byte:02x} ({what} {b})"
         )
 
 

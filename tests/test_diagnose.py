@@ -622,7 +622,7 @@ def test_one_overwritten_token_is_a_stray_write_not_a_divisor():
 
 def test_amax_floor_names_the_floor_found():
     spec, _, found = run_fault(fault_named("amax_floor_1e6"))
-    assert found.top.facts["floor_found"] == 1e-6 and found.top.facts["floor_exact"]
+    assert found.top.facts["floor_found"] == 1e-6 and found.top.facts["floor_bound"] == "exact"
     assert "a floor of 1e-06 (LMDeploy's)" in said(spec, found.top)[0]
 
 
@@ -631,7 +631,8 @@ def test_amax_floor_with_ue8m0_bounds_the_floor():
     assert [c.category for c in found] == [Category.AMAX_FLOOR]
     assert found.top.bytes == tiny_amax_slots(spec, result.baseline.buffer, result.candidate.buffer, result.inputs)
     low, high = found.top.facts["floor_found"] / 2, found.top.facts["floor_found"]
-    assert low < 1e-6 <= high and not found.top.facts["floor_exact"]
+    assert low < 1e-6 <= high and found.top.facts["floor_bound"] == "range"
+    assert f"a floor above {low:.2g} and at most {high:.2g}" in said(spec, found.top)[0]
 
 
 def test_scales_one_ulp_apart_show_their_words():

@@ -187,3 +187,14 @@ def test_interleaved_counts_values_and_scales_where_they_lie():
     first = d.first_mismatch.coordinate
     assert (first.block, first.region, first.token, first.dim) == (1, Region.VALUE, 3, 5)
     assert d.block(1).value_total == 64 * 128 and d.block(1).scale_total == 64 * 4
+
+
+def test_scales_one_ulp_apart_never_print_alike():
+    from fp8check.diff import Mismatch
+    from fp8check.spec import Coordinate, Region
+
+    a = struct.unpack("<f", struct.pack("<I", 0x3B949249))[0]
+    b = struct.unpack("<f", struct.pack("<I", 0x3B949248))[0]
+    m = Mismatch(Coordinate(0, Region.SCALE, 0, None, 0, 8192), 0x49, 0x48, a, b, "e4m3fn")
+    text = m.describe()
+    assert f"fp32 scale {a:.9g}" in text and f"fp32 scale {b:.9g}" in text and f"{a:.9g}" != f"{b:.9g}"

@@ -90,7 +90,7 @@ def cause_facts(spec: CacheSpec, category: Category, count: int, counts: dict, f
         return {"max_ulp": found.get("max_ulp")}
     if category is Category.AMAX_FLOOR:
         return {"groups": c("groups", 0), "floor_found": found.get("floor_found"),
-                "floor_exact": bool(found.get("floor_exact")), "floor_expected": SCALE_FLOOR}
+                "floor_bound": found.get("floor_bound"), "floor_expected": SCALE_FLOOR}
     if category is Category.UE8M0_ROUNDING:
         return {"groups": c("groups", 0), "direction": "floor", "expected": "ceil"}
     if category is Category.SCALE_SWAP:

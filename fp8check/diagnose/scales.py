@@ -40,7 +40,7 @@ class _ScaleKinds:
     rounded_down: torch.Tensor  # ue8m0 2^floor(log2 s) instead of 2^ceil (ue8m0-rounding)
     swapped: torch.Tensor  # the word of a neighbouring token, and it has this one's (scale-swap)
     floor_found: float | None  # the candidate's amax floor, where a group shows it
-    floor_exact: bool  # floor_found is the floor itself (fp32 scales), not a bound (power-of-two scales)
+    floor_bound: str  # "exact": floor_found is the floor; "range": in (found / 2, found]; "at_most": <= found
     stored_other: torch.Tensor  # the right scale in the other word format (scale-format)
 
 
@@ -100,7 +100,7 @@ def _classify(frame: Frame, units: torch.Tensor) -> _ScaleKinds:
         doubled = ratio_units & ((ratio == 2.0) | (ratio == 0.5))
         pow2[doubled] = _on_boundary(frame, units[doubled])
     swapped = _swapped(frame, units, ratio_units & ~pow2)
-    floor, floor_found, floor_exact = _amax_floor(frame, units, ratio_units & ~pow2 & ~swapped)
+    floor, floor_found, floor_bound = _amax_floor(frame, units, ratio_units & ~pow2 & ~swapped)
     rounded_down = torch.zeros_like(ratio_units)
     if frame.spec.scale_fmt.power_of_two:
         # a writer that rounds log2(s) down halves every group whose s is no power of two; a divisor change
@@ -112,7 +112,7 @@ def _classify(frame: Frame, units: torch.Tensor) -> _ScaleKinds:
     in_cluster = _cluster(log_ratio, ratio_units & ~swapped & ~floor & ~rounded_down, plain)
     mode_ratio = float(torch.median(ratio[in_cluster])) if bool(in_cluster.any()) else None
     return _ScaleKinds(units, unwritten, base_unwritten, ulp, ratio, bits, in_cluster, pow2 & ~in_cluster,
-                       mode_ratio, floor, rounded_down, swapped, floor_found, floor_exact, stored_other)
+                       mode_ratio, floor, rounded_down, swapped, floor_found, floor_bound, stored_other)
 
 
 def _swapped(frame: Frame, units: torch.Tensor, open_w: torch.Tensor) -> torch.Tensor:
@@ -134,19 +134,19 @@ def _swapped(frame: Frame, units: torch.Tensor, open_w: torch.Tensor) -> torch.T
     return found
 
 
-def _amax_floor(frame: Frame, units: torch.Tensor, open_w: torch.Tensor) -> tuple[torch.Tensor, float | None, bool]:
+def _amax_floor(frame: Frame, units: torch.Tensor, open_w: torch.Tensor) -> tuple[torch.Tensor, float | None, str]:
     """(bool: groups with amax below 1e-4 whose candidate scale is that of a lower floor, the floor found or
-    a bound on it, whether it is exact). The candidate's scale tracks amax / DIV (DIV one of the format's),
+    bounds on it: "exact", "range" (in (found / 2, found]) or "at_most"). The candidate's scale tracks amax / DIV (DIV one of the format's),
     or, where amax is below the candidate's floor too, sits below 1e-4 / DIV."""
     spec = frame.spec
     none = torch.zeros_like(open_w)
     if not bool(open_w.any()):
-        return none, None, False
+        return none, None, "exact"
     amax = _amax(frame, units).double()
     base, cand = frame.base_w[units].double(), frame.cand_w[units].double()
     tiny = open_w & (amax < SCALE_FLOOR) & (cand < base)
     if not bool(tiny.any()):
-        return none, None, False
+        return none, None, "exact"
     tracks, below, implied = none.clone(), none.clone(), torch.full_like(amax, float("inf"))
     for divisor in sorted({spec.fp8.max, spec.fp8.vllm_divisor}):
         exact = amax / divisor
@@ -158,12 +158,13 @@ def _amax_floor(frame: Frame, units: torch.Tensor, open_w: torch.Tensor) -> tupl
         implied = torch.where(low, torch.minimum(implied, cand * divisor), implied)
     floor = tracks | below
     if not bool(floor.any()):
-        return none, None, False
+        return none, None, "exact"
     if bool(below.any()):
         found = float(implied[below].min())
-        exact = not spec.scale_fmt.power_of_two
-        return floor, float(f"{found:.3g}") if exact else found, exact
-    return floor, float(amax[tracks].min()), False
+        if spec.scale_fmt.power_of_two:
+            return floor, found, "range"  # F / DIV rounds up to the same power of two: F in (found / 2, found]
+        return floor, float(f"{found:.3g}"), "exact"
+    return floor, float(amax[tracks].min()), "at_most"  # no group below the candidate's floor: F <= min amax
 
 
 def _pow2_ceil(x: torch.Tensor) -> torch.Tensor:
@@ -212,7 +213,7 @@ def _scale_notes(kinds: _ScaleKinds, spec) -> list[Claim]:
                        halved=int((kinds.pow2 & (kinds.ratio < 1)).sum())))
     if bool(kinds.floor.any()):
         claims.append(Claim(Category.AMAX_FLOOR, counts={"groups": int(kinds.floor.sum())},
-                            found={"floor_found": kinds.floor_found, "floor_exact": kinds.floor_exact}))
+                            found={"floor_found": kinds.floor_found, "floor_bound": kinds.floor_bound}))
     claims.append(note(Category.UE8M0_ROUNDING, groups=int(kinds.rounded_down.sum())))
     claims.append(note(Category.SCALE_SWAP, words=int(kinds.swapped.sum())))
     if bool(kinds.stored_other.any()):

@@ -147,10 +147,12 @@ def _amax_floor(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
     found = f["floor_found"]
     if found is None:
         floor = "a lower floor"
-    elif f["floor_exact"]:
+    elif f["floor_bound"] == "exact":
         floor = f"a floor of {found:g}" + (" (LMDeploy's)" if found == 1e-6 else "")
-    else:  # a power-of-two scale bounds the floor: F / DIV rounds up to the same power of two
+    elif f["floor_bound"] == "range":  # a power-of-two scale bounds the floor: F / DIV rounds up to it
         floor = f"a floor above {found / 2:.2g} and at most {found:.2g}"
+    else:
+        floor = f"a floor of at most {found:.2g} (no group's amax is below it)"
     return (f"Scales differ on {_plural(f['groups'], 'group')} whose amax is below {f['floor_expected']:g}: the"
             f" candidate uses {floor} in s = max(amax, floor) / DIV where the baseline uses {f['floor_expected']:g}"
             f"{MOVED}.",
