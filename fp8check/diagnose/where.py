@@ -42,15 +42,20 @@ def non_finite(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
     """Quant groups whose input holds NaN or inf: the writers share no convention there, so all their differing
     bytes (values and scale) are `non-finite-input`. Returns the claims and the units taken."""
     spec = frame.spec
-    rows = frame.k.view(-1, spec.groups_per_token, spec.quant_block_size)
-    nan, inf = torch.isnan(rows).any(dim=-1).view(-1), torch.isinf(rows).any(dim=-1).view(-1)
+    groups = frame.k.view(-1, spec.quant_block_size)
+    if groups.dtype == torch.bfloat16:  # all-ones exponent: inf or NaN, read from the bits (bf16 math is slow)
+        special = ((groups.view(torch.int16) & 0x7F80) == 0x7F80).any(dim=-1)
+    else:
+        special = ~torch.isfinite(groups).all(dim=-1)
     unit_row = frame.source.clamp(min=0) * spec.groups_per_token + frame.group
-    hit = frame.mapped & (nan | inf)[unit_row] & ((frame.n_u > 0) | (frame.wdiff_u > 0))
+    hit = frame.mapped & special[unit_row] & ((frame.n_u > 0) | (frame.wdiff_u > 0))
     if not bool(hit.any()):
         return [], hit
+    rows = groups[unit_row[hit]].float()
+    nan, inf = torch.isnan(rows).any(dim=-1), torch.isinf(rows).any(dim=-1)
     claims = [unit_claim(frame, Category.NON_FINITE, hit, value=True, scale=True),
-              note(Category.NON_FINITE, groups=int(hit.sum()), nan_groups=int((hit & nan[unit_row]).sum()),
-                   inf_groups=int((hit & inf[unit_row] & ~nan[unit_row]).sum()))]
+              note(Category.NON_FINITE, groups=int(hit.sum()), nan_groups=int(nan.sum()),
+                   inf_groups=int((inf & ~nan).sum()))]
     return claims, hit
 
 
