@@ -303,3 +303,8 @@ class CacheSpec:
             f"{self.layout.value} layout"
             + (f", layer {self.layer} of {self.layers} (strided view)" if self.layers > 1 else "")
         )
+
+
+def default_quant_block_size(head_dim: int) -> int:
+    """128 (DeepSeek-V3.2's group) where it divides head_dim, else one group per token."""
+    return 128 if head_dim % 128 == 0 else head_dim

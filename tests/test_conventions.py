@@ -131,7 +131,7 @@ def test_writes_into_other_layers_are_writes_outside_the_cache():
     # the writer's layer, and their bytes land outside it
     assert causes[Category.UNWRITTEN].facts["tokens_never_written"] == 128
     assert causes[Category.STRAY_WRITE].bytes == result.diff.guard_diff > 0
-    from fp8check.report.causes import explain
+    from fp8check.diagnose.words import explain
 
     assert "outside the cache (guard bytes, or the buffer's other layers)" in explain(causes[Category.STRAY_WRITE], spec)[0]
 

@@ -21,7 +21,7 @@ from fp8check.cli import main
 from fp8check.compare import compare
 from fp8check.diagnose import EXAMPLES, Category, diagnose
 from fp8check.inputs import Distribution, SlotPattern, generate
-from fp8check.report.causes import describe_example, diagnosis_json, explain
+from fp8check.diagnose.words import describe_example, diagnosis_json, explain
 from fp8check.spec import CacheSpec, FP8Format, Layout, ScaleFormat
 
 FAULTS = Path(__file__).parent / "faults"
@@ -675,7 +675,7 @@ def test_ue8m0x4_against_fp32_words_is_a_scale_format_not_unknown(spec_fmt, writ
 
 
 def test_small_shares_keep_two_significant_digits():
-    from fp8check.report.terminal import percent
+    from fp8check.diagnose.words import percent
 
     assert percent(1, 25344) == "0.0039%" and percent(7, 25344) == "0.028%" and percent(0, 25344) == "0.0%"
     assert percent(25343, 25344) == ">99.9%" and percent(8138, 8192) == "99.3%"

@@ -118,9 +118,7 @@ def test_aiter_017_mtp_leak_fails_naming_the_leaked_position(monkeypatch):
     first = found.leaked[0]
     assert (first.row, first.sequence, first.mtp_row, first.position, first.last_visible) == (0, 0, 0, 99, 98)
     assert found.outside == 1 and (found.written[0].row, found.written[0].column) == (0, 300)
-    from fp8check.report.parity import notes
-
-    text = " ".join(line.plain for line in notes(result))
+    text = " ".join(note.text for note in result.notes())
     assert "row 0 (sequence 0, MTP row 0) has" in text and "at position 99; it may see positions 0-98 only" in text
     assert "wrote 1 elements outside its output rows: row 0, column 300 (past the row's 300 logits)" in text
 

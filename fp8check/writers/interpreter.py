@@ -27,7 +27,6 @@ import torch
 
 from .. import fp8
 from ..errors import ProducerError, first_line
-from . import interpreter_speed
 from ..spec import FP8Format
 
 # Interpreter internals this patch relies on were read in these releases (the patch target and its
@@ -86,7 +85,6 @@ def install() -> None:
 
     builder.create_fp_to_fp = create_fp_to_fp
     _STATE["installed"] = True
-    interpreter_speed.install()  # a large grid's programs on every core (interpreter_speed.py)
 
 
 # Known answers, written out by hand from the format definitions (SPEC.md section 4), not from encode():
