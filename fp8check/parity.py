@@ -205,6 +205,7 @@ class ParityResult:
     reader_check: tuple[Metrics, ...] | None  # the reader on the baseline's bytes; None: it is the reference
     timings: dict[str, float] = field(default_factory=dict)
     obligations: Findings = Findings()  # masked positions not -inf, writes outside the rows, over every read
+    reader_reads: str | None = None  # on a reader fault: the layout under which the exact reader agrees with it
     kind = "parity"
 
     @property
@@ -274,9 +275,13 @@ class ParityResult:
             if self.reader_disagreements:
                 lines.append(Note("fail",
                     f"READER FAULT: reader {self.reader.name!r} disagrees with fp8check's reference reader on the"
-                    f" baseline's own bytes ({_worst(self.reader_disagreements)}; max_rel {rel(worst)}): it reads a"
-                    f" different layout or format from the one written ({self.spec.layout.value} layout,"
-                    f" {self.spec.fp8.value}). The writer columns measure the reader, not the writers."))
+                    f" baseline's own bytes ({_worst(self.reader_disagreements)}; max_rel {rel(worst)}): "
+                    + (f"it reads the cache as {self.reader_reads} (fp8check's exact reader reading"
+                       f" {self.reader_reads} agrees with it) where {self.spec.layout.value} was written."
+                       if self.reader_reads else
+                       f"it reads a different layout or format from the one written ({self.spec.layout.value} layout,"
+                       f" {self.spec.fp8.value}).")
+                    + " The writer columns measure the reader, not the writers."))
             elif self.reader_ties:
                 ties = ", ".join(f"ctx {ctx}: recall {fraction(recall)}, {missed} missed"
                                  for ctx, recall, missed in self.reader_ties)
@@ -347,6 +352,7 @@ class ParityResult:
             "reader_obligations": self.obligations.to_dict(),
             "reader_ties": [{"ctx": ctx, "recall": recall, "missed": missed}
                             for ctx, recall, missed in self.reader_ties],
+            "reader_reads": self.reader_reads,
             "passed": self.passed,
             "device": self.device,
         })
@@ -447,11 +453,28 @@ def run_parity(spec: CacheSpec, config: ParityConfig, *, baseline: Producer, wri
         logits = read(f"read {writer.name}", cache)
         columns.append(Column(writer.name, writer.description, writer.emulated, writer.name in config.expect_fail,
                               score(config, logits, truth)))
-    check = None
+    check, read_as = None, None
     if not reader.exact:
-        check = score(config, read(f"read {baseline.name} (reader check)", base), truth)
+        logits = read(f"read {baseline.name} (reader check)", base)
+        check = score(config, logits, truth)
+        if any(not m.vacuous and m.lost for m in check):
+            read_as = step("which layout the reader reads", lambda: layout_read(spec, config, batch, base, logits))
     return ParityResult(spec, config, inputs.source, inputs.heads, str(device), baseline, ran, tuple(columns),
-                        check, timings, findings)
+                        check, timings, findings, read_as)
+
+
+def layout_read(spec: CacheSpec, config: ParityConfig, batch: Batch, base, logits: torch.Tensor) -> str | None:
+    """The layout the exact reader must assume to agree with a reader's logits on the baseline's bytes (every
+    non-vacuous row at recall 1, near-ties aside), where one other than the spec's does; None otherwise."""
+    args = (batch.weights, batch.context_lens, batch.block_tables, batch.max_model_len)
+    for layout in Layout:
+        if layout is spec.layout or (layout is Layout.SHUFFLE and spec.block_size % 16):
+            continue
+        other = spec.replace(layout=layout)
+        truth = reference_reader.paged_logits(other, batch.q_codes, base.flat, *args)
+        if all(m.vacuous or not m.lost for m in score(config, logits, truth)):
+            return layout.value
+    return None
 
 
 # ---- the default reader check: every obligation over the cases real readers get wrong -------------------------

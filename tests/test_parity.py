@@ -481,3 +481,22 @@ def test_exact_reader_reads_interleaved_and_a_planar_reader_faults_on_it():
                                        device=CPU)
             outcomes[block, name == "reference"] = result.reader_fault or not result.passed
     assert outcomes == {(1, True): False, (1, False): False, (64, True): False, (64, False): True}
+
+
+@pytest.mark.parametrize("written, reads", [(Layout.SHUFFLE, "linear")])
+def test_a_reader_fault_names_the_layout_the_reader_reads(written, reads):
+    # linear_reader reads planar row-major whatever was written: on a shuffle cache of block 64 the exact reader
+    # agrees with it only when told to read linear (whole blocks: a partly written block read in another order
+    # holds poison, whatever reads it)
+    config = parity.ParityConfig(ctx=(128, 320), topk=32)
+    spec = CacheSpec(block_size=64, num_blocks=5, layout=written)
+    inputs = parity.generate(spec, config, heads=4, seed=2, shuffled=True)
+    result = parity.run_parity(spec, config, baseline=producers.resolve("reference"),
+                               writers=[producers.resolve("reference")],
+                               reader=readers.resolve(reader_plugin(), spec=spec, isolation=None), inputs=inputs,
+                               device=CPU)
+    assert result.reader_fault and result.reader_reads == reads
+    text = " ".join(note.text for note in result.notes())
+    assert f"it reads the cache as {reads} (fp8check's exact reader reading {reads} agrees with it) where" \
+           f" {written.value} was written" in text
+    assert result.to_json()["reader_reads"] == reads
