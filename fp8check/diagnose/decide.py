@@ -152,7 +152,8 @@ def _example_facts(spec: CacheSpec, category: Category, m: Mismatch, frame: Fram
     unit = frame.unit_of(c.block, c.token, c.group if c.group is not None else c.dim // spec.quant_block_size)
     scales = {"baseline_scale": float(frame.base_w[unit]), "candidate_scale": float(frame.cand_w[unit])}
     source = int(frame.source[unit])
-    scales |= {"baseline_scale_word": _word_hex(frame.base_wb[unit]), "candidate_scale_word": _word_hex(frame.cand_wb[unit])}
+    scales |= {"baseline_scale_word": _word_hex(frame.base_wb[unit]),
+               "candidate_scale_word": _word_hex(frame.cand_wb[unit])}
     if c.region is Region.SCALE or category in SCALE_CAUSES:
         return scales if c.region is Region.SCALE or source >= 0 else {}
     if source < 0:

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 import torch
 
+from ..fp8 import decode_scales
 from ..spec import SCALE_FLOOR, FP8Format, ScaleFormat
 from .claims import Claim, note, unit_claim
-from ..fp8 import decode_scales
 from .frame import Frame
 from .model import Category
 
@@ -135,9 +135,10 @@ def _swapped(frame: Frame, units: torch.Tensor, open_w: torch.Tensor) -> torch.T
 
 
 def _amax_floor(frame: Frame, units: torch.Tensor, open_w: torch.Tensor) -> tuple[torch.Tensor, float | None, str]:
-    """(bool: groups with amax below 1e-4 whose candidate scale is that of a lower floor, the floor found or
-    bounds on it: "exact", "range" (in (found / 2, found]) or "at_most"). The candidate's scale tracks amax / DIV (DIV one of the format's),
-    or, where amax is below the candidate's floor too, sits below 1e-4 / DIV."""
+    """(bool: groups with amax below 1e-4 whose candidate scale is that of a lower floor, the floor found, how it
+    bounds the floor: "exact", "range" (in (found / 2, found]) or "at_most"). The candidate's scale tracks
+    amax / DIV (DIV one of the format's), or, where amax is below the candidate's floor too, sits below
+    1e-4 / DIV."""
     spec = frame.spec
     none = torch.zeros_like(open_w)
     if not bool(open_w.any()):
@@ -170,7 +171,8 @@ def _amax_floor(frame: Frame, units: torch.Tensor, open_w: torch.Tensor) -> tupl
 def _pow2_ceil(x: torch.Tensor) -> torch.Tensor:
     """2 ** ceil(log2(x)) of positive float64 x (0 stays 0)."""
     mantissa, exponent = torch.frexp(x)
-    return torch.where(mantissa == 0.5, torch.ldexp(torch.ones_like(x), exponent - 1), torch.ldexp(torch.ones_like(x), exponent))
+    one = torch.ones_like(x)
+    return torch.where(mantissa == 0.5, torch.ldexp(one, exponent - 1), torch.ldexp(one, exponent))
 
 
 def scales(frame: Frame, open_u: torch.Tensor) -> tuple[list[Claim], torch.Tensor]:

@@ -231,7 +231,8 @@ WORDS = {
     Category.LAYOUT: _layout, Category.FP8_FORMAT: _fp8_format, Category.SCALE_RATIO: _scale_ratio,
     Category.SCALE_POW2: _scale_pow2, Category.SCALE_ULP: _scale_ulp, Category.ROUNDING: _rounding,
     Category.SATURATION_NAN: _saturation_nan, Category.SIGNED_ZERO: _signed_zero, Category.AMAX_FLOOR: _amax_floor,
-    Category.UE8M0_ROUNDING: _ue8m0_rounding, Category.SCALE_SWAP: _scale_swap, Category.SCALE_FORMAT: _scale_format, Category.NON_FINITE: _non_finite,
+    Category.UE8M0_ROUNDING: _ue8m0_rounding, Category.SCALE_SWAP: _scale_swap, Category.SCALE_FORMAT: _scale_format,
+    Category.NON_FINITE: _non_finite,
     Category.UNKNOWN: _unknown,
 }
 
