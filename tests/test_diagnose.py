@@ -679,3 +679,26 @@ def test_small_shares_keep_two_significant_digits():
 
     assert percent(1, 25344) == "0.0039%" and percent(7, 25344) == "0.028%" and percent(0, 25344) == "0.0%"
     assert percent(25343, 25344) == ">99.9%" and percent(8138, 8192) == "99.3%"
+
+
+def test_one_group_with_another_scale_is_no_divisor_claim():
+    # a real token's slot overwritten by another real token's row (no padding involved): one group's scale
+    # against another's says nothing about DIV; the bytes stay unknown, with examples
+    spec = CacheSpec()
+    inputs = generate(spec, seed=0)
+
+    def copies_token_1_over_token_0(k, kv_cache, slot_mapping, quant_block_size, scale_fmt):
+        reference = producers.resolve("reference").writer
+        reference(k, kv_cache, slot_mapping, quant_block_size, scale_fmt)
+        reference(k[1:2], kv_cache, slot_mapping[:1], quant_block_size, scale_fmt)
+
+    result = compare(spec, baseline=producers.resolve("reference"),
+                     candidate=producers.Producer("overwrite", "token 1 over token 0", copies_token_1_over_token_0),
+                     inputs=inputs, device=CPU)
+    found = diagnose(spec, result.baseline.buffer, result.candidate.buffer, result.inputs)
+    assert found.bytes == result.diff.diff_bytes == count(rows_of_slots(spec, result.baseline.buffer,
+                                                                        inputs.slot_mapping[:1])
+                                                          != rows_of_slots(spec, result.candidate.buffer,
+                                                                           inputs.slot_mapping[:1]))
+    assert Category.SCALE_RATIO not in found.by_category()
+    assert all("DIV" not in " ".join(t for t in said(spec, c) if t) for c in found)

@@ -21,6 +21,7 @@ KNOWN_DIVISORS = tuple(sorted({*(f.max for f in FP8Format), *(f.vllm_divisor for
 ULP_LIMIT = 16  # fp32 scales this many units in the last place apart or less: scale-ulp
 BOUNDARY_TOLERANCE = 2.0**-20  # |amax / (DIV * s) - 1| below this: amax / DIV sits on s
 RATIO_RESOLUTION = 2.0**-12  # log2 ratios this close are one ratio
+MIN_CLUSTER = 4  # words a constant ratio needs: one group's scale against another's is no divisor (a stray row)
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,7 @@ def _on_boundary(frame: Frame, units: torch.Tensor) -> torch.Tensor:
 
 def _cluster(log_ratio: torch.Tensor, ratio_units: torch.Tensor, plain: torch.Tensor) -> torch.Tensor:
     """bool: the words at the most common ratio among `plain`, if that is the ratio of most of them
-    (random scale words share a ratio only by chance); none otherwise."""
+    (random scale words share a ratio only by chance) and of at least MIN_CLUSTER words; none otherwise."""
     if not bool(plain.any()):
         return torch.zeros_like(ratio_units)
     keys = torch.round(log_ratio[plain] / RATIO_RESOLUTION).long()
@@ -72,7 +73,7 @@ def _cluster(log_ratio: torch.Tensor, ratio_units: torch.Tensor, plain: torch.Te
     low = keys.min()
     mode = float(low + torch.argmax(torch.bincount(keys - low))) * RATIO_RESOLUTION
     in_cluster = ratio_units & ((log_ratio - mode).abs() <= 2 * RATIO_RESOLUTION)
-    if 2 * int(in_cluster.sum()) >= int(plain.sum()):
+    if 2 * int(in_cluster.sum()) >= int(plain.sum()) and int(in_cluster.sum()) >= MIN_CLUSTER:
         return in_cluster
     return torch.zeros_like(ratio_units)
 
