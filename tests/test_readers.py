@@ -169,3 +169,19 @@ def test_default_reader_check_fails_aiter_017_at_every_case(monkeypatch):
     assert leaks == {"next_n 1, block 1, linear": 0, "next_n 1, block 64, linear": 0,
                      "next_n 1, block 64, shuffle": 0, "next_n 2, block 1, linear": 2,
                      "next_n 2, block 64, linear": 2, "next_n 2, block 64, shuffle": 2}
+
+
+@pytest.mark.parametrize("isolated", [False, True], ids=["in-process", "child process"])
+def test_a_reader_file_that_fills_a_buffer_is_guarded_in_either_process(isolated):
+    from pathlib import Path
+
+    from fp8check.isolation import Limits
+
+    name = f"file:{Path(__file__).parent / 'readers' / 'aiter_017_standin.py'}:paged_mqa_logits"
+    spec = CacheSpec(block_size=1)
+    reader = readers.resolve(name, spec=spec.replace(num_blocks=300),
+                             isolation=Limits(timeout_s=120) if isolated else None)
+    result = sweep_next_n(spec, reader, next_n=2)
+    assert result.obligations.leaks == 2 and result.obligations.outside == 1
+    assert (result.obligations.written[0].row, result.obligations.written[0].column) == (0, 300)
+    assert result.reader_fault and not result.passed

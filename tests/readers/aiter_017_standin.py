@@ -15,7 +15,6 @@ import torch
 
 from fp8check.readers import reference
 from fp8check.spec import CacheSpec, FP8Format, Layout
-from standins import package
 
 VERSION = "0.1.7+standin"
 
@@ -45,8 +44,18 @@ def deepgemm_fp8_paged_mqa_logits(q_fp8, kv_cache, weights, out_logits, context_
     torch.as_strided(out_logits, (1,), (1,), past).fill_(float(logits[0, 0]))
 
 
+def paged_mqa_logits(q_fp8, kv_cache, weights, context_lens, block_tables, max_model_len, *, out):
+    """The stand-in called as vLLM calls aiter's kernel, as a reader file: a keyword-only `out` says it fills
+    a caller-made buffer."""
+    block_size = kv_cache.shape[1]
+    deepgemm_fp8_paged_mqa_logits(q_fp8, kv_cache, weights, out, context_lens, block_tables, max_model_len,
+                                  Preshuffle=block_size > 1, KVBlockSize=block_size)
+
+
 def modules() -> dict[str, ModuleType]:
     """sys.modules entries of a stand-in aiter 0.1.7 with the buggy logits kernel."""
+    from standins import package
+
     kernel = ModuleType("aiter.ops.triton.pa_mqa_logits")
     kernel.deepgemm_fp8_paged_mqa_logits = deepgemm_fp8_paged_mqa_logits
     return {"aiter": package("aiter", __version__=VERSION), "aiter.ops": package("aiter.ops"),
