@@ -170,14 +170,18 @@ def _read(reader: Reader, args: list[torch.Tensor], max_model_len: int,
     """Call a loaded reader on `args` (its own copies); any failure or malformed result is one ProducerError.
     Returns the logits and (count, first positions) of its writes outside its rows (obligations.py). A reader
     that fills an output buffer fills `guarded` (a fresh one when None)."""
+    from ..writers.interpreter import scope_for
+
     device = args[1].device
     try:
-        if reader.fills_output:
-            guarded = guarded or GuardedOutput.allocate(args[0].shape[0] * args[0].shape[1], max_model_len, device)
-            reader.fn(*args, max_model_len, out=guarded.logits)
-            logits = guarded.logits
-        else:
-            logits = reader.fn(*args, max_model_len)
+        with scope_for(device):  # Triton kernels on CPU tensors: the exact interpreter
+            if reader.fills_output:
+                guarded = guarded or GuardedOutput.allocate(args[0].shape[0] * args[0].shape[1], max_model_len,
+                                                            device)
+                reader.fn(*args, max_model_len, out=guarded.logits)
+                logits = guarded.logits
+            else:
+                logits = reader.fn(*args, max_model_len)
         if device.type == "cuda":
             torch.cuda.synchronize(device)
     except ProducerError:
