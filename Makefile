@@ -13,12 +13,14 @@ STAMP := $(VENV)/.fp8check-installed
 TORCH_VERSION ?= 2.13.0
 TORCH_INDEX ?= $(shell if nvidia-smi -L >/dev/null 2>&1; then echo pypi; \
 	elif [ -e /dev/kfd ] || rocminfo >/dev/null 2>&1; then echo rocm6.4; else echo cpu; fi)
-TORCH_SPEC := $(if $(filter pypi,$(TORCH_INDEX)),torch==$(TORCH_VERSION),torch==$(TORCH_VERSION)+$(TORCH_INDEX) \
-	--extra-index-url https://download.pytorch.org/whl/$(TORCH_INDEX))
+TORCH_PIN := torch==$(TORCH_VERSION)$(if $(filter pypi,$(TORCH_INDEX)),,+$(TORCH_INDEX))
+TORCH_SPEC := $(TORCH_PIN)$(if $(filter pypi,$(TORCH_INDEX)),, --extra-index-url https://download.pytorch.org/whl/$(TORCH_INDEX))
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q $(TORCH_SPEC)
+	# the pinned build from where pip already looks (a local wheel store), else from PyTorch's index
+	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q $(TORCH_PIN) 2>/dev/null \
+	  || $(PY) -m pip install -q $(TORCH_SPEC)
 	$(PY) -m pip install -q -e '.[test]'
 	touch $(STAMP)
 
