@@ -24,6 +24,7 @@ from ..errors import CheckerError, ProducerError, first_line
 from ..isolation import Limits, phase, run_isolated
 from ..spec import CacheSpec
 from ..writers.files import FILE_PREFIX, VLLM_FILE_PREFIX
+from ..writers.interpreter import kernel_run
 from ..writers.producer import Check, no_check, reported_provenance
 from ..writers.registry import DEFAULT_ISOLATION, Entry
 
@@ -151,7 +152,8 @@ def _read(reader: Reader, args: list[torch.Tensor], max_model_len: int) -> torch
     """Call a loaded reader on `args` (its own copies); any failure or malformed result is one ProducerError."""
     device = args[1].device
     try:
-        logits = reader.fn(*args, max_model_len)
+        with kernel_run(device):
+            logits = reader.fn(*args, max_model_len)
         if device.type == "cuda":
             torch.cuda.synchronize(device)
     except ProducerError:

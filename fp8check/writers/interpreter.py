@@ -27,7 +27,6 @@ import torch
 
 from .. import fp8
 from ..errors import ProducerError, first_line
-from . import interpreter_speed
 from ..spec import FP8Format
 
 # Interpreter internals this patch relies on were read in these releases (the patch target and its
@@ -86,7 +85,6 @@ def install() -> None:
 
     builder.create_fp_to_fp = create_fp_to_fp
     _STATE["installed"] = True
-    interpreter_speed.install()  # a large grid's programs on every core (interpreter_speed.py)
 
 
 # Known answers, written out by hand from the format definitions (SPEC.md section 4), not from encode():
@@ -307,6 +305,18 @@ def compiled_caveat(spec) -> str | None:
     return ("CPU interpreter run: a kernel compiled for NVIDIA that uses fp32 `/` (approximate there, SPEC.md"
             " section 3) can differ from these bytes by one FP8 code on some values and in a scale's last bit;"
             " tl.math.div_rn is exact on both")
+
+
+# ---- a kernel run on CPU tensors: the whole grid at once -------------------------------------------------
+def kernel_run(device: torch.device):
+    """The context in which fp8check calls a kernel (writer or reader) on `device`: on the CPU, interpreted
+    Triton grids run all their programs at once (grid_interpreter.py, same bytes as one by one; a grid it
+    cannot run so runs sequentially, its GridRun record says why); elsewhere nothing. Yields the records."""
+    if device.type != "cpu":
+        return contextlib.nullcontext([])
+    from .grid_interpreter import grid_at_once
+
+    return grid_at_once()
 
 
 # ---- progress: one call per program ----------------------------------------------------------------------

@@ -20,6 +20,7 @@ from ..isolation import Limits, phase, run_isolated
 from ..sources import GIT_PREFIX
 from ..spec import CacheSpec
 from .files import FILE_PREFIX, VLLM_FILE_PREFIX, load_writer
+from .interpreter import kernel_run
 from .producer import EXTRA_KEYWORDS, Producer, reported_provenance
 
 def always() -> tuple[bool, str]:
@@ -186,7 +187,8 @@ def _write(producer: Producer, spec: CacheSpec, k: torch.Tensor, cache: torch.Te
     if "layout" in producer.keywords:
         kwargs["layout"] = spec.layout.value
     try:
-        producer.writer(k, cache, slot_mapping, spec.quant_block_size, spec.scale_fmt.writer_arg, **kwargs)
+        with kernel_run(cache.device):
+            producer.writer(k, cache, slot_mapping, spec.quant_block_size, spec.scale_fmt.writer_arg, **kwargs)
         if cache.is_cuda:
             torch.cuda.synchronize(cache.device)
     except ProducerError:

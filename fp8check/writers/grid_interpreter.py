@@ -1,0 +1,759 @@
+"""Triton's CPU interpreter, a whole grid at a time: the same bytes as program after program, faster.
+
+Triton's interpreter runs a grid one program after another, and each program pays ~2.5 ms of Python in
+Triton's semantic layer (~45 us per `tl` operation), so a writer with one program per token runs a few
+hundred tokens per second. Here the programs of a grid run in lockstep as one batch: `tl.program_id`
+is a vector, every value's numpy data carries a leading program axis (scalars `[P]`, blocks `[P, ...]`;
+a value the same in every program keeps a leading axis of 1), elementwise operations broadcast,
+reductions, reshapes, transposes and `tl.dot` shift their axes by one, and loads and stores gather and
+scatter through the real memory with their masks. The per-operation Python is paid once per batch.
+
+Control flow. Where Python asks for a concrete value (`if` / early `return` on a tensor, `int()`,
+a loop bound) and the programs of a batch disagree, the batch is split by that value and each part runs
+again from the start on its own path. A `tl.range` whose bounds differ between programs but whose trip
+count does not runs once for all, its loop variable a vector of Python ints (`ProgramInts`, Python int
+arithmetic per program) that becomes a tensor exactly where a Python int would.
+
+Why the bytes are those of the sequential interpreter. Every program executes exactly the operations
+of its own path, in its own order, with the interpreter's own numpy functions (reductions call numpy on
+data laid out as the sequential run lays it out, so they reduce in the same order). Only the order
+*between* programs changes, and after the grid two facts are checked on what it did: no byte that any
+program stored was loaded by any program (so every load saw the memory as it was before the grid), and
+no byte was stored by two programs (so the final bytes do not depend on their order). Both hold for
+every kernel whose programs are independent, which is what a GPU assumes too. When either fails, when
+an operation is used that this module does not implement (atomics, scans, prints, block pointers,
+tensor descriptors, any builder method it does not know), when a private Triton name it relies on
+moved, or when the kernel raises, the stores are undone and the grid runs in Triton's sequential
+interpreter; the grid's `GridRun` record says why.
+
+Active only inside `grid_at_once()`, which patches `GridExecutor.__call__` for its duration.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import inspect
+import numbers
+
+import numpy as np
+
+# Private names of triton.runtime.interpreter this module builds on (checked by `available()`).
+REQUIRED_NAMES = ("InterpreterBuilder", "TensorHandle", "GridExecutor", "InterpretedFunction",
+                  "interpreter_semantic", "interpreter_builder", "_patch_builtin", "_patch_lang_tensor",
+                  "_patch_lang_core", "_implicit_cvt", "_get_np_dtype")
+BATCH_PROGRAMS = 4096  # programs per batch: bounds memory ([P, block] arrays), large enough to amortise
+MAX_ATTEMPTS_PER_PROGRAM = 4  # re-runs after divergence beyond this: sequential is cheaper
+
+
+class Unsupported(Exception):
+    """The grid cannot run at once; it runs sequentially. The message says why (one line)."""
+
+
+class _Diverge(Exception):
+    """The programs of a batch disagree on a value Python needs concretely: split them by it."""
+
+    def __init__(self, values: np.ndarray):
+        super().__init__("diverge")
+        self.values = values
+
+
+@dataclasses.dataclass(frozen=True)
+class GridRun:
+    """How one interpreted grid ran: at once (`sequential_reason` None) or program by program."""
+
+    kernel: str
+    programs: int
+    batches: int
+    sequential_reason: str | None
+
+    def note(self) -> str:
+        if self.sequential_reason is None:
+            return f"{self.kernel}: {self.programs} programs run grid-at-once in {self.batches} batches"
+        return f"{self.kernel}: {self.programs} programs run sequentially: {self.sequential_reason}"
+
+
+def available() -> tuple[bool, str]:
+    """(ok, reason): whether this Triton has the interpreter internals the grid-at-once run needs."""
+    try:
+        from triton.runtime import interpreter
+    except ImportError as exc:
+        return False, f"triton.runtime.interpreter not importable ({exc})"
+    missing = [name for name in REQUIRED_NAMES if not hasattr(interpreter, name)]
+    if missing:
+        import triton
+
+        return False, f"Triton {triton.__version__}'s interpreter lacks {', '.join(missing)}"
+    return True, "grid-at-once interpreter available"
+
+
+# ---- per-program Python ints ------------------------------------------------------------------------------
+_INT_LIMIT = 1 << 62  # beyond this an int64 could overflow where a Python int would not
+
+
+def _uniform(values: np.ndarray):
+    """The value when every program agrees, else raise _Diverge."""
+    first = values[0]
+    if values.shape[0] == 1 or bool((values == first).all()):
+        return first
+    raise _Diverge(values)
+
+
+class ProgramInts:
+    """A Python int per program (a loop variable whose bounds differ between programs): Python int
+    arithmetic elementwise; a tensor with the dtype `to_tensor` gives that int where a tensor is needed."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, values: np.ndarray):
+        if values.size and int(np.abs(values).max()) >= _INT_LIMIT:
+            raise Unsupported("a loop variable beyond 2**62")
+        self.values = values
+
+    @staticmethod
+    def _operand(other):
+        if isinstance(other, ProgramInts):
+            return other.values
+        if isinstance(other, bool) or not isinstance(other, int):
+            return None
+        if abs(other) >= _INT_LIMIT:
+            raise Unsupported("a Python int beyond 2**62 next to a loop variable")
+        return np.int64(other)
+
+    def _binary(self, other, op, reflected=False, compare=False):
+        rhs = self._operand(other)
+        if rhs is None:
+            return NotImplemented
+        lhs, rhs = (rhs, self.values) if reflected else (self.values, rhs)
+        if op in (np.multiply, np.left_shift) and max(int(np.abs(lhs).max()), int(np.abs(rhs).max())) >= 1 << 31:
+            raise Unsupported("a product of loop variables beyond 2**31")
+        if op in (np.floor_divide, np.remainder) and bool((np.asarray(rhs) == 0).any()):
+            raise Unsupported("a loop variable divided by zero")
+        result = op(lhs, rhs)
+        return ProgramBools(result) if compare else ProgramInts(np.asarray(result, dtype=np.int64))
+
+    __add__ = lambda s, o: s._binary(o, np.add)
+    __radd__ = lambda s, o: s._binary(o, np.add, True)
+    __sub__ = lambda s, o: s._binary(o, np.subtract)
+    __rsub__ = lambda s, o: s._binary(o, np.subtract, True)
+    __mul__ = lambda s, o: s._binary(o, np.multiply)
+    __rmul__ = lambda s, o: s._binary(o, np.multiply, True)
+    __floordiv__ = lambda s, o: s._binary(o, np.floor_divide)  # Python's floor, as for ints
+    __rfloordiv__ = lambda s, o: s._binary(o, np.floor_divide, True)
+    __mod__ = lambda s, o: s._binary(o, np.remainder)  # Python's sign of the divisor
+    __rmod__ = lambda s, o: s._binary(o, np.remainder, True)
+    __and__ = lambda s, o: s._binary(o, np.bitwise_and)
+    __or__ = lambda s, o: s._binary(o, np.bitwise_or)
+    __xor__ = lambda s, o: s._binary(o, np.bitwise_xor)
+    __lt__ = lambda s, o: s._binary(o, np.less, compare=True)
+    __le__ = lambda s, o: s._binary(o, np.less_equal, compare=True)
+    __gt__ = lambda s, o: s._binary(o, np.greater, compare=True)
+    __ge__ = lambda s, o: s._binary(o, np.greater_equal, compare=True)
+    __eq__ = lambda s, o: s._binary(o, np.equal, compare=True)
+    __ne__ = lambda s, o: s._binary(o, np.not_equal, compare=True)
+    __hash__ = None
+
+    def __neg__(self):
+        return ProgramInts(-self.values)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return ProgramInts(np.abs(self.values))
+
+    def __index__(self):
+        return int(_uniform(self.values))
+
+    __int__ = __index__
+
+    def __bool__(self):
+        return bool(_uniform(self.values != 0))
+
+    def __repr__(self):
+        return f"ProgramInts({self.values.tolist()})"
+
+
+class ProgramBools(ProgramInts):
+    """A Python bool per program (a comparison of a loop variable)."""
+
+    def __init__(self, values: np.ndarray):
+        self.values = values.astype(np.bool_)
+
+    def __bool__(self):
+        return bool(_uniform(self.values))
+
+
+numbers.Integral.register(ProgramInts)  # Triton's binary operators treat it as the Python int it stands for
+
+
+def _int_dtype_class(values: np.ndarray):
+    """The dtype Triton's to_tensor_type gives each program's int: one for all, or diverge."""
+    import triton.language as tl
+
+    classes = np.select([(values >= -2**31) & (values < 2**31), (values >= 2**31) & (values < 2**32)], [0, 1], 2)
+    return (tl.int32, tl.uint32, tl.int64)[int(_uniform(classes))]
+
+
+# ---- the batched builder ----------------------------------------------------------------------------------
+# Builder methods of Triton's interpreter that compute elementwise on numpy data of any shape (read in
+# Triton 3.6-3.9): with a leading program axis they compute every program's value at once. A builder
+# method not named here and not overridden below raises Unsupported, so an interpreter that grew or
+# changed an operation runs sequentially instead of guessing.
+ELEMENTWISE = frozenset("""
+create_add create_sub create_mul create_sdiv create_udiv create_srem create_urem create_idiv create_fadd create_fsub
+create_fmul create_fdiv create_frem create_fneg create_precise_divf create_approx_divf create_shl create_lshr
+create_ashr create_and create_or create_xor create_minsi create_minui create_minimumf create_minnumf create_maxsi
+create_maxui create_maximumf create_maxnumf create_icmpSLE create_icmpSLT create_icmpSGE create_icmpSGT
+create_icmpULE create_icmpULT create_icmpUGE create_icmpUGT create_icmpEQ create_icmpNE create_fcmpOLT
+create_fcmpOGT create_fcmpOLE create_fcmpOGE create_fcmpOEQ create_fcmpONE create_fcmpULT create_fcmpUGT
+create_fcmpULE create_fcmpUGE create_fcmpUEQ create_fcmpUNE create_umulhi create_select create_clampf create_fma
+create_cos create_sin create_exp create_exp2 create_log create_log2 create_sqrt create_precise_sqrt create_rsqrt
+create_fabs create_iabs create_floor create_ceil create_erf create_si_to_fp create_ui_to_fp create_fp_to_si
+create_fp_to_ui create_fp_ext create_fp_trunc create_int_cast create_fp_to_fp create_bitcast create_int_to_ptr
+create_ptr_to_int create_addptr create_dot create_join create_split create_barrier create_assume create_load
+create_store create_get_num_programs get_cache_policy get_null_value get_all_ones_value binary_op ternary_op
+unary_op cast_impl set_grid_idx set_grid_dim
+""".split())
+
+
+def _lead(data: np.ndarray) -> int:
+    return data.shape[0]
+
+
+def _bool_mask(data: np.ndarray) -> np.ndarray:
+    return data if data.dtype == np.bool_ else (data & 1).astype(np.bool_)
+
+
+class _Batch:
+    """What one run of the grid did: its undo log, and the loads and stores of completed batches."""
+
+    def __init__(self):
+        self.undo: list[tuple[np.ndarray, np.ndarray, np.ndarray, object]] = []
+        self.load_ranges: list[tuple[int, int]] = []
+        self.stores: list[tuple[np.ndarray, np.ndarray, int]] = []  # (addresses, owner, itemsize)
+        self.attempt_loads: list[tuple[int, int]] = []
+        self.attempt_stores: list[tuple[np.ndarray, np.ndarray, int]] = []
+        self.program_ids: np.ndarray = np.zeros(0, dtype=np.int64)  # linear ids of the batch's programs
+        self.batch_number = 0
+
+
+def _make_builder_class(interpreter):
+    """InterpreterBuilder with a leading program axis on every value."""
+    import triton.language as tl
+
+    base = interpreter.InterpreterBuilder
+    handle_cls = interpreter.TensorHandle
+    np_dtype = interpreter._get_np_dtype
+
+    def unsupported(name):
+        def method(self, *args, **kwargs):
+            raise Unsupported(f"tl operation {name.removeprefix('create_')} is not run grid-at-once")
+
+        return method
+
+    class BatchBuilder(base):
+        def __init__(self, batch: _Batch):
+            super().__init__()
+            self.batch = batch
+            self.program_vectors: tuple[np.ndarray, np.ndarray, np.ndarray] = ()
+            self.grid_idx = (0, 0, 0)
+
+        def begin(self, program_ids: np.ndarray, grid: tuple[int, int, int]):
+            _, ny, nz = grid
+            self.batch.program_ids = program_ids
+            coords = (program_ids // (ny * nz), (program_ids // nz) % ny, program_ids % nz)
+            vectors = []
+            for values in coords:
+                values = values.astype(np.int32)
+                vectors.append(values[:1] if bool((values == values[0]).all()) else values)
+            self.program_vectors = tuple(vectors)
+
+        def create_get_program_id(self, axis):
+            return handle_cls(self.program_vectors[axis], tl.int32)
+
+        # memory: the interpreter's own gather and scatter, with every program's pointers at once
+        def create_masked_load(self, ptrs, mask, other, cache_policy, is_volatile):
+            arrays = [ptrs.data, mask.data] + ([] if other is None else [other.data])
+            arrays = [np.ascontiguousarray(a) for a in np.broadcast_arrays(*arrays)]
+            taken = _bool_mask(arrays[1])
+            if taken.any():
+                addresses = arrays[0][taken]
+                width = max(1, ptrs.get_element_ty().primitive_bitwidth // 8)
+                self.batch.attempt_loads.append((int(addresses.min()), int(addresses.max()) + width))
+            other_handle = None if other is None else handle_cls(arrays[2], other.dtype)
+            return base.create_masked_load(self, handle_cls(arrays[0], ptrs.dtype), handle_cls(arrays[1], mask.dtype),
+                                           other_handle, cache_policy, is_volatile)
+
+        def create_masked_store(self, ptrs, value, mask, cache_policy):
+            pointers, values, flags = (np.ascontiguousarray(a) for a in
+                                       np.broadcast_arrays(ptrs.data, value.data, mask.data))
+            taken = _bool_mask(flags)
+            if not taken.any():
+                return None
+            pointer_handle, mask_handle = handle_cls(pointers, ptrs.dtype), handle_cls(flags, mask.dtype)
+            old = base.create_masked_load(self, pointer_handle, mask_handle, None, None, False)
+            self.batch.undo.append((pointers, old.data, flags, ptrs.dtype))
+            if _lead(pointers) == 1 and len(self.batch.program_ids) > 1:
+                owner = np.full(int(taken.sum()), -1 - self.batch.batch_number, dtype=np.int64)
+            else:
+                owners = self.batch.program_ids.reshape((-1,) + (1,) * (pointers.ndim - 1))
+                owner = np.broadcast_to(owners, pointers.shape)[taken]
+            width = max(1, ptrs.get_element_ty().primitive_bitwidth // 8)
+            self.batch.attempt_stores.append((pointers[taken], owner, width))
+            return base.create_masked_store(self, pointer_handle, handle_cls(values, value.dtype), mask_handle,
+                                            cache_policy)
+
+        # shapes: the leading program axis stays first
+        def create_reshape(self, arg, shape, allow_reorder=False):
+            return handle_cls(arg.data.reshape((_lead(arg.data),) + tuple(shape)), arg.dtype.scalar)
+
+        def create_trans(self, arg, perm):
+            return handle_cls(np.transpose(arg.data, (0,) + tuple(p + 1 for p in perm)), arg.dtype.scalar)
+
+        def create_expand_dims(self, arg, axis):
+            if axis < 0:
+                axis += arg.data.ndim
+            return handle_cls(np.expand_dims(arg.data, axis + 1), arg.dtype.scalar)
+
+        def create_broadcast(self, arg, shape):
+            return handle_cls(np.broadcast_to(arg.data, (_lead(arg.data),) + tuple(shape)), arg.dtype.scalar)
+
+        def create_splat(self, ret_ty, arg):
+            shape = tuple(ret_ty.shape)
+            first = arg.data.reshape(_lead(arg.data), -1)[:, 0].astype(np_dtype(arg.dtype), copy=False)
+            full = np.broadcast_to(first.reshape((-1,) + (1,) * len(shape)), (first.shape[0],) + shape)
+            return handle_cls(np.ascontiguousarray(full), arg.dtype.scalar)
+
+        def create_unsplat(self, arg):
+            first = arg.data.reshape(_lead(arg.data), -1)[:, 0]
+            return handle_cls(first.astype(np_dtype(arg.dtype)), arg.dtype.scalar)
+
+        def create_make_range(self, *args):
+            start, stop = args[-2:]
+            return handle_cls(np.arange(start, stop, dtype=np.int32)[None], tl.int32)
+
+        def create_cat(self, lhs, rhs):
+            lead = max(_lead(lhs.data), _lead(rhs.data))
+            parts = [np.broadcast_to(h.data, (lead,) + h.data.shape[1:]) for h in (lhs, rhs)]
+            return handle_cls(np.concatenate(parts, axis=1), lhs.dtype.scalar)
+
+        def create_join(self, lhs, rhs):
+            lead = max(_lead(lhs.data), _lead(rhs.data))
+            parts = [np.broadcast_to(h.data, (lead,) + h.data.shape[1:]) for h in (lhs, rhs)]
+            return handle_cls(np.stack(parts, axis=-1), lhs.dtype.scalar)
+
+        def create_gather(self, src, indices, axis):
+            lead = max(_lead(src.data), _lead(indices.data))
+            data = np.broadcast_to(src.data, (lead,) + src.data.shape[1:])
+            index = np.broadcast_to(indices.data, (lead,) + indices.data.shape[1:])
+            return handle_cls(np.take_along_axis(data, index, axis=axis + 1), src.dtype.scalar)
+
+        def create_assert(self, condition, message):
+            if not bool(np.asarray(condition.data).all()):
+                raise Unsupported("a device assertion fails")
+
+    overridden = set(vars(BatchBuilder))
+    for name in dir(base):
+        if name.startswith(("create_", "get_")) and name not in overridden and name not in ELEMENTWISE \
+                and not name.endswith("_ty") and not name.startswith(("get_int", "get_uint", "get_fp", "get_bf16")):
+            setattr(BatchBuilder, name, unsupported(name))
+    return BatchBuilder
+
+
+# ---- reductions --------------------------------------------------------------------------------------------
+def _reduce_function(tl, combine_fn):
+    standard = tl.standard
+    table = [
+        (("_argmin_combine_tie_break_left", "_argmin_combine_tie_break_fast"), (np.nanmin, np.nanargmin)),
+        (("_argmax_combine_tie_break_left", "_argmax_combine_tie_break_fast"), (np.nanmax, np.nanargmax)),
+        (("_elementwise_max",), (np.nanmax, None)),
+        (("_elementwise_min",), (np.nanmin, None)),
+        (("_sum_combine",), (np.sum, None)),
+    ]
+    for names, ops in table:
+        if any(getattr(standard, name, None) is combine_fn for name in names):
+            return ops
+    raise Unsupported(f"tl.reduce with combine function {getattr(combine_fn, '__name__', combine_fn)}")
+
+
+def _per_program(op, data: np.ndarray, axis, keep_dims: bool) -> np.ndarray:
+    """op over each program's block, reducing in the order the sequential interpreter does: the same numpy
+    call on the same layout (one call for all programs where each program's block is a C-contiguous row)."""
+    if _lead(data) == 1:
+        return np.asarray(op(data[0], axis=axis, keepdims=keep_dims))[None]
+    if data.flags.c_contiguous and axis is None:
+        flat = np.asarray(op(data.reshape(_lead(data), -1), axis=1))
+        return flat.reshape((-1,) + (1,) * (data.ndim - 1)) if keep_dims else flat
+    if data.flags.c_contiguous and (axis == data.ndim - 2 or axis == -1):
+        return np.asarray(op(data, axis=data.ndim - 1, keepdims=keep_dims))
+    return np.stack([np.asarray(op(data[p], axis=axis, keepdims=keep_dims)) for p in range(_lead(data))])
+
+
+def _make_reduce(interpreter, tl):
+    handle_cls = interpreter.TensorHandle
+
+    def to_tensor(result: np.ndarray, dtype):
+        result = result.astype(interpreter._get_np_dtype(dtype))
+        shape = list(result.shape[1:])
+        return tl.core.tensor(handle_cls(result, dtype.scalar), tl.block_type(dtype, shape) if shape else dtype)
+
+    def reduce(input, axis, combine_fn, keep_dims=False, **kwargs):
+        inputs = input if isinstance(input, tuple) else (input,)
+        value_op, index_op = _reduce_function(tl, combine_fn)
+        first = inputs[0]
+        if axis is not None and not -len(first.shape) <= axis < len(first.shape):
+            raise Unsupported(f"tl.reduce over axis {axis} of a {len(first.shape)}-d block")
+        data = first.handle.data
+        results = [to_tensor(_per_program(value_op, data, axis, keep_dims), first.dtype)]
+        if index_op is not None:
+            results.append(to_tensor(_per_program(index_op, data, axis, keep_dims), tl.int32))
+        if isinstance(input, tuple):
+            if len(input) != len(results):
+                raise Unsupported("tl.reduce over a tuple with a non-standard combine function")
+            return tuple(results)
+        return results[0]
+
+    return reduce
+
+
+# ---- the patch scope of one grid ---------------------------------------------------------------------------
+class _Patches:
+    """Attributes set for one grid and restored after it (instance attributes removed, not shadowed)."""
+
+    def __init__(self):
+        self._changes: list[tuple[object, str, bool, object]] = []
+
+    def set(self, obj, name, value):
+        own = name in getattr(obj, "__dict__", {})
+        self._changes.append((obj, name, own, obj.__dict__.get(name) if own else None))
+        setattr(obj, name, value)
+
+    def restore(self):
+        while self._changes:
+            obj, name, own, old = self._changes.pop()
+            if own:
+                setattr(obj, name, old)
+            else:
+                delattr(obj, name)
+
+
+def _tensor_values(tensor) -> np.ndarray:
+    """Each program's value of a tensor that holds one element per program."""
+    data = tensor.handle.data
+    flat = data.reshape(_lead(data), -1)
+    if flat.shape[1] != 1:
+        raise Unsupported("a block used where Python needs one value")
+    return flat[:, 0]
+
+
+def _int_values(value):
+    """A loop bound as an int (the same in every program) or an int64 vector (one per program)."""
+    import triton.language as tl
+
+    if isinstance(value, tl.constexpr):
+        value = value.value
+    if isinstance(value, ProgramInts):
+        return value.values
+    if isinstance(value, tl.tensor):
+        values = _tensor_values(value)
+        if values.dtype == np.uint64 and bool((values >= _INT_LIMIT).any()):
+            raise Unsupported("a loop bound beyond 2**62")
+        values = values.astype(np.int64)
+        return int(values[0]) if bool((values == values[0]).all()) else values
+    return int(value)
+
+
+def _range(arg1, arg2=None, step=None, **kwargs):
+    """tl.range / tl.static_range: Python's range where every program agrees on the bounds; a range of
+    ProgramInts where they agree only on the trip count; a divergence otherwise."""
+    step = 1 if step is None else step
+    start, end = (0, arg1) if arg2 is None else (arg1, arg2)
+    bounds = [_int_values(v) for v in (start, end, step)]
+    if all(isinstance(b, int) for b in bounds):
+        return range(*bounds)
+    s, e, st = np.broadcast_arrays(*(np.asarray(b, dtype=np.int64).reshape(-1) for b in bounds))
+    if bool((st == 0).any()):
+        raise Unsupported("a loop with step 0")
+    trips = np.where(st > 0, np.maximum(0, -((s - e) // st)), np.maximum(0, -((e - s) // -st)))
+    count = int(_uniform(trips))
+    if bool((s == s[0]).all()) and bool((st == st[0]).all()):
+        return range(int(s[0]), int(s[0]) + count * int(st[0]), int(st[0]))
+    return (ProgramInts(s + k * st) for k in range(count))
+
+
+@contextlib.contextmanager
+def _batched_language(interpreter, fn, builder):
+    """triton.language patched as the interpreter patches it, then the batch-aware pieces on top."""
+    import triton.language as tl
+
+    scope_cls = getattr(interpreter, "_LangPatchScope", None)
+    lang_scope = scope_cls() if scope_cls is not None else None
+    if lang_scope is None:
+        raise Unsupported("this Triton's interpreter has no _LangPatchScope")
+    patches = _Patches()
+    try:
+        for lang in (tl, tl.core):
+            interpreter._patch_builtin(lang, interpreter.interpreter_builder, lang_scope)
+            interpreter._patch_builtin(lang.tensor, interpreter.interpreter_builder, lang_scope)
+            interpreter._patch_lang_tensor(lang.tensor, lang_scope)
+            interpreter._patch_lang_core(lang, lang_scope)
+        interpreter._patch_builtin(tl.math, interpreter.interpreter_builder, lang_scope)
+        if hasattr(tl.core, "tensor_descriptor_base"):
+            interpreter._patch_builtin(tl.core.tensor_descriptor_base, interpreter.interpreter_builder, lang_scope)
+        semantic = interpreter.interpreter_semantic
+        patches.set(semantic, "builder", builder)
+        _patch_semantic(semantic, patches, interpreter, tl)
+        reduce = _make_reduce(interpreter, tl)
+        for lang in (tl, tl.core):
+            patches.set(lang, "reduce", reduce)
+            patches.set(lang, "associative_scan", _unsupported_scan)
+        for lang in {tl, tl.core}:
+            if hasattr(lang, "range"):
+                patches.set(lang, "range", _range)
+            if hasattr(lang, "static_range"):
+                patches.set(lang, "static_range", _range)
+        patches.set(tl.tensor, "__bool__", _tensor_bool)
+        patches.set(tl.tensor, "__index__", _tensor_index)
+        patches.set(tl.tensor, "T", property(_tensor_transpose))
+        patches.set(interpreter.InterpretedFunction, "__call__", _device_call(interpreter))
+        yield
+    finally:
+        patches.restore()
+        lang_scope.restore()
+
+
+def _unsupported_scan(*args, **kwargs):
+    raise Unsupported("tl.associative_scan (cumsum, cumprod) is not run grid-at-once")
+
+
+def _tensor_bool(self):
+    if self.handle.data[0].size != 1:  # a block is truthy in the interpreter, as there
+        return True
+    return bool(_uniform(self.handle.data.reshape(_lead(self.handle.data)).astype(np.bool_)))
+
+
+def _tensor_index(self):
+    return int(_uniform(_tensor_values(self)))
+
+
+def _tensor_transpose(self):
+    import triton.language as tl
+
+    if len(self.shape) != 2:
+        raise Unsupported(".T of a block that is not 2-d")
+    from triton.runtime.interpreter import TensorHandle
+
+    handle = TensorHandle(np.swapaxes(self.handle.data, -1, -2), self.handle.dtype)
+    return tl.core.tensor(handle, tl.core.block_type(self.dtype, [self.shape[1], self.shape[0]]))
+
+
+def _device_call(interpreter):
+    def __call__(self, *args, **kwargs):  # a @triton.jit helper called from a kernel: language already patched
+        try:
+            return self.rewrite()(*args, **kwargs)
+        except (Unsupported, _Diverge):
+            raise
+        except Exception as exc:
+            raise interpreter.InterpreterError(repr(exc)) from exc
+
+    return __call__
+
+
+def _patch_semantic(semantic, patches: _Patches, interpreter, tl):
+    """Make ProgramInts convert to tensors exactly where, and with the dtype with which, a Python int would."""
+    to_tensor, to_tensor_type, scalar_constant = semantic.to_tensor, semantic.to_tensor_type, semantic.scalar_constant
+
+    def program_tensor(value: ProgramInts, dtype):
+        if isinstance(value, ProgramBools):
+            dtype = tl.int1 if dtype is None else dtype
+        if dtype.is_floating() and int(np.abs(value.values).max()) >= 1 << 53:
+            raise Unsupported("a loop variable beyond 2**53 converted to a float")
+        data = value.values.astype(np.float64) if dtype.is_floating() else value.values
+        data = data.astype(interpreter._get_np_dtype(dtype))
+        return tl.tensor(interpreter.TensorHandle(data, dtype), dtype)
+
+    def new_to_tensor(x, check_type=True):
+        if isinstance(x, ProgramInts):
+            return program_tensor(x, new_to_tensor_type(x))
+        return to_tensor(x, check_type)
+
+    def new_to_tensor_type(x):
+        if isinstance(x, ProgramBools):
+            return tl.int1
+        if isinstance(x, ProgramInts):
+            return _int_dtype_class(x.values)
+        return to_tensor_type(x)
+
+    def new_scalar_constant(value, dtype):
+        if isinstance(value, ProgramInts):
+            return program_tensor(value, dtype)
+        return scalar_constant(value, dtype)
+
+    patches.set(semantic, "to_tensor", new_to_tensor)
+    patches.set(semantic, "to_tensor_type", new_to_tensor_type)
+    patches.set(semantic, "scalar_constant", new_scalar_constant)
+
+
+# ---- the grid -----------------------------------------------------------------------------------------------
+def _groups(values: np.ndarray) -> list[np.ndarray]:
+    """Indices of the batch split by a value, each part in program order, parts ordered by first program."""
+    _, first, inverse = np.unique(values, return_index=True, return_inverse=True)
+    return [np.flatnonzero(inverse == label) for label in np.argsort(first)]
+
+
+def _run_batches(fn, args: dict, grid: tuple[int, int, int], builder, on_program) -> int:
+    """Every program of the grid, in batches; returns how many batches completed."""
+    batch = builder.batch
+    total = grid[0] * grid[1] * grid[2]
+    queue = [np.arange(start, min(start + BATCH_PROGRAMS, total), dtype=np.int64)
+             for start in range(0, total, BATCH_PROGRAMS)]
+    attempts = completed = 0
+    while queue:
+        programs = queue.pop(0)
+        attempts += 1
+        if attempts > MAX_ATTEMPTS_PER_PROGRAM * max(1, total // 8) + len(queue) + 8:
+            raise Unsupported("control flow splits the grid into too many paths")
+        batch.attempt_loads, batch.attempt_stores = [], []
+        batch.batch_number = attempts
+        builder.begin(programs, grid)
+        try:
+            fn(**args)
+        except _Diverge as split:
+            if split.values.shape[0] != programs.shape[0]:
+                raise Unsupported("a value Python needs differs in a way the batch cannot split") from None
+            queue[0:0] = [programs[group] for group in _groups(split.values)]
+            continue
+        batch.load_ranges += batch.attempt_loads
+        batch.stores += batch.attempt_stores
+        completed += 1
+        on_program(len(programs))
+    return completed
+
+
+def _check_independent(batch: _Batch) -> None:
+    """Raise Unsupported unless the programs were independent: no stored byte loaded, none stored twice."""
+    if not batch.stores:
+        return
+    starts = np.array([int(a.min()) for a, _, _ in batch.stores], dtype=np.int64)
+    ends = np.array([int(a.max()) + w for a, _, w in batch.stores], dtype=np.int64)
+    if batch.load_ranges:
+        order = np.argsort(starts)
+        starts_sorted, ends_running = starts[order], np.maximum.accumulate(ends[order])
+        loads = np.array(batch.load_ranges, dtype=np.int64)
+        index = np.searchsorted(starts_sorted, loads[:, 1], side="left") - 1
+        hit = (index >= 0) & (ends_running[np.maximum(index, 0)] > loads[:, 0])
+        if hit.any():
+            raise Unsupported("a program loads bytes that the grid stores (programs not independent)")
+    byte_addresses, owners = [], []
+    for addresses, owner, width in batch.stores:
+        offsets = np.arange(width, dtype=np.uint64)
+        byte_addresses.append((addresses.astype(np.uint64)[:, None] + offsets).reshape(-1))
+        owners.append(np.repeat(owner, width))
+    flat = np.concatenate(byte_addresses)
+    owner = np.concatenate(owners)
+    low = int(starts.min())
+    span = int(ends.max()) - low
+    if span <= 4 * flat.size + (1 << 20):
+        if int(np.bincount((flat - np.uint64(low)).astype(np.int64), minlength=span).max()) <= 1:
+            return
+    order = np.lexsort((owner, flat))
+    flat, owner = flat[order], owner[order]
+    if bool(((flat[1:] == flat[:-1]) & (owner[1:] != owner[:-1])).any()):
+        raise Unsupported("two programs store to the same byte (their order decides it)")
+
+
+def _undo(interpreter, batch: _Batch) -> None:
+    base = interpreter.InterpreterBuilder
+    for pointers, old, flags, ptr_dtype in reversed(batch.undo):
+        handle = interpreter.TensorHandle
+        base.create_masked_store(interpreter.interpreter_builder, handle(pointers, ptr_dtype),
+                                 handle(old, ptr_dtype.element_ty), handle(flags, _mask_dtype(flags)), None)
+    batch.undo.clear()
+
+
+def _mask_dtype(flags):
+    import triton.language as tl
+
+    return tl.int1 if flags.dtype == np.bool_ else tl.int32
+
+
+def _grid_call(interpreter, original, runs: list[GridRun]):
+    """GridExecutor.__call__ running the grid at once, sequentially where it cannot."""
+
+    def __call__(self, *args_dev, **kwargs):
+        name = getattr(self.fn, "__name__", "kernel")
+        argspec = inspect.getfullargspec(self.fn)
+        kwargs = {k: v for k, v in kwargs.items() if k in argspec.args or k in argspec.kwonlyargs}
+        reason = None
+        if self.pre_run_hooks:
+            reason = "the kernel has pre-run hooks"
+        elif any(getattr(a, "device", None) is not None and a.device.type != "cpu"
+                 for a in list(args_dev) + list(kwargs.values())):
+            reason = "a tensor argument is not on the CPU"
+        if reason is not None:
+            runs.append(GridRun(name, 0, 0, reason))
+            return original(self, *args_dev, **kwargs)
+        args_hst, kwargs_hst = self._init_args_hst(args_dev, kwargs)
+        batch = _Batch()
+        builder = _BUILDER_CLASS[0](batch)
+        programs = 0
+        try:
+            args = inspect.getcallargs(self.fn, *args_hst, **kwargs_hst)
+            args = {n: a if n in self.constexprs else interpreter._implicit_cvt(a) for n, a in args.items()}
+            grid = self.grid(args) if callable(self.grid) else self.grid
+            grid = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
+            programs = grid[0] * grid[1] * grid[2]
+            shared = interpreter.interpreter_builder
+            shared.set_grid_dim(*grid)
+            builder.set_grid_dim(*grid)
+
+            def on_program(count):  # progress listeners hear every program, as in a sequential run
+                for _ in range(count):
+                    shared.set_grid_idx(0, 0, 0)
+
+            with _batched_language(interpreter, self.fn, builder):
+                batches = _run_batches(self.fn, args, grid, builder, on_program)
+            _check_independent(batch)
+        except Exception as exc:  # noqa: BLE001 - anything unusual: undo, and the sequential interpreter decides
+            _undo(interpreter, batch)
+            why = str(exc) if isinstance(exc, Unsupported) else f"{type(exc).__name__} in the batched run"
+            runs.append(GridRun(name, programs, 0, why))
+            return original(self, *args_dev, **kwargs)
+        self._restore_args_dev(args_dev, args_hst, kwargs, kwargs_hst)
+        runs.append(GridRun(name, programs, batches, None))
+        return None
+
+    return __call__
+
+
+_BUILDER_CLASS: list = []
+_ACTIVE: list[list[GridRun]] = []
+
+
+@contextlib.contextmanager
+def grid_at_once():
+    """Within the block, interpreted Triton grids run at once where they can (see the module docstring).
+    Yields the list of GridRun records of the grids run inside. Nested uses share the outer one."""
+    if _ACTIVE:
+        yield _ACTIVE[-1]
+        return
+    runs: list[GridRun] = []
+    ok, reason = available()
+    if not ok:
+        runs.append(GridRun("(all kernels)", 0, 0, reason))
+        yield runs
+        return
+    from triton.runtime import interpreter
+
+    if not _BUILDER_CLASS:
+        _BUILDER_CLASS.append(_make_builder_class(interpreter))
+    executor = interpreter.GridExecutor
+    original = executor.__call__
+    executor.__call__ = _grid_call(interpreter, original, runs)
+    _ACTIVE.append(runs)
+    try:
+        yield runs
+    finally:
+        _ACTIVE.pop()
+        executor.__call__ = original
