@@ -226,16 +226,46 @@ def _bool_mask(data: np.ndarray) -> np.ndarray:
 
 
 class _Batch:
-    """What one run of the grid did: its undo log, and the loads and stores of completed batches."""
+    """What one run of the grid did: how to undo its stores, and the loads and stores of completed batches."""
 
-    def __init__(self):
-        self.undo: list[tuple[np.ndarray, np.ndarray, np.ndarray, object]] = []
+    def __init__(self, storages: list[tuple[int, int, object]]):
+        self.storages = storages  # (first byte, end, uint8 tensor over it) of every tensor argument's storage
+        self.snapshots: dict[int, tuple[object, object]] = {}  # storage start -> (tensor, copy before the grid)
+        self.gathered: list[tuple[np.ndarray, np.ndarray, np.ndarray, object]] = []  # stores elsewhere: old values
         self.load_ranges: list[tuple[int, int]] = []
-        self.stores: list[tuple[np.ndarray, np.ndarray, int]] = []  # (addresses, owner, itemsize)
+        self.stores: list[_Stored] = []
         self.attempt_loads: list[tuple[int, int]] = []
-        self.attempt_stores: list[tuple[np.ndarray, np.ndarray, int]] = []
+        self.attempt_stores: list[_Stored] = []
         self.program_ids: np.ndarray = np.zeros(0, dtype=np.int64)  # linear ids of the batch's programs
         self.batch_number = 0
+
+    def keep_for_undo(self, low: int, high: int) -> bool:
+        """Copy the argument storage holding bytes [low, high) once, before the grid's first store to it."""
+        for start, end, tensor in self.storages:
+            if start <= low and high <= end:
+                if start not in self.snapshots:
+                    self.snapshots[start] = (tensor, tensor.clone())
+                return True
+        return False
+
+
+@dataclasses.dataclass
+class _Stored:
+    """One store operation of a batch: its pointers, which lanes stored (None: all), whose they are."""
+
+    pointers: np.ndarray
+    taken: np.ndarray | None
+    owners: np.ndarray  # per program (rows of `pointers`), or one virtual owner for a store all programs share
+    width: int
+    low: int
+    high: int
+
+    def addresses(self) -> np.ndarray:
+        return self.pointers.reshape(-1) if self.taken is None else self.pointers[self.taken]
+
+    def owner_of_each(self) -> np.ndarray:
+        owners = np.broadcast_to(self.owners.reshape((-1,) + (1,) * (self.pointers.ndim - 1)), self.pointers.shape)
+        return owners.reshape(-1) if self.taken is None else owners[self.taken]
 
 
 def _make_builder_class(interpreter):
@@ -289,18 +319,23 @@ def _make_builder_class(interpreter):
             pointers, values, flags = (np.ascontiguousarray(a) for a in
                                        np.broadcast_arrays(ptrs.data, value.data, mask.data))
             taken = _bool_mask(flags)
-            if not taken.any():
+            if taken.all():
+                taken, addresses = None, pointers
+            elif not taken.any():
                 return None
-            pointer_handle, mask_handle = handle_cls(pointers, ptrs.dtype), handle_cls(flags, mask.dtype)
-            old = base.create_masked_load(self, pointer_handle, mask_handle, None, None, False)
-            self.batch.undo.append((pointers, old.data, flags, ptrs.dtype))
-            if _lead(pointers) == 1 and len(self.batch.program_ids) > 1:
-                owner = np.full(int(taken.sum()), -1 - self.batch.batch_number, dtype=np.int64)
             else:
-                owners = self.batch.program_ids.reshape((-1,) + (1,) * (pointers.ndim - 1))
-                owner = np.broadcast_to(owners, pointers.shape)[taken]
+                addresses = pointers[taken]
             width = max(1, ptrs.get_element_ty().primitive_bitwidth // 8)
-            self.batch.attempt_stores.append((pointers[taken], owner, width))
+            low, high = int(addresses.min()), int(addresses.max()) + width
+            pointer_handle, mask_handle = handle_cls(pointers, ptrs.dtype), handle_cls(flags, mask.dtype)
+            if not self.batch.keep_for_undo(low, high):
+                old = base.create_masked_load(self, pointer_handle, mask_handle, None, None, False)
+                self.batch.gathered.append((pointers, old.data, flags, ptrs.dtype))
+            if _lead(pointers) == 1 and len(self.batch.program_ids) > 1:
+                owners = np.array([-1 - self.batch.batch_number], dtype=np.int64)
+            else:
+                owners = self.batch.program_ids
+            self.batch.attempt_stores.append(_Stored(pointers, taken, owners, width, low, high))
             return base.create_masked_store(self, pointer_handle, handle_cls(values, value.dtype), mask_handle,
                                             cache_policy)
 
@@ -635,8 +670,8 @@ def _check_independent(batch: _Batch) -> None:
     """Raise Unsupported unless the programs were independent: no stored byte loaded, none stored twice."""
     if not batch.stores:
         return
-    starts = np.array([int(a.min()) for a, _, _ in batch.stores], dtype=np.int64)
-    ends = np.array([int(a.max()) + w for a, _, w in batch.stores], dtype=np.int64)
+    starts = np.array([st.low for st in batch.stores], dtype=np.int64)
+    ends = np.array([st.high for st in batch.stores], dtype=np.int64)
     if batch.load_ranges:
         order = np.argsort(starts)
         starts_sorted, ends_running = starts[order], np.maximum.accumulate(ends[order])
@@ -645,37 +680,57 @@ def _check_independent(batch: _Batch) -> None:
         hit = (index >= 0) & (ends_running[np.maximum(index, 0)] > loads[:, 0])
         if hit.any():
             raise Unsupported("a program loads bytes that the grid stores (programs not independent)")
-    byte_addresses, owners = [], []
-    for addresses, owner, width in batch.stores:
-        offsets = np.arange(width, dtype=np.uint64)
-        byte_addresses.append((addresses.astype(np.uint64)[:, None] + offsets).reshape(-1))
-        owners.append(np.repeat(owner, width))
-    flat = np.concatenate(byte_addresses)
-    owner = np.concatenate(owners)
-    low = int(starts.min())
-    span = int(ends.max()) - low
+    low, span = int(starts.min()), int(ends.max()) - int(starts.min())
+    flat = np.concatenate([_bytes_of(st.addresses(), st.width) for st in batch.stores])
     if span <= 4 * flat.size + (1 << 20):
         if int(np.bincount((flat - np.uint64(low)).astype(np.int64), minlength=span).max()) <= 1:
-            return
+            return  # no byte stored twice at all
+    owner = np.concatenate([np.repeat(st.owner_of_each(), st.width) for st in batch.stores])
     order = np.lexsort((owner, flat))
     flat, owner = flat[order], owner[order]
     if bool(((flat[1:] == flat[:-1]) & (owner[1:] != owner[:-1])).any()):
         raise Unsupported("two programs store to the same byte (their order decides it)")
 
 
+def _bytes_of(addresses: np.ndarray, width: int) -> np.ndarray:
+    addresses = addresses.astype(np.uint64, copy=False).reshape(-1)
+    if width == 1:
+        return addresses
+    return (addresses[:, None] + np.arange(width, dtype=np.uint64)).reshape(-1)
+
+
 def _undo(interpreter, batch: _Batch) -> None:
-    base = interpreter.InterpreterBuilder
-    for pointers, old, flags, ptr_dtype in reversed(batch.undo):
-        handle = interpreter.TensorHandle
-        base.create_masked_store(interpreter.interpreter_builder, handle(pointers, ptr_dtype),
-                                 handle(old, ptr_dtype.element_ty), handle(flags, _mask_dtype(flags)), None)
-    batch.undo.clear()
+    handle = interpreter.TensorHandle
+    for pointers, old, flags, ptr_dtype in reversed(batch.gathered):
+        interpreter.InterpreterBuilder.create_masked_store(
+            interpreter.interpreter_builder, handle(pointers, ptr_dtype), handle(old, ptr_dtype.element_ty),
+            handle(flags, _mask_dtype(flags)), None)
+    for tensor, copy in batch.snapshots.values():
+        tensor.copy_(copy)
+    batch.gathered.clear()
+    batch.snapshots.clear()
 
 
 def _mask_dtype(flags):
     import triton.language as tl
 
     return tl.int1 if flags.dtype == np.bool_ else tl.int32
+
+
+def _storages(args) -> list[tuple[int, int, object]]:
+    """(first byte, end, uint8 tensor over all of it) of each distinct storage among tensor arguments."""
+    import torch
+
+    found = {}
+    for arg in args:
+        tensor = getattr(arg, "base", arg) if not isinstance(arg, torch.Tensor) else arg
+        if isinstance(tensor, torch.Tensor) and tensor.device.type == "cpu":
+            storage = tensor.untyped_storage()
+            start = storage.data_ptr()
+            if start not in found and storage.nbytes():
+                whole = torch.empty(0, dtype=torch.uint8).set_(storage, 0, (storage.nbytes(),), (1,))
+                found[start] = (start, start + storage.nbytes(), whole)
+    return list(found.values())
 
 
 def _grid_call(interpreter, original, runs: list[GridRun]):
@@ -695,7 +750,7 @@ def _grid_call(interpreter, original, runs: list[GridRun]):
             runs.append(GridRun(name, 0, 0, reason))
             return original(self, *args_dev, **kwargs)
         args_hst, kwargs_hst = self._init_args_hst(args_dev, kwargs)
-        batch = _Batch()
+        batch = _Batch(_storages(list(args_hst) + list(kwargs_hst.values())))
         builder = _BUILDER_CLASS[0](batch)
         programs = 0
         try:
