@@ -41,7 +41,7 @@ import numpy as np
 # Private names of triton.runtime.interpreter this module builds on (checked by `available()`).
 REQUIRED_NAMES = ("InterpreterBuilder", "TensorHandle", "GridExecutor", "InterpretedFunction",
                   "interpreter_semantic", "interpreter_builder", "_patch_builtin", "_patch_lang_tensor",
-                  "_patch_lang_core", "_implicit_cvt", "_get_np_dtype")
+                  "_patch_lang_core", "_implicit_cvt", "_get_np_dtype", "_convert_float")
 BATCH_PROGRAMS = 4096  # programs per batch: bounds memory ([P, block] arrays), large enough to amortise
 MAX_ATTEMPTS_PER_PROGRAM = 4  # re-runs after divergence beyond this: sequential is cheaper
 
@@ -239,6 +239,23 @@ class _Batch:
         self.program_ids: np.ndarray = np.zeros(0, dtype=np.int64)  # linear ids of the batch's programs
         self.batch_number = 0
 
+    def gather(self, pointers: np.ndarray, taken: np.ndarray, low: int, high: int, dtype, element):
+        """The loaded elements (masked lanes arbitrary) by numpy indexing into the argument storage that
+        holds bytes [low, high), the same bytes the interpreter's element-wise load copies; None when no
+        argument storage holds them or an element is misaligned there."""
+        width = np.dtype(dtype).itemsize
+        if dtype == np.bool_ or width * 8 != max(8, element.primitive_bitwidth):
+            return None
+        for start, end, tensor in self.storages:
+            if start <= low and high <= end:
+                offsets = pointers - np.uint64(start)
+                if bool((offsets % np.uint64(width))[taken].any()):
+                    return None
+                whole = tensor.numpy()[: (end - start) // width * width].view(dtype)
+                index = np.where(taken, offsets // np.uint64(width), np.uint64(0)).astype(np.intp)
+                return whole[index]
+        return None
+
     def keep_for_undo(self, low: int, high: int) -> bool:
         """Copy the argument storage holding bytes [low, high) once, before the grid's first store to it."""
         for start, end, tensor in self.storages:
@@ -307,13 +324,29 @@ def _make_builder_class(interpreter):
             arrays = [ptrs.data, mask.data] + ([] if other is None else [other.data])
             arrays = [np.ascontiguousarray(a) for a in np.broadcast_arrays(*arrays)]
             taken = _bool_mask(arrays[1])
-            if taken.any():
-                addresses = arrays[0][taken]
-                width = max(1, ptrs.get_element_ty().primitive_bitwidth // 8)
-                self.batch.attempt_loads.append((int(addresses.min()), int(addresses.max()) + width))
+            element = ptrs.get_element_ty()
+            if not taken.any():
+                gathered = None
+            else:
+                addresses = arrays[0] if taken.all() else arrays[0][taken]
+                width = max(1, element.primitive_bitwidth // 8)
+                low, high = int(addresses.min()), int(addresses.max()) + width
+                self.batch.attempt_loads.append((low, high))
+                gathered = self.batch.gather(arrays[0], taken, low, high, np_dtype(element), element)
+            if gathered is not None:
+                other_data = arrays[2] if other is not None else np.zeros((), dtype=gathered.dtype)
+                return handle_cls(np.where(taken, gathered, other_data).astype(gathered.dtype, copy=False), element)
             other_handle = None if other is None else handle_cls(arrays[2], other.dtype)
             return base.create_masked_load(self, handle_cls(arrays[0], ptrs.dtype), handle_cls(arrays[1], mask.dtype),
                                            other_handle, cache_policy, is_volatile)
+
+        def create_dot(self, a, b, d, input_precision, max_num_imprecise_acc):
+            # the interpreter's own dot, with its fp8 -> fp16 conversion read from a table of that same
+            # conversion over all 256 codes (it is elementwise)
+            if not any(h.dtype.primitive_bitwidth == 8 and h.dtype.is_floating() for h in (a, b)):
+                return base.create_dot(self, a, b, d, input_precision, max_num_imprecise_acc)
+            a_data, b_data = (_to_fp16(interpreter, h) for h in (a, b))
+            return handle_cls(np.matmul(a_data, b_data, dtype=d.data.dtype) + d.data, d.dtype.scalar)
 
         def create_masked_store(self, ptrs, value, mask, cache_policy):
             pointers, values, flags = (np.ascontiguousarray(a) for a in
@@ -394,6 +427,24 @@ def _make_builder_class(interpreter):
                 and not name.endswith("_ty") and not name.startswith(("get_int", "get_uint", "get_fp", "get_bf16")):
             setattr(BatchBuilder, name, unsupported(name))
     return BatchBuilder
+
+
+_FP16_TABLES: dict = {}
+
+
+def _to_fp16(interpreter, handle) -> np.ndarray:
+    """The interpreter's _convert_float(data, dtype, fp16) as create_dot calls it; fp8 codes through a
+    table of that same function over all 256 codes."""
+    import triton.language as tl
+
+    dtype = handle.dtype.scalar
+    if dtype.primitive_bitwidth != 8 or not dtype.is_floating():
+        return interpreter._convert_float(handle.data, dtype, tl.float16, None).view(np.float16)
+    key = str(dtype)
+    if key not in _FP16_TABLES:
+        codes = np.arange(256, dtype=np.uint8).view(interpreter._get_np_dtype(dtype))
+        _FP16_TABLES[key] = interpreter._convert_float(codes, dtype, tl.float16, None).view(np.float16)
+    return np.ascontiguousarray(_FP16_TABLES[key][np.ascontiguousarray(handle.data).view(np.uint8)])
 
 
 # ---- reductions --------------------------------------------------------------------------------------------
