@@ -60,7 +60,7 @@ def test_available_on_this_triton():
 
 # ---- the writers fp8check ships and loads in its tests ------------------------------------------------------
 WRITER_SPECS = [
-    CacheSpec(num_blocks=3, block_size=64, head_dim=128),
+    CacheSpec(num_blocks=5, block_size=64, head_dim=128),
     CacheSpec(num_blocks=2, block_size=64, head_dim=128, fp8=FP8Format.E4M3FNUZ, scale_fmt=ScaleFormat.UE8M0),
     CacheSpec(num_blocks=2, block_size=16, head_dim=128, layout=Layout.SHUFFLE),
     CacheSpec(num_blocks=4, block_size=1, head_dim=128, fp8=FP8Format.E4M3FNUZ),
@@ -237,7 +237,7 @@ _UNARY = ["tl.abs({})", "-({})", "tl.exp2(tl.minimum({}, 8.0))", "tl.ceil({})", 
           "({}).to(tl.float8e4nv).to(tl.float32)", "({}).to(tl.float8e4b8).to(tl.float32)", "tl.sqrt(tl.abs({}))"]
 _BINARY = ["({} + {})", "({} - {})", "({} * {})", "({} / ({} * {} + 1.0))", "tl.where({} > {}, {}, -1.5)",
            "tl.minimum({}, {})"]
-_SCALAR = ["tl.sum({}, axis=0)", "tl.max({}, axis=0)", "tl.min({}, axis=0)"]
+_SCALAR = ["tl.sum({} + x * 0.0, axis=0)", "tl.max({} + x * 0.0, axis=0)", "tl.min({} + x * 0.0, axis=0)"]
 
 
 @st.composite

@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import inspect
+import logging
 import numbers
 
 import numpy as np
@@ -42,6 +43,7 @@ import numpy as np
 REQUIRED_NAMES = ("InterpreterBuilder", "TensorHandle", "GridExecutor", "InterpretedFunction",
                   "interpreter_semantic", "interpreter_builder", "_patch_builtin", "_patch_lang_tensor",
                   "_patch_lang_core", "_implicit_cvt", "_get_np_dtype", "_convert_float")
+_LOG = logging.getLogger(__name__)  # one line per grid handed to the sequential interpreter, with the reason
 BATCH_PROGRAMS = 4096  # programs per batch: bounds memory ([P, block] arrays), large enough to amortise
 MAX_ATTEMPTS_PER_PROGRAM = 4  # re-runs after divergence beyond this: sequential is cheaper
 
@@ -792,13 +794,17 @@ def _grid_call(interpreter, original, runs: list[GridRun]):
         argspec = inspect.getfullargspec(self.fn)
         kwargs = {k: v for k, v in kwargs.items() if k in argspec.args or k in argspec.kwonlyargs}
         reason = None
+        grid = None if callable(self.grid) else tuple(self.grid)
+        if grid is not None and all(int(g) == 1 for g in grid):
+            runs.append(GridRun(name, 1, 0, "a grid of one program runs as it is"))
+            return original(self, *args_dev, **kwargs)
         if self.pre_run_hooks:
             reason = "the kernel has pre-run hooks"
         elif any(getattr(a, "device", None) is not None and a.device.type != "cpu"
                  for a in list(args_dev) + list(kwargs.values())):
             reason = "a tensor argument is not on the CPU"
         if reason is not None:
-            runs.append(GridRun(name, 0, 0, reason))
+            _fall_back(runs, GridRun(name, 0, 0, reason))
             return original(self, *args_dev, **kwargs)
         args_hst, kwargs_hst = self._init_args_hst(args_dev, kwargs)
         batch = _Batch(_storages(list(args_hst) + list(kwargs_hst.values())))
@@ -824,13 +830,18 @@ def _grid_call(interpreter, original, runs: list[GridRun]):
         except Exception as exc:  # noqa: BLE001 - anything unusual: undo, and the sequential interpreter decides
             _undo(interpreter, batch)
             why = str(exc) if isinstance(exc, Unsupported) else f"{type(exc).__name__} in the batched run"
-            runs.append(GridRun(name, programs, 0, why))
+            _fall_back(runs, GridRun(name, programs, 0, why))
             return original(self, *args_dev, **kwargs)
         self._restore_args_dev(args_dev, args_hst, kwargs, kwargs_hst)
         runs.append(GridRun(name, programs, batches, None))
         return None
 
     return __call__
+
+
+def _fall_back(runs: list[GridRun], run: GridRun) -> None:
+    runs.append(run)
+    _LOG.warning("%s", run.note())
 
 
 _BUILDER_CLASS: list = []
