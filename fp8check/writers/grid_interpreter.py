@@ -41,7 +41,7 @@ import numpy as np
 
 # Private names of triton.runtime.interpreter this module builds on (checked by `available()`).
 REQUIRED_NAMES = ("InterpreterBuilder", "TensorHandle", "GridExecutor", "InterpretedFunction",
-                  "interpreter_semantic", "interpreter_builder", "_patch_builtin", "_patch_lang_tensor",
+                  "interpreter_semantic", "interpreter_builder", "_patch_attr", "_patch_lang_tensor",
                   "_patch_lang_core", "_implicit_cvt", "_get_np_dtype", "_convert_float")
 _LOG = logging.getLogger(__name__)  # one line per grid handed to the sequential interpreter, with the reason
 BATCH_PROGRAMS = 4096  # programs per batch: bounds memory ([P, block] arrays), large enough to amortise
@@ -287,6 +287,11 @@ class _Stored:
         return owners.reshape(-1) if self.taken is None else owners[self.taken]
 
 
+def _cache_arguments(method, fixed: int) -> int:
+    """How many cache arguments a masked load / store takes (3.6-3.8: two, 3.9: one)."""
+    return len(inspect.signature(method).parameters) - fixed
+
+
 def _make_builder_class(interpreter):
     """InterpreterBuilder with a leading program axis on every value."""
     import triton.language as tl
@@ -294,6 +299,8 @@ def _make_builder_class(interpreter):
     base = interpreter.InterpreterBuilder
     handle_cls = interpreter.TensorHandle
     np_dtype = interpreter._get_np_dtype
+
+    load_cache = (None,) * _cache_arguments(base.create_masked_load, 5)
 
     def unsupported(name):
         def method(self, *args, **kwargs):
@@ -322,7 +329,7 @@ def _make_builder_class(interpreter):
             return handle_cls(self.program_vectors[axis], tl.int32)
 
         # memory: the interpreter's own gather and scatter, with every program's pointers at once
-        def create_masked_load(self, ptrs, mask, other, cache_policy, is_volatile):
+        def create_masked_load(self, ptrs, mask, other, *cache_and_volatile):
             arrays = [ptrs.data, mask.data] + ([] if other is None else [other.data])
             arrays = [np.ascontiguousarray(a) for a in np.broadcast_arrays(*arrays)]
             taken = _bool_mask(arrays[1])
@@ -340,7 +347,7 @@ def _make_builder_class(interpreter):
                 return handle_cls(np.where(taken, gathered, other_data).astype(gathered.dtype, copy=False), element)
             other_handle = None if other is None else handle_cls(arrays[2], other.dtype)
             return base.create_masked_load(self, handle_cls(arrays[0], ptrs.dtype), handle_cls(arrays[1], mask.dtype),
-                                           other_handle, cache_policy, is_volatile)
+                                           other_handle, *cache_and_volatile)
 
         def create_dot(self, a, b, d, input_precision, max_num_imprecise_acc):
             # the interpreter's own dot, with its fp8 -> fp16 conversion read from a table of that same
@@ -350,7 +357,7 @@ def _make_builder_class(interpreter):
             a_data, b_data = (_to_fp16(interpreter, h) for h in (a, b))
             return handle_cls(np.matmul(a_data, b_data, dtype=d.data.dtype) + d.data, d.dtype.scalar)
 
-        def create_masked_store(self, ptrs, value, mask, cache_policy):
+        def create_masked_store(self, ptrs, value, mask, *cache):
             pointers, values, flags = (np.ascontiguousarray(a) for a in
                                        np.broadcast_arrays(ptrs.data, value.data, mask.data))
             taken = _bool_mask(flags)
@@ -364,15 +371,14 @@ def _make_builder_class(interpreter):
             low, high = int(addresses.min()), int(addresses.max()) + width
             pointer_handle, mask_handle = handle_cls(pointers, ptrs.dtype), handle_cls(flags, mask.dtype)
             if not self.batch.keep_for_undo(low, high):
-                old = base.create_masked_load(self, pointer_handle, mask_handle, None, None, False)
+                old = base.create_masked_load(self, pointer_handle, mask_handle, None, *load_cache, False)
                 self.batch.gathered.append((pointers, old.data, flags, ptrs.dtype))
             if _lead(pointers) == 1 and len(self.batch.program_ids) > 1:
                 owners = np.array([-1 - self.batch.batch_number], dtype=np.int64)
             else:
                 owners = self.batch.program_ids
             self.batch.attempt_stores.append(_Stored(pointers, taken, owners, width, low, high))
-            return base.create_masked_store(self, pointer_handle, handle_cls(values, value.dtype), mask_handle,
-                                            cache_policy)
+            return base.create_masked_store(self, pointer_handle, handle_cls(values, value.dtype), mask_handle, *cache)
 
         # shapes: the leading program axis stays first
         def create_reshape(self, arg, shape, allow_reorder=False):
@@ -581,17 +587,18 @@ def _batched_language(interpreter, fn, builder):
         raise Unsupported("this Triton's interpreter has no _LangPatchScope")
     patches = _Patches()
     try:
+        # the builder given here is the one Triton 3.6-3.8's builtins use; 3.9's use interpreter_semantic's
         for lang in (tl, tl.core):
-            interpreter._patch_builtin(lang, interpreter.interpreter_builder, lang_scope)
-            interpreter._patch_builtin(lang.tensor, interpreter.interpreter_builder, lang_scope)
+            _patch_builtins(interpreter, lang, builder, lang_scope)
+            _patch_builtins(interpreter, lang.tensor, builder, lang_scope)
             interpreter._patch_lang_tensor(lang.tensor, lang_scope)
             interpreter._patch_lang_core(lang, lang_scope)
-        interpreter._patch_builtin(tl.math, interpreter.interpreter_builder, lang_scope)
+        _patch_builtins(interpreter, tl.math, builder, lang_scope)
         if hasattr(tl.core, "tensor_descriptor_base"):
-            interpreter._patch_builtin(tl.core.tensor_descriptor_base, interpreter.interpreter_builder, lang_scope)
+            _patch_builtins(interpreter, tl.core.tensor_descriptor_base, builder, lang_scope)
         semantic = interpreter.interpreter_semantic
         patches.set(semantic, "builder", builder)
-        _patch_semantic(semantic, patches, interpreter, tl)
+        _patch_semantic(type(semantic), patches, interpreter, tl)
         reduce = _make_reduce(interpreter, tl)
         for lang in (tl, tl.core):
             patches.set(lang, "reduce", reduce)
@@ -609,6 +616,17 @@ def _batched_language(interpreter, fn, builder):
     finally:
         patches.restore()
         lang_scope.restore()
+
+
+def _patch_builtins(interpreter, package, builder, scope) -> None:
+    """The interpreter's _patch_builtin, also over builtins an earlier device-function call left patched
+    (Triton's InterpretedFunction.__call__ patches without restoring; 3.6-3.8 bind the builder there)."""
+    import triton.language as tl
+
+    for name, member in inspect.getmembers(package):
+        original = member if tl.core.is_builtin(member) else (getattr(member, "__kwdefaults__", None) or {}).get("member")
+        if original is not None and tl.core.is_builtin(original):
+            interpreter._patch_attr(package, name, original, builder, scope)
 
 
 def _unsupported_scan(*args, **kwargs):
@@ -648,9 +666,11 @@ def _device_call(interpreter):
     return __call__
 
 
-def _patch_semantic(semantic, patches: _Patches, interpreter, tl):
-    """Make ProgramInts convert to tensors exactly where, and with the dtype with which, a Python int would."""
-    to_tensor, to_tensor_type, scalar_constant = semantic.to_tensor, semantic.to_tensor_type, semantic.scalar_constant
+def _patch_semantic(semantic_cls, patches: _Patches, interpreter, tl):
+    """Make ProgramInts convert to tensors exactly where, and with the dtype with which, a Python int would.
+    Patched on the class: Triton 3.6-3.8 give every builtin its own semantic object."""
+    to_tensor, scalar_constant = semantic_cls.to_tensor, semantic_cls.scalar_constant
+    to_tensor_type = getattr(semantic_cls, "to_tensor_type", None)  # Triton 3.9; 3.6-3.8 convert in to_tensor
 
     def program_tensor(value: ProgramInts, dtype):
         if isinstance(value, ProgramBools):
@@ -661,26 +681,28 @@ def _patch_semantic(semantic, patches: _Patches, interpreter, tl):
         data = data.astype(interpreter._get_np_dtype(dtype))
         return tl.tensor(interpreter.TensorHandle(data, dtype), dtype)
 
-    def new_to_tensor(x, check_type=True):
-        if isinstance(x, ProgramInts):
-            return program_tensor(x, new_to_tensor_type(x))
-        return to_tensor(x, check_type)
+    def program_dtype(x):
+        return tl.int1 if isinstance(x, ProgramBools) else _int_dtype_class(x.values)
 
-    def new_to_tensor_type(x):
-        if isinstance(x, ProgramBools):
-            return tl.int1
+    def new_to_tensor(self, x, check_type=True):
         if isinstance(x, ProgramInts):
-            return _int_dtype_class(x.values)
-        return to_tensor_type(x)
+            return program_tensor(x, program_dtype(x))
+        return to_tensor(self, x, check_type)
 
-    def new_scalar_constant(value, dtype):
+    def new_to_tensor_type(self, x):
+        if isinstance(x, ProgramInts):
+            return program_dtype(x)
+        return to_tensor_type(self, x)
+
+    def new_scalar_constant(self, value, dtype):
         if isinstance(value, ProgramInts):
             return program_tensor(value, dtype)
-        return scalar_constant(value, dtype)
+        return scalar_constant(self, value, dtype)
 
-    patches.set(semantic, "to_tensor", new_to_tensor)
-    patches.set(semantic, "to_tensor_type", new_to_tensor_type)
-    patches.set(semantic, "scalar_constant", new_scalar_constant)
+    patches.set(semantic_cls, "to_tensor", new_to_tensor)
+    if to_tensor_type is not None:
+        patches.set(semantic_cls, "to_tensor_type", new_to_tensor_type)
+    patches.set(semantic_cls, "scalar_constant", new_scalar_constant)
 
 
 # ---- the grid -----------------------------------------------------------------------------------------------
@@ -754,10 +776,11 @@ def _bytes_of(addresses: np.ndarray, width: int) -> np.ndarray:
 
 def _undo(interpreter, batch: _Batch) -> None:
     handle = interpreter.TensorHandle
+    store = interpreter.InterpreterBuilder.create_masked_store
+    cache = (None,) * _cache_arguments(store, 4)
     for pointers, old, flags, ptr_dtype in reversed(batch.gathered):
-        interpreter.InterpreterBuilder.create_masked_store(
-            interpreter.interpreter_builder, handle(pointers, ptr_dtype), handle(old, ptr_dtype.element_ty),
-            handle(flags, _mask_dtype(flags)), None)
+        store(interpreter.interpreter_builder, handle(pointers, ptr_dtype), handle(old, ptr_dtype.element_ty),
+              handle(flags, _mask_dtype(flags)), *cache)
     for tensor, copy in batch.snapshots.values():
         tensor.copy_(copy)
     batch.gathered.clear()
@@ -829,7 +852,9 @@ def _grid_call(interpreter, original, runs: list[GridRun]):
             _check_independent(batch)
         except Exception as exc:  # noqa: BLE001 - anything unusual: undo, and the sequential interpreter decides
             _undo(interpreter, batch)
-            why = str(exc) if isinstance(exc, Unsupported) else f"{type(exc).__name__} in the batched run"
+            _LOG.debug("grid-at-once run of %s stopped", name, exc_info=True)
+            why = str(exc) if isinstance(exc, Unsupported) else \
+                f"{type(exc).__name__} in the batched run: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
             _fall_back(runs, GridRun(name, programs, 0, why))
             return original(self, *args_dev, **kwargs)
         self._restore_args_dev(args_dev, args_hst, kwargs, kwargs_hst)

@@ -249,13 +249,15 @@ def install_mask_fix() -> None:
             return mask
         return handle_cls((mask.data & 1).astype(np.bool_), mask.dtype.scalar)
 
+    # the cache arguments after `other` / `mask` differ between releases (3.6-3.8: cache_modifier,
+    # eviction_policy; 3.9: cache_policy): passed through as they come
     @functools.wraps(load)
-    def create_masked_load(self, ptrs, mask, other, cache_policy, is_volatile):
-        return load(self, ptrs, as_bool(mask), other, cache_policy, is_volatile)
+    def create_masked_load(self, ptrs, mask, *rest):
+        return load(self, ptrs, as_bool(mask), *rest)
 
     @functools.wraps(store)
-    def create_masked_store(self, ptrs, value, mask, cache_policy):
-        return store(self, ptrs, value, as_bool(mask), cache_policy)
+    def create_masked_store(self, ptrs, value, mask, *rest):
+        return store(self, ptrs, value, as_bool(mask), *rest)
 
     create_masked_load._fp8check_mask_fix = True
     builder.create_masked_load, builder.create_masked_store = create_masked_load, create_masked_store
