@@ -306,3 +306,39 @@ def test_random_kernels_of_the_supported_subset(expression, programs, modulus, t
     out = torch.full((programs * 16,), -7.0)
     runs = differential(lambda x, y, out: module.kernel[(programs,)](x, y, out, 16, BLOCK=16), x, y, out)
     assert ran_at_once(runs), (source, [r.note() for r in runs])
+
+
+# ---- scope ---------------------------------------------------------------------------------------------------
+def test_a_triton_without_the_internals_runs_every_grid_sequentially(monkeypatch):
+    from triton.runtime import interpreter as triton_interpreter
+
+    monkeypatch.delattr(triton_interpreter, "_convert_float")  # stand-in for a Triton whose internals moved
+    x = torch.tensor([1.5, -1.0, 2.0, 3.0])
+    out = torch.full((4 * 16,), -9.0)
+    runs = differential(lambda x, out: cases.early_return[(4,)](x, out, BLOCK=16), x, out)
+    import triton
+
+    assert [r.sequential_reason for r in runs] == [f"Triton {triton.__version__}'s interpreter lacks _convert_float"]
+
+
+def test_nothing_of_triton_stays_changed_after_the_block():
+    import triton.language as tl
+    from triton.language.semantic import TritonSemantic
+    from triton.runtime import interpreter as triton_interpreter
+
+    def state():
+        return {
+            "call": triton_interpreter.GridExecutor.__call__,
+            "device_call": triton_interpreter.InterpretedFunction.__call__,
+            "semantic": {n: TritonSemantic.__dict__.get(n) for n in ("to_tensor", "to_tensor_type", "scalar_constant")},
+            "semantic_instance": dict(vars(triton_interpreter.interpreter_semantic)),
+            "tensor": {n: tl.tensor.__dict__.get(n) for n in ("__bool__", "__index__", "T")},
+            "reduce": (tl.reduce, tl.core.reduce, tl.range, tl.static_range),
+        }
+
+    before = state()
+    x = torch.tensor([1.5, -1.0, 2.0, 3.0])
+    with grid_at_once() as runs:
+        cases.early_return[(4,)](x, torch.zeros(64), BLOCK=16)
+    assert ran_at_once(runs)
+    assert state() == before

@@ -15,8 +15,9 @@ count does not runs once for all, its loop variable a vector of Python ints (`Pr
 arithmetic per program) that becomes a tensor exactly where a Python int would.
 
 Why the bytes are those of the sequential interpreter. Every program executes exactly the operations
-of its own path, in its own order, with the interpreter's own numpy functions (reductions call numpy on
-data laid out as the sequential run lays it out, so they reduce in the same order). Only the order
+of its own path, in its own order, with the interpreter's own numpy functions (a reduction calls numpy
+on each program's block, or once on all where every block is a C-contiguous row, which numpy reduces
+row by row as it reduces one block; the differential tests hold it to that). Only the order
 *between* programs changes, and after the grid two facts are checked on what it did: no byte that any
 program stored was loaded by any program (so every load saw the memory as it was before the grid), and
 no byte was stored by two programs (so the final bytes do not depend on their order). Both hold for
@@ -42,10 +43,10 @@ import numpy as np
 # Private names of triton.runtime.interpreter this module builds on (checked by `available()`).
 REQUIRED_NAMES = ("InterpreterBuilder", "TensorHandle", "GridExecutor", "InterpretedFunction",
                   "interpreter_semantic", "interpreter_builder", "_patch_attr", "_patch_lang_tensor",
-                  "_patch_lang_core", "_implicit_cvt", "_get_np_dtype", "_convert_float")
+                  "_patch_lang_core", "_implicit_cvt", "_get_np_dtype", "_convert_float", "_LangPatchScope",
+                  "InterpreterError")
 _LOG = logging.getLogger(__name__)  # one line per grid handed to the sequential interpreter, with the reason
 BATCH_PROGRAMS = 4096  # programs per batch: bounds memory ([P, block] arrays), large enough to amortise
-MAX_ATTEMPTS_PER_PROGRAM = 4  # re-runs after divergence beyond this: sequential is cheaper
 
 
 class Unsupported(Exception):
@@ -581,10 +582,7 @@ def _batched_language(interpreter, fn, builder):
     """triton.language patched as the interpreter patches it, then the batch-aware pieces on top."""
     import triton.language as tl
 
-    scope_cls = getattr(interpreter, "_LangPatchScope", None)
-    lang_scope = scope_cls() if scope_cls is not None else None
-    if lang_scope is None:
-        raise Unsupported("this Triton's interpreter has no _LangPatchScope")
+    lang_scope = interpreter._LangPatchScope()
     patches = _Patches()
     try:
         # the builder given here is the one Triton 3.6-3.8's builtins use; 3.9's use interpreter_semantic's
@@ -722,7 +720,7 @@ def _run_batches(fn, args: dict, grid: tuple[int, int, int], builder, on_program
     while queue:
         programs = queue.pop(0)
         attempts += 1
-        if attempts > MAX_ATTEMPTS_PER_PROGRAM * max(1, total // 8) + len(queue) + 8:
+        if attempts > 2 * total + 8:  # each split makes >= 2 parts of >= 1 program: never reached
             raise Unsupported("control flow splits the grid into too many paths")
         batch.attempt_loads, batch.attempt_stores = [], []
         batch.batch_number = attempts
