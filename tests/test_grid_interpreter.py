@@ -167,6 +167,15 @@ def test_reductions_reduce_in_the_sequential_order(m, n):
     assert ran_at_once(runs), [r.note() for r in runs]
 
 
+@pytest.mark.parametrize("m,n", [(16, 64), (64, 16), (8, 128)])
+def test_reductions_over_transposed_broadcast_and_shared_blocks(m, n):
+    g = torch.Generator().manual_seed(m)
+    x, shared = torch.randn(5 * m * n, generator=g) * 1000, torch.randn(m * n, generator=g) * 10
+    out = torch.zeros(5 * 16 * 128)
+    runs = differential(lambda x, u, o: cases.reductions_over_layouts[(5,)](x, u, o, M=m, N=n), x, shared, out)
+    assert ran_at_once(runs)
+
+
 @pytest.mark.parametrize("as_fp8", [False, True])
 def test_dot_on_a_two_dimensional_grid(as_fp8):
     m, n, k = 16, 16, 32

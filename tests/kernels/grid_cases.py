@@ -64,6 +64,31 @@ def reductions(x_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr):
 
 
 @triton.jit
+def reductions_over_layouts(x_ptr, u_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr):
+    """Sums over transposed, broadcast and mixed (per-program with the-same-in-every-program) blocks."""
+    pid = tl.program_id(0)
+    r = tl.arange(0, M)
+    c = tl.arange(0, N)
+    x = tl.load(x_ptr + pid * M * N + r[:, None] * N + c[None, :])
+    u = tl.load(u_ptr + r[:, None] * N + c[None, :])  # the same in every program
+    ut = tl.trans(u)
+    xt = tl.trans(x)
+    o = out_ptr + pid * 16 * 128
+    tl.store(o + tl.arange(0, N), tl.sum(xt * 1.5, axis=1))
+    tl.store(o + 128 + tl.arange(0, N), tl.sum(ut * x.T, axis=1))
+    tl.store(o + 256 + tl.arange(0, M), tl.sum(ut * xt, axis=0))
+    tl.store(o + 384 + tl.arange(0, N), tl.sum(u * x, axis=0))
+    tl.store(o + 512 + tl.arange(0, M), tl.sum(u + x * 0.5, axis=1))
+    tl.store(o + 640, tl.sum(xt * ut))
+    tl.store(o + 641, tl.sum(ut))
+    b = tl.broadcast_to(tl.sum(x, axis=0)[None, :], (M, N))
+    tl.store(o + 768 + tl.arange(0, N), tl.sum(tl.trans(b * x), axis=1))
+    tl.store(o + 896 + tl.arange(0, M), tl.sum(b + ut.T, axis=1))
+    s = tl.sum(x, axis=1)
+    tl.store(o + 1024 + tl.arange(0, M), s)
+
+
+@triton.jit
 def tiled_dot(a_ptr, b_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr, AS_FP8: tl.constexpr):
     pm = tl.program_id(0)
     pn = tl.program_id(1)
