@@ -22,7 +22,7 @@ row by row as it reduces one block; the differential tests hold it to that). Onl
 program stored was loaded by any program (so every load saw the memory as it was before the grid), and
 no byte was stored by two programs (so the final bytes do not depend on their order). Both hold for
 every kernel whose programs are independent, which is what a GPU assumes too. When either fails, when
-an operation is used that this module does not implement (atomics, scans, prints, block pointers,
+an operation is used that this module does not implement (atomics, custom scans, prints, block pointers,
 tensor descriptors, any builder method it does not know), when a private Triton name it relies on
 moved, or when the kernel raises, the stores are undone and the grid runs in Triton's sequential
 interpreter; the grid's `GridRun` record says why.
@@ -597,10 +597,10 @@ def _batched_language(interpreter, fn, builder):
         semantic = interpreter.interpreter_semantic
         patches.set(semantic, "builder", builder)
         _patch_semantic(type(semantic), patches, interpreter, tl)
-        reduce = _make_reduce(interpreter, tl)
+        reduce, scan = _make_reduce(interpreter, tl), _make_scan(interpreter, tl)
         for lang in (tl, tl.core):
             patches.set(lang, "reduce", reduce)
-            patches.set(lang, "associative_scan", _unsupported_scan)
+            patches.set(lang, "associative_scan", scan)
         for lang in {tl, tl.core}:
             if hasattr(lang, "range"):
                 patches.set(lang, "range", _range)
@@ -627,8 +627,30 @@ def _patch_builtins(interpreter, package, builder, scope) -> None:
             interpreter._patch_attr(package, name, original, builder, scope)
 
 
-def _unsupported_scan(*args, **kwargs):
-    raise Unsupported("tl.associative_scan (cumsum, cumprod) is not run grid-at-once")
+def _make_scan(interpreter, tl):
+    """tl.associative_scan for the interpreter's own fast cases (cumsum, cumprod): numpy's accumulate along
+    the block axis, which adds in order whatever the layout; other combine functions run sequentially."""
+    def scan(input, axis, combine_fn, reverse=False, **kwargs):
+        if isinstance(input, tuple):
+            if len(input) != 1:
+                raise Unsupported("tl.associative_scan over a tuple")
+            return (scan(input[0], axis, combine_fn, reverse),)
+        ops = {id(getattr(tl.standard, "_sum_combine", None)): np.cumsum,
+               id(getattr(tl.standard, "_prod_combine", None)): np.cumprod}
+        op = ops.get(id(combine_fn))
+        if op is None or not isinstance(axis, int) or not -len(input.shape) <= axis < len(input.shape):
+            raise Unsupported(f"tl.associative_scan with {getattr(combine_fn, '__name__', combine_fn)}")
+        data_axis = axis if axis < 0 else axis + 1
+        data = input.handle.data
+        if reverse:
+            data = np.ascontiguousarray(np.flip(data, axis=data_axis))
+        result = op(data, axis=data_axis).astype(interpreter._get_np_dtype(input.dtype))
+        if reverse:
+            result = np.ascontiguousarray(np.flip(result, axis=data_axis))
+        handle = interpreter.TensorHandle(result, input.dtype.scalar)
+        return tl.core.tensor(handle, tl.block_type(input.dtype, list(result.shape[1:])))
+
+    return scan
 
 
 def _tensor_bool(self):
