@@ -11,6 +11,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
@@ -247,6 +248,37 @@ class _nothing:
 
     def __exit__(self, *exc):
         return False
+
+
+# ---- loop variables that differ between programs: Python's int arithmetic, per program ---------------------
+_OPERATORS = ["+", "-", "*", "//", "%", "&", "|", "^", "<<", ">>", "<", "<=", ">", ">=", "==", "!="]
+
+
+@settings(max_examples=200)
+@given(left=st.lists(st.integers(-2000, 2000), min_size=1, max_size=4), right=st.integers(-70, 70),
+       operator=st.sampled_from(_OPERATORS), side=st.sampled_from(["vector op int", "int op vector", "vector op vector"]))
+def test_program_ints_compute_what_python_ints_compute(left, right, operator, side):
+    from fp8check.writers.grid_interpreter import ProgramBools, ProgramInts, Unsupported
+
+    rights = [right + i for i in range(len(left))]
+    expected = []
+    for a, b in zip(left, rights if side == "vector op vector" else [right] * len(left)):
+        try:
+            expected.append(eval(f"b {operator} a" if side == "int op vector" else f"a {operator} b"))
+        except (ZeroDivisionError, ValueError):
+            return  # Python raises: the interpreter's run raises too
+    vector = ProgramInts(np.array(left, dtype=np.int64))
+    other = ProgramInts(np.array(rights, dtype=np.int64))
+    expression = {"vector op int": f"vector {operator} right", "int op vector": f"right {operator} vector",
+                  "vector op vector": f"vector {operator} other"}[side]
+    try:
+        got = eval(expression, {}, {"vector": vector, "right": right, "other": other})
+    except Unsupported:
+        assert operator in ("<<", ">>", "*")  # outside the exact int64 range: sequential instead
+        return
+    kind = ProgramBools if isinstance(expected[0], bool) else ProgramInts
+    assert type(got) is kind
+    assert got.values.tolist() == expected
 
 
 # ---- random kernels from the supported subset ------------------------------------------------------------------

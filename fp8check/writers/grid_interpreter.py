@@ -117,7 +117,7 @@ class ProgramInts:
     def _operand(other):
         if isinstance(other, ProgramInts):
             return other.values
-        if isinstance(other, bool) or not isinstance(other, int):
+        if not isinstance(other, int):  # bool included, as in Python
             return None
         if abs(other) >= _INT_LIMIT:
             raise Unsupported("a Python int beyond 2**62 next to a loop variable")
@@ -128,12 +128,20 @@ class ProgramInts:
         if rhs is None:
             return NotImplemented
         lhs, rhs = (rhs, self.values) if reflected else (self.values, rhs)
-        if op in (np.multiply, np.left_shift) and max(int(np.abs(lhs).max()), int(np.abs(rhs).max())) >= 1 << 31:
+        if op is np.multiply and max(int(np.abs(lhs).max()), int(np.abs(rhs).max())) >= 1 << 31:
             raise Unsupported("a product of loop variables beyond 2**31")
+        if op in (np.left_shift, np.right_shift) and (
+                bool((np.asarray(rhs) < 0).any()) or op is np.left_shift and (
+                    int(np.asarray(rhs).max()) > 30 or int(np.abs(lhs).max()) >= 1 << 31)):
+            raise Unsupported("a shift of a loop variable beyond 2**62 or by a negative count")
         if op in (np.floor_divide, np.remainder) and bool((np.asarray(rhs) == 0).any()):
             raise Unsupported("a loop variable divided by zero")
         result = op(lhs, rhs)
-        return ProgramBools(result) if compare else ProgramInts(np.asarray(result, dtype=np.int64))
+        logical = op in (np.bitwise_and, np.bitwise_or, np.bitwise_xor) and isinstance(self, ProgramBools) \
+            and (isinstance(other, ProgramBools) or isinstance(other, bool))  # True & False is a bool
+        if compare or logical:
+            return ProgramBools(np.asarray(result))
+        return ProgramInts(np.asarray(result, dtype=np.int64))
 
     __add__ = lambda s, o: s._binary(o, np.add)
     __radd__ = lambda s, o: s._binary(o, np.add, True)
@@ -146,8 +154,15 @@ class ProgramInts:
     __mod__ = lambda s, o: s._binary(o, np.remainder)  # Python's sign of the divisor
     __rmod__ = lambda s, o: s._binary(o, np.remainder, True)
     __and__ = lambda s, o: s._binary(o, np.bitwise_and)
+    __rand__ = lambda s, o: s._binary(o, np.bitwise_and, True)
     __or__ = lambda s, o: s._binary(o, np.bitwise_or)
+    __ror__ = lambda s, o: s._binary(o, np.bitwise_or, True)
     __xor__ = lambda s, o: s._binary(o, np.bitwise_xor)
+    __rxor__ = lambda s, o: s._binary(o, np.bitwise_xor, True)
+    __lshift__ = lambda s, o: s._binary(o, np.left_shift)
+    __rlshift__ = lambda s, o: s._binary(o, np.left_shift, True)
+    __rshift__ = lambda s, o: s._binary(o, np.right_shift)
+    __rrshift__ = lambda s, o: s._binary(o, np.right_shift, True)
     __lt__ = lambda s, o: s._binary(o, np.less, compare=True)
     __le__ = lambda s, o: s._binary(o, np.less_equal, compare=True)
     __gt__ = lambda s, o: s._binary(o, np.greater, compare=True)
@@ -157,13 +172,13 @@ class ProgramInts:
     __hash__ = None
 
     def __neg__(self):
-        return ProgramInts(-self.values)
+        return ProgramInts(-self.values.astype(np.int64))
 
     def __pos__(self):
-        return self
+        return ProgramInts(self.values.astype(np.int64))
 
     def __abs__(self):
-        return ProgramInts(np.abs(self.values))
+        return ProgramInts(np.abs(self.values.astype(np.int64)))
 
     def __index__(self):
         return int(_uniform(self.values))
