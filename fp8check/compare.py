@@ -1,18 +1,29 @@
-"""The pure core: run two producers on the same inputs and diff their caches."""
+"""A compare: run two producers on the same inputs, diff their caches, diagnose and decide.
+
+`compare()` is the pure run and diff; `check_compare()` adds the diagnosis, the budget and the
+expectation, and returns a `CompareCheck`: the decided record that carries its own verdict line, top
+cause, detail and JSON (the result protocol of outcome.py), for every command, the gate and the API.
+"""
 
 from __future__ import annotations
 
+import enum
 import time
 from dataclasses import dataclass, field
 
 import torch
 
-from .writers import registry
+from .budget import Budget, BudgetVerdict, check as check_budget
+from .cache import guard_bytes
+from .diagnose import Diagnosis, diagnose
+from .diagnose.words import causes_text, diagnosis_json, percent, top_cause
 from .diff import DiffResult, diff_caches
 from .errors import InputError
 from .inputs import Inputs
-from .writers.producer import Producer, Side
+from .outcome import json_safe
 from .spec import CacheSpec
+from .writers import registry
+from .writers.producer import Producer, Side
 
 
 @dataclass(frozen=True)
@@ -30,6 +41,12 @@ class CompareResult:
         return self.diff.identical
 
     @property
+    def modified_inputs(self) -> tuple[str, ...]:
+        """`candidate modified its k`, ...: a producer that changed its inputs in place (the run then fails)."""
+        return tuple(f"{side.name} modified its {' and '.join(side.buffer.modified_inputs)} in place"
+                     for side in (self.baseline, self.candidate) if side.buffer.modified_inputs)
+
+    @property
     def interpreter_caveat(self) -> str | None:
         """On a CPU run of Triton kernels: why a compiled kernel could write other bytes, where known."""
         if self.device != "cpu" or not (self.baseline.triton or self.candidate.triton):
@@ -37,6 +54,54 @@ class CompareResult:
         from .writers.interpreter import compiled_caveat
 
         return compiled_caveat(self.spec)
+
+    def bytes_line(self, budget: BudgetVerdict | None = None) -> str:
+        """IDENTICAL, DIFFERENT, or with a budget PASS within / FAIL over budget: the bytes' verdict."""
+        d = self.diff
+        if d.identical:
+            return f"IDENTICAL: 0 of {d.total_bytes} bytes differ in {d.num_blocks} blocks"
+        count = f"{d.cache_diff} of {d.total_bytes} bytes differ"
+        guard = ""
+        if d.guard_diff:  # not a share of the cache: counted apart, against the guard zones' own size
+            guard = (f"; plus {d.guard_diff} of the {2 * guard_bytes(self.spec)} guard bytes outside the cache"
+                     f" ({d.diff_bytes} differing bytes in all)")
+        if budget is not None and not budget.budget.exact:
+            return f"{'PASS within' if budget.within else 'FAIL over'} budget: {count}{guard} ({budget.describe()})"
+        where = f"in {d.differing_blocks} of {d.num_blocks} blocks"
+        return f"DIFFERENT: {count} ({percent(d.cache_diff, d.total_bytes)}) {where}{guard}"
+
+    def to_json(self, diagnosis: Diagnosis | None = None, budget: BudgetVerdict | None = None) -> dict:
+        """What a compare found, without run-dependent data."""
+        d = self.diff
+        extra = {}
+        if diagnosis is not None:
+            extra["diagnosis"] = diagnosis_json(diagnosis, self.spec)
+        if budget is not None:
+            extra["budget"] = budget.to_dict()
+        return json_safe({
+            "spec": self.spec.to_dict(),
+            "baseline": self.baseline.name,
+            "candidate": self.candidate.name,
+            "baseline_emulated": self.baseline.emulated,
+            "candidate_emulated": self.candidate.emulated,
+            "baseline_provenance": self.baseline.provenance,
+            "candidate_provenance": self.candidate.provenance,
+            "inputs": self.inputs.source,
+            "device": self.device,
+            "value_diff": d.value_diff.cpu().tolist(),
+            "scale_diff": d.scale_diff.cpu().tolist(),
+            "value_total": self.spec.value_bytes,
+            "scale_total": self.spec.scale_bytes,
+            "guard_diff": d.guard_diff,
+            "diff_bytes": d.diff_bytes,
+            "total_bytes": d.total_bytes,
+            "identical": d.identical,
+            "modified_inputs": {"baseline": list(self.baseline.buffer.modified_inputs),
+                                "candidate": list(self.candidate.buffer.modified_inputs)},
+            "first_mismatch": d.first_mismatch.to_dict() if d.first_mismatch else None,
+            "interpreter_note": self.interpreter_caveat,
+            **extra,
+        })
 
 
 def run_side(producer: Producer, spec: CacheSpec, inputs: Inputs, device: torch.device) -> Side:
@@ -65,3 +130,67 @@ def compare(
     result = diff_caches(spec, base.buffer, cand.buffer)
     timings["diff"] = time.perf_counter() - start
     return CompareResult(spec, inputs, str(device), base, cand, result, timings)
+
+
+class Expect(enum.Enum):
+    SAME = "same"  # identical, or within the budget
+    DIFFERENT = "different"  # a known-bad writer: it must keep differing beyond the budget
+
+
+@dataclass(frozen=True)
+class CompareCheck:
+    """A compare decided: the diff, every differing byte's cause, the budget verdict and the expectation."""
+
+    result: CompareResult
+    diagnosis: Diagnosis
+    budget: BudgetVerdict
+    expect: Expect = Expect.SAME
+    kind = "compare"
+
+    @property
+    def modified_inputs(self) -> tuple[str, ...]:
+        """Inputs a producer changed in place: the run fails whatever its bytes (the verdict cannot be trusted)."""
+        return self.result.baseline.buffer.modified_inputs + self.result.candidate.buffer.modified_inputs
+
+    @property
+    def matched(self) -> bool:
+        return (self.result.identical or self.budget.within) and not self.modified_inputs
+
+    @property
+    def passed(self) -> bool:
+        return self.matched if self.expect is Expect.SAME else not self.matched
+
+    def verdict_line(self) -> str:
+        line = self.result.bytes_line(self.budget)
+        reasons = self.result.modified_inputs
+        if reasons:
+            line = f"FAIL: {'; '.join(reasons)}; {line}"
+        if self.expect is Expect.DIFFERENT:
+            return f"{'PASS' if self.passed else 'FAIL'} (expected to differ): {line}"
+        return line
+
+    def top_cause(self) -> str | None:
+        if self.result.modified_inputs:
+            return self.result.modified_inputs[0]
+        return top_cause(self.diagnosis, self.result.spec)
+
+    def detail(self) -> str:
+        """The first mismatch, then every cause with its hint and first example."""
+        d = self.result.diff
+        lines = [f"first mismatch: {d.first_mismatch.describe()}"] if d.first_mismatch else []
+        return "\n".join([*self.result.modified_inputs, *lines, *causes_text(self.diagnosis, self.result.spec)])
+
+    def to_json(self) -> dict:
+        return {**self.result.to_json(self.diagnosis, self.budget), "expect": self.expect.value}
+
+    def run_json(self) -> dict:
+        return {"timings_s": dict(self.result.timings)}
+
+
+def check_compare(spec: CacheSpec, *, baseline: Producer | Side, candidate: Producer, inputs: Inputs,
+                  device: torch.device, budget: Budget = Budget(), expect: Expect = Expect.SAME) -> CompareCheck:
+    """Run both writers, diff, diagnose and decide: the one body of `compare`, gate cases and the API."""
+    result = compare(spec, baseline=baseline, candidate=candidate, inputs=inputs, device=device)
+    diagnosis = diagnose(result.spec, result.baseline.buffer, result.candidate.buffer, result.inputs, diff=result.diff)
+    decided = check_budget(budget, result.diff, result.baseline.buffer, result.candidate.buffer)
+    return CompareCheck(result, diagnosis, decided, expect)

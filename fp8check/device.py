@@ -19,12 +19,6 @@ def resolve_device(name: str) -> torch.device:
         name = "cuda" if torch.cuda.is_available() else "cpu"
     if name == "cuda" and not torch.cuda.is_available():
         raise DeviceError("--device cuda: torch sees no CUDA device (torch.cuda.is_available() is False)")
-    if name == "cuda":
-        from .triton_memo import install
-        from .warmup import start
-
-        install()  # compiled Triton's per-process key, from the cache folder (0.3-0.4 s on an H200)
-        start(torch.device("cuda"))  # the first uses of torch's CUDA ops, in a background thread
     return torch.device(name)
 
 

@@ -198,7 +198,7 @@ def diff_caches(spec: CacheSpec, baseline: CacheBuffer, candidate: CacheBuffer) 
             value_diff, scale_diff, first = block_diff(a, b, spec.value_bytes, spec.scale_bytes)
             numbers = summary(value_diff, scale_diff, first, baseline.buffer, candidate.buffer,
                               baseline.guard_bytes, spec.block_bytes, spec.value_bytes).tolist()
-            return _result(spec, value_diff, scale_diff, numbers)
+            return from_summary(spec, value_diff, scale_diff, numbers)
     value_diff, scale_diff, first = _block_counts(spec, a, b)
     per_block = value_diff + scale_diff
     differing = per_block > 0
@@ -212,10 +212,10 @@ def diff_caches(spec: CacheSpec, baseline: CacheBuffer, candidate: CacheBuffer) 
     window = torch.cat([a.reshape(-1)[at], b.reshape(-1)[at]]).to(torch.int64) if a.numel() else at.new_zeros(8)
     totals = torch.stack([per_block.sum(), differing.sum(), guard.to(torch.int64), block.to(torch.int64),
                           offset.to(torch.int64)])
-    return _result(spec, value_diff, scale_diff, torch.cat([totals, window]).tolist())
+    return from_summary(spec, value_diff, scale_diff, torch.cat([totals, window]).tolist())
 
 
-def _result(spec: CacheSpec, value_diff: torch.Tensor, scale_diff: torch.Tensor, numbers: list[int]) -> DiffResult:
+def from_summary(spec: CacheSpec, value_diff: torch.Tensor, scale_diff: torch.Tensor, numbers: list[int]) -> DiffResult:
     """The DiffResult from the per-block counts and the 13 numbers of the one transfer (see diff_kernel.summary)."""
     cache_diff, differing_blocks, guard_diff, block, offset = numbers[:5]
     first_mismatch = None

@@ -17,6 +17,7 @@ class ExitCode(enum.IntEnum):
     DIFFER = 1  # a byte verdict failed
     USAGE = 2  # bad usage, input, config, or a producer that cannot load or run
     INTERNAL = 3  # an error of fp8check itself
+    INTERRUPTED = 130  # Ctrl-C (128 + SIGINT, the shell's convention)
 
 
 class UserError(Exception):

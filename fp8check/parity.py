@@ -9,7 +9,7 @@ bytes (float64); the metrics are defined in readers/metrics.py.
 
 from __future__ import annotations
 
-import sys
+import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,14 +17,15 @@ from typing import Callable
 
 import torch
 
-from .errors import ConfigError, InputError, UsageError
+from .errors import InputError, UsageError
 from .inputs import Distribution, Inputs, load, make_k
+from .outcome import json_safe
 from .readers import reference as reference_reader
 from .readers.metrics import (
     DEFAULT_ATOL, DEFAULT_RTOL, Metrics, compare_logits, is_vacuous, quantize_q, visible_tokens,
 )
 from .readers.registry import Reader, run_reader_reporting
-from .spec import CacheSpec, FP8Format, Layout, ScaleFormat
+from .spec import CacheSpec
 from .writers import registry as producers
 from .writers.registry import Producer
 
@@ -71,13 +72,9 @@ class ParityConfig:
                 "atol": self.atol, "min_recall": self.min_recall, "expect_fail": sorted(self.expect_fail)}
 
 
-def cache_spec(config: ParityConfig, *, block_size: int, head_dim: int, quant_block_size: int | None,
-               fp8: FP8Format, scale_fmt: ScaleFormat, layout: Layout | None) -> CacheSpec:
-    """The paged cache of one max(ctx)-token sequence: just enough blocks; qbs defaults to head_dim (one
-    scale per token, what vLLM's Triton writer and its readers assume)."""
-    blocks = -(-config.max_ctx // block_size) if isinstance(block_size, int) and block_size > 0 else 1
-    return CacheSpec(num_blocks=blocks, block_size=block_size, head_dim=head_dim,
-                     quant_block_size=quant_block_size or head_dim, fp8=fp8, scale_fmt=scale_fmt, layout=layout)
+def cache_spec(config: ParityConfig, spec: CacheSpec) -> CacheSpec:
+    """The paged cache of one max(ctx)-token sequence: just enough blocks of `spec`'s shape."""
+    return spec.replace(num_blocks=-(-config.max_ctx // spec.block_size))
 
 
 # ---- inputs -------------------------------------------------------------------------------------------
@@ -168,6 +165,31 @@ class Column:
         return [(c, m.recall) for c, m in zip(config.ctx, self.rows) if not m.vacuous and m.recall < config.min_recall]
 
 
+def fraction(x: float) -> str:
+    """3 decimals, with more where a value below 1 would otherwise print as 1.000."""
+    digits = 3
+    while x < 1 and f"{x:.{digits}f}" == "1." + "0" * digits and digits < 9:
+        digits += 1
+    return f"{x:.{digits}f}"
+
+
+def rel(x: float) -> str:
+    return "nan" if math.isnan(x) else ("0" if x == 0 else f"{x:.1e}")
+
+
+def _worst(failing: list[tuple[int, float]]) -> str:
+    ctx, recall = min(failing, key=lambda item: item[1])
+    return f"lowest recall {fraction(recall)} at ctx {ctx}, {len(failing)} row(s) below the bar"
+
+
+@dataclass(frozen=True)
+class Note:
+    """One line under the parity table; `tone` (info, warn, pass, fail, expected) lets a renderer style it."""
+
+    tone: str
+    text: str
+
+
 @dataclass(frozen=True)
 class ParityResult:
     spec: CacheSpec
@@ -180,6 +202,7 @@ class ParityResult:
     columns: tuple[Column, ...]
     reader_check: tuple[Metrics, ...] | None  # the reader on the baseline's bytes; None: it is the reference
     timings: dict[str, float] = field(default_factory=dict)
+    kind = "parity"
 
     @property
     def reader_disagreements(self) -> list[tuple[int, float]]:
@@ -201,6 +224,95 @@ class ParityResult:
     def passed(self) -> bool:
         """No reader fault, and every writer not expected to fail meets --min-recall on every non-vacuous row."""
         return not self.reader_fault and all(col.expect_fail or not col.failing(self.config) for col in self.columns)
+
+    def verdict_line(self) -> str:
+        c = self.config
+        writers = ", ".join(col.name for col in self.columns)
+        head = "PASS" if self.passed else "FAIL"
+        fault = "; READER FAULT" if self.reader_fault else ""
+        return f"{head}: top-{c.topk} parity of {writers} read by {self.reader.name}, ctx {min(c.ctx)}-{max(c.ctx)}{fault}"
+
+    def _column_note(self, col: Column) -> Note:
+        c = self.config
+        failing = col.failing(c)
+        bar = f"recall@{c.topk} >= {c.min_recall:g} on every non-vacuous row"
+        if not failing:
+            if col.expect_fail:
+                return Note("warn", f"{col.name}: expected to fail (--expect-fail) but passes: {bar}")
+            return Note("pass", f"{col.name}: PASS, {bar}")
+        if col.expect_fail:
+            return Note("expected", f"{col.name}: FAIL, as expected (--expect-fail): {_worst(failing)}")
+        return Note("fail", f"{col.name}: FAIL: {_worst(failing)}")
+
+    def notes(self) -> list[Note]:
+        c = self.config
+        lines = []
+        if any(c.vacuous(ctx) for ctx in c.ctx):
+            lines.append(Note("info",
+                f"vacuous rows: every query row sees <= K = {c.topk} tokens, so every token is selected and any"
+                f" writer scores recall 1.000 there (this is why the seed's bug hid below ctx {c.topk + 1});"
+                " pick a smaller --topk to test those lengths."))
+        if self.all_vacuous:
+            lines.append(Note("warn", f"every row is vacuous (ctx <= K = {c.topk}): recall cannot tell these writers"
+                                      " apart; the verdict below says nothing about them."))
+        if self.reader_check is not None:
+            worst = max((m.max_rel for m in self.reader_check), key=lambda x: (math.isnan(x), x))
+            if self.reader_fault:
+                lines.append(Note("fail",
+                    f"READER FAULT: reader {self.reader.name!r} disagrees with fp8check's reference reader on the"
+                    f" baseline's own bytes ({_worst(self.reader_disagreements)}; max_rel {rel(worst)}): it reads a"
+                    f" different layout or format from the one written ({self.spec.layout.value} layout,"
+                    f" {self.spec.fp8.value}). The writer columns measure the reader, not the writers."))
+            else:
+                lines.append(Note("pass",
+                    f"reader {self.reader.name!r} agrees with the reference reader on the baseline's bytes"
+                    f" (recall@{c.topk} >= {c.min_recall:g} on every non-vacuous row; max_rel up to {rel(worst)})."))
+        lines += [self._column_note(col) for col in self.columns]
+        lines.append(Note("info",
+            f"recall@K: share of the writer's K selected tokens whose true logit is >= the true K-th largest (ties"
+            f" count); positional@K: positions where the two ascending-sorted top-K index lists agree (the seed's"
+            f" numbers; never a verdict); max_rel = max|L-L*| / max|L*|; bad/N: tokens with |L-L*| > atol + rtol|L*|"
+            f" (rtol {c.rtol:g}, atol {c.atol:g}), NaN counts as bad."))
+        return lines
+
+    def top_cause(self) -> str | None:
+        return next((n.text for n in self.notes() if n.tone == "fail"), None)
+
+    def detail(self) -> str:
+        return "\n".join(n.text for n in self.notes())
+
+    def to_json(self) -> dict:
+        c = self.config
+
+        def record(ctx: int, writer: str, m: Metrics) -> dict:
+            """One (ctx, writer) record; a max_rel that is not finite (a NaN or inf logit) is null."""
+            out = {"ctx": ctx, "writer": writer, **m.to_dict()}
+            if not math.isfinite(out["max_rel"]):
+                out["max_rel"] = None
+            return out
+
+        check = None
+        if self.reader_check is not None:
+            check = [record(ctx, self.baseline.name, m) for ctx, m in zip(c.ctx, self.reader_check)]
+        return json_safe({
+            "spec": self.spec.to_dict(),
+            "inputs": {"source": self.source, "heads": self.heads, "tokens": c.max_ctx},
+            "config": c.to_dict(),
+            "baseline": {"name": self.baseline.name, "description": self.baseline.description,
+                         "emulated": self.baseline.emulated},
+            "writers": [{"name": col.name, "description": col.description, "emulated": col.emulated,
+                         "expect_fail": col.expect_fail, "passed": not col.failing(c)} for col in self.columns],
+            "reader": {"name": self.reader.name, "description": self.reader.description,
+                       "exact": self.reader.exact, "provenance": self.reader.provenance},
+            "records": [record(ctx, col.name, m) for col in self.columns for ctx, m in zip(c.ctx, col.rows)],
+            "reader_check": check,
+            "reader_fault": self.reader_fault,
+            "passed": self.passed,
+            "device": self.device,
+        })
+
+    def run_json(self) -> dict:
+        return {"timings_s": dict(self.timings)}
 
 
 # ---- the sweep ----------------------------------------------------------------------------------------
@@ -294,38 +406,3 @@ def run_parity(spec: CacheSpec, config: ParityConfig, *, baseline: Producer, wri
         check = score(config, logits, truth)
     return ParityResult(spec, config, inputs.source, inputs.heads, str(device), baseline, ran, tuple(columns),
                         check, timings)
-
-
-# ---- configs ------------------------------------------------------------------------------------------
-
-# Keys a [parity] section may set, with the CLI option (dest name) each one stands for.
-PARITY_KEYS = {
-    "block": "block_size", "head_dim": "head_dim", "qbs": "quant_block_size", "fp8": "fp8", "scale_fmt": "scale_fmt",
-    "layout": "layout", "seed": "seed", "slots": "slots", "inputs": "distribution", "device": "device",
-    "baseline": "baseline", "writers": "writers", "reader": "reader", "ctx": "ctx", "topk": "topk",
-    "next_n": "next_n", "heads": "heads", "rtol": "rtol", "atol": "atol", "min_recall": "min_recall",
-    "expect_fail": "expect_fail",
-}
-LIST_KEYS = {"writers", "ctx"}  # TOML lists, given on the command line as comma-separated text
-
-
-def read_config(path: Path) -> dict:
-    """The [parity] section of a TOML file, as CLI option names -> values (lists as the CLI's text)."""
-    from .config import find, load_toml
-
-    path = find(path)
-    data = load_toml(path)
-    section = data.get("parity")
-    if not isinstance(section, dict):
-        raise ConfigError(f"{path}: needs a [parity] section")
-    unknown = sorted(set(section) - set(PARITY_KEYS))
-    if unknown:
-        raise ConfigError(f"{path}: unknown key(s) in [parity]: {', '.join(unknown)}; known: {', '.join(PARITY_KEYS)}")
-    out = {}
-    for key, value in section.items():
-        if key in LIST_KEYS and isinstance(value, list):
-            value = ",".join(str(v) for v in value)
-        elif key == "expect_fail":
-            value = tuple(value) if isinstance(value, list) else (value,)
-        out[PARITY_KEYS[key]] = value
-    return out

@@ -221,3 +221,8 @@ class CacheSpec:
             f"qbs {self.quant_block_size}, {self.fp8.value}, scales {self.scale_fmt.value}, "
             f"{self.layout.value} layout"
         )
+
+
+def default_quant_block_size(head_dim: int) -> int:
+    """128 (DeepSeek-V3.2's group) where it divides head_dim, else one group per token."""
+    return 128 if head_dim % 128 == 0 else head_dim

@@ -21,7 +21,7 @@ from fp8check.cli import main
 from fp8check.compare import compare
 from fp8check.diagnose import EXAMPLES, Category, diagnose
 from fp8check.inputs import Distribution, SlotPattern, generate
-from fp8check.report.causes import diagnosis_json, explain
+from fp8check.diagnose.words import diagnosis_json, explain
 from fp8check.spec import CacheSpec, FP8Format, Layout, ScaleFormat
 
 FAULTS = Path(__file__).parent / "faults"

@@ -299,14 +299,15 @@ def test_seed_config_end_to_end_on_small_contexts(capsys, tmp_path):
     fixed, buggy = records[200, "triton"], records[200, "triton-buggy"]
     assert (fixed["recall"], fixed["positional"], fixed["max_rel"], fixed["bad"], fixed["n"]) == (1.0, 1.0, 0.0, 0, 200)
     assert buggy["recall"] < 0.9 and buggy["bad"] > 150 and not buggy["vacuous"]
-    assert {"spec", "inputs", "writers", "reader", "versions", "baseline"} <= set(payload)
+    assert {"spec", "inputs", "writers", "reader", "baseline", "verdict", "run"} <= set(payload)
+    assert payload["kind"] == "parity" and "versions" in payload["run"]
 
 
 def test_a_failing_writer_not_expected_to_fail_exits_1(capsys):
     code, out, _ = run(capsys, "parity", "--ctx", "64,200", "--topk", "128", "--heads", "8",
                        "--writers", "triton-buggy", "--baseline", "reference")
     assert code == 1
-    assert "triton-buggy: FAIL: lowest recall" in out and out.rstrip().endswith("FAIL")
+    assert "triton-buggy: FAIL: lowest recall" in out and "FAIL: top-128 parity of triton-buggy read by reference" in out
 
 
 def test_min_recall_lowers_the_bar(capsys):
@@ -373,10 +374,10 @@ def test_config_errors_name_the_file_and_key(capsys, tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text("[parity]\ntopk = 'many'\n")
     code, _, err = run(capsys, "parity", "--config", str(bad))
-    assert code == 2 and f"{bad}: [parity] topk:" in err
+    assert code == 2 and f"{bad} [parity]: topk must be an integer" in err
     bad.write_text("[parity]\nwriter = 'triton'\n")
     code, _, err = run(capsys, "parity", "--config", str(bad))
-    assert code == 2 and "unknown key(s) in [parity]: writer" in err
+    assert code == 2 and "[parity]: unknown key(s) writer" in err
 
 
 def test_a_reader_cannot_touch_fp8checks_tensors():

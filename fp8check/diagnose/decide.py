@@ -1,7 +1,7 @@
 """Decide: from what the stages counted to the typed facts of each cause, and the facts of each example.
 
 Facts are plain dicts of JSON-safe values (NaN/inf are turned into strings only when written as JSON);
-report/causes.py turns them into sentences. Nothing here is prose.
+diagnose/words.py turns them into sentences. Nothing here is prose.
 """
 
 from __future__ import annotations

@@ -25,12 +25,10 @@ from typing import Callable
 import torch
 
 from ..errors import ProducerError, first_line
-from ..sources import GIT_PREFIX, Source, read_source
+from ..sources import FILE_PREFIX, GIT_PREFIX, VLLM_FILE_PREFIX, Source, read_source  # noqa: F401 (re-exported)
 from ..spec import CacheSpec, FP8Format
 from .producer import DEFAULT_WRITER, EXTRA_KEYWORDS, Producer
 
-FILE_PREFIX = "file:"
-VLLM_FILE_PREFIX = "vllm-file:"  # writers/vllm_file.py: one function of a vLLM source file, without vLLM
 
 
 def _accepts(params, keyword: str) -> bool:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import math
 
-from ..diagnose import Category, Cause, Diagnosis, Example
-from ..diagnose.scales import E5M2_MAX
+from .model import Category, Cause, Diagnosis, Example
+from .scales import E5M2_MAX
 from ..spec import CacheSpec, FP8Format, Region
 
 NUMERICS = "docs/NUMERICS.md"
@@ -21,6 +21,28 @@ def divisor_names() -> dict[float, str]:
     names = {fmt.max: f"{fmt.value}'s max" for fmt in FP8Format}
     names |= {fmt.vllm_divisor: f"vLLM's {fmt.value} divisor" for fmt in FP8Format if fmt.vllm_divisor != fmt.max}
     return names | {E5M2_MAX: "e5m2's max"}
+
+
+def percent(part: int, whole: int) -> str:
+    return f"{100.0 * part / whole:.1f}%" if whole else "-"
+
+
+def block_ranges(blocks: tuple[int, ...], limit: int = 6) -> str:
+    """Block ids as ranges: (0, 1, 2, 5) -> '0-2, 5'; long lists end with the count."""
+    if not blocks:
+        return "outside the cache"
+    ranges: list[list[int]] = []
+    for block in blocks:
+        if ranges and block == ranges[-1][1] + 1:
+            ranges[-1][1] = block
+        elif len(ranges) > limit:  # enough to print: the rest only adds "..."
+            break
+        else:
+            ranges.append([block, block])
+    shown = ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in ranges[:limit])
+    if len(ranges) > limit:
+        shown += ", ..."
+    return shown if len(blocks) == 1 else f"{shown} ({len(blocks)} blocks)"
 
 
 def _plural(n: int, word: str) -> str:
@@ -143,6 +165,28 @@ WORDS = {
 def explain(cause: Cause, spec: CacheSpec) -> tuple[str, str | None]:
     """(one sentence saying what was found, a hint or None); the bytes and blocks are the cause's own."""
     return WORDS[cause.category](cause, spec)
+
+
+def top_cause(diagnosis: Diagnosis, spec: CacheSpec) -> str | None:
+    """`category (N bytes): explanation` of the cause with the most bytes, or None."""
+    cause = diagnosis.top
+    if cause is None:
+        return None
+    return f"{cause.category.value} ({cause.bytes} bytes): {explain(cause, spec)[0]}"
+
+
+def causes_text(diagnosis: Diagnosis, spec: CacheSpec) -> list[str]:
+    """Every cause with its hint and first example, as plain lines."""
+    lines = []
+    for cause in diagnosis:
+        explanation, hint = explain(cause, spec)
+        lines.append(f"{cause.category.value}: {cause.bytes} bytes in blocks {block_ranges(cause.blocks)}:"
+                     f" {explanation}")
+        if hint:
+            lines.append(f"  fix: {hint}")
+        if cause.examples:
+            lines.append(f"  e.g. {describe_example(cause.category, cause.examples[0])}")
+    return lines
 
 
 # ---- examples ----------------------------------------------------------------------------------------------
