@@ -274,14 +274,15 @@ class _Batch:
                 return whole[index]
         return None
 
-    def keep_for_undo(self, low: int, high: int) -> bool:
-        """Copy the argument storage holding bytes [low, high) once, before the grid's first store to it."""
+    def keep_for_undo(self, low: int, high: int) -> int | None:
+        """Copy the argument storage holding bytes [low, high) once, before the grid's first store to it;
+        its first byte, or None when no argument storage holds them."""
         for start, end, tensor in self.storages:
             if start <= low and high <= end:
                 if start not in self.snapshots:
                     self.snapshots[start] = (tensor, tensor.clone())
-                return True
-        return False
+                return start
+        return None
 
 
 @dataclasses.dataclass
@@ -294,6 +295,7 @@ class _Stored:
     width: int
     low: int
     high: int
+    storage: int | None  # first byte of the argument storage holding every stored byte, if one does
 
     def addresses(self) -> np.ndarray:
         return self.pointers.reshape(-1) if self.taken is None else self.pointers[self.taken]
@@ -386,14 +388,15 @@ def _make_builder_class(interpreter):
             width = max(1, ptrs.get_element_ty().primitive_bitwidth // 8)
             low, high = int(addresses.min()), int(addresses.max()) + width
             pointer_handle, mask_handle = handle_cls(pointers, ptrs.dtype), handle_cls(flags, mask.dtype)
-            if not self.batch.keep_for_undo(low, high):
+            storage = self.batch.keep_for_undo(low, high)
+            if storage is None:
                 old = base.create_masked_load(self, pointer_handle, mask_handle, None, *load_cache, False)
                 self.batch.gathered.append((pointers, old.data, flags, ptrs.dtype))
             if _lead(pointers) == 1 and len(self.batch.program_ids) > 1:
                 owners = np.array([-1 - self.batch.batch_number], dtype=np.int64)
             else:
                 owners = self.batch.program_ids
-            self.batch.attempt_stores.append(_Stored(pointers, taken, owners, width, low, high))
+            self.batch.attempt_stores.append(_Stored(pointers, taken, owners, width, low, high, storage))
             return base.create_masked_store(self, pointer_handle, handle_cls(values, value.dtype), mask_handle, *cache)
 
         # shapes: the leading program axis stays first
@@ -790,12 +793,21 @@ def _check_independent(batch: _Batch) -> None:
         hit = (index >= 0) & (ends_running[np.maximum(index, 0)] > loads[:, 0])
         if hit.any():
             raise Unsupported("a program loads bytes that the grid stores (programs not independent)")
-    low, span = int(starts.min()), int(ends.max()) - int(starts.min())
-    flat = np.concatenate([_bytes_of(st.addresses(), st.width) for st in batch.stores])
-    if span <= 4 * flat.size + (1 << 20):
-        if int(np.bincount((flat - np.uint64(low)).astype(np.int64), minlength=span).max()) <= 1:
+    by_storage: dict[int | None, list[_Stored]] = {}
+    for stored in batch.stores:  # distinct storages share no byte: each is checked on its own
+        by_storage.setdefault(stored.storage, []).append(stored)
+    for group in by_storage.values():
+        _check_stored_once(group)
+
+
+def _check_stored_once(stores: list[_Stored]) -> None:
+    """Raise Unsupported when two programs stored the same byte."""
+    low, high = min(st.low for st in stores), max(st.high for st in stores)
+    flat = np.concatenate([_bytes_of(st.addresses(), st.width) for st in stores])
+    if high - low <= 4 * flat.size + (1 << 20):
+        if int(np.bincount((flat - np.uint64(low)).astype(np.int64), minlength=high - low).max()) <= 1:
             return  # no byte stored twice at all
-    owner = np.concatenate([np.repeat(st.owner_of_each(), st.width) for st in batch.stores])
+    owner = np.concatenate([np.repeat(st.owner_of_each(), st.width) for st in stores])
     order = np.lexsort((owner, flat))
     flat, owner = flat[order], owner[order]
     if bool(((flat[1:] == flat[:-1]) & (owner[1:] != owner[:-1])).any()):
