@@ -284,9 +284,9 @@ def test_program_ints_compute_what_python_ints_compute(left, right, operator, si
 # ---- random kernels from the supported subset ------------------------------------------------------------------
 _UNARY = ["tl.abs({})", "-({})", "tl.exp2(tl.minimum({}, 8.0))", "tl.ceil({})", "tl.maximum({}, 0.5)",
           "({}).to(tl.float8e4nv).to(tl.float32)", "tl.sqrt(tl.abs({}))", "(({}) * 100.0).to(tl.int32).to(tl.float32)",
-          "tl.reshape(tl.dot(tl.reshape({}, (4, 4)), tl.reshape(y, (4, 4))), (16,))",
-          "tl.sum(({})[:, None] * y[None, :], axis=1)", "tl.max(({})[:, None] - x[None, :], axis=0)",
-          "tl.cumsum({}, axis=0)", "tl.where(tl.arange(0, 16) % 3 == 0, {}, 0.25)"]
+          "tl.reshape(tl.dot(tl.reshape({} + x * 0.0, (4, 4)), tl.reshape(y, (4, 4))), (16,))",
+          "tl.sum(({} + x * 0.0)[:, None] * y[None, :], axis=1)", "tl.max(({} + x * 0.0)[:, None] - x[None, :], axis=0)",
+          "tl.cumsum({} + x * 0.0, axis=0)", "tl.where(tl.arange(0, 16) % 3 == 0, {}, 0.25)"]
 if interpreter.check(FP8Format.E4M3FNUZ)[0]:
     _UNARY.append("({}).to(tl.float8e4b8).to(tl.float32)")
 _BINARY = ["({} + {})", "({} - {})", "({} * {})", "({} / ({} * {} + 1.0))", "tl.where({} > {}, {}, -1.5)",
