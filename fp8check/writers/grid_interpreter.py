@@ -713,8 +713,9 @@ def _patch_semantic(semantic_cls, patches: _Patches, interpreter, tl):
     def program_tensor(value: ProgramInts, dtype):
         if isinstance(value, ProgramBools):
             dtype = tl.int1 if dtype is None else dtype
-        if dtype.is_floating() and int(np.abs(value.values).max()) >= 1 << 53:
-            raise Unsupported("a loop variable beyond 2**53 converted to a float")
+        if dtype.is_floating() and (dtype not in (tl.float16, tl.float32, tl.float64)
+                                    or int(np.abs(value.values).max()) >= 1 << 53):
+            raise Unsupported(f"a loop variable converted to {dtype}")  # numpy's own conversion only
         data = value.values.astype(np.float64) if dtype.is_floating() else value.values
         data = data.astype(interpreter._get_np_dtype(dtype))
         return tl.tensor(interpreter.TensorHandle(data, dtype), dtype)
