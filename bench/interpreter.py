@@ -5,9 +5,9 @@ its cost is per program, so tokens/s hardly depends on the count). vLLM 0.33.0's
 when its ops file lies in .cache/vllm-0.33.0 (`make vllm-wheel-table` fetches it) or is given with
 `--vllm-ops PATH`.
 
-Writers: tokens per second at TOKENS tokens, best of REPEATS, with the exact FP8 conversion installed in
-both runs; the bytes of the two runs must be identical (the sequential run on its first
-`--sequential-tokens` tokens, compared with the same tokens of a grid-at-once run). Reader:
+Writers: tokens per second at TOKENS tokens, best of REPEATS, both runs inside fp8check's CPU kernel
+scope (`cpu_kernels()`, the exact FP8 conversion); the bytes of the two runs must be identical (the
+sequential run on `--sequential-tokens` tokens, compared with a grid-at-once run of the same tokens). Reader:
 `rocm_fp8_paged_mqa_logits_triton` at one row of CTX tokens, seconds per read, logits identical (the
 tests' stand-in reader, one program per position, at ctx 1024).
 A benchmark, not a test: it prints numbers and asserts nothing beyond the identity it reports.
@@ -16,6 +16,7 @@ A benchmark, not a test: it prints numbers and asserts nothing beyond the identi
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
 import sys
@@ -69,6 +70,7 @@ def bench_writer(writer: Writer, tokens: int, sequential_tokens: int) -> tuple[f
     from fp8check.spec import CacheSpec
     from fp8check.writers import registry
     from fp8check.writers.grid_interpreter import grid_at_once
+    from fp8check.writers.interpreter import cpu_kernels
 
     cpu = torch.device("cpu")
     producer = registry.resolve(writer.name, isolation=None)
@@ -78,10 +80,7 @@ def bench_writer(writer: Writer, tokens: int, sequential_tokens: int) -> tuple[f
         producer.check(spec, cpu)
         cache = torch.full((spec.num_blocks, spec.block_size, spec.head_dim + 4), 0x5B, dtype=torch.uint8)
         k, slots = data.k.clone(), data.slot_mapping.clone()
-        if at_once:
-            with grid_at_once():
-                producer.writer(k, cache, slots, spec.quant_block_size, spec.scale_fmt.writer_arg, **kwargs)
-        else:
+        with cpu_kernels(), (grid_at_once() if at_once else contextlib.nullcontext()):
             producer.writer(k, cache, slots, spec.quant_block_size, spec.scale_fmt.writer_arg, **kwargs)
         return cache
 
@@ -105,6 +104,7 @@ def bench_reader(ops: Path, ctx: int) -> tuple[float, float, bool]:
     from fp8check.readers import registry
     from fp8check.spec import CacheSpec
     from fp8check.writers.grid_interpreter import grid_at_once
+    from fp8check.writers.interpreter import cpu_kernels
 
     heads, head_dim, block_size = 64, 128, 64
     blocks = -(-ctx // block_size)
@@ -122,10 +122,8 @@ def bench_reader(ops: Path, ctx: int) -> tuple[float, float, bool]:
 
     def read(at_once: bool):
         copies = [t.clone() for t in args]
-        if at_once:
-            with grid_at_once():
-                return reader.fn(*copies, ctx)
-        return reader.fn(*copies, ctx)
+        with cpu_kernels(), (grid_at_once() if at_once else contextlib.nullcontext()):
+            return reader.fn(*copies, ctx)
 
     read(True)  # warm-up
     grid_s, grid_logits = best_of(lambda: read(True), REPEATS)
@@ -146,9 +144,6 @@ def main(argv: list[str] | None = None) -> None:
     CLOCK[0] = options.clock
     sequential_tokens = options.sequential_tokens or options.tokens
 
-    from fp8check.writers.interpreter import prepare_cpu
-
-    prepare_cpu()  # before anything imports Triton, as the CLI does on the CPU
     import torch
     import triton
 

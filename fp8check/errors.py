@@ -40,6 +40,11 @@ class ProducerError(UserError, RuntimeError):
     """A writer or reader that cannot be found, loaded or run; one line naming it. Never a mismatch."""
 
 
+class NotRunnableHere(ProducerError):
+    """This machine cannot run the case at all (e4m3fnuz on an NVIDIA GPU, a format this Triton's
+    interpreter cannot hold): a gate reports the case skipped with this line (failed under --strict)."""
+
+
 class DeviceError(UserError, RuntimeError):
     """The device asked for is not there."""
 

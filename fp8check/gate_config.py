@@ -28,7 +28,7 @@ from .errors import ConfigError, SpecError, UsageError
 from .sources import FILE_PREFIX, GOLDEN_PREFIX
 
 KINDS = ("compare", "table", "parity")
-EXPECT = ("same", "different")
+EXPECT = ("same", "different", "scale-ulp")
 # Parity cases take `fp8check parity`'s options (lists: ctx, writers, expect_fail; they are not swept).
 PARITY_KEYS = ("ctx", "heads", "head_dim", "block", "qbs", "topk", "next_n", "fp8", "scale_fmt", "layout", "slots",
                "inputs", "input", "seed",
@@ -60,8 +60,9 @@ class GateConfig:
     cases: tuple[Case, ...]
 
 
-def load(text: str | Path) -> GateConfig:
-    """Read, validate and expand a gate config given by path or built-in name."""
+def load(text: str | Path, *, device: str | None = None) -> GateConfig:
+    """Read, validate and expand a gate config given by path or built-in name; `device` (gate --device)
+    replaces the device every case names."""
     path = find(text)
     data = load_toml(path)
     unknown = sorted(set(data) - {"defaults", "matrix", "case"})
@@ -78,6 +79,9 @@ def load(text: str | Path) -> GateConfig:
     entries += [(f"{path} [[case]] #{i + 1}", _table(entry, f"{path} [[case]] #{i + 1}")) for i, entry in enumerate(cases)]
     if not entries:
         raise ConfigError(f"{path}: no cases: add a [matrix] or [[case]] table")
+    if device is not None:
+        defaults["device"] = device
+        entries = [(where, {**entry, "device": device}) for where, entry in entries]
     expanded = [case for where, entry in entries for case in _expand(entry, defaults, where, path.parent)]
     seen: dict[str, str] = {}
     for case in expanded:

@@ -176,7 +176,6 @@ def resolve_producers(device, names: dict[str, str], spec: CacheSpec, repo: Path
     registry.DEFAULT_ISOLATION; None: in this process)."""
     from .writers import registry
 
-    registry.prepare(device)
     limits = registry.DEFAULT_ISOLATION if isolation == "default" else isolation
     return {role: registry.resolve(name, fp8=spec.fp8, repo=repo, isolation=limits) for role, name in names.items()}
 

@@ -48,9 +48,10 @@ def differential(launch, *tensors: torch.Tensor):
     for fmt in FP8Format:
         interpreter.check(fmt)  # the exact conversion in both runs
     sequential = [t.clone() for t in tensors]
-    launch(*sequential)
+    with interpreter.cpu_kernels():
+        launch(*sequential)
     at_once = [t.clone() for t in tensors]
-    with grid_at_once() as runs:
+    with interpreter.cpu_kernels(), grid_at_once() as runs:
         launch(*at_once)
     for index, (a, b) in enumerate(zip(sequential, at_once)):
         assert torch.equal(_bytes(a), _bytes(b)), f"tensor {index}: {(_bytes(a) != _bytes(b)).sum()} bytes differ"
@@ -232,9 +233,9 @@ def test_a_kernel_error_is_the_sequential_interpreters_and_nothing_stays_written
     x = torch.zeros(256, dtype=torch.int32)
     x[:4] = torch.tensor([2, 0, 3, 1])
     errors = []
-    for context in (None, grid_at_once):
+    for context in (_nothing, grid_at_once):
         copy = x.clone()
-        with (context() if context else _nothing()):
+        with interpreter.cpu_kernels(), context():
             with pytest.raises(InterpreterError) as caught:
                 cases.bad_shape[(4,)](copy, 8)
         errors.append((str(caught.value).split("\n")[0], copy))
@@ -382,7 +383,7 @@ def test_nothing_of_triton_stays_changed_after_the_block():
 
     before = state()
     x = torch.tensor([1.5, -1.0, 2.0, 3.0])
-    with grid_at_once() as runs:
+    with interpreter.cpu_kernels(), grid_at_once() as runs:
         cases.early_return[(4,)](x, torch.zeros(64), BLOCK=16)
     assert ran_at_once(runs)
     assert state() == before

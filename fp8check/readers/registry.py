@@ -24,7 +24,6 @@ from ..errors import CheckerError, ProducerError, first_line
 from ..isolation import Limits, phase, run_isolated
 from ..spec import CacheSpec
 from ..writers.files import FILE_PREFIX, VLLM_FILE_PREFIX
-from ..writers.interpreter import kernel_run
 from ..writers.producer import Check, no_check, reported_provenance
 from ..writers.registry import DEFAULT_ISOLATION, Entry
 
@@ -150,9 +149,11 @@ LOGIT_DTYPES = {str(d): d for d in (torch.float64, torch.float32, torch.float16,
 
 def _read(reader: Reader, args: list[torch.Tensor], max_model_len: int) -> torch.Tensor:
     """Call a loaded reader on `args` (its own copies); any failure or malformed result is one ProducerError."""
+    from ..writers.interpreter import scope_for
+
     device = args[1].device
     try:
-        with kernel_run(device):
+        with scope_for(device):  # Triton kernels on CPU tensors: the exact interpreter
             logits = reader.fn(*args, max_model_len)
         if device.type == "cuda":
             torch.cuda.synchronize(device)

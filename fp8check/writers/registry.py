@@ -20,7 +20,6 @@ from ..isolation import Limits, phase, run_isolated
 from ..sources import GIT_PREFIX
 from ..spec import CacheSpec
 from .files import FILE_PREFIX, VLLM_FILE_PREFIX, load_writer
-from .interpreter import kernel_run
 from .producer import EXTRA_KEYWORDS, Producer, reported_provenance
 
 def always() -> tuple[bool, str]:
@@ -142,15 +141,6 @@ def _auto() -> Producer:
     return dataclasses.replace(fallback, description=f"{fallback.description} (auto: aiter unavailable: {reason})")
 
 
-def prepare(device: torch.device) -> None:
-    """Call before any producer is resolved: a CPU run turns Triton's interpreter mode on while Triton is
-    not yet imported (every Triton kernel then runs in the exact interpreter, writers/interpreter.py)."""
-    if device.type == "cpu":
-        from .interpreter import prepare_cpu
-
-        prepare_cpu()
-
-
 def _not_here(*args, **kwargs) -> None:
     raise CheckerError("an isolated producer's code runs only in its child process")
 
@@ -186,8 +176,10 @@ def _write(producer: Producer, spec: CacheSpec, k: torch.Tensor, cache: torch.Te
         kwargs["fp8_dtype"] = spec.fp8.torch_dtype()
     if "layout" in producer.keywords:
         kwargs["layout"] = spec.layout.value
+    from .interpreter import scope_for
+
     try:
-        with kernel_run(cache.device):
+        with scope_for(cache.device):  # Triton kernels on CPU tensors: the exact interpreter
             producer.writer(k, cache, slot_mapping, spec.quant_block_size, spec.scale_fmt.writer_arg, **kwargs)
         if cache.is_cuda:
             torch.cuda.synchronize(cache.device)
