@@ -86,8 +86,8 @@ def reductions_over_layouts(x_ptr, u_ptr, out_ptr, M: tl.constexpr, N: tl.conste
     tl.store(o + 896 + tl.arange(0, M), tl.sum(b + ut.T, axis=1))
     s = tl.sum(x, axis=1)
     tl.store(o + 1024 + tl.arange(0, M), tl.cumsum(s, axis=0) * 0.5 + s)
-    tl.store(o + 1152 + tl.arange(0, N), tl.cumsum(xt * 0.25, axis=0, reverse=True).to(tl.float32).sum(axis=1))
-    tl.store(o + 1280 + tl.arange(0, N), tl.cumprod(tl.abs(x) * 0.01 + 0.995, axis=0).sum(axis=0))
+    tl.store(o + 1152 + tl.arange(0, N), tl.sum(tl.cumsum(xt * 0.25, axis=0, reverse=True).to(tl.float32), axis=1))
+    tl.store(o + 1280 + tl.arange(0, N), tl.sum(tl.cumprod(tl.abs(x) * 0.01 + 0.995, axis=0), axis=0))
 
 
 @triton.jit
