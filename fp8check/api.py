@@ -100,6 +100,7 @@ def compare_writers(candidate: str | Callable, baseline: str | Callable = "auto"
         run.spec, baseline=run.sides["baseline"], candidate=run.sides["candidate"], inputs=run.inputs,
         device=run.device, budget=Budget(**{key: request.values[key] for key in
                                             ("max_diff_bytes", "max_diff_fraction", "max_code_distance")}),
+        pad_slot=request.values["pad_slot"],
     )
     d = checked.result.diff
     return Result(

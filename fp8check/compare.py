@@ -19,6 +19,7 @@ from .diagnose import Category, Diagnosis, diagnose
 from .diagnose.words import causes_text, diagnosis_json, percent, top_cause
 from .diff import DiffResult, diff_caches
 from .errors import InputError
+from .cache import SKIP_PADDING, forget_slot, reserve_pad_slot
 from .inputs import Inputs
 from .outcome import json_safe
 from .spec import CacheSpec
@@ -104,27 +105,39 @@ class CompareResult:
         })
 
 
-def run_side(producer: Producer, spec: CacheSpec, inputs: Inputs, device: torch.device) -> Side:
-    buffer, ran = registry.run_producer(producer, spec, inputs, device)
+def run_side(producer: Producer, spec: CacheSpec, inputs: Inputs, device: torch.device,
+             pad_slot: int = SKIP_PADDING) -> Side:
+    """One producer on a fresh poisoned cache; pad_slot: registry.run_producer's."""
+    buffer, ran = registry.run_producer(producer, spec, inputs, device, pad_slot)
     return Side(ran.name, ran.description, ran.emulated, buffer, ran.provenance, ran.triton)
 
 
 def compare(
-    spec: CacheSpec, *, baseline: Producer | Side, candidate: Producer, inputs: Inputs, device: torch.device
+    spec: CacheSpec, *, baseline: Producer | Side, candidate: Producer, inputs: Inputs, device: torch.device,
+    pad_slot: int = SKIP_PADDING,
 ) -> CompareResult:
     """Both producers on the same inputs (each on a fresh poisoned cache), then the block diff.
 
-    `baseline` may be a finished Side (a golden file's recorded bytes) instead of a producer.
+    `baseline` may be a finished Side (a golden file's recorded bytes) instead of a producer. pad_slot: the
+    padding convention, -1 (padding writes nothing) or a dummy slot reserved for padding, which padding may
+    write (run_side); a token that maps to it counts as padding.
     """
+    if pad_slot != SKIP_PADDING:
+        inputs = Inputs(inputs.k, reserve_pad_slot(spec, inputs.slot_mapping, pad_slot), inputs.source)
     timings: dict[str, float] = {}
     inputs = inputs.to(device)
     start = time.perf_counter()
-    base = baseline if isinstance(baseline, Side) else run_side(baseline, spec, inputs, device)
+    if isinstance(baseline, Side):
+        base = baseline
+        if pad_slot != SKIP_PADDING:
+            forget_slot(base.buffer, pad_slot)
+    else:
+        base = run_side(baseline, spec, inputs, device, pad_slot)
     timings["baseline"] = time.perf_counter() - start
     if base.buffer.cache_untouched():  # an empty comparison would "pass" whatever the candidate does
         raise InputError(f"nothing to compare: the baseline {base.name!r} wrote no byte of the cache")
     start = time.perf_counter()
-    cand = run_side(candidate, spec, inputs, device)
+    cand = run_side(candidate, spec, inputs, device, pad_slot)
     timings["candidate"] = time.perf_counter() - start
     start = time.perf_counter()
     result = diff_caches(spec, base.buffer, cand.buffer)
@@ -200,9 +213,11 @@ class CompareCheck:
 
 
 def check_compare(spec: CacheSpec, *, baseline: Producer | Side, candidate: Producer, inputs: Inputs,
-                  device: torch.device, budget: Budget = Budget(), expect: Expect = Expect.SAME) -> CompareCheck:
-    """Run both writers, diff, diagnose and decide: the one body of `compare`, gate cases and the API."""
-    result = compare(spec, baseline=baseline, candidate=candidate, inputs=inputs, device=device)
+                  device: torch.device, budget: Budget = Budget(), expect: Expect = Expect.SAME,
+                  pad_slot: int = SKIP_PADDING) -> CompareCheck:
+    """Run both writers, diff, diagnose and decide: the one body of `compare`, gate cases and the API.
+    pad_slot: the padding convention (compare())."""
+    result = compare(spec, baseline=baseline, candidate=candidate, inputs=inputs, device=device, pad_slot=pad_slot)
     diagnosis = diagnose(result.spec, result.baseline.buffer, result.candidate.buffer, result.inputs, diff=result.diff)
     decided = check_budget(budget, result.diff, result.baseline.buffer, result.candidate.buffer)
     return CompareCheck(result, diagnosis, decided, expect)

@@ -31,7 +31,7 @@ def run_request(kind: str, values: dict, *, where: str) -> Checked:
         budget = Budget(**{k: request.values[k] for k in ("max_diff_bytes", "max_diff_fraction", "max_code_distance")})
         return check_compare(run.spec, baseline=run.sides["baseline"], candidate=run.sides["candidate"],
                              inputs=run.inputs, device=run.device, budget=budget,
-                             expect=Expect(values.get("expect", "same")))
+                             expect=Expect(values.get("expect", "same")), pad_slot=request.values["pad_slot"])
     if kind == "table":
         from .table import seed_table
 

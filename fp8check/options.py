@@ -120,6 +120,9 @@ def _spec_options() -> list[Option]:
         Option("scale_fmt", "scale_fmt", str, "ue8m0", choices=_values(ScaleFormat)),
         Option("layout", "layout", str, None, "Value layout [default: shuffle when --block > 1, else linear].",
                choices=_values(Layout)),
+        Option("layers", "layers", int, 1,
+               "Hand the writer layer L // 2 of an L-layer buffer as a strided per-layer view; the other layers"
+               " are poisoned and a write there is a write outside the cache.", minimum=1),
         Option("seed", "seed", int, 0),
         Option("slots", "slots", str, "sequential", choices=_values(SlotPattern)),
         Option("inputs", "distribution", str, "normal",
@@ -145,6 +148,14 @@ def _budget_options() -> list[Option]:
         Option("max_code_distance", "max_code_distance", int, 0,
                f"Excuse differing FP8 value bytes at most D codes apart (at most {MAX_CODE_DISTANCE}; a NaN against a"
                " number is never excused); 0: excuse none.", minimum=0, maximum=MAX_CODE_DISTANCE),
+    ]
+
+
+def _convention_options() -> list[Option]:
+    return [
+        Option("pad_slot", "pad_slot", int, -1,
+               "Padding convention: -1, padding tokens (slot -1) write nothing (vLLM, aiter); N >= 0, they are"
+               " sent to dummy slot N, reserved for them, which they may write (SGLang).", minimum=-1),
     ]
 
 
@@ -176,6 +187,7 @@ def _parity_options() -> list[Option]:
 
 SPEC = {o.key: o for o in _spec_options()}  # the cache, the inputs and the device: every command
 BUDGET = {o.key: o for o in _budget_options()}
+CONVENTIONS = {o.key: o for o in _convention_options()}
 PRODUCERS = {  # producer names are checked when they are resolved (registry.resolve), not here
     "baseline": Option("baseline", "baseline", str, "auto"),
     "candidate": Option("candidate", "candidate", str, "triton"),
@@ -184,13 +196,13 @@ PRODUCERS = {  # producer names are checked when they are resolved (registry.res
     "producer": Option("producer", "producer", str, "reference"),
 }
 PARITY = {o.key: o for o in _parity_options()}
-COMPARE_KEYS = (*SPEC, "baseline", "candidate", *BUDGET)
+COMPARE_KEYS = (*SPEC, "baseline", "candidate", *BUDGET, *CONVENTIONS)
 TABLE_KEYS = (*SPEC, "baseline", "buggy", "fixed")
-# parity: the spec and input options but --num-blocks (the contexts size the cache) and --specials-inf-nan,
+# parity: the spec and input options but --num-blocks (the contexts size the cache), --specials-inf-nan and --layers,
 # with its own slot choices (a block table in order or shuffled)
-PARITY_KEYS = (*(k for k in SPEC if k not in ("num_blocks", "specials_inf_nan", "slots")), "baseline",
+PARITY_KEYS = (*(k for k in SPEC if k not in ("num_blocks", "specials_inf_nan", "slots", "layers")), "baseline",
                *(k for k in PARITY if k != "parity_slots"), "slots")
-ALL = {**SPEC, **BUDGET, **PRODUCERS, **PARITY}
+ALL = {**SPEC, **BUDGET, **CONVENTIONS, **PRODUCERS, **PARITY}
 COMMAND_LINE = ""  # `where` of values typed on the command line: errors name the flag
 COMMAND_KEYS = {"compare": COMPARE_KEYS, "table": TABLE_KEYS, "record": (*SPEC, "producer"), "parity": PARITY_KEYS}
 

@@ -70,7 +70,7 @@ def spec_of(values: dict, num_blocks: int | None = None) -> CacheSpec:
         num_blocks=num_blocks or values.get("num_blocks") or DEFAULT_NUM_BLOCKS, block_size=values["block"],
         head_dim=head_dim, quant_block_size=qbs if qbs is not None else default_quant_block_size(head_dim),
         fp8=FP8Format(values["fp8"]), scale_fmt=ScaleFormat(values["scale_fmt"]),
-        layout=Layout(values["layout"]) if values["layout"] else None,
+        layout=Layout(values["layout"]) if values["layout"] else None, layers=values.get("layers") or 1,
     )
 
 

@@ -412,9 +412,7 @@ def compiled_caveat(spec) -> str | None:
     the interpreter divides exactly. With fp32 scales every `x / s` is exposed; with ue8m0 `s` is a power
     of two, so only `amax / DIV` near DIV * 2^k can move the ceil (the ue8m0-boundary inputs).
     """
-    from ..spec import ScaleFormat
-
-    if spec.scale_fmt is ScaleFormat.UE8M0:
+    if spec.scale_fmt.power_of_two:
         return None
     return ("CPU interpreter run: a kernel compiled for NVIDIA that uses fp32 `/` (approximate there, SPEC.md"
             " section 3) can differ from these bytes by one FP8 code on some values and in a scale's last bit;"

@@ -79,6 +79,11 @@ def check(spec, device: torch.device) -> None:
 
     if not hasattr(tl.standard, "_elementwise_max"):
         raise ProducerError(f"Triton {triton.__version__} has no tl.standard._elementwise_max; this writer needs it")
+    if not spec.layout.planar or spec.scale_fmt is ScaleFormat.UE8M0X4:
+        raise ProducerError(
+            f"the vLLM Triton writer writes planar caches with fp32 scale words; it cannot write --layout"
+            f" {spec.layout.value} --scale-fmt {spec.scale_fmt.value}"
+        )
     if spec.quant_block_size != spec.head_dim:
         raise ProducerError(
             f"the vLLM Triton writer computes one scale per token over all head_dim; it needs --qbs {spec.head_dim}"
