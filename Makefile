@@ -4,15 +4,41 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.fp8check-installed
 
-.PHONY: compare test test-install gate bench table parity doctor clean vllm-wheel-table
+.PHONY: compare test test-install test-triton-matrix torch-plan gate gate-gpu bench table parity doctor clean vllm-wheel-table
+
+# Which torch build: the machine decides, TORCH_INDEX=cpu|cu126|cu128|rocm6.4|... overrides. No NVIDIA or
+# AMD GPU here: PyTorch's CPU-only index and a `+cpu` pin, so no CUDA package is ever downloaded (a plain
+# `torch` from PyPI is the CUDA build plus ~18 nvidia packages). pypi: PyPI's own torch, as pip resolves it.
+# An environment that already has torch keeps it; local wheels (pip's find-links) still win.
+TORCH_VERSION ?= 2.13.0
+TORCH_INDEX ?= $(shell if nvidia-smi -L >/dev/null 2>&1; then echo pypi; \
+	elif [ -e /dev/kfd ] || rocminfo >/dev/null 2>&1; then echo rocm6.4; else echo cpu; fi)
+TORCH_PIN := torch==$(TORCH_VERSION)$(if $(filter pypi,$(TORCH_INDEX)),,+$(TORCH_INDEX))
+TORCH_SPEC := $(TORCH_PIN)$(if $(filter pypi,$(TORCH_INDEX)),, --extra-index-url https://download.pytorch.org/whl/$(TORCH_INDEX))
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	# An environment that already has torch (a CPU or a CUDA build) keeps it; otherwise torch 2.13.0
-	# comes from pip's configured index.
-	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q torch==2.13.0
+	# the pinned build from where pip already looks (a local wheel store), else from PyTorch's index
+	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q $(TORCH_PIN) 2>/dev/null \
+	  || $(PY) -m pip install -q $(TORCH_SPEC)
 	$(PY) -m pip install -q -e '.[test]'
 	touch $(STAMP)
+
+# What the set-up would install for torch here, installing nothing (pip's dry-run report; no nvidia-* on a CPU machine).
+torch-plan:
+	$(PYTHON) -m pip install --dry-run --ignore-installed --quiet --report - $(TORCH_SPEC) \
+	  | $(PYTHON) -c "import json, sys; print('\n'.join(i['metadata']['name'] + ' ' + i['metadata']['version'] for i in json.load(sys.stdin)['install']))"
+
+# The suite against the oldest and the newest supported Triton (README: "Supported versions"), each in a
+# venv of its own beside $(VENV), with the same torch build.
+TRITON_MATRIX ?= 3.6.0 3.9.0
+test-triton-matrix:
+	set -e; for v in $(TRITON_MATRIX); do \
+	  test -x .venv-triton-$$v/bin/python || $(PYTHON) -m venv .venv-triton-$$v; \
+	  .venv-triton-$$v/bin/python -m pip install -q $(TORCH_SPEC) triton==$$v; \
+	  .venv-triton-$$v/bin/python -m pip install -q -e '.[test]' triton==$$v; \
+	  .venv-triton-$$v/bin/python -m pytest -p no:cacheprovider; \
+	done
 
 compare: $(STAMP)
 	$(VENV)/bin/fp8check compare --block 64 --head-dim 128
@@ -36,6 +62,9 @@ test-install: $(STAMP)
 gate: $(STAMP)
 	$(VENV)/bin/fp8check gate configs/ci.toml
 
+gate-gpu: $(STAMP)
+	$(VENV)/bin/fp8check gate configs/gpu.toml --device cuda
+
 # Every case of bench/cases.py on this machine's CPU, each figure printed with its target (a few
 # minutes); then the exact interpreter's cost per program. On a GPU: `$(PY) bench/run.py --device cuda`.
 bench: $(STAMP)
@@ -56,4 +85,4 @@ vllm-wheel-table: $(STAMP)
 	$(VENV)/bin/fp8check table --buggy vllm-file:$(VLLM_DIR)/pre-fix.py --fixed vllm-file:$(VLLM_DIR)/$(VLLM_OPS)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis *.egg-info
+	rm -rf $(VENV) .venv-triton-* .pytest_cache .hypothesis *.egg-info

@@ -7,8 +7,8 @@ used). Keywords are the CLI's options under their config names (`block`,
 `head_dim`, `fp8`, `scale_fmt`, `inputs`, `slots`, `seed`, budgets ...), validated by the same table
 (options.py), plus `k` / `slot_mapping` tensors to use instead of generated inputs.
 
-On a machine without CUDA, Triton kernels run under Triton's CPU interpreter, made exact by
-fp8check's FP8 conversion (SPEC.md section 6): `prepare_cpu()` sets that up, before Triton is imported.
+Triton kernels given CPU tensors run under Triton's CPU interpreter, made exact by fp8check's FP8
+conversion (SPEC.md section 6); on GPU tensors they compile. CPU and GPU calls mix in one process.
 """
 
 from __future__ import annotations
@@ -19,20 +19,6 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from .errors import ProducerError
-
-
-def prepare_cpu() -> None:
-    """Without CUDA, Triton kernels must run in interpreter mode, which is read when Triton is first imported.
-
-    Call it before the writer's module imports Triton (the pytest plugin does, at start-up). Where
-    Triton was imported already, nothing changes; a CPU run is then refused or checked by `require`.
-    """
-    import torch
-
-    if not torch.cuda.is_available():
-        from .writers.interpreter import prepare_cpu as interpreter_mode_on
-
-        interpreter_mode_on()
 
 
 def _require_exact(spec, device) -> None:
@@ -97,7 +83,6 @@ def compare_writers(candidate: str | Callable, baseline: str | Callable = "auto"
     from .inputs import Inputs
     from .prepare import Request, prepare
 
-    prepare_cpu()
     names = {role: w for role, w in (("baseline", baseline), ("candidate", candidate)) if isinstance(w, str)}
     request = Request.of("compare", {**spec_and_inputs, **names}, where="compare_writers()")
     given = None
@@ -115,10 +100,11 @@ def compare_writers(candidate: str | Callable, baseline: str | Callable = "auto"
         run.spec, baseline=run.sides["baseline"], candidate=run.sides["candidate"], inputs=run.inputs,
         device=run.device, budget=Budget(**{key: request.values[key] for key in
                                             ("max_diff_bytes", "max_diff_fraction", "max_code_distance")}),
+        pad_slot=request.values["pad_slot"],
     )
     d = checked.result.diff
     return Result(
-        passed=checked.passed, identical=d.identical, diff_bytes=d.diff_bytes, total_bytes=d.total_bytes,
+        passed=checked.passed, identical=checked.result.identical, diff_bytes=d.diff_bytes, total_bytes=d.total_bytes,
         value_diff=tuple(d.value_diff.cpu().tolist()), scale_diff=tuple(d.scale_diff.cpu().tolist()),
         guard_diff=d.guard_diff, verdict=checked.verdict_line(), first_mismatch=d.first_mismatch,
         diagnosis=checked.diagnosis, budget=checked.budget, check=checked,

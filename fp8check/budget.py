@@ -104,8 +104,8 @@ def _value_distances(diff: DiffResult, baseline: CacheBuffer, candidate: CacheBu
     excused, worst = 0, 0
     for start in range(0, blocks.numel(), CHUNK_BLOCKS):
         index = blocks[start : start + CHUNK_BLOCKS]
-        a = baseline.flat.index_select(0, index)[:, : spec.value_bytes]
-        b = candidate.flat.index_select(0, index)[:, : spec.value_bytes]
+        a = spec.value_part(baseline.flat.index_select(0, index))
+        b = spec.value_part(candidate.flat.index_select(0, index))
         differs = a != b
         distance = code_distance(a, b, spec.fp8)
         excused += int(torch.count_nonzero(differs & (distance <= limit)))

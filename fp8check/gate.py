@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from .errors import ExitCode, UserError, first_line
+from .errors import ExitCode, NotRunnableHere, UserError, first_line
 from .gate_config import Case
 from .outcome import Checked, Outcome, Outcomes
 from .prepare import Request, prepare, prepare_parity
@@ -31,7 +31,7 @@ def run_request(kind: str, values: dict, *, where: str) -> Checked:
         budget = Budget(**{k: request.values[k] for k in ("max_diff_bytes", "max_diff_fraction", "max_code_distance")})
         return check_compare(run.spec, baseline=run.sides["baseline"], candidate=run.sides["candidate"],
                              inputs=run.inputs, device=run.device, budget=budget,
-                             expect=Expect(values.get("expect", "same")))
+                             expect=Expect(values.get("expect", "same")), pad_slot=request.values["pad_slot"])
     if kind == "table":
         from .table import seed_table
 
@@ -44,11 +44,15 @@ def run_request(kind: str, values: dict, *, where: str) -> Checked:
                       inputs=run.inputs, device=run.device)
 
 
-def run_case(case: Case) -> Outcome:
-    """One case, decided; an error of the case (exit 2) or of fp8check (exit 3) is its outcome, not a raise."""
+def run_case(case: Case, *, strict: bool = False) -> Outcome:
+    """One case, decided; an error of the case (exit 2) or of fp8check (exit 3) is its outcome, not a raise.
+    A case this machine cannot run is skipped with its reason (exit 0), or an error with `strict`."""
     start = time.perf_counter()
     try:
         result = run_request(case.kind, case.values, where=case.source)
+    except NotRunnableHere as exc:
+        return Outcome(case.id, case.kind, ExitCode.USAGE if strict else ExitCode.OK, None, str(exc),
+                       time.perf_counter() - start, skipped=not strict)
     except UserError as exc:
         return Outcome(case.id, case.kind, ExitCode.USAGE, None, str(exc), time.perf_counter() - start)
     except Exception as exc:  # a checker error: never a verdict
@@ -57,13 +61,14 @@ def run_case(case: Case) -> Outcome:
     return Outcome.decided(case.id, result, time.perf_counter() - start)
 
 
-def run_gate(config: str, cases: tuple[Case, ...], *, fail_fast: bool = False,
+def run_gate(config: str, cases: tuple[Case, ...], *, fail_fast: bool = False, strict: bool = False,
              on_done: Callable[[Outcome], None] | None = None) -> Outcomes:
-    """Every case in order; with fail_fast the first case that does not pass stops the run."""
+    """Every case in order; with fail_fast the first case that does not pass stops the run; with strict a
+    case this machine cannot run fails the gate instead of being skipped."""
     start = time.perf_counter()
     outcomes = []
     for case in cases:
-        outcome = run_case(case)
+        outcome = run_case(case, strict=strict)
         outcomes.append(outcome)
         if on_done is not None:
             on_done(outcome)

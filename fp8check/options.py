@@ -9,6 +9,7 @@ CLI parses text, a config holds typed values, and `seed = 1.5` must not quietly 
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,19 @@ from .spec import MAX_CODE_DISTANCE
 
 def _values(enum_cls: type[enum.Enum]) -> tuple[str, ...]:
     return tuple(m.value for m in enum_cls)
+
+
+INT64 = (-(2**63), 2**63 - 1)
+
+
+class FiniteFloatRange(click.FloatRange):
+    """click's FloatRange, refusing nan and infinities (nan compares false with every bound)."""
+
+    def convert(self, value, param, ctx):
+        converted = super().convert(value, param, ctx)
+        if not math.isfinite(converted):
+            self.fail(f"{value} is not a finite number.", param, ctx)
+        return converted
 
 
 @dataclass(frozen=True)
@@ -47,7 +61,7 @@ class Option:
         if self.kind is int:
             return click.IntRange(min=self.minimum, max=self.maximum) if self.minimum is not None else click.INT
         if self.kind is float:
-            return click.FloatRange(min=self.minimum, max=self.maximum)
+            return FiniteFloatRange(min=self.minimum, max=self.maximum)
         if self.kind is Path:
             return click.Path(path_type=Path)
         return click.STRING
@@ -120,7 +134,10 @@ def _spec_options() -> list[Option]:
         Option("scale_fmt", "scale_fmt", str, "ue8m0", choices=_values(ScaleFormat)),
         Option("layout", "layout", str, None, "Value layout [default: shuffle when --block > 1, else linear].",
                choices=_values(Layout)),
-        Option("seed", "seed", int, 0),
+        Option("layers", "layers", int, 1,
+               "Hand the writer layer L // 2 of an L-layer buffer as a strided per-layer view; the other layers"
+               " are poisoned and a write there is a write outside the cache.", minimum=1),
+        Option("seed", "seed", int, 0, minimum=INT64[0], maximum=INT64[1]),
         Option("slots", "slots", str, "sequential", choices=_values(SlotPattern)),
         Option("inputs", "distribution", str, "normal",
                "How K is drawn: adversarial inputs for the numerics (ue8m0-boundary, ties, tiny, ...).",
@@ -145,6 +162,14 @@ def _budget_options() -> list[Option]:
         Option("max_code_distance", "max_code_distance", int, 0,
                f"Excuse differing FP8 value bytes at most D codes apart (at most {MAX_CODE_DISTANCE}; a NaN against a"
                " number is never excused); 0: excuse none.", minimum=0, maximum=MAX_CODE_DISTANCE),
+    ]
+
+
+def _convention_options() -> list[Option]:
+    return [
+        Option("pad_slot", "pad_slot", int, -1,
+               "Padding convention: -1, padding tokens (slot -1) write nothing (vLLM, aiter); N >= 0, they are"
+               " sent to dummy slot N, reserved for them, which they may write (SGLang).", minimum=-1),
     ]
 
 
@@ -176,6 +201,7 @@ def _parity_options() -> list[Option]:
 
 SPEC = {o.key: o for o in _spec_options()}  # the cache, the inputs and the device: every command
 BUDGET = {o.key: o for o in _budget_options()}
+CONVENTIONS = {o.key: o for o in _convention_options()}
 PRODUCERS = {  # producer names are checked when they are resolved (registry.resolve), not here
     "baseline": Option("baseline", "baseline", str, "auto"),
     "candidate": Option("candidate", "candidate", str, "triton"),
@@ -184,13 +210,13 @@ PRODUCERS = {  # producer names are checked when they are resolved (registry.res
     "producer": Option("producer", "producer", str, "reference"),
 }
 PARITY = {o.key: o for o in _parity_options()}
-COMPARE_KEYS = (*SPEC, "baseline", "candidate", *BUDGET)
+COMPARE_KEYS = (*SPEC, "baseline", "candidate", *BUDGET, *CONVENTIONS)
 TABLE_KEYS = (*SPEC, "baseline", "buggy", "fixed")
-# parity: the spec and input options but --num-blocks (the contexts size the cache) and --specials-inf-nan,
+# parity: the spec and input options but --num-blocks (the contexts size the cache), --specials-inf-nan and --layers,
 # with its own slot choices (a block table in order or shuffled)
-PARITY_KEYS = (*(k for k in SPEC if k not in ("num_blocks", "specials_inf_nan", "slots")), "baseline",
+PARITY_KEYS = (*(k for k in SPEC if k not in ("num_blocks", "specials_inf_nan", "slots", "layers")), "baseline",
                *(k for k in PARITY if k != "parity_slots"), "slots")
-ALL = {**SPEC, **BUDGET, **PRODUCERS, **PARITY}
+ALL = {**SPEC, **BUDGET, **CONVENTIONS, **PRODUCERS, **PARITY}
 COMMAND_LINE = ""  # `where` of values typed on the command line: errors name the flag
 COMMAND_KEYS = {"compare": COMPARE_KEYS, "table": TABLE_KEYS, "record": (*SPEC, "producer"), "parity": PARITY_KEYS}
 

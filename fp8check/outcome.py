@@ -56,6 +56,7 @@ class Status(enum.Enum):
     PASSED = "passed"
     FAILED = "failed"  # exit 1: a verdict failed
     ERROR = "error"  # exit 2 or 3: the case could not be decided
+    SKIPPED = "skipped"  # this machine cannot run the case (errors.NotRunnableHere); an error under --strict
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,7 @@ class Outcome:
     result: Checked | None  # None when the case erred
     error: str | None
     seconds: float
+    skipped: bool = False  # `error` says why this machine cannot run it
 
     @classmethod
     def decided(cls, case_id: str, result: Checked, seconds: float) -> "Outcome":
@@ -75,12 +77,16 @@ class Outcome:
 
     @property
     def status(self) -> Status:
+        if self.skipped:
+            return Status.SKIPPED
         if self.exit_code == ExitCode.OK:
             return Status.PASSED
         return Status.FAILED if self.exit_code == ExitCode.DIFFER else Status.ERROR
 
     def verdict_line(self) -> str:
-        return f"ERROR: {self.error}" if self.result is None else self.result.verdict_line()
+        if self.result is None:
+            return f"{'SKIPPED' if self.skipped else 'ERROR'}: {self.error}"
+        return self.result.verdict_line()
 
     def top_cause(self) -> str | None:
         return None if self.result is None or self.result.passed else self.result.top_cause()
@@ -114,7 +120,8 @@ class Outcomes:
         passed, failed, errors = (self.count(s) for s in (Status.PASSED, Status.FAILED, Status.ERROR))
         head = "PASS" if self.exit_code == ExitCode.OK else "FAIL"
         stopped = f" (stopped after {len(self.outcomes)}: --fail-fast)" if len(self.outcomes) < self.selected else ""
-        return (f"{head}: {passed} passed, {failed} failed, {errors} errors of {self.selected} cases"
+        skipped = f", {self.count(Status.SKIPPED)} skipped" if self.count(Status.SKIPPED) else ""
+        return (f"{head}: {passed} passed, {failed} failed, {errors} errors{skipped} of {self.selected} cases"
                 f" in {self.seconds:.1f} s{stopped}")
 
 

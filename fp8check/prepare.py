@@ -9,14 +9,13 @@ compare's baseline may be `golden:FILE`: the recording then brings the spec, the
 from __future__ import annotations
 
 import dataclasses
-import os
 from pathlib import Path
 from typing import Any
 
 from . import inputs as inputs_mod
 from . import options
 from .device import resolve_device
-from .errors import GoldenError, UsageError
+from .errors import UsageError
 from .sources import GOLDEN_PREFIX, materialize
 from .spec import CacheSpec, FP8Format, Layout, ScaleFormat, default_quant_block_size
 
@@ -70,14 +69,15 @@ def spec_of(values: dict, num_blocks: int | None = None) -> CacheSpec:
         num_blocks=num_blocks or values.get("num_blocks") or DEFAULT_NUM_BLOCKS, block_size=values["block"],
         head_dim=head_dim, quant_block_size=qbs if qbs is not None else default_quant_block_size(head_dim),
         fp8=FP8Format(values["fp8"]), scale_fmt=ScaleFormat(values["scale_fmt"]),
-        layout=Layout(values["layout"]) if values["layout"] else None,
+        layout=Layout(values["layout"]) if values["layout"] else None, layers=values.get("layers") or 1,
     )
 
 
 def golden_key() -> bytes | None:
     """FP8CHECK_GOLDEN_KEY: when set, golden files are signed (record) and must be signed (replay)."""
-    key = os.environ.get("FP8CHECK_GOLDEN_KEY")
-    return key.encode() if key else None
+    from .golden import trusted_key
+
+    return trusted_key()
 
 
 def prepare(request: Request, *, isolation="default", given_inputs=None, producers: dict | None = None) -> Prepared:
@@ -146,8 +146,7 @@ def _golden(request: Request):
     if clash:
         raise UsageError(f"{request.flag(clash[0])} cannot be combined with --baseline {v['baseline']}: the"
                          " recorded inputs are replayed")
-    path, origin = materialize(path_text, v["repo"], error=GoldenError)
-    recorded = golden.read(path, key=golden_key())
+    recorded, path, origin = golden.load_trusted(path_text, v["repo"])
     golden.check_options(path, recorded.spec, {field: (request.flag(key), v[key])
                                                for key, field in GOLDEN_SPEC_KEYS.items() if key in request.stated})
     device = resolve_device(v["device"])
@@ -176,7 +175,6 @@ def resolve_producers(device, names: dict[str, str], spec: CacheSpec, repo: Path
     registry.DEFAULT_ISOLATION; None: in this process)."""
     from .writers import registry
 
-    registry.prepare(device)
     limits = registry.DEFAULT_ISOLATION if isolation == "default" else isolation
     return {role: registry.resolve(name, fp8=spec.fp8, repo=repo, isolation=limits) for role, name in names.items()}
 

@@ -34,7 +34,8 @@ def compare(all_blocks, debug, **opts):
     budget = Budget(**{key: req.values[key] for key in ("max_diff_bytes", "max_diff_fraction", "max_code_distance")})
     with progress(run.device, run.sides.values()):
         checked = check_compare(run.spec, baseline=run.sides["baseline"], candidate=run.sides["candidate"],
-                                inputs=run.inputs, device=run.device, budget=budget)
+                                inputs=run.inputs, device=run.device, budget=budget,
+                                pad_slot=req.values["pad_slot"])
     outcomes = single(compare_id(req.values), checked, time.perf_counter() - start)
     emit(out, outcomes, render_compare(checked, all_blocks=all_blocks))
     return outcomes.exit_code

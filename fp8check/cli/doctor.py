@@ -29,14 +29,11 @@ def _requirements(ctx, param, values):
 def doctor(required, debug, **opts):
     """What can run here: every producer and why not, versions, device, FP8 format, Triton exactness."""
     from .. import doctor as doctor_mod
-    from ..device import resolve_device
     from ..outcome import single
     from ..report import doctor as doctor_report
-    from ..writers import registry as producers
 
     out = outputs_of(opts)
     start = time.perf_counter()
-    producers.prepare(resolve_device("auto"))  # what a CPU run would do, before Triton is imported
     found = doctor_mod.diagnose(required)
     outcomes = single("doctor", found, time.perf_counter() - start)
     emit(out, outcomes, doctor_report.render(found))

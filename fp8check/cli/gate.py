@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 from rich.console import Console
 
+from ..device import DEVICE_CHOICES
 from ..errors import ExitCode, UsageError
 from .common import emit, handled, output_options, outputs_of, show
 
@@ -14,12 +15,16 @@ from .common import emit, handled, output_options, outputs_of, show
 @click.option("--shard", metavar="K/N", default=None, help="Run shard K of N (every case is in exactly one shard).")
 @click.option("--fail-fast", is_flag=True, help="Stop at the first case that does not pass.")
 @click.option("--list", "list_only", is_flag=True, help="Print the expanded case ids and exit; runs nothing.")
-@click.option("-k", "patterns", multiple=True, metavar="PATTERN",
-              help="Run the cases whose id contains PATTERN (or matches it as a glob). Repeatable.")
+@click.option("-k", "patterns", multiple=True, metavar="EXPRESSION",
+              help="Run the cases whose id matches EXPRESSION (pytest's grammar: words joined by and, or, not and"
+                   " parentheses; a word is a substring or a glob of the id). Repeatable: any matches.")
+@click.option("--device", type=click.Choice(DEVICE_CHOICES), default=None,
+              help="Run every case on this device instead of the one its config names.")
+@click.option("--strict", is_flag=True, help="A case this machine cannot run fails the gate instead of being skipped.")
 @output_options
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
 @handled
-def gate(config_path, shard, fail_fast, list_only, patterns, debug, **opts):
+def gate(config_path, shard, fail_fast, list_only, patterns, device, strict, debug, **opts):
     """Run every case of a gate config (a TOML file, or a built-in name such as `ci`) in one process."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -29,7 +34,7 @@ def gate(config_path, shard, fail_fast, list_only, patterns, debug, **opts):
 
     out = outputs_of(opts)
     where = gate_config.parse_shard(shard) if shard else None
-    config = gate_config.load(config_path)
+    config = gate_config.load(config_path, device=device)
     cases = gate_config.select(config.cases, patterns)
     if patterns and not cases:
         raise UsageError(f"-k {' -k '.join(patterns)}: no case of {config_path} matches")
@@ -42,7 +47,7 @@ def gate(config_path, shard, fail_fast, list_only, patterns, debug, **opts):
     err = Console(stderr=True)
     with Progress(*columns, console=err, transient=True, disable=not err.is_terminal) as progress:
         task = progress.add_task("", total=len(cases))
-        result = run_gate(str(config_path), cases, fail_fast=fail_fast,
+        result = run_gate(str(config_path), cases, fail_fast=fail_fast, strict=strict,
                           on_done=lambda o: progress.update(task, advance=1, description=o.case_id))
     emit(out, result, render_gate(result), soft_wrap=True)  # case ids stay whole, for grep
     return result.exit_code

@@ -24,6 +24,11 @@ class Category(enum.Enum):
     ROUNDING = "rounding"
     SATURATION_NAN = "saturation-nan"
     SIGNED_ZERO = "signed-zero"
+    AMAX_FLOOR = "amax-floor"
+    UE8M0_ROUNDING = "ue8m0-rounding"
+    SCALE_SWAP = "scale-swap"
+    SCALE_FORMAT = "scale-format"
+    NON_FINITE = "non-finite-input"
     UNKNOWN = "unknown"
 
 

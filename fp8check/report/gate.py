@@ -8,8 +8,8 @@ from rich.text import Text
 
 from ..outcome import Outcomes, Status
 
-STYLE = {Status.PASSED: "green", Status.FAILED: "bold red", Status.ERROR: "bold magenta"}
-LABEL = {Status.PASSED: "PASS ", Status.FAILED: "FAIL ", Status.ERROR: "ERROR"}
+STYLE = {Status.PASSED: "green", Status.FAILED: "bold red", Status.ERROR: "bold magenta", Status.SKIPPED: "yellow"}
+LABEL = {Status.PASSED: "PASS ", Status.FAILED: "FAIL ", Status.ERROR: "ERROR", Status.SKIPPED: "SKIP "}
 
 
 def render_gate(run: Outcomes) -> Group:

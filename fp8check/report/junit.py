@@ -13,7 +13,7 @@ def render(run: Outcomes) -> str:
     cases = run.outcomes
     counts = {
         "tests": str(len(cases)), "failures": str(run.count(Status.FAILED)),
-        "errors": str(run.count(Status.ERROR)), "skipped": "0", "time": f"{run.seconds:.3f}",
+        "errors": str(run.count(Status.ERROR)), "skipped": str(run.count(Status.SKIPPED)), "time": f"{run.seconds:.3f}",
     }
     root = ET.Element("testsuites", {"name": "fp8check", **counts})
     suite_el = ET.SubElement(root, "testsuite", {"name": run.title, **counts})
@@ -28,6 +28,8 @@ def render(run: Outcomes) -> str:
                 "message": f"{verdict}; {cause}" if cause else verdict, "type": "ByteVerdict",
             })
             failure.text = outcome.detail()
+        elif outcome.status is Status.SKIPPED:
+            ET.SubElement(case_el, "skipped", {"message": outcome.error or verdict})
         elif outcome.status is Status.ERROR:
             kind = "UserError" if outcome.exit_code == 2 else "CheckerError"
             error = ET.SubElement(case_el, "error", {"message": outcome.error or verdict, "type": kind})

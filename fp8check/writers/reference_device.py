@@ -18,7 +18,7 @@ import functools
 import torch
 
 from ..cache import CacheBuffer
-from ..spec import CacheSpec, FP8Format
+from ..spec import CacheSpec, FP8Format, ScaleFormat
 from .reference import aiter_writer, spec_of_call
 
 PROOF_BLOCKS = 4  # known-answer cache: 4 blocks, a quarter of the slots padding
@@ -27,6 +27,8 @@ PROOF_BLOCKS = 4  # known-answer cache: 4 blocks, a quarter of the slots padding
 def _triton_can_run(spec: CacheSpec, device: torch.device) -> bool:
     if device.type != "cuda":
         return False
+    if not spec.layout.planar or spec.scale_fmt is ScaleFormat.UE8M0X4:
+        return False  # the kernel writes planar caches with fp32 words; the emulation writes every form
     if spec.fp8 is FP8Format.E4M3FNUZ and torch.version.hip is None:
         return False  # compiled Triton on NVIDIA has no fp8e4b8 (SPEC.md section 6)
     try:
