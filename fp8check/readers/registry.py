@@ -23,7 +23,7 @@ import torch
 from ..errors import CheckerError, ProducerError, first_line
 from ..isolation import Limits, phase, run_isolated
 from ..spec import CacheSpec
-from ..writers.files import FILE_PREFIX, VLLM_FILE_PREFIX
+from ..writers.files import FILE_PREFIX, PKG_PREFIX, PRESET_PREFIX, VLLM_FILE_PREFIX
 from ..writers.producer import Check, no_check, reported_provenance
 from ..writers.registry import DEFAULT_ISOLATION, Entry
 
@@ -99,7 +99,7 @@ def _from_file(text: str, spec: CacheSpec, repo=None) -> Reader:
 
 def untrusted(name: str) -> bool:
     """A reader whose code comes from the user's files (`file:`, `vllm-file:`, either from `git:`)."""
-    return name.startswith((FILE_PREFIX, VLLM_FILE_PREFIX))
+    return name.startswith((FILE_PREFIX, VLLM_FILE_PREFIX, PKG_PREFIX, PRESET_PREFIX))
 
 
 def _not_here(*args, **kwargs) -> None:
@@ -115,6 +115,10 @@ def resolve(name: str, *, spec: CacheSpec, repo=None, isolation: Limits | None =
     if untrusted(name) and isolation is not None:
         return Reader(name, f"{name} (run in a child process)", _not_here, isolation=isolation,
                       repo=None if repo is None else str(repo), spec=spec)
+    if name.startswith(PRESET_PREFIX):  # `repo`: a clone of the project's repository (--checkout)
+        from ..projects.compose import reader
+
+        return reader(name, spec, checkout=repo)
     if untrusted(name):
         return _from_file(name, spec, repo)
     entry = REGISTRY.get(name)
