@@ -105,9 +105,10 @@ def _writer_args(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, fp8_dty
     def values4d():
         return kv_cache.reshape(-1).view(fp8_dtype).as_strided((nb, bs, 1, head_dim), (bs * row, head_dim, head_dim, 1))
 
-    def scales4d():
-        return kv_cache.reshape(-1).view(torch.float32).as_strided(
-            (nb, bs, 1, groups), (bs * row // 4, groups, groups, 1), bs * head_dim // 4)
+    def scales4d():  # fp32 [num_blocks, block_size, 1, groups]: each block's scale region
+        flat = kv_cache.reshape(-1).view(torch.float32)
+        return flat.as_strided((nb, bs, 1, groups), (bs * row // 4, groups, groups, 1),
+                               flat.storage_offset() + bs * head_dim // 4)
 
     return {
         "k": lambda: k,

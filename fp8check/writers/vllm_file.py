@@ -329,7 +329,5 @@ def compile_function(source: str, *, label: str, file: str, func: str, sha256: s
             text = f"{value} {origin}"
         elif hasattr(value, "describe"):
             text = f"{value.describe()} ({origin})"
-        elif name in table.always:
-            text = f"{text} ({origin})"
         binding.bound[name] = text
     return Compiled(namespace[func], binding, tuple(plan.executed))
