@@ -16,7 +16,7 @@ import click
 
 from .. import __version__
 from ..errors import ExitCode
-from . import compare, doctor, gate, parity, startup, table
+from . import compare, doctor, ecosystem, gate, parity, startup, table
 from .arguments import (  # noqa: F401  (the surface of fp8check.cli that tests and plugins import)
     build, budget_options, given_explicitly, isolation_limits, isolation_options, replay_golden, spec_options,
 )
@@ -29,7 +29,8 @@ def cli():
     """Byte-exact checks of FP8 indexer K-cache writers (DeepSeek-V3.2 sparse attention)."""
 
 
-for _command in (compare.compare, compare.record, table.table, gate.gate, parity.parity, doctor.doctor):
+for _command in (compare.compare, compare.record, table.table, gate.gate, parity.parity, doctor.doctor,
+                 ecosystem.ecosystem):
     cli.add_command(_command)
 
 

@@ -39,6 +39,7 @@ class Bound:
     describe: str
     make: Callable[[RunFacts, Callable], object]  # (facts, sibling loader) -> value
     attributes: tuple[str, ...] | None = None  # the attributes a file may use, where they are checked
+    source: str | None = None  # `function =` bindings: the file that defines it (where it is not bound)
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,12 @@ class BindTable:
 
     def lookup(self, name: str) -> Bound:
         return self.always.get(name) or self.fallbacks[name]
+
+    def for_file(self, path: str) -> "BindTable":
+        """The table as a file sees it: a function it defines itself is never bound from it."""
+        always = {k: b for k, b in self.always.items() if b.source != path}
+        return self if len(always) == len(self.always) else BindTable(self.project, self.root, always,
+                                                                       self.fallbacks, self.shims)
 
 
 @dataclass(frozen=True)
@@ -124,6 +131,7 @@ def _binding(where: str, name: str, spec) -> Bound:
         if not sep or not path or not func.isidentifier():
             raise ConfigError(f"{where}: {name}: function must be 'PATH:FUNC', got {spec['function']!r}")
         make, describe = (lambda facts, sibling, p=path, f=func: sibling(p, f)), f"{func} from {path} (same release)"
+        return Bound(name, describe, make, None, path)
     else:
         attrs = spec["attrs"]
         if not isinstance(attrs, dict):

@@ -303,7 +303,7 @@ def compile_function(source: str, *, label: str, file: str, func: str, sha256: s
     project table binds are bound to the run (see the module doc; the default table is vLLM's).
     `sibling(path, func)` loads another function of the same release (`function =` bindings);
     `strip_asserts` compiles as `python -O` does (a launcher that asserts it runs on a GPU)."""
-    table = table or vllm_table()
+    table = (table or vllm_table()).for_file(file)
     filename = f"<fp8check {label} sha256:{sha256[:12]}>"  # never a real path: no stale on-disk reads
     tree, plan = _plan(source, filename=filename, label=label, file=file, func=func, role=role, table=table)
     facts = RunFacts(fp8 or FP8Format.E4M3FN, layout, device or torch.device("cuda" if torch.cuda.is_available() else "cpu"))

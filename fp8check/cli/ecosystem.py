@@ -1,0 +1,61 @@
+"""`fp8check ecosystem`: the conformance matrix of every project's preset writers and readers."""
+
+from __future__ import annotations
+
+import click
+from rich.console import Console
+
+from . import startup
+from ..errors import ExitCode, UsageError
+from .common import check_outputs, emit, handled, output_options
+
+
+def _checkouts(values: tuple[str, ...]) -> dict[str, str]:
+    out = {}
+    for value in values:
+        name, sep, path = value.partition("=")
+        if not sep or not name or not path:
+            raise click.BadParameter(f"{value!r}: expected PROJECT=PATH", param_hint="--checkout")
+        out[name] = path
+    return out
+
+
+@click.command()
+@click.option("--config", "config_path", default="ecosystem", show_default=True,
+              help="TOML file with an [ecosystem] section, or the name of a built-in one.")
+@click.option("--checkout", "checkouts", multiple=True, metavar="PROJECT=PATH",
+              help="Run PROJECT's presets from this clone of its repository (for code no release holds). Repeatable.")
+@click.option("--device", default="cpu", show_default=True, help="cpu (the exact interpreter) or cuda[:N].")
+@output_options
+@click.option("--debug", is_flag=True, help="Show tracebacks.")
+@handled
+def ecosystem(config_path, checkouts, device, debug, json_path, junit_path, markdown_path, quiet):
+    """Every preset writer against the exact reference, every preset reader against the exact reader."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from ..device import resolve_device
+    from ..ecosystem import read_config, run_ecosystem
+    from ..gate import GateResult
+    from ..report import ecosystem as report
+
+    startup.imports_done()
+
+    out = {"json_path": json_path, "junit_path": junit_path, "markdown_path": markdown_path, "quiet": quiet}
+    check_outputs(out)
+    config = read_config(config_path, _checkouts(checkouts))
+    if not config.writers and not config.readers:
+        raise UsageError(f"{config_path}: lists no writers and no readers")
+    where = resolve_device(device)
+    columns = (TextColumn("ecosystem"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+               TextColumn("{task.description}"))
+    err = Console(stderr=True)
+    with Progress(*columns, console=err, transient=True, disable=not err.is_terminal) as bar:
+        task = bar.add_task("", total=None)
+        result = run_ecosystem(config, where, lambda label, done, total: bar.update(
+            task, completed=done, total=total, description=label))
+    gate_result = GateResult(f"ecosystem {config_path}", result.outcomes, len(result.outcomes), result.seconds)
+    emit(out, renderable=report.render(result), verdict=report.verdict(result), payload=lambda: report.to_json(result),
+         gate_result=gate_result, title="ecosystem")
+    if result.errors:
+        return ExitCode.USAGE
+    return ExitCode.DIFFER if result.unexpected else ExitCode.OK
