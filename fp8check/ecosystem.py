@@ -120,7 +120,7 @@ def _unsupported(preset: Preset, block: int, layout: str, fp8: str, scale_fmt: s
 
 def _record(preset: Preset, role: str, spec_fields: dict) -> dict:
     proj = project(preset.project)
-    return {"project": proj.name, "version": proj.version, "preset": preset.key,
+    return {"project": proj.name, "version": proj.version, "preset": preset.key, "name": preset.name,
             "function": " then ".join(s.call for s in preset.steps), "role": role, **spec_fields,
             "status": None, "causes": [], "reason": None}
 

@@ -197,6 +197,8 @@ def split_preset(name: str) -> str:
 def origin_for(preset: Preset, checkout: str | Path | None, find_links: str | None = None) -> Origin:
     """Where the preset's files come from; ProducerError when it needs a clone and none is given."""
     proj = project(preset.project)
+    if checkout is None and proj.local is not None:
+        checkout = proj.local
     if checkout is None and preset.needs_checkout:
         raise ProducerError(f"preset:{preset.key}: its files are in {proj.name}'s repository only (no release holds"
                             f" them): give --checkout {proj.name}=PATH")

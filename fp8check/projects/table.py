@@ -89,7 +89,7 @@ class Preset:
 
     @property
     def key(self) -> str:
-        return f"{self.project}/{self.name}"
+        return f"{self.project}/{self.name}"  # `project` is the table's name or its file's path
 
 
 @dataclass(frozen=True)
@@ -103,6 +103,7 @@ class Project:
     presets: tuple[Preset, ...]
     checkout_prefix: str = ""
     repository: str = ""
+    local: Path | None = None  # a table from a file may name a folder holding its files (`local = DIR`)
 
 
 def _binding(where: str, name: str, spec) -> Bound:
@@ -176,20 +177,24 @@ def _preset(where: str, project: str, role: str, raw: dict) -> Preset:
                   raw.get("strip_asserts"))
 
 
-def parse(data: dict, where: str) -> Project:
+def parse(data: dict, where: str, folder: Path | None = None) -> Project:
+    """A project table's contents (`folder`: where a table file lies, for its `local` folder)."""
     head = data.get("project")
     if not isinstance(head, dict) or not {"name", "package", "version", "root"} <= set(head):
         raise ConfigError(f"{where}: [project] needs name, package, version and root")
     name = head["name"]
-    table = BindTable(
-        name, head["root"],
-        {k: _binding(where, k, v) for k, v in data.get("bind", {}).items()},
-        {k: _binding(where, k, v) for k, v in data.get("fallback", {}).items()},
-        {k: tuple(v) for k, v in data.get("shims", {}).items()},
-    )
-    presets = tuple(_preset(where, name, role, raw) for role in ("writer", "reader") for raw in data.get(role, []))
+    always = {k: _binding(where, k, v) for k, v in data.get("bind", {}).items()}
+    fallbacks = {k: _binding(where, k, v) for k, v in data.get("fallback", {}).items()}
+    shims = {k: tuple(v) for k, v in data.get("shims", {}).items()}
+    if "bindings_from" in head:  # another project's names, under this table's own
+        other = project(head["bindings_from"]).table
+        always, fallbacks, shims = {**other.always, **always}, {**other.fallbacks, **fallbacks}, {**other.shims, **shims}
+    table = BindTable(name, head["root"], always, fallbacks, shims)
+    owner = where if where.endswith(".toml") and folder is not None else name  # presets of a table file: by its path
+    presets = tuple(_preset(where, owner, role, raw) for role in ("writer", "reader") for raw in data.get(role, []))
+    local = (folder / head["local"]) if "local" in head and folder is not None else None
     return Project(name, head["package"], head["version"], head.get("wheel"), head.get("sha256"), table, presets,
-                   head.get("checkout_prefix", ""), head.get("repository", ""))
+                   head.get("checkout_prefix", ""), head.get("repository", ""), local)
 
 
 _PROJECTS: dict[str, Project] = {}
@@ -208,7 +213,18 @@ def projects() -> dict[str, Project]:
     return _PROJECTS
 
 
+_FILES: dict[str, Project] = {}
+
+
 def project(name: str) -> Project:
+    """A shipped project by name, or a project table file (`PATH.toml`: the user's own tables)."""
+    if name.endswith(".toml"):
+        from ..config import load_toml
+
+        path = Path(name).resolve()
+        if str(path) not in _FILES:
+            _FILES[str(path)] = parse(load_toml(path), name, path.parent)
+        return _FILES[str(path)]
     found = projects().get(name)
     if found is None:
         raise ConfigError(f"unknown project {name!r}; known: {', '.join(projects())}")
@@ -222,8 +238,9 @@ def for_package(package: str) -> Project | None:
 
 
 def preset(key: str, role: str) -> Preset:
-    """`PROJECT/NAME` -> the project's writer or reader (`role`) of that name."""
-    name, _, entry = key.partition("/")
+    """`PROJECT/NAME` -> the project's writer or reader (`role`) of that name; PROJECT is a shipped
+    project's name or the path of a project table (`tables/mine.toml/NAME`)."""
+    name, _, entry = key.rpartition("/")
     found = next((p for p in project(name).presets if p.name == entry and p.role == role), None)
     if found is None:
         known = ", ".join(p.key for p in project(name).presets if p.role == role) or "none"

@@ -48,9 +48,10 @@ def _reader_cell(runs: list[dict]) -> Text:
     if not faults and not errors:
         return Text(f"agrees ({len(ran)})", style="green")
     text = Text(f"agrees {len(ran) - len(faults) - len(errors)}/{len(ran)}")
-    for r in faults:
-        style = "yellow" if r.get("expect") == "different" else "red"
-        text.append(f"\nFAULT {SHORT_FP8[r['fp8']]} n{r['next_n']}: recall {r['recall']:.3f}", style=style)
+    if faults:
+        style = "yellow" if all(r.get("expect") == "different" for r in faults) else "red"
+        where = sorted({f"n{r['next_n']}" for r in faults}) + sorted({SHORT_FP8[r["fp8"]] for r in faults})
+        text.append(f"\nFAULT {' '.join(where)}\nrecall >= {min(r['recall'] for r in faults):.3f}", style=style)
     if errors:
         text.append(f"\nerror: {errors[0]['reason'][:60]}", style="red")
     return text
@@ -75,7 +76,7 @@ def render(result) -> Group:
         for r in mine:
             if r["status"] == "skipped":
                 skipped.setdefault(r["reason"], preset)
-        table.add_row(f"{preset}\n{mine[0]['project']} {mine[0]['version']}", role, *cells)
+        table.add_row(f"{mine[0]['project']}/{mine[0]['name']}\n{mine[0]['version']}", role, *cells)
     notes = [Text("skipped, with the reason:", style="bold")] if skipped else []
     notes += [Text(f"  {preset}: {reason}", style="dim") for reason, preset in skipped.items()]
     return Group(table, *notes, Text(verdict(result)))
