@@ -37,15 +37,17 @@ def ecosystem(config_path, checkouts, device, debug, json_path, junit_path, mark
     from ..ecosystem import read_config, run_ecosystem
     from ..gate import GateResult
     from ..report import ecosystem as report
+    from ..writers import registry
 
     startup.imports_done()
 
     out = {"json_path": json_path, "junit_path": junit_path, "markdown_path": markdown_path, "quiet": quiet}
     check_outputs(out)
+    where = resolve_device(device)
+    registry.prepare(where)  # on the CPU: interpreter mode on before anything imports Triton
     config = read_config(config_path, _checkouts(checkouts))
     if not config.writers and not config.readers:
         raise UsageError(f"{config_path}: lists no writers and no readers")
-    where = resolve_device(device)
     columns = (TextColumn("ecosystem"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                TextColumn("{task.description}"))
     err = Console(stderr=True)

@@ -36,10 +36,14 @@ class Bound:
     """One bound name: how its value is made for a run, and what it is (for reports)."""
 
     name: str
-    describe: str
+    describing: Callable[[], str]  # what it is, for reports (lazy: naming Triton's version imports Triton)
     make: Callable[[RunFacts, Callable], object]  # (facts, sibling loader) -> value
     attributes: tuple[str, ...] | None = None  # the attributes a file may use, where they are checked
     source: str | None = None  # `function =` bindings: the file that defines it (where it is not bound)
+
+    @property
+    def describe(self) -> str:
+        return self.describing()
 
 
 @dataclass(frozen=True)
@@ -113,25 +117,25 @@ def _binding(where: str, name: str, spec) -> Bound:
     attributes = None
     if "value" in spec:
         value = spec["value"]
-        make, describe = (lambda facts, sibling: value), f"{value!r} (project table)"
+        make, describe = (lambda facts, sibling: value), lambda: f"{value!r} (project table)"
     elif "run" in spec:
         fact = RUN_FACTS.get(spec["run"])
         if fact is None:
             raise ConfigError(f"{where}: {name}: unknown run fact {spec['run']!r}; known: {', '.join(RUN_FACTS)}")
-        make, describe = (lambda facts, sibling, f=fact[0]: f(facts)), fact[1]
+        make, describe = (lambda facts, sibling, f=fact[0]: f(facts)), lambda: fact[1]
     elif "standin" in spec:
         entry = STANDINS.get(spec["standin"])
         if entry is None:
             raise ConfigError(f"{where}: {name}: unknown stand-in {spec['standin']!r}; known: {', '.join(STANDINS)}")
         params = {k: v for k, v in spec.items() if k not in ("standin", "call")}
         make = lambda facts, sibling, e=entry[0], p=params: e(facts, p)  # noqa: E731
-        describe = entry[1]()
+        describe = entry[1]
         attributes = CHECKED_ATTRIBUTES.get(spec["standin"])
     elif "function" in spec:
         path, sep, func = str(spec["function"]).rpartition(":")
         if not sep or not path or not func.isidentifier():
             raise ConfigError(f"{where}: {name}: function must be 'PATH:FUNC', got {spec['function']!r}")
-        make, describe = (lambda facts, sibling, p=path, f=func: sibling(p, f)), f"{func} from {path} (same release)"
+        make, describe = (lambda facts, sibling, p=path, f=func: sibling(p, f)), lambda: f"{func} from {path} (same release)"
         return Bound(name, describe, make, None, path)
     else:
         attrs = spec["attrs"]
@@ -144,12 +148,13 @@ def _binding(where: str, name: str, spec) -> Bound:
 
             return SimpleNamespace(**{k: b.make(facts, sibling) for k, b in members.items()})
 
-        describe = "fp8check stand-in object: " + ", ".join(f"{k} = {b.describe}" for k, b in members.items())
+        def describe(members=members):
+            return "fp8check stand-in object: " + ", ".join(f"{k} = {b.describe}" for k, b in members.items())
         attributes = tuple(members)
     if call:
-        inner = make
+        inner, inner_describe = make, describe
         make = lambda facts, sibling, inner=inner: (lambda *a, **k: inner(facts, sibling))  # noqa: E731
-        describe = f"a function returning {describe}"
+        describe = lambda: f"a function returning {inner_describe()}"  # noqa: E731
     return Bound(name, describe, make, attributes)
 
 

@@ -1,19 +1,16 @@
-"""`vllm-file:PATH[:FUNC]`: one function of a vLLM source file, run as it is, without vLLM installed.
+"""One function of a project's source file, run as it is, without the project installed: the loader of
+`vllm-file:PATH[:FUNC]` (vLLM's table), `pkg:` and `preset:` (any project's table, projects/*.toml).
 
-A vLLM source file (e.g. `vllm/v1/attention/ops/rocm_aiter_mla_sparse.py`, SPEC.md section 6b) starts
-with imports of vLLM itself and module-level platform code. None of that is executed. The file is
-parsed with `ast`; FUNC and the module-level functions, kernels and constants it needs (transitively,
-found with `symtable`) are compiled, unmodified and at their own line numbers, into a fresh namespace
-where vLLM's platform names are bound to the run:
-
-- `FP8_DTYPE` and `current_platform` (`fp8_dtype()`, `is_rocm()` true iff e4m3fnuz, i.e. a gfx94x
-  device, `is_cuda()`, `is_fp8_fnuz()`) follow the FP8 format of the run (`--fp8`);
-- `tl` / `triton` are the real Triton; `torch`, `F` (torch.nn.functional) and standard-library
-  imports the file makes are imported as the file says;
-- for readers, where the file does not define them usably: `cdiv` (also as `vllm.utils.math_utils`
-  for imports inside function bodies), `current_workspace_manager()` (get_simultaneous returns new
-  NaN-filled tensors), `_decode_cu_count()` (256 on the CPU, vLLM's own fallback; the GPU's count on
-  CUDA), `logger`.
+A project's source file (e.g. vLLM's `vllm/v1/attention/ops/rocm_aiter_mla_sparse.py`, SPEC.md section
+6b) starts with imports of the project itself and module-level platform code. None of that is executed.
+The file is parsed with `ast`; FUNC and the module-level functions, kernels and constants it needs
+(transitively, found with `symtable`) are compiled, unmodified and at their own line numbers, into a
+fresh namespace where the names the project table binds are bound to the run (projects/table.py):
+`[bind]` names whatever the file says (vLLM: `FP8_DTYPE` and `current_platform`, which follow each
+run's `--fp8`), `[fallback]` names where the file does not define them usably (vLLM: `cdiv`,
+`current_workspace_manager()`, `_decode_cu_count()`, `logger`, ...), and `[shims]` modules served to
+imports inside function bodies. `tl` / `triton` are the real Triton; `torch` and standard-library
+imports the file makes are imported as the file says.
 
 A name the loader cannot provide is refused in one line naming the file, the function and the name.
 """
