@@ -34,12 +34,13 @@ class Expect:
 
     preset: str
     role: str
-    where: tuple  # (field, value) pairs a run must match
+    where: tuple  # (field, value or list of values) pairs a run must match
     reason: str
 
     def matches(self, record: dict) -> bool:
+        """Every given field equals the run's (a list: one of its values)."""
         return (record["preset"] == self.preset and record["role"] == self.role
-                and all(record.get(k) == v for k, v in self.where))
+                and all(record.get(k) in (v if isinstance(v, list) else [v]) for k, v in self.where))
 
 
 @dataclass(frozen=True)
