@@ -254,7 +254,7 @@ def load(name: str, role: str, *, checkout=None, find_links=None) -> LoadedPrese
     return LoadedPreset(fn, preset, loaded, provenance)
 
 
-def _cpu_check(loaded: Loaded) -> Callable:
+def cpu_check(loaded: Loaded) -> Callable:
     """Before a run on the CPU: the preset's Triton kernels run only in the proven exact interpreter."""
     def check(spec, device) -> None:
         from ..writers.files import LoadedFunction, prepare_to_run
@@ -263,23 +263,3 @@ def _cpu_check(loaded: Loaded) -> Callable:
         prepare_to_run(LoadedFunction(None, "", {}, uses_triton=bool(kernels), kernels=kernels), spec.fp8, device)
 
     return check
-
-
-def writer_producer(name: str, *, checkout=None):
-    """A Producer for `preset:PROJECT/NAME` (a writer preset)."""
-    from ..writers.producer import EXTRA_KEYWORDS, Producer
-
-    done = load(name, "writer", checkout=checkout)
-    return Producer(name, f"{done.preset.description} from {done.loaded.origin.describe()}", done.fn,
-                    keywords=frozenset(EXTRA_KEYWORDS), provenance=done.provenance, check=_cpu_check(done.loaded),
-                    triton=bool(done.loaded.kernels()))
-
-
-def reader(name: str, spec, *, checkout=None):
-    """A Reader for `preset:PROJECT/NAME` (a reader preset), bound to the spec's FP8 format and layout."""
-    from ..readers.registry import Reader
-
-    done = load(name, "reader", checkout=checkout)
-    done.loaded.rebind(spec.fp8, spec.layout)
-    return Reader(name, f"{done.preset.description} from {done.loaded.origin.describe()}", done.fn,
-                  check=_cpu_check(done.loaded), provenance=done.provenance)

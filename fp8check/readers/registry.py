@@ -116,9 +116,12 @@ def resolve(name: str, *, spec: CacheSpec, repo=None, isolation: Limits | None =
         return Reader(name, f"{name} (run in a child process)", _not_here, isolation=isolation,
                       repo=None if repo is None else str(repo), spec=spec)
     if name.startswith(PRESET_PREFIX):  # `repo`: a clone of the project's repository (--checkout)
-        from ..projects.compose import reader
+        from ..projects.compose import cpu_check, load
 
-        return reader(name, spec, checkout=repo)
+        done = load(name, "reader", checkout=repo)
+        done.loaded.rebind(spec.fp8, spec.layout)
+        return Reader(name, f"{done.preset.description} from {done.loaded.origin.describe()}", done.fn,
+                      check=cpu_check(done.loaded), provenance=done.provenance)
     if untrusted(name):
         return _from_file(name, spec, repo)
     entry = REGISTRY.get(name)

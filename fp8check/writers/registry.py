@@ -154,6 +154,16 @@ def _not_here(*args, **kwargs) -> None:
     raise CheckerError("an isolated producer's code runs only in its child process")
 
 
+def _preset(name: str, checkout) -> Producer:
+    """`preset:PROJECT/NAME`, a writer a project table declares (projects/compose.py)."""
+    from ..projects.compose import cpu_check, load
+
+    done = load(name, "writer", checkout=checkout)
+    return Producer(name, f"{done.preset.description} from {done.loaded.origin.describe()}", done.fn,
+                    keywords=frozenset(EXTRA_KEYWORDS), provenance=done.provenance, check=cpu_check(done.loaded),
+                    triton=bool(done.loaded.kernels()))
+
+
 def resolve(name: str, *, fp8=None, repo=None, isolation: Limits | None = DEFAULT_ISOLATION) -> Producer:
     """The producer a name stands for: a registry name, `auto`, or code from a file (`file:`, `vllm-file:`,
     either with `git:REV:PATH` read from `repo`). `fp8` (an FP8Format) names the format vllm-file's
@@ -166,9 +176,7 @@ def resolve(name: str, *, fp8=None, repo=None, isolation: Limits | None = DEFAUL
         return Producer(name, f"{name} (run in a child process)", _not_here, isolation=isolation,
                         repo=None if repo is None else str(repo))
     if name.startswith(PRESET_PREFIX):  # `repo`: a clone of the project's repository (--checkout)
-        from ..projects.compose import writer_producer
-
-        return writer_producer(name, checkout=repo)
+        return _preset(name, repo)
     if name.startswith((FILE_PREFIX, VLLM_FILE_PREFIX, PKG_PREFIX)):
         return load_writer(name, fp8=fp8, repo=repo)
     if name == AUTO:
