@@ -272,7 +272,8 @@ def run_ecosystem(config: EcosystemConfig, device: torch.device, progress: Progr
         code = ExitCode.USAGE if record["status"] == "error" else ExitCode.DIFFER if bad else ExitCode.OK
         case = f"{record['role']}/{preset.key}/" + "-".join(str(record[k]) for k in (
             "block_size", "layout", "fp8", "scale_fmt", "inputs", "next_n") if k in record)
+        record["seconds"] = round(time.perf_counter() - began, 3)
         outcomes.append(Outcome(case, "compare" if record["role"] == "writer" else "parity", code, result, error,
-                                time.perf_counter() - began))
+                                record["seconds"]))
     progress("done", len(runs), len(runs))
     return EcosystemResult(config, tuple(records), tuple(outcomes), time.perf_counter() - start)

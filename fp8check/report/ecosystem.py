@@ -8,75 +8,65 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-SHORT_FP8 = {"e4m3fn": "fn", "e4m3fnuz": "fnuz"}
 
 
-def _columns(records) -> list[tuple[int, str]]:
-    seen = []
-    for r in records:
-        key = (r["block_size"], r["layout"])
-        if key not in seen:
-            seen.append(key)
-    return sorted(seen, key=lambda k: (k[0], k[1]))
+def _writer_line(scale: str, runs: list[dict]) -> Text:
+    """One scale format's runs (one per input kind): IDENTICAL, or the causes and how many inputs show them."""
+    differ = [r for r in runs if r["status"] in ("different", "error")]
+    if not differ:
+        return Text(f"{scale}: IDENTICAL", style="green")
+    causes = sorted({c for r in differ for c in (r["causes"] or ["error"] if r["status"] == "different" else ["error"])})
+    share = "" if len(differ) == len(runs) else f" ({len(differ)}/{len(runs)} inputs)"
+    expected = all(r.get("expect") == "different" for r in differ)
+    return Text(f"{scale}: {', '.join(causes)}{share}", style="yellow" if expected else "red")
 
 
-def _writer_cell(runs: list[dict]) -> Text:
+def _reader_line(next_n: int, run: dict) -> Text:
+    if run["status"] == "pass":
+        return Text(f"n{next_n}: agrees", style="green")
+    if run["status"] == "error":
+        return Text(f"n{next_n}: error", style="red")
+    style = "yellow" if run.get("expect") == "different" else "red"
+    return Text(f"n{next_n}: FAULT {run['recall']:.3f}", style=style)
+
+
+def _cell(role: str, runs: list[dict]) -> Text:
     ran = [r for r in runs if r["status"] != "skipped"]
     if not ran:
         return Text("skipped", style="dim")
-    same = sum(r["status"] == "identical" for r in ran)
-    text = Text(f"IDENTICAL {same}/{len(ran)}" if same < len(ran) else "IDENTICAL",
-                style="green" if same == len(ran) else "")
-    groups: dict[tuple, set] = {}
-    for r in ran:
-        if r["status"] == "different":
-            groups.setdefault((SHORT_FP8[r["fp8"]], r["scale_fmt"]), set()).update(r["causes"] or ["?"])
-        elif r["status"] == "error":
-            groups.setdefault((SHORT_FP8[r["fp8"]], r["scale_fmt"]), set()).add("error")
-    for (fp8, scale), causes in groups.items():
-        expected = all(r.get("expect") == "different" for r in ran if r["status"] == "different")
-        text.append(f"\n{fp8}/{scale}: {', '.join(sorted(causes))}", style="yellow" if expected else "red")
-    return text
-
-
-def _reader_cell(runs: list[dict]) -> Text:
-    ran = [r for r in runs if r["status"] != "skipped"]
-    if not ran:
-        return Text("skipped", style="dim")
-    faults = [r for r in ran if r["status"] == "fault"]
-    errors = [r for r in ran if r["status"] == "error"]
-    if not faults and not errors:
-        return Text(f"agrees ({len(ran)})", style="green")
-    text = Text(f"agrees {len(ran) - len(faults) - len(errors)}/{len(ran)}")
-    if faults:
-        style = "yellow" if all(r.get("expect") == "different" for r in faults) else "red"
-        where = sorted({f"n{r['next_n']}" for r in faults}) + sorted({SHORT_FP8[r["fp8"]] for r in faults})
-        text.append(f"\nFAULT {' '.join(where)}\nrecall >= {min(r['recall'] for r in faults):.3f}", style=style)
-    if errors:
-        text.append(f"\nerror: {errors[0]['reason'][:60]}", style="red")
-    return text
+    lines = []
+    if role == "writer":
+        for scale in dict.fromkeys(r["scale_fmt"] for r in ran):
+            lines.append(_writer_line(scale, [r for r in ran if r["scale_fmt"] == scale]))
+    else:
+        lines = [_reader_line(r["next_n"], r) for r in ran]
+    return Text("\n").join(lines)
 
 
 def render(result) -> Group:
+    """Rows: each preset at each (block_size, layout); columns: the FP8 formats; a cell folds the scale
+    formats and input kinds (writers) or next_n (readers)."""
     records = result.records
-    columns = _columns(records)
+    formats = list(dict.fromkeys(r["fp8"] for r in records))
     table = Table(title=f"fp8check ecosystem: {len(records)} runs in {result.seconds:.0f} s", show_lines=True)
-    table.add_column("preset", no_wrap=True)
-    table.add_column("role", no_wrap=True)
-    for block, layout in columns:
-        table.add_column(f"block {block}\n{layout}")
+    for name in ("preset", "block"):
+        table.add_column(name, no_wrap=True)
+    for fp8 in formats:
+        table.add_column(fp8)
     skipped: dict[str, str] = {}
-    keys = list(dict.fromkeys((r["preset"], r["role"]) for r in records))
-    for preset, role in keys:
+    for preset, role in dict.fromkeys((r["preset"], r["role"]) for r in records):
         mine = [r for r in records if r["preset"] == preset and r["role"] == role]
-        cells = []
-        for block, layout in columns:
-            runs = [r for r in mine if r["block_size"] == block and r["layout"] == layout]
-            cells.append(_writer_cell(runs) if role == "writer" else _reader_cell(runs))
+        head = f"{role} {mine[0]['project']}/{mine[0]['name']}\n{mine[0]['project']} {mine[0]['version']}"
         for r in mine:
             if r["status"] == "skipped":
-                skipped.setdefault(r["reason"], preset)
-        table.add_row(f"{mine[0]['project']}/{mine[0]['name']}\n{mine[0]['version']}", role, *cells)
+                skipped.setdefault(r["reason"], f"{mine[0]['project']}/{mine[0]['name']}")
+        for block, layout in dict.fromkeys((r["block_size"], r["layout"]) for r in mine):
+            runs = [r for r in mine if (r["block_size"], r["layout"]) == (block, layout)]
+            cells = [_cell(role, [r for r in runs if r["fp8"] == fp8]) for fp8 in formats]
+            if all(c.plain == "skipped" for c in cells):
+                continue
+            table.add_row(head, f"{block} {layout}", *cells)
+            head = ""
     notes = [Text("skipped, with the reason:", style="bold")] if skipped else []
     notes += [Text(f"  {preset}: {reason}", style="dim") for reason, preset in skipped.items()]
     return Group(table, *notes, Text(verdict(result)))
