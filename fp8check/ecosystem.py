@@ -24,7 +24,7 @@ from .projects.compose import PRESET_PREFIX, origin_for
 from .projects.table import Preset, project, preset as find_preset
 from .spec import CacheSpec, FP8Format, Layout, ScaleFormat
 
-STATUSES = ("identical", "different", "pass", "fault", "skipped", "error")
+STATUSES = ("identical", "different", "pass", "fault", "skipped", "error")  # a run's status, in JSON
 Progress = Callable[[str, int, int], None]
 
 
@@ -134,7 +134,7 @@ def _spec(block: int, layout: str, fp8: str, scale_fmt: str, tokens: int, head_d
 
 def run_writer(config: EcosystemConfig, preset: Preset, record: dict, device: torch.device, reference):
     """One writer run against `reference` (a Producer): identical / different with the causes' names."""
-    from .gate import check_compare
+    from .compare import check_compare
     from .inputs import Distribution, generate
     from .writers import registry
 
@@ -150,7 +150,8 @@ def run_writer(config: EcosystemConfig, preset: Preset, record: dict, device: to
 
 
 def run_reader(config: EcosystemConfig, preset: Preset, record: dict, device: torch.device, reference):
-    """One reader run on the reference writer's bytes: pass, or fault (its lowest recall@topk)."""
+    """One reader run on the reference writer's bytes: pass, or fault with its causes: `recall` (it misses
+    the exact reader's top-K), `mask-leak` (a position a row may not see is not -inf), `outside-write`."""
     from .parity import ParityConfig, generate, run_parity
     from .readers import registry as readers
 
@@ -163,7 +164,10 @@ def run_reader(config: EcosystemConfig, preset: Preset, record: dict, device: to
     rows = result.reader_check or ()
     record["recall"] = round(min((m.recall for m in rows), default=1.0), 4)
     record["status"] = "fault" if result.reader_fault else "pass"
-    record["causes"] = ["reader-fault"] if result.reader_fault else []
+    found = result.obligations
+    record["causes"] = [name for name, broken in (("recall", bool(result.reader_disagreements)),
+                                                  ("mask-leak", bool(found.leaks)), ("outside-write", bool(found.outside)))
+                        if broken]
     return result
 
 
@@ -172,10 +176,39 @@ def run_reader(config: EcosystemConfig, preset: Preset, record: dict, device: to
 
 @dataclass(frozen=True)
 class EcosystemResult:
+    """The matrix, decided (outcome.Checked): one record per run; it passes when every difference is a
+    declared one, every declared one still shows, and nothing erred."""
+
     config: EcosystemConfig
     records: tuple[dict, ...]
-    outcomes: tuple  # gate.Outcome per run that was decided or erred (skips are records only)
     seconds: float
+    kind: str = "ecosystem"
+
+    @property
+    def passed(self) -> bool:
+        return not self.unexpected and not self.errors
+
+    def counts(self) -> dict[str, int]:
+        return {s: n for s in STATUSES if (n := sum(r["status"] == s for r in self.records))}
+
+    def verdict_line(self) -> str:
+        summary = ", ".join(f"{n} {s}" for s, n in self.counts().items())
+        expected = sum(r.get("expect") == "different" for r in self.records)
+        return (f"{'PASS' if self.passed else 'FAIL'}: {summary}; {expected} known upstream difference(s) as"
+                f" expected, {len(self.unexpected)} unexpected")
+
+    def top_cause(self) -> str | None:
+        bad = (self.errors or self.unexpected)[:1]
+        return None if not bad else _describe(bad[0])
+
+    def detail(self) -> str:
+        return "\n".join(_describe(r) for r in (*self.errors, *self.unexpected))
+
+    def to_json(self) -> dict:
+        return {"runs": [{k: v for k, v in r.items() if k != "seconds"} for r in self.records]}
+
+    def run_json(self) -> dict:
+        return {"seconds": round(self.seconds, 3), "run_seconds": [r.get("seconds") for r in self.records]}
 
     @property
     def unexpected(self) -> list[dict]:
@@ -186,6 +219,15 @@ class EcosystemResult:
     @property
     def errors(self) -> list[dict]:
         return [r for r in self.records if r["status"] == "error"]
+
+
+def _describe(record: dict) -> str:
+    spec = " ".join(f"{k}={record[k]}" for k in ("block_size", "layout", "fp8", "scale_fmt", "inputs", "next_n")
+                    if k in record)
+    what = record["reason"] if record["status"] == "error" else (
+        f"{record['status']} ({', '.join(record['causes']) or 'no cause'})" +
+        ("; expected different" if record.get("expect") == "unexpected" else ""))
+    return f"{record['role']} {record['preset']} {spec}: {what}"
 
 
 def plan(config: EcosystemConfig) -> list[tuple[Preset, dict]]:
@@ -233,47 +275,32 @@ def _fetch(config: EcosystemConfig, presets: list[Preset]) -> dict[str, str]:
 
 
 def run_ecosystem(config: EcosystemConfig, device: torch.device, progress: Progress | None = None) -> EcosystemResult:
-    from .gate import Outcome
-    from .errors import ExitCode
+    """Every run of the plan: skipped with its reason, or run and recorded (status, causes, recall)."""
     from .writers import registry
 
     progress = progress or (lambda label, done, total: None)
     start = time.perf_counter()
-    registry.prepare(device)
     reference = registry.resolve("reference")
     runs = plan(config)
     unique = list({p.key + p.role: p for p, _ in runs}.values())
-    unfetched = _fetch(config, [p for p in unique if _skip_reason(config, p, {"block_size": 64, "layout": "linear",
-                                                                             "fp8": p.fp8[0], "scale_fmt": p.scale_fmts[0]}) is None])
-    records, outcomes = [], []
+    unfetched = _fetch(config, [p for p in unique if config.checkouts.get(p.project) or not p.needs_checkout])
+    records = []
     for done, (preset, record) in enumerate(runs):
-        label = f"{record['role']} {preset.key} " + " ".join(f"{k}={record[k]}" for k in
-                                                            ("block_size", "layout", "fp8", "scale_fmt", "inputs", "next_n") if k in record)
-        progress(label, done, len(runs))
-        reason = _skip_reason(config, preset, record) or unfetched.get(preset.key)
         records.append(record)
+        progress(_describe({**record, "status": "running", "causes": []}).rsplit(":", 1)[0], done, len(runs))
+        reason = _skip_reason(config, preset, record) or unfetched.get(preset.key)
         if reason is not None:
             record.update(status="skipped", reason=reason)
             continue
         began = time.perf_counter()
-        result, error = None, None
         try:
-            run = run_writer if record["role"] == "writer" else run_reader
-            result = run(config, preset, record, device, reference)
+            (run_writer if record["role"] == "writer" else run_reader)(config, preset, record, device, reference)
         except UserError as exc:
-            error = first_line(exc) if not str(exc) else str(exc).splitlines()[0]
-            record.update(status="error", reason=error)
+            record.update(status="error", reason=str(exc).splitlines()[0] if str(exc) else first_line(exc))
         expect = next((e for e in config.expects if e.matches(record)), None)
         if expect is not None:
             record["expect"] = "different" if record["status"] in ("different", "fault") else "unexpected"
             record["expect_reason"] = expect.reason
-        bad = record["status"] == "error" or record.get("expect") == "unexpected" or (
-            record["status"] in ("different", "fault") and expect is None)
-        code = ExitCode.USAGE if record["status"] == "error" else ExitCode.DIFFER if bad else ExitCode.OK
-        case = f"{record['role']}/{preset.key}/" + "-".join(str(record[k]) for k in (
-            "block_size", "layout", "fp8", "scale_fmt", "inputs", "next_n") if k in record)
         record["seconds"] = round(time.perf_counter() - began, 3)
-        outcomes.append(Outcome(case, "compare" if record["role"] == "writer" else "parity", code, result, error,
-                                record["seconds"]))
     progress("done", len(runs), len(runs))
-    return EcosystemResult(config, tuple(records), tuple(outcomes), time.perf_counter() - start)
+    return EcosystemResult(config, tuple(records), time.perf_counter() - start)

@@ -17,6 +17,7 @@ class ExitCode(enum.IntEnum):
     DIFFER = 1  # a byte verdict failed
     USAGE = 2  # bad usage, input, config, or a producer that cannot load or run
     INTERNAL = 3  # an error of fp8check itself
+    INTERRUPTED = 130  # Ctrl-C (128 + SIGINT, the shell's convention)
 
 
 class UserError(Exception):
@@ -37,6 +38,11 @@ class GoldenError(InputError):
 
 class ProducerError(UserError, RuntimeError):
     """A writer or reader that cannot be found, loaded or run; one line naming it. Never a mismatch."""
+
+
+class NotRunnableHere(ProducerError):
+    """This machine cannot run the case at all (e4m3fnuz on an NVIDIA GPU, a format this Triton's
+    interpreter cannot hold): a gate reports the case skipped with this line (failed under --strict)."""
 
 
 class DeviceError(UserError, RuntimeError):

@@ -25,9 +25,10 @@ from typing import Any
 from . import options
 from .config import find, load_toml
 from .errors import ConfigError, SpecError, UsageError
+from .sources import FILE_PREFIX, GOLDEN_PREFIX
 
 KINDS = ("compare", "table", "parity")
-EXPECT = ("same", "different")
+EXPECT = ("same", "different", "scale-ulp")
 # Parity cases take `fp8check parity`'s options (lists: ctx, writers, expect_fail; they are not swept).
 PARITY_KEYS = ("ctx", "heads", "head_dim", "block", "qbs", "topk", "next_n", "fp8", "scale_fmt", "layout", "slots",
                "inputs", "input", "seed",
@@ -59,8 +60,9 @@ class GateConfig:
     cases: tuple[Case, ...]
 
 
-def load(text: str | Path) -> GateConfig:
-    """Read, validate and expand a gate config given by path or built-in name."""
+def load(text: str | Path, *, device: str | None = None) -> GateConfig:
+    """Read, validate and expand a gate config given by path or built-in name; `device` (gate --device)
+    replaces the device every case names."""
     path = find(text)
     data = load_toml(path)
     unknown = sorted(set(data) - {"defaults", "matrix", "case"})
@@ -77,6 +79,9 @@ def load(text: str | Path) -> GateConfig:
     entries += [(f"{path} [[case]] #{i + 1}", _table(entry, f"{path} [[case]] #{i + 1}")) for i, entry in enumerate(cases)]
     if not entries:
         raise ConfigError(f"{path}: no cases: add a [matrix] or [[case]] table")
+    if device is not None:
+        defaults["device"] = device
+        entries = [(where, {**entry, "device": device}) for where, entry in entries]
     expanded = [case for where, entry in entries for case in _expand(entry, defaults, where, path.parent)]
     seen: dict[str, str] = {}
     for case in expanded:
@@ -123,35 +128,14 @@ def _axis(key: str, values: list, where: str) -> list:
     return values
 
 
-# `fp8check parity`'s own options, with its rules (the shared cache keys use options.ALL).
-PARITY_OPTIONS = {
-    "heads": options.Option("heads", "heads", int, None, minimum=1),
-    "topk": options.Option("topk", "topk", int, 2048, minimum=1),
-    "next_n": options.Option("next_n", "next_n", int, 1, minimum=1),
-    "rtol": options.Option("rtol", "rtol", float, None, minimum=0),
-    "atol": options.Option("atol", "atol", float, None, minimum=0),
-    "min_recall": options.Option("min_recall", "min_recall", float, 1.0, minimum=0, maximum=1),
-    "reader": options.Option("reader", "reader", str, "reference"),
-    "slots": options.Option("slots", "slots", str, "sequential", choices=("sequential", "shuffled")),
-}
-PARITY_LISTS = {"ctx": options.Option("ctx", "ctx", int, None, minimum=1),
-                "writers": options.Option("writers", "writers", str), "expect_fail": options.Option("expect_fail", "expect_fail", str)}
-
-
 def _parity_values(values: dict, where: str) -> dict:
-    out = {}
-    for key, value in values.items():
-        if key in PARITY_LISTS:
-            items = value if isinstance(value, list) else [value]
-            if not items and key != "expect_fail":
-                raise ConfigError(f"{where}: {key} is an empty list")
-            out[key] = [PARITY_LISTS[key].validate(item, where) for item in items]
-        else:
-            out[key] = {**options.ALL, **PARITY_OPTIONS}[key].validate(value, where)
-    return out
+    for key in ("ctx", "writers"):
+        if values.get(key) == []:
+            raise ConfigError(f"{where}: {key} is an empty list")
+    return options.validate(values, options.PARITY_KEYS, where, "parity")
 
 
-GOLDEN = "golden:"
+GOLDEN = GOLDEN_PREFIX
 GOLDEN_SPEC_KEYS = ("num_blocks", "block", "head_dim", "qbs", "fp8", "scale_fmt", "layout")
 GOLDEN_INPUT_KEYS = ("seed", "slots", "inputs", "specials_inf_nan", "input")
 
@@ -211,9 +195,9 @@ def _check_spec(values: dict, where: str) -> None:
 
 def spec_of(values: dict):
     """The CacheSpec of a case's validated values (no replayed input)."""
-    from .prepare import spec_from
+    from .prepare import spec_of as spec_of_values
 
-    return spec_from(options.to_dests({k: values[k] for k in options.SPEC}))
+    return spec_of_values(values)
 
 
 def _relative_to(values: dict, base: Path) -> dict:
@@ -221,8 +205,8 @@ def _relative_to(values: dict, base: Path) -> dict:
     out = dict(values)
 
     def resolve(text):
-        if isinstance(text, str) and text.startswith("file:"):
-            path, sep, func = text[len("file:"):].rpartition(":")
+        if isinstance(text, str) and text.startswith(FILE_PREFIX):
+            path, sep, func = text[len(FILE_PREFIX):].rpartition(":")
             if sep and not Path(path).is_absolute():
                 return f"file:{base / path}:{func}"
         return text
@@ -231,7 +215,7 @@ def _relative_to(values: dict, base: Path) -> dict:
         if key in out:
             out[key] = resolve(out[key])  # (a golden baseline was resolved by _golden_case)
     if "writers" in out:
-        out["writers"] = [resolve(w) for w in out["writers"]]
+        out["writers"] = type(out["writers"])(resolve(w) for w in out["writers"])
     if out.get("input") is not None and not Path(out["input"]).is_absolute():
         out["input"] = base / out["input"]
     return out
@@ -265,7 +249,7 @@ def table_id(v: dict) -> str:
 
 def parity_id(v: dict) -> str:
     def show(value) -> str:
-        return ",".join(map(str, value)) if isinstance(value, list) else str(value)
+        return ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
 
     return "parity:" + ":".join(f"{k}={show(v[k])}" for k in PARITY_KEYS if k in v)
 

@@ -221,10 +221,6 @@ def _child_main(conn, target: str, args: tuple, memory_bytes: int | None, forked
         import torch
 
         torch.set_num_threads(1)
-    else:  # the spawned CUDA child: compiled Triton's per-process key from the cache folder (triton_memo.py)
-        from .triton_memo import install
-
-        install()
     if memory_bytes:
         _limit_address_space(memory_bytes)
     try:

@@ -6,8 +6,8 @@
     def test_writer(fp8check, case):
         fp8check.assert_same_cache_bytes(my_writer, **case)
 
-At start-up it calls fp8check.prepare_cpu(): without CUDA, Triton kernels the tests import run under the
-interpreter, and fp8check makes its FP8 conversion exact before any of them runs.
+Loading the plugin changes nothing: Triton kernels run on CPU tensors in fp8check's exact interpreter only
+while fp8check runs them.
 """
 
 from __future__ import annotations
@@ -16,12 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
-
-def pytest_configure(config) -> None:
-    from .api import prepare_cpu
-
-    prepare_cpu()
 
 
 @dataclass(frozen=True)

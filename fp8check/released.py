@@ -20,9 +20,7 @@ from pathlib import Path
 
 from . import disk_cache
 from .errors import ProducerError, UserError
-from .sources import Source
-
-PKG_PREFIX = "pkg:"
+from .sources import PKG_PREFIX, Source
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import click
 from rich.console import Console
 
-from . import startup
+from ..device import DEVICE_CHOICES
 from ..errors import ExitCode, UsageError
-from .common import check_outputs, emit, handled, output_options
+from .common import emit, handled, output_options, outputs_of
 
 
 def _checkouts(values: tuple[str, ...]) -> dict[str, str]:
@@ -25,26 +25,21 @@ def _checkouts(values: tuple[str, ...]) -> dict[str, str]:
               help="TOML file with an [ecosystem] section, or the name of a built-in one.")
 @click.option("--checkout", "checkouts", multiple=True, metavar="PROJECT=PATH",
               help="Run PROJECT's presets from this clone of its repository (for code no release holds). Repeatable.")
-@click.option("--device", default="cpu", show_default=True, help="cpu (the exact interpreter) or cuda[:N].")
+@click.option("--device", type=click.Choice(DEVICE_CHOICES), default="cpu", show_default=True,
+              help="cpu: the exact interpreter; cuda: compiled.")
 @output_options
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
 @handled
-def ecosystem(config_path, checkouts, device, debug, json_path, junit_path, markdown_path, quiet):
+def ecosystem(config_path, checkouts, device, debug, **opts):
     """Every preset writer against the exact reference, every preset reader against the exact reader."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from ..device import resolve_device
     from ..ecosystem import read_config, run_ecosystem
-    from ..gate import GateResult
+    from ..outcome import single
     from ..report import ecosystem as report
-    from ..writers import registry
 
-    startup.imports_done()
-
-    out = {"json_path": json_path, "junit_path": junit_path, "markdown_path": markdown_path, "quiet": quiet}
-    check_outputs(out)
-    where = resolve_device(device)
-    registry.prepare(where)  # on the CPU: interpreter mode on before anything imports Triton
+    out = outputs_of(opts)
     config = read_config(config_path, _checkouts(checkouts))
     if not config.writers and not config.readers:
         raise UsageError(f"{config_path}: lists no writers and no readers")
@@ -53,11 +48,9 @@ def ecosystem(config_path, checkouts, device, debug, json_path, junit_path, mark
     err = Console(stderr=True)
     with Progress(*columns, console=err, transient=True, disable=not err.is_terminal) as bar:
         task = bar.add_task("", total=None)
-        result = run_ecosystem(config, where, lambda label, done, total: bar.update(
+        result = run_ecosystem(config, resolve_device(device), lambda label, done, total: bar.update(
             task, completed=done, total=total, description=label))
-    gate_result = GateResult(f"ecosystem {config_path}", result.outcomes, len(result.outcomes), result.seconds)
-    emit(out, renderable=report.render(result), verdict=report.verdict(result), payload=lambda: report.to_json(result),
-         gate_result=gate_result, title="ecosystem")
+    emit(out, single("ecosystem", result, result.seconds), report.render(result))
     if result.errors:
         return ExitCode.USAGE
-    return ExitCode.DIFFER if result.unexpected else ExitCode.OK
+    return ExitCode.OK if result.passed else ExitCode.DIFFER

@@ -22,11 +22,10 @@ from typing import Callable
 import torch
 
 from ..errors import ConfigError, ProducerError
-from ..sources import Source, read_source
+from ..sources import PRESET_PREFIX, Source, read_source
 from ..spec import FP8Format, Layout
 from .table import Preset, Project, project, preset as find_preset
 
-PRESET_PREFIX = "preset:"
 
 
 # ---- where a project's files come from ----------------------------------------------------------------

@@ -27,7 +27,8 @@ def _reader_line(next_n: int, run: dict) -> Text:
     if run["status"] == "error":
         return Text(f"n{next_n}: error", style="red")
     style = "yellow" if run.get("expect") == "different" else "red"
-    return Text(f"n{next_n}: FAULT {run['recall']:.3f}", style=style)
+    causes = [f"recall {run['recall']:.3f}" if c == "recall" else c for c in run["causes"]]
+    return Text(f"n{next_n}: FAULT {', '.join(causes)}", style=style)
 
 
 def _cell(role: str, runs: list[dict]) -> Text:
@@ -69,19 +70,4 @@ def render(result) -> Group:
             head = ""
     notes = [Text("skipped, with the reason:", style="bold")] if skipped else []
     notes += [Text(f"  {preset}: {reason}", style="dim") for reason, preset in skipped.items()]
-    return Group(table, *notes, Text(verdict(result)))
-
-
-def verdict(result) -> str:
-    counts = {s: sum(r["status"] == s for r in result.records) for s in
-              ("identical", "different", "pass", "fault", "skipped", "error")}
-    expected = sum(r.get("expect") == "different" for r in result.records)
-    summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
-    unexpected = len(result.unexpected)
-    head = "PASS" if not unexpected and not result.errors else "FAIL"
-    return f"{head}: {summary}; {expected} known upstream bug(s) as expected, {unexpected} unexpected"
-
-
-def to_json(result) -> dict:
-    return {"tool": "fp8check", "command": "ecosystem", "seconds": round(result.seconds, 3),
-            "verdict": verdict(result), "runs": [dict(r) for r in result.records]}
+    return Group(table, *notes, Text(result.verdict_line()))

@@ -24,15 +24,14 @@ from typing import Callable
 
 import torch
 
+from ..device import require_triton_format
 from ..errors import ProducerError, first_line
-from ..sources import GIT_PREFIX, Source, read_source
+from ..sources import (  # noqa: F401 (re-exported)
+    FILE_PREFIX, GIT_PREFIX, PKG_PREFIX, PRESET_PREFIX, VLLM_FILE_PREFIX, Source, read_source,
+)
 from ..spec import CacheSpec, FP8Format
 from .producer import DEFAULT_WRITER, EXTRA_KEYWORDS, Producer
 
-FILE_PREFIX = "file:"
-VLLM_FILE_PREFIX = "vllm-file:"  # writers/vllm_file.py: one function of a vLLM source file, without vLLM
-PKG_PREFIX = "pkg:"  # released.py: one function of a file of a released wheel, bound by its project table
-PRESET_PREFIX = "preset:"  # projects/compose.py: a project's writer or reader declared in its table
 
 
 def _accepts(params, keyword: str) -> bool:
@@ -49,7 +48,7 @@ class LoadedFunction:
     label: str
     provenance: dict
     uses_triton: bool = False  # it holds Triton kernels: on the CPU they run in the exact interpreter
-    kernels: tuple = ()  # those kernels (to refuse, on the CPU, any decorated before interpreter mode was on)
+    kernels: tuple = ()  # those kernels
     rebind: Callable[[FP8Format], None] | None = None
 
 
@@ -198,23 +197,16 @@ def _load_pkg(text: str, *, role: str, fp8, default_function, device) -> LoadedF
 
 def prepare_to_run(loaded: LoadedFunction, fp8: FP8Format, device: torch.device) -> None:
     """Before a loaded function runs: on the CPU its Triton kernels run only in the proven exact
-    interpreter (interpreter mode on in time, compiled semantics, exact `fp8` conversion), else
+    interpreter (compiled semantics, exact `fp8` conversion, interpreter.cpu_kernels), else
     ExactConversionError (a ProducerError, one line)."""
     if device.type != "cpu" or "triton" not in sys.modules:
+        if loaded.uses_triton:
+            require_triton_format(fp8, device)
         return
-    from .interpreter import install, require_any_kernel
+    from .interpreter import require_any_kernel
 
     if loaded.uses_triton:
         require_any_kernel(fp8)
-        from triton.runtime.jit import JITFunction
-
-        early = [k for k in loaded.kernels if JITFunction in (type(k), type(getattr(k, "fn", None)))]
-        if early:
-            raise ProducerError(
-                f"{loaded.label!r}: kernel {getattr(early[0], '__name__', early[0])} was loaded before interpreter"
-                " mode was on; resolve producers after writers.registry.prepare(device)")
-    else:  # kernels may still be built at call time: give them the exact conversion too
-        install()
 
 
 def _cpu_check(loaded: LoadedFunction):
