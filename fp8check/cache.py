@@ -126,6 +126,15 @@ class CacheBuffer:
         fresh = torch.cat([poison(g, self.buffer.device), fill_poison(torch.empty_like(self.buffer[back:]), back)])
         return int((self.guards != fresh).sum())
 
+    def faults(self, owner: str) -> tuple[str, ...]:
+        """Why the producer `owner` names fails whatever its cache bytes: stray writes (outside the cache)
+        and inputs changed in place. One phrase each, for the verdict line; () when there is none."""
+        stray = self.guard_writes()
+        found = (f"{owner} wrote {stray} bytes outside the cache",) if stray else ()
+        if self.modified_inputs:
+            found += (f"{owner} modified its {' and '.join(self.modified_inputs)} in place",)
+        return found
+
 
 def scatter_rows(
     spec: CacheSpec,

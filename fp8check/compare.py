@@ -8,6 +8,7 @@ cause, detail and JSON (the result protocol of outcome.py), for every command, t
 from __future__ import annotations
 
 import enum
+import functools
 import time
 from dataclasses import dataclass, field
 
@@ -37,15 +38,18 @@ class CompareResult:
     diff: DiffResult
     timings: dict[str, float] = field(default_factory=dict)
 
-    @property
-    def identical(self) -> bool:
-        return self.diff.identical
+    @functools.cached_property
+    def faults(self) -> tuple[str, ...]:
+        """Failures whatever the bytes: a side that wrote outside its cache or changed its inputs. Stray
+        writes count even when both sides made the same ones (the diff of the guards is then zero)."""
+        return (self.baseline.buffer.faults(f"baseline {self.baseline.name!r}")
+                + self.candidate.buffer.faults(f"candidate {self.candidate.name!r}"))
 
     @property
-    def modified_inputs(self) -> tuple[str, ...]:
-        """`candidate modified its k`, ...: a producer that changed its inputs in place (the run then fails)."""
-        return tuple(f"{side.name} modified its {' and '.join(side.buffer.modified_inputs)} in place"
-                     for side in (self.baseline, self.candidate) if side.buffer.modified_inputs)
+    def identical(self) -> bool:
+        """Equal bytes, and no fault on either side: only then is the verdict IDENTICAL."""
+        return self.diff.identical and not self.faults
+
 
     @property
     def interpreter_caveat(self) -> str | None:
@@ -59,6 +63,8 @@ class CompareResult:
     def bytes_line(self, budget: BudgetVerdict | None = None) -> str:
         """IDENTICAL, DIFFERENT, or with a budget PASS within / FAIL over budget: the bytes' verdict."""
         d = self.diff
+        if d.identical and self.faults:  # equal bytes, but a side wrote outside its cache or changed its inputs
+            return f"0 of {d.total_bytes} cache bytes differ in {d.num_blocks} blocks"
         if d.identical:
             return f"IDENTICAL: 0 of {d.total_bytes} bytes differ in {d.num_blocks} blocks"
         count = f"{d.cache_diff} of {d.total_bytes} bytes differ"
@@ -96,7 +102,8 @@ class CompareResult:
             "guard_diff": d.guard_diff,
             "diff_bytes": d.diff_bytes,
             "total_bytes": d.total_bytes,
-            "identical": d.identical,
+            "identical": self.identical,
+            "faults": list(self.faults),
             "modified_inputs": {"baseline": list(self.baseline.buffer.modified_inputs),
                                 "candidate": list(self.candidate.buffer.modified_inputs)},
             "first_mismatch": d.first_mismatch.to_dict() if d.first_mismatch else None,
@@ -165,13 +172,13 @@ class CompareCheck:
     kind = "compare"
 
     @property
-    def modified_inputs(self) -> tuple[str, ...]:
-        """Inputs a producer changed in place: the run fails whatever its bytes (the verdict cannot be trusted)."""
-        return self.result.baseline.buffer.modified_inputs + self.result.candidate.buffer.modified_inputs
+    def faults(self) -> tuple[str, ...]:
+        """Stray writes or modified inputs of either side: the run fails, whatever the bytes and the budget."""
+        return self.result.faults
 
     @property
     def matched(self) -> bool:
-        return (self.result.identical or self.budget.within or self.approximate_division) and not self.modified_inputs
+        return (self.result.diff.identical or self.budget.within or self.approximate_division) and not self.faults
 
     @property
     def approximate_division(self) -> bool:
@@ -181,11 +188,13 @@ class CompareCheck:
 
     @property
     def passed(self) -> bool:
-        return not self.matched if self.expect is Expect.DIFFERENT else self.matched
+        """A fault fails a case either way: a known-bad writer that also writes outside its cache or
+        changes its inputs is not the failure the case expects."""
+        return not self.matched and not self.faults if self.expect is Expect.DIFFERENT else self.matched
 
     def verdict_line(self) -> str:
         line = self.result.bytes_line(self.budget)
-        reasons = self.result.modified_inputs
+        reasons = self.faults
         if reasons:
             line = f"FAIL: {'; '.join(reasons)}; {line}"
         if self.expect is Expect.DIFFERENT:
@@ -195,15 +204,15 @@ class CompareCheck:
         return line
 
     def top_cause(self) -> str | None:
-        if self.result.modified_inputs:
-            return self.result.modified_inputs[0]
+        if self.faults:
+            return self.faults[0]
         return top_cause(self.diagnosis, self.result.spec)
 
     def detail(self) -> str:
         """The first mismatch, then every cause with its hint and first example."""
         d = self.result.diff
         lines = [f"first mismatch: {d.first_mismatch.describe()}"] if d.first_mismatch else []
-        return "\n".join([*self.result.modified_inputs, *lines, *causes_text(self.diagnosis, self.result.spec)])
+        return "\n".join([*self.faults, *lines, *causes_text(self.diagnosis, self.result.spec)])
 
     def to_json(self) -> dict:
         return {**self.result.to_json(self.diagnosis, self.budget), "expect": self.expect.value}

@@ -10,6 +10,7 @@ import torch
 
 from .spec import CacheSpec, FP8Format
 from .errors import InputError
+from .paths import read_regular
 from .input_kinds import Distribution, SlotPattern  # noqa: F401  (defined without torch, for the CLI's startup)
 
 
@@ -194,14 +195,19 @@ def generate(
 
 
 def load(path: Path) -> dict[str, torch.Tensor]:
-    """Tensors of a safetensors file, with one-line errors for missing, unreadable or foreign files."""
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
+    """Tensors of a safetensors file, read whole into memory first (paths.read_regular: never mapped from
+    the file, FIFOs and devices refused unopened), with one-line errors for missing, unreadable or
+    foreign files."""
+    return load_bytes(read_regular(path), path)
 
-    if not path.is_file():
-        raise InputError(f"{path}: no such file")
+
+def load_bytes(data: bytes, path: Path) -> dict[str, torch.Tensor]:
+    """Tensors of a safetensors file's bytes; `path` names it in errors."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load as load_safetensors
+
     try:
-        return load_file(str(path))
+        return load_safetensors(data)
     except (SafetensorError, OSError, ValueError, RuntimeError) as exc:
         raise InputError(f"{path}: not a readable safetensors file ({str(exc).splitlines()[0]})") from None
 

@@ -9,6 +9,7 @@ CLI parses text, a config holds typed values, and `seed = 1.5` must not quietly 
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,19 @@ from .spec import MAX_CODE_DISTANCE
 
 def _values(enum_cls: type[enum.Enum]) -> tuple[str, ...]:
     return tuple(m.value for m in enum_cls)
+
+
+INT64 = (-(2**63), 2**63 - 1)
+
+
+class FiniteFloatRange(click.FloatRange):
+    """click's FloatRange, refusing nan and infinities (nan compares false with every bound)."""
+
+    def convert(self, value, param, ctx):
+        converted = super().convert(value, param, ctx)
+        if not math.isfinite(converted):
+            self.fail(f"{value} is not a finite number.", param, ctx)
+        return converted
 
 
 @dataclass(frozen=True)
@@ -47,7 +61,7 @@ class Option:
         if self.kind is int:
             return click.IntRange(min=self.minimum, max=self.maximum) if self.minimum is not None else click.INT
         if self.kind is float:
-            return click.FloatRange(min=self.minimum, max=self.maximum)
+            return FiniteFloatRange(min=self.minimum, max=self.maximum)
         if self.kind is Path:
             return click.Path(path_type=Path)
         return click.STRING
@@ -123,7 +137,7 @@ def _spec_options() -> list[Option]:
         Option("layers", "layers", int, 1,
                "Hand the writer layer L // 2 of an L-layer buffer as a strided per-layer view; the other layers"
                " are poisoned and a write there is a write outside the cache.", minimum=1),
-        Option("seed", "seed", int, 0),
+        Option("seed", "seed", int, 0, minimum=INT64[0], maximum=INT64[1]),
         Option("slots", "slots", str, "sequential", choices=_values(SlotPattern)),
         Option("inputs", "distribution", str, "normal",
                "How K is drawn: adversarial inputs for the numerics (ue8m0-boundary, ties, tiny, ...).",

@@ -160,6 +160,7 @@ class Column:
     emulated: bool
     expect_fail: bool
     rows: tuple[Metrics, ...]
+    faults: tuple[str, ...] = ()  # stray writes, modified inputs (CacheBuffer.faults): a failure either way
 
     def failing(self, config: ParityConfig) -> list[tuple[int, float]]:
         """(ctx, recall) of the non-vacuous rows below --min-recall."""
@@ -206,7 +207,13 @@ class ParityResult:
     timings: dict[str, float] = field(default_factory=dict)
     obligations: Findings = Findings()  # masked positions not -inf, writes outside the rows, over every read
     reader_reads: str | None = None  # on a reader fault: the layout under which the exact reader agrees with it
+    baseline_faults: tuple[str, ...] = ()  # the baseline's stray writes or modified inputs: no truth to trust
     kind = "parity"
+
+    @property
+    def faults(self) -> tuple[str, ...]:
+        """Every writer's stray writes and modified inputs, the baseline's first."""
+        return self.baseline_faults + tuple(f for col in self.columns for f in col.faults)
 
     @property
     def reader_disagreements(self) -> list[tuple[int, float]]:
@@ -236,14 +243,16 @@ class ParityResult:
 
     @property
     def passed(self) -> bool:
-        """No reader fault, and every writer not expected to fail meets --min-recall on every non-vacuous row."""
-        return not self.reader_fault and all(col.expect_fail or not col.failing(self.config) for col in self.columns)
+        """No reader fault, no writer fault (stray writes, modified inputs; expected failures included), and
+        every writer not expected to fail meets --min-recall on every non-vacuous row."""
+        return not self.reader_fault and not self.faults and all(col.expect_fail or not col.failing(self.config) for col in self.columns)
 
     def verdict_line(self) -> str:
         c = self.config
         writers = ", ".join(col.name for col in self.columns)
         head = "PASS" if self.passed else "FAIL"
         fault = "; READER FAULT" if self.reader_fault else ""
+        fault += "".join(f"; {f}" for f in self.faults)
         return f"{head}: top-{c.topk} parity of {writers} read by {self.reader.name}, ctx {min(c.ctx)}-{max(c.ctx)}{fault}"
 
     def _column_note(self, col: Column) -> Note:
@@ -295,6 +304,8 @@ class ParityResult:
                     f"reader {self.reader.name!r} agrees with the reference reader on the baseline's bytes"
                     f" (recall@{c.topk} >= {c.min_recall:g} on every non-vacuous row; max_rel up to {rel(worst)})."))
         lines += [self._column_note(col) for col in self.columns]
+        lines += [Note("fail", f"FAIL: {fault} (stray writes and modified inputs fail the run, whatever the recall)")
+                  for fault in self.faults]
         lines.append(Note("info",
             f"recall@K: share of the writer's K selected tokens whose true logit is >= the true K-th largest (ties"
             f" count); positional@K: positions where the two ascending-sorted top-K index lists agree (the seed's"
@@ -340,6 +351,7 @@ class ParityResult:
             "spec": self.spec.to_dict(),
             "inputs": {"source": self.source, "heads": self.heads, "tokens": c.max_ctx},
             "config": c.to_dict(),
+            "faults": list(self.faults),
             "baseline": {"name": self.baseline.name, "description": self.baseline.description,
                          "emulated": self.baseline.emulated},
             "writers": [{"name": col.name, "description": col.description, "emulated": col.emulated,
@@ -452,7 +464,7 @@ def run_parity(spec: CacheSpec, config: ParityConfig, *, baseline: Producer, wri
     for writer, cache in zip(writers, caches):
         logits = read(f"read {writer.name}", cache)
         columns.append(Column(writer.name, writer.description, writer.emulated, writer.name in config.expect_fail,
-                              score(config, logits, truth)))
+                              score(config, logits, truth), cache.faults(f"writer {writer.name!r}")))
     check, read_as = None, None
     if not reader.exact:
         logits = read(f"read {baseline.name} (reader check)", base)
@@ -460,7 +472,7 @@ def run_parity(spec: CacheSpec, config: ParityConfig, *, baseline: Producer, wri
         if any(not m.vacuous and m.lost for m in check):
             read_as = step("which layout the reader reads", lambda: layout_read(spec, config, batch, base, logits))
     return ParityResult(spec, config, inputs.source, inputs.heads, str(device), baseline, ran, tuple(columns),
-                        check, timings, findings, read_as)
+                        check, timings, findings, read_as, base.faults(f"baseline {baseline.name!r}"))
 
 
 def layout_read(spec: CacheSpec, config: ParityConfig, batch: Batch, base, logits: torch.Tensor) -> str | None:

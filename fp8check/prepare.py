@@ -9,14 +9,13 @@ compare's baseline may be `golden:FILE`: the recording then brings the spec, the
 from __future__ import annotations
 
 import dataclasses
-import os
 from pathlib import Path
 from typing import Any
 
 from . import inputs as inputs_mod
 from . import options
 from .device import resolve_device
-from .errors import GoldenError, UsageError
+from .errors import UsageError
 from .sources import GOLDEN_PREFIX, materialize
 from .spec import CacheSpec, FP8Format, Layout, ScaleFormat, default_quant_block_size
 
@@ -76,8 +75,9 @@ def spec_of(values: dict, num_blocks: int | None = None) -> CacheSpec:
 
 def golden_key() -> bytes | None:
     """FP8CHECK_GOLDEN_KEY: when set, golden files are signed (record) and must be signed (replay)."""
-    key = os.environ.get("FP8CHECK_GOLDEN_KEY")
-    return key.encode() if key else None
+    from .golden import trusted_key
+
+    return trusted_key()
 
 
 def prepare(request: Request, *, isolation="default", given_inputs=None, producers: dict | None = None) -> Prepared:
@@ -146,8 +146,7 @@ def _golden(request: Request):
     if clash:
         raise UsageError(f"{request.flag(clash[0])} cannot be combined with --baseline {v['baseline']}: the"
                          " recorded inputs are replayed")
-    path, origin = materialize(path_text, v["repo"], error=GoldenError)
-    recorded = golden.read(path, key=golden_key())
+    recorded, path, origin = golden.load_trusted(path_text, v["repo"])
     golden.check_options(path, recorded.spec, {field: (request.flag(key), v[key])
                                                for key, field in GOLDEN_SPEC_KEYS.items() if key in request.stated})
     device = resolve_device(v["device"])

@@ -29,41 +29,43 @@ class SeedTable:
 
     @property
     def passed(self) -> bool:
-        """The fix is proven: the fixed column is all zero, the buggy column differs, no input was modified."""
-        return self.fixed.identical and not self.buggy.identical and not self.modified_inputs
+        """The fix is proven: the fixed column is all zero, the buggy column differs, and no writer (the
+        baseline included) wrote outside its cache or modified its inputs."""
+        return self.fixed.diff.identical and not self.buggy.diff.identical and not self.faults
 
     @property
-    def modified_inputs(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(self.buggy.modified_inputs + self.fixed.modified_inputs))
+    def faults(self) -> tuple[str, ...]:
+        """Stray writes and modified inputs of the baseline and both columns (CompareResult.faults)."""
+        return tuple(dict.fromkeys(self.buggy.faults + self.fixed.faults))
 
     def _deciding(self) -> tuple[CompareResult, Diagnosis]:
         """The column that decides a failed table: the fixed one when it differs."""
-        return (self.fixed, self.fixed_causes) if not self.fixed.identical else (self.buggy, self.buggy_causes)
+        return (self.fixed, self.fixed_causes) if not self.fixed.diff.identical else (self.buggy, self.buggy_causes)
 
     def verdict_line(self) -> str:
-        modified = f"FAIL: {'; '.join(self.modified_inputs)}; " if self.modified_inputs else ""
-        if self.fixed.identical and not self.buggy.identical:
+        modified = f"FAIL: {'; '.join(self.faults)}; " if self.faults else ""
+        if self.fixed.diff.identical and not self.buggy.diff.identical:
             return f"{modified or 'PASS: '}the fixed wrapper matches byte for byte; the buggy wrapper differs"
-        if not self.fixed.identical:
+        if not self.fixed.diff.identical:
             return f"{modified or 'FAIL: '}the fixed wrapper differs in {self.fixed.diff.diff_bytes} bytes"
         return f"{modified or 'FAIL: '}the buggy wrapper matches too: this table cannot tell the two apart"
 
     def top_cause(self) -> str | None:
-        if self.modified_inputs:
-            return self.modified_inputs[0]
+        if self.faults:
+            return self.faults[0]
         column, causes = self._deciding()
         return top_cause(causes, column.spec)
 
     def detail(self) -> str:
         column, causes = self._deciding()
         first = [f"first mismatch: {column.diff.first_mismatch.describe()}"] if column.diff.first_mismatch else []
-        return "\n".join([*self.modified_inputs, *first, *causes_text(causes, column.spec)])
+        return "\n".join([*self.faults, *first, *causes_text(causes, column.spec)])
 
     def to_json(self) -> dict:
         def column(result: CompareResult, causes: Diagnosis) -> dict:
             payload = result.to_json(causes)
             keys = ("candidate", "candidate_provenance", "value_diff", "scale_diff", "diff_bytes", "identical",
-                    "modified_inputs", "first_mismatch", "diagnosis")
+                    "faults", "modified_inputs", "first_mismatch", "diagnosis")
             return {key: payload[key] for key in keys}
 
         base = self.buggy.to_json()

@@ -14,8 +14,9 @@ PACKAGE = Path(__file__).resolve().parents[1] / "fp8check"
 # layer or lower ones. Modules not listed are a failure: a new module must be placed in the picture.
 LAYERS = {
     "errors": 0, "outcome": 0,
-    "spec": 1, "fp8": 1, "pairs": 1, "input_kinds": 1,
-    "cache": 2, "inputs": 2, "disk_cache": 2, "hashed": 2, "hashed_kernel": 2, "device": 2, "options": 2, "config": 2,
+    "spec": 1, "fp8": 1, "pairs": 1, "input_kinds": 1, "paths": 1,
+    "outputs": 2, "cache": 2, "inputs": 2, "disk_cache": 2, "hashed": 2, "hashed_kernel": 2, "device": 2, "options": 2,
+    "config": 2,
     "sources": 3, "isolation": 3, "released": 3,
     "writers": 4, "readers": 4, "projects": 4,
     "diff": 5, "diff_kernel": 5, "budget": 5, "diagnose": 5, "golden": 5,

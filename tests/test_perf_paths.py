@@ -104,7 +104,9 @@ def test_differing_diff_is_one_transfer_after_torch_equal(written, monkeypatch):
 SHAPES = [(64, 128, 128), (16, 128, 64), (32, 64, 32), (1, 96, 32), (16, 48, 48)]
 CASES = [
     (shape, fmt, scale_fmt, layout)
-    for shape, fmt, scale_fmt, layout in itertools.product(SHAPES, FP8Format, ScaleFormat, Layout)
+    # the Triton kernel's layouts and scale formats (the PyTorch writer alone writes interleaved and ue8m0x4)
+    for shape, fmt, scale_fmt, layout in itertools.product(SHAPES, FP8Format, (ScaleFormat.UE8M0, ScaleFormat.FP32),
+                                                           (Layout.SHUFFLE, Layout.LINEAR))
     if not (layout is Layout.SHUFFLE and shape[0] % 16)
 ]
 

@@ -25,23 +25,93 @@ def fail(message: str, code: ExitCode) -> int:
 def handled(fn):
     """A command's errors to exit codes: UserError is exit 2, anything else a checker error, exit 3.
 
+    Output paths are checked first (outputs.check_output: no symlink, device, FIFO or folder, no file the
+    run reads). When the command ends in an error, the JSON and JUnit reports asked for are replaced
+    with that error, so that an earlier run's passing report is never left in place.
     `--debug` adds the traceback; it never changes the exit code."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         debug = kwargs.get("debug", False)
+        targets: dict[str, Path] = {}
         try:
+            targets, problem = checked_outputs(kwargs)
+            if problem is not None:
+                raise problem
             return fn(*args, **kwargs)
         except UserError as exc:
             if debug:
                 traceback.print_exc()
-            return fail(f"error: {exc}", ExitCode.USAGE)
+                if getattr(exc, "child_traceback", ""):  # the user's code, as its child process saw it
+                    click.echo(f"In the child process:\n{exc.child_traceback}", err=True, nl=False)
+            return _failed(str(exc), ExitCode.USAGE, targets, kwargs, fn.__name__)
         except Exception as exc:
             if debug:
                 traceback.print_exc()
-            return fail(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug)", ExitCode.INTERNAL)
+            return _failed(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug)", ExitCode.INTERNAL,
+                           targets, kwargs, fn.__name__)
 
     return wrapper
+
+
+OUTPUT_OPTIONS = {"json_path": "--json", "junit_path": "--junit", "markdown_path": "--markdown", "out_path": "--out"}
+READ_OPTIONS = ("input_path", "config_path", "baseline", "candidate", "producer", "buggy", "fixed", "reader", "writers")
+
+
+def reading_paths(kwargs: dict) -> tuple[Path, ...]:
+    """The files a command's options name for reading: --input, --config, golden:FILE, file:PATH:FUNC."""
+    found = []
+    for name in READ_OPTIONS:
+        value = kwargs.get(name)
+        for text in (str(value).split(",") if value is not None else ()):
+            text = text.strip()
+            for prefix in ("golden:", "file:", "vllm-file:"):
+                if text.startswith(prefix):
+                    body = text[len(prefix):]
+                    text = body.rpartition(":")[0] if prefix != "golden:" and ":" in body else body
+                    break
+            if text and not text.startswith("git:"):
+                found.append(Path(text))
+    return tuple(found)
+
+
+def checked_outputs(kwargs: dict) -> tuple[dict[str, Path], UsageError | None]:
+    """(option -> path of every output file asked for that passes outputs.check_output, the first
+    refusal or None): the outputs that pass still receive the run's error when another is refused."""
+    from ..outputs import check_output
+
+    reading = reading_paths(kwargs)
+    targets, problem = {}, None
+    for name, option in OUTPUT_OPTIONS.items():
+        value = kwargs.get(name)
+        if value is None or str(value) == "-":
+            continue
+        try:
+            check_output(Path(value), option=option, reading=reading)
+        except UsageError as exc:
+            problem = problem or exc
+            continue
+        targets[option] = Path(value)
+    return targets, problem
+
+
+def _failed(message: str, code: ExitCode, targets: dict[str, Path], kwargs: dict, command: str) -> int:
+    """The one line on stderr, and the same error in each report file asked for (report/formats.py)."""
+    from ..outcome import Outcome, Outcomes
+    from ..outputs import write_output
+    from ..report.formats import BY_NAME
+
+    run = Outcomes(command, (Outcome(command, command, code, None, message, 0.0),), 1, 0.0, batch=False)
+    for option, path in targets.items():
+        fmt = BY_NAME.get(option.removeprefix("--"))
+        if fmt is None:  # record's --out: a recording is never replaced by an error
+            continue
+        try:
+            write_output(path, fmt.render(run), reading=reading_paths(kwargs), option=option, append=fmt.append)
+        except UsageError as exc:
+            click.echo(f"fp8check: error: {exc}", err=True)
+    prefix = "error: " if code == ExitCode.USAGE else ""
+    return fail(f"{prefix}{message}", code)
 
 
 def show(renderable, **print_options) -> None:
@@ -95,11 +165,9 @@ def outputs_of(kwargs: dict) -> dict:
 
 
 def _write(path: Path, text: str, option: str, *, append: bool = False) -> None:
-    try:
-        with open(path, "a" if append else "w", encoding="utf-8") as f:
-            f.write(text)
-    except OSError as exc:
-        raise UsageError(f"{option} {path}: cannot write ({exc.strerror})") from None
+    from ..outputs import write_output
+
+    write_output(path, text, option=option, append=append)
 
 
 def emit(out: dict, run, renderable, *, soft_wrap: bool = False) -> None:

@@ -15,8 +15,9 @@ from .common import emit, handled, output_options, outputs_of, show
 @click.option("--shard", metavar="K/N", default=None, help="Run shard K of N (every case is in exactly one shard).")
 @click.option("--fail-fast", is_flag=True, help="Stop at the first case that does not pass.")
 @click.option("--list", "list_only", is_flag=True, help="Print the expanded case ids and exit; runs nothing.")
-@click.option("-k", "patterns", multiple=True, metavar="PATTERN",
-              help="Run the cases whose id contains PATTERN (or matches it as a glob). Repeatable.")
+@click.option("-k", "patterns", multiple=True, metavar="EXPRESSION",
+              help="Run the cases whose id matches EXPRESSION (pytest's grammar: words joined by and, or, not and"
+                   " parentheses; a word is a substring or a glob of the id). Repeatable: any matches.")
 @click.option("--device", type=click.Choice(DEVICE_CHOICES), default=None,
               help="Run every case on this device instead of the one its config names.")
 @click.option("--strict", is_flag=True, help="A case this machine cannot run fails the gate instead of being skipped.")

@@ -20,7 +20,7 @@ from typing import Callable
 
 import torch
 
-from ..errors import CheckerError, ProducerError, first_line
+from ..errors import CheckerError, ProducerError, first_line, one_line, raised_at
 from ..isolation import Limits, phase, run_isolated
 from ..spec import CacheSpec
 from .obligations import GuardedOutput
@@ -194,7 +194,9 @@ def _read(reader: Reader, args: list[torch.Tensor], max_model_len: int,
     except ProducerError:
         raise
     except Exception as exc:
-        raise ProducerError(f"reader {reader.name!r} raised {first_line(exc)}") from exc
+        at = raised_at(exc)
+        raise ProducerError(f"reader {reader.name!r} raised {one_line(first_line(exc))}"
+                            + (f" at {at}" if at else "")) from exc
     rows = args[0].shape[0] * args[0].shape[1]
     outside = guarded.outside_writes() if reader.fills_output else NO_OUTSIDE_WRITES
     return _checked_output(reader, logits, rows, max_model_len, device), outside
@@ -234,7 +236,7 @@ def _read_isolated(reader: Reader, args: list[torch.Tensor], max_model_len: int)
     if dtype is None:
         raise ProducerError(f"reader {reader.name!r}: its child reported logits of dtype"
                             f" {str(report.get('dtype'))[:40]!r}")
-    ran = dataclasses.replace(reader, description=str(report.get("description", reader.description))[:1000],
+    ran = dataclasses.replace(reader, description=one_line(report.get("description", reader.description), 1000),
                               provenance=reported_provenance(report.get("provenance")))
     return out.to(dtype), ran, guarded.outside_writes()
 

@@ -9,7 +9,10 @@ MAX_PASSED_ROWS = 50  # larger gates list their failures and errors, and count t
 
 
 def _cell(text: str | None) -> str:
-    return (text or "").replace("|", "\\|").replace("\n", " ")
+    """Text in a table cell or a summary: no column break, no line break, no HTML (a writer's error text
+    must not become a heading)."""
+    escaped = (text or "").replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return escaped.replace("|", "\\|").replace("\n", " ")
 
 
 def render(run: Outcomes) -> str:

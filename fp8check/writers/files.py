@@ -25,7 +25,7 @@ from typing import Callable
 import torch
 
 from ..device import require_triton_format
-from ..errors import ProducerError, first_line
+from ..errors import ProducerError, first_line, one_line, raised_at
 from ..sources import (  # noqa: F401 (re-exported)
     FILE_PREFIX, GIT_PREFIX, PKG_PREFIX, PRESET_PREFIX, VLLM_FILE_PREFIX, Source, read_source,
 )
@@ -88,8 +88,12 @@ def import_source(source: Source, label: str, role: str = "producer") -> types.M
     sys.modules[module_name] = module
     try:
         exec(compile(source.data, filename, "exec"), module.__dict__)
-    except Exception as exc:  # the plugin's own code failed: name it, keep the cause for --debug
-        raise ProducerError(f"{role} {label!r}: {source.provenance['file']} failed to import: {first_line(exc)}") from exc
+    except Exception as exc:  # the plugin's own code failed: name it and where, keep the cause for --debug
+        at = raised_at(exc)
+        if isinstance(exc, SyntaxError) and exc.lineno:
+            at = one_line(f"{exc.filename}:{exc.lineno}: {(exc.text or '').strip()}")
+        raise ProducerError(f"{role} {label!r}: {source.provenance['file']} failed to import:"
+                            f" {one_line(first_line(exc))}" + (f" at {at}" if at else "")) from exc
     return module
 
 

@@ -14,7 +14,7 @@ from typing import Callable
 import torch
 
 from ..cache import SKIP_PADDING, CacheBuffer, forget_slot, padded_slots, write_in_layer
-from ..errors import CheckerError, ProducerError, first_line
+from ..errors import CheckerError, ProducerError, first_line, one_line, raised_at
 from ..inputs import Inputs, check_slots
 from ..isolation import Limits, phase, run_isolated
 from ..sources import GIT_PREFIX
@@ -198,7 +198,9 @@ def _write(producer: Producer, spec: CacheSpec, k: torch.Tensor, cache: torch.Te
     except ProducerError:
         raise
     except Exception as exc:
-        raise ProducerError(f"producer {producer.name!r} raised {first_line(exc)}") from exc
+        at = raised_at(exc)
+        raise ProducerError(f"producer {producer.name!r} raised {one_line(first_line(exc))}"
+                            + (f" at {at}" if at else "")) from exc
 
 
 def run_in_child(name: str, spec_json: str, repo: str | None, k: torch.Tensor, slot_mapping: torch.Tensor,
@@ -241,7 +243,7 @@ def run_producer(producer: Producer, spec: CacheSpec, inputs: Inputs, device: to
                               slot_mapping, buffer.buffer), limits=producer.isolation,
                               label=f"producer {producer.name!r}")
         producer = dataclasses.replace(
-            producer, description=str(report.get("description", producer.description))[:1000],
+            producer, description=one_line(report.get("description", producer.description), 1000),
             provenance=reported_provenance(report.get("provenance")), triton=report.get("triton") is True)
     else:
         producer.check(spec, device)
