@@ -19,7 +19,7 @@ from ..inputs import Inputs, check_slots
 from ..isolation import Limits, phase, run_isolated
 from ..sources import GIT_PREFIX
 from ..spec import CacheSpec
-from .files import FILE_PREFIX, VLLM_FILE_PREFIX, load_writer
+from .files import FILE_PREFIX, PKG_PREFIX, PRESET_PREFIX, VLLM_FILE_PREFIX, load_writer
 from .producer import EXTRA_KEYWORDS, Producer, reported_provenance
 
 def always() -> tuple[bool, str]:
@@ -113,7 +113,7 @@ REGISTRY: dict[str, Entry] = _entries()
 # The default baseline: the real aiter op where it can run, its PyTorch emulation `reference` elsewhere.
 AUTO = "auto"
 # Names whose code comes from the user's files: untrusted, run in a child process unless --in-process.
-UNTRUSTED_PREFIXES = (FILE_PREFIX, VLLM_FILE_PREFIX, GIT_PREFIX)
+UNTRUSTED_PREFIXES = (FILE_PREFIX, VLLM_FILE_PREFIX, GIT_PREFIX, PKG_PREFIX, PRESET_PREFIX)
 DEFAULT_ISOLATION = Limits()
 
 
@@ -145,6 +145,16 @@ def _not_here(*args, **kwargs) -> None:
     raise CheckerError("an isolated producer's code runs only in its child process")
 
 
+def _preset(name: str, checkout) -> Producer:
+    """`preset:PROJECT/NAME`, a writer a project table declares (projects/compose.py)."""
+    from ..projects.compose import cpu_check, load
+
+    done = load(name, "writer", checkout=checkout)
+    return Producer(name, f"{done.preset.description} from {done.loaded.origin.describe()}", done.fn,
+                    keywords=frozenset(EXTRA_KEYWORDS), provenance=done.provenance, check=cpu_check(done.loaded),
+                    triton=bool(done.loaded.kernels()))
+
+
 def resolve(name: str, *, fp8=None, repo=None, isolation: Limits | None = DEFAULT_ISOLATION) -> Producer:
     """The producer a name stands for: a registry name, `auto`, or code from a file (`file:`, `vllm-file:`,
     either with `git:REV:PATH` read from `repo`). `fp8` (an FP8Format) names the format vllm-file's
@@ -156,7 +166,9 @@ def resolve(name: str, *, fp8=None, repo=None, isolation: Limits | None = DEFAUL
     if untrusted(name) and isolation is not None:
         return Producer(name, f"{name} (run in a child process)", _not_here, isolation=isolation,
                         repo=None if repo is None else str(repo))
-    if name.startswith((FILE_PREFIX, VLLM_FILE_PREFIX)):
+    if name.startswith(PRESET_PREFIX):  # `repo`: a clone of the project's repository (--checkout)
+        return _preset(name, repo)
+    if name.startswith((FILE_PREFIX, VLLM_FILE_PREFIX, PKG_PREFIX)):
         return load_writer(name, fp8=fp8, repo=repo)
     if name == AUTO:
         return _auto()
