@@ -53,7 +53,7 @@ doctor: $(STAMP)
 	$(VENV)/bin/fp8check doctor
 
 test: $(STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest -n auto
 
 # A non-editable install into a fresh venv, fp8check run from another folder (.ci/test-install).
 test-install: $(STAMP)
