@@ -1,0 +1,45 @@
+"""Every `fp8check` command the README shows in a code block runs as written: a verdict (exit 0 or 1),
+never a usage error. Commands naming other repositories' revisions (`git:BEFORE:`, `git:origin/main:`)
+need those repositories and are left out; the rest run from a folder that holds the files they name."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def readme_blocks() -> list[list[str]]:
+    """The `fp8check` commands of each shell block, in order (a later one may use an earlier one's file)."""
+    blocks, language = [], None  # language: None outside a fenced block
+    for line in (ROOT / "README.md").read_text().splitlines():
+        if line.startswith("```"):
+            language = line[3:].strip() if language is None else None
+            blocks.append([])
+        elif language in ("", "sh", "bash", "console"):
+            line = line.strip().removeprefix("$ ")
+            if line.startswith("fp8check ") and "git:" not in line:
+                blocks[-1].append(line.split("  #")[0].strip())
+    return [block for block in blocks if block]
+
+
+def test_the_readme_shows_commands():
+    assert sum(map(len, readme_blocks())) >= 8
+
+
+@pytest.mark.parametrize("block", readme_blocks(), ids=lambda block: block[0][:60])
+def test_the_readme_commands_run_as_written(block, tmp_path):
+    for name in ("configs", "examples", "tests", "fp8check"):
+        (tmp_path / name).symlink_to(ROOT / name)
+    for command in block:
+        done = subprocess.run([sys.executable, "-m", "fp8check", *shlex.split(command)[1:]],
+                              capture_output=True, text=True, cwd=tmp_path, timeout=600,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert done.returncode in (0, 1), f"{command}: exit {done.returncode}\n{done.stderr[-2000:]}"
+        assert "error:" not in done.stderr, done.stderr[-2000:]
