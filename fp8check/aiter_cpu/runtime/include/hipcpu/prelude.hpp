@@ -1,0 +1,52 @@
+// Force-included first in both clang passes (host: -x hip; device: -fcuda-is-device, x86-64 target).
+// It stands in for the HIP compiler's own prelude: the execution-space attributes, the macros ROCm's
+// hipcc defines, and the AMDGPU builtins this runtime emulates (hipcpu/device.hpp). Every other
+// __builtin_amdgcn_* name the staged sources mention is defined as a poison value by the generated
+// header hipcpu/poison.hpp: executing it stops the run naming the builtin.
+#pragma once
+#define __HIPCC__ 1
+#define __HIP__ 1
+#define __HIP_PLATFORM_AMD__ 1
+#define __HIP_PLATFORM_HCC__ 1
+#define HIP_VERSION_MAJOR 6
+#define HIP_VERSION_MINOR 4
+#define HIP_VERSION_PATCH 0
+#define HIP_VERSION (HIP_VERSION_MAJOR * 10000000 + HIP_VERSION_MINOR * 100000 + HIP_VERSION_PATCH)
+
+#define __host__ __attribute__((host))
+#define __device__ __attribute__((device))
+#define __global__ __attribute__((global))
+#define __shared__ __attribute__((shared))
+#define __constant__ __attribute__((constant))
+#define __managed__ __attribute__((managed))
+#define __forceinline__ inline __attribute__((always_inline))
+#define __noinline__ __attribute__((noinline))
+#define __launch_bounds__(...)
+#define __grid_constant__
+
+// The C library and the header-only parts of the C++ library are callable from device code, as HIP's
+// own wrapper headers make them: on x86-64 a device call of `expf` is the host's `expf`.
+// <new> stays outside: the implicit declarations of operator new/delete are host functions.
+#include <new>
+#pragma clang force_cuda_host_device begin
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+#include <utility>
+#include <algorithm>
+#include <array>
+#include <tuple>
+#include <functional>
+#pragma clang force_cuda_host_device end
+
+#include "hipcpu/device.hpp"
+#if __has_include("hipcpu/poison.hpp")
+#include "hipcpu/poison.hpp"
+#endif
