@@ -78,10 +78,11 @@ class Built:
 
 
 def runtime_digest() -> str:
+    """The runtime's sources and the build steps themselves (this file, the asm rewriter)."""
     h = hashlib.sha256()
-    for path in sorted(RUNTIME.rglob("*")):
+    for path in [*sorted(RUNTIME.rglob("*")), Path(__file__), Path(asm_rewrite.__file__)]:
         if path.is_file():
-            h.update(str(path.relative_to(RUNTIME)).encode())
+            h.update(path.name.encode())
             h.update(path.read_bytes())
     return h.hexdigest()
 
@@ -142,20 +143,28 @@ def _poison_header(builtins: set[str], path: Path) -> int:
     names = sorted(builtins - emulated_builtins())
     lines = ["// Generated: the AMDGPU builtins the staged sources name and the runtime does not emulate.",
              "#pragma once"]
-    lines += [f'#define {name}(...) (::hipcpu::Poison("{name}"))' for name in names]
+    for name in names:
+        sized = re.search(r"_b(8|16|32|64|96|128)$", name)
+        size = int(sized.group(1)) // 8 if sized else 1
+        lines.append(f'#define {name}(...) (::hipcpu::PoisonOf<{size}>("{name}"))')
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")
     return len(names)
 
 
+def _tools(compiler: Compiler) -> Path:
+    """The folder of the compiler's own LLVM tools (llvm-nm, llvm-cxxfilt): where the real binary lies."""
+    return Path(os.path.realpath(shutil.which(compiler.command[0]) or compiler.command[0])).parent
+
+
 def _symbols(compiler: Compiler, obj: Path, cwd: Path) -> list[tuple[str, str]]:
-    nm = shutil.which("llvm-nm", path=str(Path(compiler.command[0]).parent)) or shutil.which("nm")
+    nm = shutil.which("llvm-nm", path=str(_tools(compiler))) or shutil.which("nm")
     out = subprocess.run([nm, "--defined-only", str(obj)], capture_output=True, text=True, cwd=cwd).stdout
     return [(parts[1], parts[2]) for parts in (line.split() for line in out.splitlines()) if len(parts) == 3]
 
 
 def _demangle(compiler: Compiler, names: list[str]) -> list[str]:
-    tool = shutil.which("llvm-cxxfilt", path=str(Path(compiler.command[0]).parent)) or shutil.which("c++filt")
+    tool = shutil.which("llvm-cxxfilt", path=str(_tools(compiler))) or shutil.which("c++filt")
     out = subprocess.run([tool], input="\n".join(names) + "\n", capture_output=True, text=True).stdout
     return out.splitlines()
 
@@ -185,18 +194,31 @@ def _parameters(demangled: str) -> list[str]:
     return [] if params == ["void"] else params
 
 
+def _parameter_types(signature: str) -> list[str] | None:
+    """C++ types a trampoline passes for each parameter; None when one cannot be passed by value here."""
+    if not signature.endswith(")"):
+        return None  # not demangled
+    types = []
+    for param in _parameters(signature):
+        if param.endswith(("*", "&")):
+            types.append("void*")
+        elif param in TYPE_MAP:
+            types.append(TYPE_MAP[param])
+        else:
+            return None
+    return types
+
+
 def _trampolines(kernels: list[str], demangled: list[str]) -> str:
+    """One trampoline per kernel whose parameters are pointers and scalars. A kernel with any other
+    parameter (a struct or enum by value) gets none: launching it stops the run naming it."""
     lines = ["// Generated: one trampoline per kernel, unpacking hipLaunchKernel's argument array.",
              'struct hipcpu_kernel_entry { const char* name; void (*trampoline)(void**); };']
     for i, (name, signature) in enumerate(zip(kernels, demangled)):
-        types = []
-        for param in _parameters(signature):
-            if param.endswith(("*", "&")):
-                types.append("void*")
-            elif param in TYPE_MAP:
-                types.append(TYPE_MAP[param])
-            else:
-                raise BuildError(f"kernel {signature}: parameter type {param!r} cannot be passed by this runtime")
+        types = _parameter_types(signature)
+        if types is None:
+            lines.append(f'#define hipcpu_trampoline_{i} nullptr')
+            continue
         decl = ", ".join(types)
         lines.append(f'extern "C" void hipcpu_kernel_{i}({decl}) __asm__("{name}");')
         call = ", ".join(f"*static_cast<{t}*>(a[{j}])" for j, t in enumerate(types))
@@ -210,6 +232,8 @@ def _trampolines(kernels: list[str], demangled: list[str]) -> str:
 def _compile_passes(compiler: Compiler, unit: Unit, arch: str, work: Path) -> None:
     staged, gen = work / "staged", work / "gen"
     base = _cc1(compiler, staged / unit.main, work / "x.o", work)
+    if "-ferror-limit" in base:
+        base[base.index("-ferror-limit") + 1] = "0"  # every error, so that one failed build names them all
     includes = ["-include", "hipcpu/prelude.hpp", "-I", str(RUNTIME / "include"), "-I", str(gen)]
     includes += [arg for d in unit.include_dirs for arg in ("-I", str(staged / d))]
     defines = [f"-D{d}" for d in unit.defines]
@@ -233,7 +257,7 @@ def _compile_passes(compiler: Compiler, unit: Unit, arch: str, work: Path) -> No
         (work / f"{name}.log").write_text(err)
         if proc.returncode != 0:
             errors = [line for line in err.splitlines() if "error" in line] or err.splitlines()
-            raise BuildError(f"the {name} pass failed: {(errors[0] if errors else 'no message').strip()[:400]}")
+            raise BuildError(f"the {name} pass failed: {' | '.join(e.strip()[:300] for e in errors[:3]) or 'no message'}")
 
 
 def _kernels(compiler: Compiler, work: Path) -> list[str]:
@@ -243,15 +267,22 @@ def _kernels(compiler: Compiler, work: Path) -> list[str]:
     return sorted(handles & functions)
 
 
+def _builtins(compiler: Compiler) -> list[str]:
+    """compiler-rt's builtins archive (bf16 conversions such as __truncsfbf2 that gcc 12's libgcc lacks)."""
+    out = subprocess.run([*compiler.command, "-print-libgcc-file-name", "--rtlib=compiler-rt"], capture_output=True,
+                         text=True).stdout.strip()
+    return [out] if out and Path(out).is_file() else []
+
+
 def _link(compiler: Compiler, arch: str, work: Path, out: Path) -> None:
     flags = ["-std=c++20", "-O2", "-fPIC", "-ffp-contract=off", "-I", str(RUNTIME / "include")]
     arch_flags = [f'-DHIPCPU_ARCH="{arch}"'] + (["-DHIPCPU_GFX942"] if arch == "gfx942" else [])
     src = RUNTIME / "src"
     _run([*compiler.command, *flags, "-fvisibility=hidden", *arch_flags, "-shared", "-o", str(out / "device.so"),
           str(work / "device.o"), str(work / "trampolines.cpp"), str(src / "device.cpp"), str(src / "isa_runner.cpp"),
-          "-Wl,-soname,device.so", "-Wl,-Bsymbolic"], work, "linking the device library")
+          *_builtins(compiler), "-Wl,-soname,device.so", "-Wl,-Bsymbolic"], work, "linking the device library")
     _run([*compiler.command, *flags, *arch_flags, "-shared", "-o", str(out / "host.so"), str(work / "host.o"),
-          str(src / "host.cpp"), str(out / "device.so"), "-Wl,-rpath,$ORIGIN", "-Wl,-Bsymbolic"], work,
+          str(src / "host.cpp"), str(out / "device.so"), *_builtins(compiler), "-Wl,-rpath,$ORIGIN", "-Wl,-Bsymbolic"], work,
          "linking the host library")
 
 

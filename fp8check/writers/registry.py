@@ -113,7 +113,8 @@ REGISTRY: dict[str, Entry] = _entries()
 # The default baseline: the real aiter op where it can run, its PyTorch emulation `reference` elsewhere.
 AUTO = "auto"
 # Names whose code comes from the user's files: untrusted, run in a child process unless --in-process.
-UNTRUSTED_PREFIXES = (FILE_PREFIX, VLLM_FILE_PREFIX, GIT_PREFIX)
+AITER_SRC_PREFIX = "aiter-src:"  # aiter's C++ op built from the user's source for the CPU (aiter_cpu/)
+UNTRUSTED_PREFIXES = (FILE_PREFIX, VLLM_FILE_PREFIX, GIT_PREFIX, AITER_SRC_PREFIX)
 DEFAULT_ISOLATION = Limits()
 
 
@@ -167,12 +168,16 @@ def resolve(name: str, *, fp8=None, repo=None, isolation: Limits | None = DEFAUL
                         repo=None if repo is None else str(repo))
     if name.startswith((FILE_PREFIX, VLLM_FILE_PREFIX)):
         return load_writer(name, fp8=fp8, repo=repo)
+    if name.startswith(AITER_SRC_PREFIX):
+        from ..aiter_cpu.producer import load as load_aiter_source
+
+        return load_aiter_source(name, fp8=fp8)
     if name == AUTO:
         return _auto()
     entry = REGISTRY.get(name)
     if entry is None:
         raise ProducerError(f"unknown producer {name!r}; known: {', '.join(names())}, {AUTO}, file:PATH:FUNC,"
-                            " vllm-file:PATH[:FUNC]")
+                            " vllm-file:PATH[:FUNC], aiter-src:PATH")
     ok, reason = entry.availability()
     if not ok:
         raise ProducerError(f"producer {name!r} is unavailable: {reason}")

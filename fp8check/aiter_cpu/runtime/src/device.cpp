@@ -331,9 +331,10 @@ HIPCPU_EXPORT bool hipcpu_launch(const char* name, dim3 grid, dim3 block, void**
     const hipcpu_kernel_entry* entry = nullptr;
     for(int i = 0; i < hipcpu_kernel_count; ++i)
         if(strcmp(hipcpu_kernels[i].name, name) == 0) entry = &hipcpu_kernels[i];
-    if(!entry)
+    if(!entry || !entry->trampoline)
     {
-        snprintf(g_error, sizeof g_error, "kernel not compiled for the CPU: %s", name);
+        snprintf(g_error, sizeof g_error, "kernel not runnable on the CPU (%s): %s",
+                 entry ? "a parameter passed by value is neither a pointer nor a scalar" : "not compiled", name);
         g_failed = true;
         return false;
     }

@@ -4,7 +4,14 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <limits.h>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
 #include "hip/hip_runtime_api.h"
+#include "hip/hip_vector_types.h"
 #include "hipcpu/device.hpp"
 
 #define HIP_DYNAMIC_SHARED(type, var) extern __shared__ type var[];
@@ -86,3 +93,4 @@ __device__ inline int __ffs(int x) { return __builtin_ffs(x); }
 __device__ inline int __ffsll(long long x) { return __builtin_ffsll(x); }
 
 #include "hip/hip_fp16.h"
+__device__ inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }

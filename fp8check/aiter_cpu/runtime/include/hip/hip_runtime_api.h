@@ -159,3 +159,6 @@ inline hipError_t hipOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, F* f
     return hipOccupancyMaxActiveBlocksPerMultiprocessor(blocks, (const void*)func, block_size, shared);
 }
 #define hipFuncAttributeMaxDynamicSharedMemorySize 8
+#define HIP_LAUNCH_PARAM_BUFFER_POINTER ((void*)0x01)
+#define HIP_LAUNCH_PARAM_BUFFER_SIZE ((void*)0x02)
+#define HIP_LAUNCH_PARAM_END ((void*)0x03)

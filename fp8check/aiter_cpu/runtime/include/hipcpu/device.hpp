@@ -16,6 +16,9 @@
 #define HIPCPU_EXPORT __attribute__((visibility("default")))
 
 struct hipcpu_uint3 { uint32_t x, y, z; };
+// Clang's AMDGPU-only builtin types, as opaque storage (what uses them is not emulated).
+typedef struct { uint32_t state; } __amdgpu_named_workgroup_barrier_t;
+typedef struct { uint32_t words[4]; } __amdgpu_buffer_rsrc_t;
 
 extern "C" {
 HIPCPU_VAR extern HIPCPU_EXPORT hipcpu_uint3 hipcpu_thread_idx;
@@ -88,12 +91,20 @@ HIPCPU_FN inline uint32_t mbcnt_hi(uint32_t mask, uint32_t acc)
     return acc + __builtin_popcount(mask & below);
 }
 
-// A builtin this runtime does not emulate: evaluating it stops the run naming it.
-struct Poison
+// A builtin this runtime does not emulate: evaluating it stops the run naming it. It converts to any
+// type and can be indexed, so that code using the builtin's result compiles.
+// Bytes: the size of the builtin's result where code bit-casts it (the _bN suffix of buffer loads).
+template <int Bytes> struct PoisonOf
 {
-    HIPCPU_FN Poison(const char* name) { hipcpu_fail("builtin not emulated", name); }
-    template <class T> HIPCPU_FN operator T() const { __builtin_unreachable(); }
+    unsigned char storage[Bytes] = {};
+    HIPCPU_FN constexpr PoisonOf(const char* name)
+    {
+        if(!__builtin_is_constant_evaluated()) hipcpu_fail("builtin not emulated", name);
+    }
+    template <class T> HIPCPU_FN constexpr operator T() const { return T{}; }
+    HIPCPU_FN constexpr PoisonOf operator[](long) const { return *this; }
 };
+using Poison = PoisonOf<1>;
 
 namespace isa {
 // One operand of a rewritten inline-asm statement: its constraint, its [name], where an output goes,

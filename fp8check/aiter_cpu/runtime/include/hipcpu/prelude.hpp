@@ -20,14 +20,17 @@
 #define __constant__ __attribute__((constant))
 #define __managed__ __attribute__((managed))
 #define __forceinline__ inline __attribute__((always_inline))
-#define __noinline__ __attribute__((noinline))
 #define __launch_bounds__(...)
 #define __grid_constant__
 
-// The C library and the header-only parts of the C++ library are callable from device code, as HIP's
+// The C library (and <cmath>'s overloads of it) is callable from device code, as HIP's
 // own wrapper headers make them: on x86-64 a device call of `expf` is the host's `expf`.
-// <new> stays outside: the implicit declarations of operator new/delete are host functions.
+// <new> and the C++ library's algorithm base stay outside: the implicit declarations of operator
+// new/delete are host functions, and libstdc++ redeclares its algorithms later as host functions.
 #include <new>
+#include <limits>
+#include <type_traits>
+#include <bits/stl_algobase.h>
 #pragma clang force_cuda_host_device begin
 #include <math.h>
 #include <stdlib.h>
@@ -37,13 +40,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <cstdint>
-#include <limits>
-#include <type_traits>
-#include <utility>
-#include <algorithm>
-#include <array>
-#include <tuple>
-#include <functional>
 #pragma clang force_cuda_host_device end
 
 #include "hipcpu/device.hpp"
