@@ -274,15 +274,21 @@ def _builtins(compiler: Compiler) -> list[str]:
     return [out] if out and Path(out).is_file() else []
 
 
-def _link(compiler: Compiler, arch: str, work: Path, out: Path) -> None:
+def device_name(key: str) -> str:
+    """The device library's file name and soname: unique per build, because the dynamic loader takes a
+    library already loaded under the same soname (another arch's build) for the one asked for."""
+    return f"libhipcpu-device-{key}.so"
+
+
+def _link(compiler: Compiler, arch: str, work: Path, out: Path, key: str) -> None:
     flags = ["-std=c++20", "-O2", "-fPIC", "-ffp-contract=off", "-I", str(RUNTIME / "include")]
     arch_flags = [f'-DHIPCPU_ARCH="{arch}"'] + (["-DHIPCPU_GFX942"] if arch == "gfx942" else [])
     src = RUNTIME / "src"
-    _run([*compiler.command, *flags, "-fvisibility=hidden", *arch_flags, "-shared", "-o", str(out / "device.so"),
+    _run([*compiler.command, *flags, "-fvisibility=hidden", *arch_flags, "-shared", "-o", str(out / device_name(key)),
           str(work / "device.o"), str(work / "trampolines.cpp"), str(src / "device.cpp"), str(src / "isa_runner.cpp"),
-          *_builtins(compiler), "-Wl,-soname,device.so", "-Wl,-Bsymbolic"], work, "linking the device library")
+          *_builtins(compiler), f"-Wl,-soname,{device_name(key)}", "-Wl,-Bsymbolic"], work, "linking the device library")
     _run([*compiler.command, *flags, *arch_flags, "-shared", "-o", str(out / "host.so"), str(work / "host.o"),
-          str(src / "host.cpp"), str(out / "device.so"), *_builtins(compiler), "-Wl,-rpath,$ORIGIN", "-Wl,-Bsymbolic"], work,
+          str(src / "host.cpp"), str(out / device_name(key)), *_builtins(compiler), "-Wl,-rpath,$ORIGIN", "-Wl,-Bsymbolic"], work,
          "linking the host library")
 
 
@@ -296,7 +302,7 @@ def build(unit: Unit, arch: str, compiler: Compiler) -> Built:
     cached = disk_cache.entry(CACHE_KIND, key)
     if cached is not None and (cached / "built.txt").is_file():
         info = (cached / "built.txt").read_text().splitlines()
-        return Built(cached / "host.so", cached / "device.so", arch, compiler.description, tuple(info[2:]), key, 0.0,
+        return Built(cached / "host.so", cached / device_name(key), arch, compiler.description, tuple(info[2:]), key, 0.0,
                      int(info[0]), int(info[1]))
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="fp8check-aiter-cpu-") as tmp:
@@ -308,7 +314,7 @@ def build(unit: Unit, arch: str, compiler: Compiler) -> Built:
         (work / "trampolines.cpp").write_text(_trampolines(kernels, _demangle(compiler, kernels)))
         out = work / "out"
         out.mkdir()
-        _link(compiler, arch, work, out)
+        _link(compiler, arch, work, out, key)
         (out / "built.txt").write_text("\n".join([str(asm_count), str(poisoned), *kernels]) + "\n")
         final = cached if cached is not None else Path(tempfile.mkdtemp(prefix="fp8check-aiter-cpu-build-"))
         final.parent.mkdir(parents=True, exist_ok=True)
@@ -318,5 +324,5 @@ def build(unit: Unit, arch: str, compiler: Compiler) -> Built:
         if final.exists():
             shutil.rmtree(final)
         os.replace(staging, final)
-    return Built(final / "host.so", final / "device.so", arch, compiler.description, tuple(kernels), key,
+    return Built(final / "host.so", final / device_name(key), arch, compiler.description, tuple(kernels), key,
                  time.perf_counter() - started, asm_count, poisoned)
