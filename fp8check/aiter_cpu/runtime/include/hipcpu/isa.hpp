@@ -87,34 +87,31 @@ inline Fp8Format fp8_format(Fp8 f)
     return f == Fp8::e4m3fnuz ? Fp8Format{8, 240.0, 0x7f, 0x80, false} : Fp8Format{7, 448.0, 0x7e, 0x7f, true};
 }
 
-// One f32 -> FP8 E4M3 conversion, round to nearest even at FP8 precision (FP8 denormals included).
+// One f32 -> FP8 E4M3 conversion, round to nearest even at FP8 precision (FP8 denormals included),
+// computed on the f32 bits.
 inline uint8_t cvt_fp8(float x, Fp8 f)
 {
     const Fp8Format fmt = fp8_format(f);
-    x = flush(x);
-    const uint8_t sign = signbit(x) ? 0x80 : 0x00;
-    if(is_nan(x)) return f == Fp8::e4m3fnuz ? fmt.nan : (uint8_t)(sign | fmt.nan);
-    double a = fabs((double)x);
-    if(a == 0.0) return fmt.negative_zero ? sign : 0x00;
-    const int emin = 1 - fmt.bias;  // smallest normal exponent
-    int e;
-    frexp(a, &e);
-    e -= 1;  // a = m * 2^e with 1 <= m < 2
-    if(e < emin) e = emin;
-    const double quantum = ldexp(1.0, e - 3);
-    double r = nearbyint(a / quantum) * quantum;  // exact quotient; RNE in the default rounding mode
-    if(r > fmt.max || isinf(a)) return (uint8_t)(sign | fmt.max_code);
-    if(r == 0.0) return fmt.negative_zero ? sign : 0x00;
-    uint8_t code;
-    if(r < ldexp(1.0, emin))
-        code = (uint8_t)(r / ldexp(1.0, emin - 3));
+    const uint32_t u = bits(flush(x));
+    const uint8_t sign = (u >> 31) ? 0x80 : 0x00;
+    const uint32_t a = u & 0x7fffffffu;
+    if(a > 0x7f800000u) return f == Fp8::e4m3fnuz ? fmt.nan : (uint8_t)(sign | fmt.nan);
+    if(a >= 0x7f800000u) return (uint8_t)(sign | fmt.max_code);  // inf saturates
+    const int emin = 1 - fmt.bias;  // the smallest normal FP8 exponent
+    uint32_t code;
+    if(a < (uint32_t)(127 + emin) << 23)
+    {
+        // below the smallest normal: multiples of 2^(emin-3); the scaling by 2^(3-emin) is exact
+        code = (uint32_t)nearbyintf(from_bits(a) * ldexpf(1.0f, 3 - emin));
+    }
     else
     {
-        int er;
-        double m = frexp(r, &er);  // r = m * 2^er, 0.5 <= m < 1
-        er -= 1;
-        code = (uint8_t)(((er + fmt.bias) << 3) | (int)((m * 2.0 - 1.0) * 8.0));
+        // keep 3 of the 23 mantissa bits, ties to even, then rebias the exponent
+        const uint32_t rounded = (a + 0x7ffffu + ((a >> 20) & 1u)) >> 20;
+        code = rounded - ((uint32_t)(127 - fmt.bias) << 3);
     }
+    if(code > fmt.max_code) code = fmt.max_code;
+    if(code == 0) return fmt.negative_zero ? sign : 0x00;
     return (uint8_t)(sign | code);
 }
 
