@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.fp8check-installed
 
-.PHONY: compare test test-install gate bench table parity doctor clean vllm-wheel-table
+.PHONY: compare test test-install gate bench table parity doctor clean vllm-wheel-table aiter-src-table
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -12,6 +12,12 @@ $(STAMP): pyproject.toml
 	# pull a multi-GB CUDA build. An environment that already has torch keeps it.
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q torch==2.13.0
 	$(PY) -m pip install -q -e '.[test]'
+	# aiter-src (aiter's C++ op built for the CPU) needs clang >= 20; its tests skip without one. Where
+	# none is found and apt-get can install (root on Debian: clang-22 from bookworm-security), it does.
+	$(PY) -c "from fp8check.aiter_cpu.compiler import find; raise SystemExit(find() is None)" \
+	  || { command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] && apt-get update -q >/dev/null \
+	       && DEBIAN_FRONTEND=noninteractive apt-get install -y -q clang-22 >/dev/null; } \
+	  || echo "no clang >= 20: the aiter-src tests will be skipped"
 	touch $(STAMP)
 
 compare: $(STAMP)
@@ -57,6 +63,21 @@ vllm-wheel-table: $(STAMP)
 	sed 's/\[:, : block_size \* head_dim\]\.view(FP8_DTYPE)$$/[:, : block_size * head_dim]/' $(VLLM_DIR)/$(VLLM_OPS) > $(VLLM_DIR)/pre-fix.py
 	! cmp -s $(VLLM_DIR)/$(VLLM_OPS) $(VLLM_DIR)/pre-fix.py
 	$(VENV)/bin/fp8check table --buggy vllm-file:$(VLLM_DIR)/pre-fix.py --fixed vllm-file:$(VLLM_DIR)/$(VLLM_OPS)
+
+# Not part of `make test`: aiter's real C++ op built for the CPU from an aiter source (`aiter-src:`) against
+# `reference` (every case must be IDENTICAL), then the seed's Triton columns. AITER_SRC: an aiter checkout
+# or an unpacked amd-aiter wheel's aiter_meta/ folder; without it, the released wheel is downloaded (no
+# dependencies, once) and unpacked.
+AITER_VERSION ?= 0.1.7.post2.dev18
+AITER_DIR := .cache/amd-aiter-$(AITER_VERSION)
+AITER_SRC ?=
+AITER_TABLE_SRC = $(if $(AITER_SRC),$(AITER_SRC),$(AITER_DIR))
+aiter-src-table: $(STAMP)
+	test -n "$(AITER_SRC)" || test -d $(AITER_DIR)/aiter_meta || ( $(PY) -m pip download -q --no-deps amd-aiter==$(AITER_VERSION) -d $(AITER_DIR) \
+	  && $(PY) -c "import glob, zipfile; zipfile.ZipFile(glob.glob('$(AITER_DIR)/amd_aiter-*.whl')[0]).extractall('$(AITER_DIR)')" )
+	$(PY) bench/aiter_src_table.py $(AITER_TABLE_SRC) --candidates reference --slots sequential,shuffled,padded,sparse --expect-identical
+	$(PY) bench/aiter_src_table.py $(AITER_TABLE_SRC) --candidates reference --inputs specials,mixed --specials-inf-nan --expect-identical
+	$(PY) bench/aiter_src_table.py $(AITER_TABLE_SRC) --candidates triton,triton-buggy --inputs normal
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis *.egg-info
