@@ -131,3 +131,14 @@ def test_fp8_conversion_saturates_and_encodes_nan_and_zeros(isa, fnuz):
 def test_fp8_pair_goes_to_the_selected_half_and_keeps_the_other(isa):
     assert isa.probe_cvt_pk(1.0, 2.0, 0xAABBCCDD, 0, 0) == 0xAABB0000 | 0x38 | (0x40 << 8)
     assert isa.probe_cvt_pk(1.0, 2.0, 0xAABBCCDD, 1, 0) == 0x0000CCDD | ((0x38 | (0x40 << 8)) << 16)
+
+
+@pytest.mark.parametrize("fnuz", [False, True], ids=["e4m3fn", "e4m3fnuz"])
+def test_fp8_to_f32_decodes_every_code_as_torch_does(isa, fnuz):
+    isa.probe_cvt_f32.restype = ctypes.c_float
+    isa.probe_cvt_f32.argtypes = [ctypes.c_uint, ctypes.c_int, ctypes.c_int]
+    dtype = torch.float8_e4m3fnuz if fnuz else torch.float8_e4m3fn
+    decoded = torch.arange(256, dtype=torch.uint8).view(dtype).float().tolist()
+    for code, expected in enumerate(decoded):
+        got = isa.probe_cvt_f32(code << 16, 2, int(fnuz))
+        assert (np.isnan(got) and np.isnan(expected)) or bits(got) == bits(expected), (hex(code), got, expected)

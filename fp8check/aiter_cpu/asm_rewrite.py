@@ -2,7 +2,7 @@
 
 Clang compiles the staged sources for x86-64, so an `asm` statement with AMDGPU instructions cannot stay:
 each one whose parts parse is replaced by a block that copies every operand into an emulated register
-(`hipcpu::isa::operand(constraint, name, expr)`) and hands the template text to `hipcpu_run_asm`, which
+(`hipcpu::isa::output` / `input(constraint, name, expr)`) and hands the template text to `hipcpu_run_asm`, which
 runs the instructions it knows and stops the run naming any other one, when executed. The template
 expression is kept as written (string literals, or macros standing for them), and the line count is
 kept so that compiler messages point at the original lines. Statements that do not parse are left as
@@ -129,7 +129,10 @@ def replacement(statement: AsmStatement, original: str) -> str:
     """The C++ block standing for one asm statement, followed by the newlines it spanned."""
     operands = [*statement.outputs, *statement.inputs]
     if operands:
-        items = ", ".join(f"::hipcpu::isa::operand({op.constraint}, {_name(op)}, ({op.expr}))" for op in operands)
+        # outputs bind to the lvalue (written back); inputs are copied (a vector element is fine there)
+        items = ", ".join(
+            f"::hipcpu::isa::{'output' if i < len(statement.outputs) else 'input'}({op.constraint}, {_name(op)}, ({op.expr}))"
+            for i, op in enumerate(operands))
         call = (f"{{ ::hipcpu::isa::AsmOperand hipcpu_asm_ops_[] = {{{items}}}; "
                 f"hipcpu_run_asm({statement.template}, hipcpu_asm_ops_, {len(operands)}); }}")
     else:

@@ -62,6 +62,9 @@ class Unit:
     include_dirs: tuple[str, ...]  # relative to root
     defines: tuple[str, ...] = ()
     extra_text: str = ""  # appended to the translation unit (an entry point)
+    system_includes: tuple[str, ...] = ()  # absolute folders searched after the staged ones (not staged)
+    link_flags: tuple[str, ...] = ()  # for the host library
+    key_extra: str = ""  # what else the build depends on (e.g. the PyTorch version it links)
 
 
 @dataclass(frozen=True)
@@ -92,7 +95,8 @@ def unit_digest(unit: Unit) -> str:
     for rel in sorted(unit.files):
         h.update(rel.encode())
         h.update((unit.root / rel).read_bytes())
-    h.update(repr((unit.main, unit.include_dirs, unit.defines, unit.extra_text)).encode())
+    h.update(repr((unit.main, unit.include_dirs, unit.defines, unit.extra_text, unit.system_includes,
+                   unit.link_flags, unit.key_extra)).encode())
     return h.hexdigest()
 
 
@@ -117,15 +121,26 @@ def _run(command: list[str], cwd: Path, what: str) -> None:
         raise BuildError(f"{what} failed: {(errors[0] if errors else 'no message').strip()[:400]}")
 
 
+_LLVM_LABEL = re.compile(r'__asm\s*\(\s*"(llvm\.[\w.]+)"\s*\)')
+
+
+def llvm_stub(intrinsic: str) -> str:
+    return "hipcpu_llvm_" + intrinsic.replace(".", "_")
+
+
 def _stage(unit: Unit, staged: Path) -> tuple[int, set[str]]:
-    """Copies the unit's files into `staged` with inline asm rewritten; (asm statements, builtin names)."""
+    """Copies the unit's files into `staged` with inline asm rewritten, and each function bound to an LLVM
+    AMDGPU intrinsic by an asm label (`__asm("llvm.amdgcn...")`) bound to a stub that stops the run naming
+    the intrinsic; (asm statements, builtin names and `llvm.` intrinsics)."""
     asm_count, builtins = 0, set()
     for rel in unit.files:
         text = (unit.root / rel).read_text(errors="surrogateescape")
         if "asm" in text:
+            builtins.update(_LLVM_LABEL.findall(text))
+            text = _LLVM_LABEL.sub(lambda m: f'__asm("{llvm_stub(m.group(1))}")', text)
             text, n = asm_rewrite.rewrite(text)
             asm_count += n
-        builtins.update(re.findall(r"\b__builtin_amdgcn_\w+", text))
+        builtins.update(re.findall(r"\b__builtin_amdgcn_\w+|\b__ocml_\w+", text))
         if rel == unit.main and unit.extra_text:
             text += "\n" + unit.extra_text
         target = staged / rel
@@ -140,16 +155,37 @@ def emulated_builtins() -> set[str]:
 
 
 def _poison_header(builtins: set[str], path: Path) -> int:
-    names = sorted(builtins - emulated_builtins())
+    ocml = sorted(name for name in builtins if name.startswith("__ocml_"))
+    names = sorted(name for name in builtins - emulated_builtins() if name.startswith("__builtin_amdgcn_"))
+    intrinsics = sorted(name for name in builtins if name.startswith("llvm."))
+    stubs = ['#include "hipcpu/device.hpp"']
+    stubs += [f'extern "C" void {llvm_stub(n)}() {{ hipcpu_fail("LLVM intrinsic not emulated", "{n}"); }}'
+              for n in intrinsics]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    (path.parent.parent / "llvm_stubs.cpp").write_text("\n".join(stubs) + "\n")
     lines = ["// Generated: the AMDGPU builtins the staged sources name and the runtime does not emulate.",
              "#pragma once"]
+    for name in ocml:  # __ocml_<fn>_f32 -> <fn>f, _f64 -> <fn>, _f16 -> <fn>f in float
+        match = re.fullmatch(r"__ocml_(\w+?)_(f16|f32|f64)", name)
+        if match is None:
+            continue
+        fn, kind = match.groups()
+        fn = {"native_recip": "recip", "native_rsqrt": "rsqrt"}.get(fn, fn.removeprefix("native_"))
+        if fn in ("recip", "rsqrt"):  # no libm function of that name
+            value = {"recip": "(a + ...)", "rsqrt": "::sqrt((a + ...))"}[fn]
+            call = {"f32": f"(float)(1.0 / {value})", "f64": f"1.0 / {value}",
+                    "f16": f"(_Float16)(1.0f / (float){value})"}[kind]
+            lines.append(f"HIPCPU_OCML({name}, {call})")
+            continue
+        call = {"f32": f"::{fn}f(a...)", "f64": f"::{fn}(a...)", "f16": f"(_Float16)::{fn}f((float)a...)"}[kind]
+        lines.append(f"HIPCPU_OCML({name}, {call})")
     for name in names:
         sized = re.search(r"_b(8|16|32|64|96|128)$", name)
         size = int(sized.group(1)) // 8 if sized else 1
         lines.append(f'#define {name}(...) (::hipcpu::PoisonOf<{size}>("{name}"))')
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")
-    return len(names)
+    return len(names) + len(intrinsics)
 
 
 def _tools(compiler: Compiler) -> Path:
@@ -236,6 +272,7 @@ def _compile_passes(compiler: Compiler, unit: Unit, arch: str, work: Path) -> No
         base[base.index("-ferror-limit") + 1] = "0"  # every error, so that one failed build names them all
     includes = ["-include", "hipcpu/prelude.hpp", "-I", str(RUNTIME / "include"), "-I", str(gen)]
     includes += [arg for d in unit.include_dirs for arg in ("-I", str(staged / d))]
+    includes += [arg for d in unit.system_includes for arg in ("-isystem", d)]
     defines = [f"-D{d}" for d in unit.defines]
     (work / "empty.bin").write_bytes(b"")
     passes = {
@@ -280,15 +317,15 @@ def device_name(key: str) -> str:
     return f"libhipcpu-device-{key}.so"
 
 
-def _link(compiler: Compiler, arch: str, work: Path, out: Path, key: str) -> None:
+def _link(compiler: Compiler, arch: str, work: Path, out: Path, key: str, unit: Unit) -> None:
     flags = ["-std=c++20", "-O2", "-fPIC", "-ffp-contract=off", "-I", str(RUNTIME / "include")]
     arch_flags = [f'-DHIPCPU_ARCH="{arch}"'] + (["-DHIPCPU_GFX942"] if arch == "gfx942" else [])
     src = RUNTIME / "src"
     _run([*compiler.command, *flags, "-fvisibility=hidden", *arch_flags, "-shared", "-o", str(out / device_name(key)),
-          str(work / "device.o"), str(work / "trampolines.cpp"), str(src / "device.cpp"), str(src / "isa_runner.cpp"),
+          str(work / "device.o"), str(work / "trampolines.cpp"), str(work / "gen" / "llvm_stubs.cpp"), str(src / "device.cpp"), str(src / "isa_runner.cpp"),
           *_builtins(compiler), f"-Wl,-soname,{device_name(key)}", "-Wl,-Bsymbolic"], work, "linking the device library")
     _run([*compiler.command, *flags, *arch_flags, "-shared", "-o", str(out / "host.so"), str(work / "host.o"),
-          str(src / "host.cpp"), str(out / device_name(key)), *_builtins(compiler), "-Wl,-rpath,$ORIGIN", "-Wl,-Bsymbolic"], work,
+          str(src / "host.cpp"), str(out / device_name(key)), *_builtins(compiler), *unit.link_flags, "-Wl,-rpath,$ORIGIN", "-Wl,-Bsymbolic"], work,
          "linking the host library")
 
 
@@ -314,7 +351,7 @@ def build(unit: Unit, arch: str, compiler: Compiler) -> Built:
         (work / "trampolines.cpp").write_text(_trampolines(kernels, _demangle(compiler, kernels)))
         out = work / "out"
         out.mkdir()
-        _link(compiler, arch, work, out, key)
+        _link(compiler, arch, work, out, key, unit)
         (out / "built.txt").write_text("\n".join([str(asm_count), str(poisoned), *kernels]) + "\n")
         final = cached if cached is not None else Path(tempfile.mkdtemp(prefix="fp8check-aiter-cpu-build-"))
         final.parent.mkdir(parents=True, exist_ok=True)

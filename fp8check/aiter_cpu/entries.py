@@ -12,6 +12,7 @@ class Form(enum.Enum):
     """How a release declares `indexer_k_quant_and_cache`."""
 
     TENSOR_PRESHUFFLE = "aiter_tensor_t, preshuffle"  # 2026-04-30 on: torch-free, preshuffle keyword
+    TORCH = "torch::Tensor, row-major"  # the PyPI 0.1.7 wheel and earlier: five arguments, ck_tile
 
     def detect(self, source: str) -> bool:
         signature = re.search(r"void\s+indexer_k_quant_and_cache\s*\(([^)]*)\)", source)
@@ -20,7 +21,7 @@ class Form(enum.Enum):
         params = signature.group(1)
         if self is Form.TENSOR_PRESHUFFLE:
             return "aiter_tensor_t" in params and "preshuffle" in params
-        return False
+        return "torch::Tensor" in params and "preshuffle" not in params
 
     @property
     def preshuffle(self) -> bool:
@@ -31,7 +32,8 @@ class Form(enum.Enum):
 class Entry:
     source: str
     defines: tuple[str, ...]
-    extra_includes: tuple[str, ...] = ()
+    extra_includes: tuple[str, ...] = ()  # folders of the source tree besides csrc/include
+    torch: bool = False  # builds against the installed PyTorch's headers and libraries
 
 
 _SIGNATURE = """extern "C" __attribute__((visibility("default"))) int fp8check_indexer_k_quant_and_cache(
@@ -53,8 +55,22 @@ _TENSOR_ENTRY = _SIGNATURE + """
 }
 """
 
+_TORCH_ENTRY = "namespace aiter {}\n" + _SIGNATURE + """
+{
+    (void)preshuffle;  // this form has no preshuffle: the caller applies shuffle_weight
+    auto kt = torch::from_blob(k, {num_tokens, head_dim}, torch::dtype(torch::kBFloat16));
+    auto ct = torch::from_blob(kv_cache, {num_blocks, block_size, cache_stride}, torch::dtype(torch::kUInt8));
+    auto st = torch::from_blob(slot_mapping, {num_tokens}, torch::dtype(torch::kInt64));
+    using namespace aiter;  // the host function is global in some releases, in namespace aiter in others
+    indexer_k_quant_and_cache(kt, ct, st, quant_block_size, std::string(scale_fmt));
+    return (int)hipGetLastError();
+}
+"""
+
 # aiter's JIT flags for this module (aiter/jit/core.py, optCompilerConfig.json "module_cache"): FP8 on,
 # ROCm paths; Composable Kernel off where the release can do without it.
 ENTRIES = {
     Form.TENSOR_PRESHUFFLE: Entry(_TENSOR_ENTRY, ("USE_ROCM=1", "ENABLE_FP8", "ENABLE_CK=0", "AITER_NO_TORCH_TYPES")),
+    Form.TORCH: Entry(_TORCH_ENTRY, ("USE_ROCM=1", "ENABLE_FP8", "__HIP_PLATFORM_AMD__=1"),
+                      ("csrc/include/ck_tile", "3rdparty/composable_kernel/include"), torch=True),
 }

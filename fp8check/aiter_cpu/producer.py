@@ -102,7 +102,25 @@ def unit(checkout: Checkout) -> build.Unit:
     for extra in entry.extra_includes:
         files += [str(p.relative_to(checkout.root)) for p in sorted((checkout.root / extra).rglob("*"))
                   if p.is_file() and p.suffix in HEADER_SUFFIXES]
-    return build.Unit(checkout.root, (*files, OP_FILE), OP_FILE, include_dirs, entry.defines, entry.source)
+    system_includes, link_flags, key_extra = (), (), ""
+    if entry.torch:
+        system_includes, link_flags, key_extra = _torch_build()
+    return build.Unit(checkout.root, (*files, OP_FILE), OP_FILE, include_dirs, entry.defines, entry.source,
+                      system_includes, link_flags, key_extra)
+
+
+STANDINS = build.RUNTIME / "standins"  # ROCm PyTorch's ATen/hip and rocPRIM, for torch-based releases
+
+
+def _torch_build() -> tuple[tuple[str, ...], tuple[str, ...], str]:
+    """Include folders, link flags and version of the installed PyTorch (torch-based aiter releases)."""
+    import sysconfig
+
+    from torch.utils import cpp_extension
+
+    libs = cpp_extension.library_paths()[0]
+    includes = (str(STANDINS), *cpp_extension.include_paths(), sysconfig.get_paths()["include"])
+    return includes, (f"-L{libs}", "-ltorch", "-ltorch_cpu", "-lc10", f"-Wl,-rpath,{libs}"), torch.__version__
 
 
 class Library:

@@ -12,3 +12,7 @@ unsigned probe_cvt_pk(float a, float b, unsigned old, int word_select, int fnuz)
     return cvt_pk_fp8_f32(a, b, old, word_select != 0, fnuz ? Fp8::e4m3fnuz : Fp8::e4m3fn);
 }
 }
+extern "C" float probe_cvt_f32(unsigned src, int byte_select, int fnuz)
+{
+    return cvt_f32_fp8(src, byte_select, fnuz ? Fp8::e4m3fnuz : Fp8::e4m3fn);
+}

@@ -24,7 +24,7 @@ __host__ __device__ inline __hip_bfloat162 __float22bfloat162_rn(float2 f)
     return __hip_bfloat162{__hip_bfloat16(f.x), __hip_bfloat16(f.y)};
 }
 __host__ __device__ inline __hip_bfloat162 __bfloat162bfloat162(__hip_bfloat16 b) { return __hip_bfloat162{b, b}; }
-__host__ __device__ inline float2 __bfloat1622float2(__hip_bfloat162 b) { return float2{(float)b.x, (float)b.y}; }
+__host__ __device__ inline float2 __bfloat1622float2(__hip_bfloat162 b) { return float2((float)b.x, (float)b.y); }
 // Arithmetic in fp32, one rounding to bf16 (RNE), as HIP's bf16 helpers compute it.
 __host__ __device__ inline __hip_bfloat16 __hadd(__hip_bfloat16 a, __hip_bfloat16 b) { return __hip_bfloat16((float)a + (float)b); }
 __host__ __device__ inline __hip_bfloat16 __hmul(__hip_bfloat16 a, __hip_bfloat16 b) { return __hip_bfloat16((float)a * (float)b); }

@@ -18,6 +18,7 @@
 #define hipLaunchKernelGGL(kernel, grid, block, shared, stream, ...) \
     kernel<<<(grid), (block), (shared), (stream)>>>(__VA_ARGS__)
 
+static constexpr int warpSize = 64;
 __device__ inline unsigned __lane_id() { return hipcpu_lane_id(); }
 __device__ inline void __syncthreads() { hipcpu_syncthreads(); }
 __device__ inline void __threadfence() {}
@@ -67,7 +68,7 @@ template <class M, class T> __device__ inline T __shfl_up_sync(M, T var, unsigne
 
 // Atomics: every lane runs on one OS thread and switches only at a cross-lane operation or a barrier,
 // so a read-modify-write is indivisible.
-template <class T> __device__ inline T atomicAdd(T* p, T v) { T old = *p; *p = old + v; return old; }
+template <class T, class U> __device__ inline T atomicAdd(T* p, U v) { T old = *p; *p = old + v; return old; }
 template <class T> __device__ inline T atomicSub(T* p, T v) { T old = *p; *p = old - v; return old; }
 template <class T> __device__ inline T atomicMax(T* p, T v) { T old = *p; *p = old < v ? v : old; return old; }
 template <class T> __device__ inline T atomicMin(T* p, T v) { T old = *p; *p = v < old ? v : old; return old; }
@@ -94,3 +95,6 @@ __device__ inline int __ffsll(long long x) { return __builtin_ffsll(x); }
 
 #include "hip/hip_fp16.h"
 __device__ inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+__device__ inline unsigned __umulhi(unsigned a, unsigned b) { return (unsigned)(((unsigned long long)a * b) >> 32); }
+__device__ inline int __mulhi(int a, int b) { return (int)(((long long)a * b) >> 32); }
+__device__ inline unsigned long long __umul64hi(unsigned long long a, unsigned long long b) { return (unsigned long long)(((unsigned __int128)a * b) >> 64); }

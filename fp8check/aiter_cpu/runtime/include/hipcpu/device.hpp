@@ -119,12 +119,20 @@ struct AsmOperand
 };
 
 template <class T>
-HIPCPU_FN inline AsmOperand operand(const char* constraint, const char* name, T&& value)
+HIPCPU_FN inline AsmOperand output(const char* constraint, const char* name, T& value)
 {
-    using V = __typeof__(value);
-    static_assert(sizeof(V) <= 32, "inline-asm operand wider than 256 bits");
-    AsmOperand op{constraint, name, (void*)&value, (uint32_t)sizeof(V), {}};
-    memcpy(op.bytes, (const void*)&value, sizeof(V));
+    static_assert(sizeof(T) <= 32, "inline-asm operand wider than 256 bits");
+    AsmOperand op{constraint, name, (void*)&value, (uint32_t)sizeof(T), {}};
+    memcpy(op.bytes, (const void*)&value, sizeof(T));
+    return op;
+}
+
+template <class T>
+HIPCPU_FN inline AsmOperand input(const char* constraint, const char* name, const T& value)
+{
+    static_assert(sizeof(T) <= 32, "inline-asm operand wider than 256 bits");
+    AsmOperand op{constraint, name, nullptr, (uint32_t)sizeof(T), {}};
+    memcpy(op.bytes, (const void*)&value, sizeof(T));
     return op;
 }
 } // namespace isa
@@ -165,3 +173,33 @@ extern "C" HIPCPU_FN HIPCPU_EXPORT void hipcpu_run_asm(const char* text, hipcpu:
 #define __builtin_amdgcn_s_setprio(...) ((void)0)
 #define __builtin_amdgcn_s_sleep(...) ((void)0)
 #define __builtin_amdgcn_wave_barrier() ((void)0)
+
+// FP8 -> f32 conversions (hipcpu/isa.hpp): the FP8 format is the arch's, as on the GPU.
+#if defined(__HIP__)
+#pragma clang force_cuda_host_device begin
+#endif
+#include "hipcpu/isa.hpp"
+#if defined(__HIP__)
+#pragma clang force_cuda_host_device end
+#endif
+namespace hipcpu {
+#if defined(__gfx942__)
+inline constexpr isa::Fp8 arch_fp8 = isa::Fp8::e4m3fnuz;
+#else
+inline constexpr isa::Fp8 arch_fp8 = isa::Fp8::e4m3fn;
+#endif
+HIPCPU_FN inline float cvt_f32_fp8(int src, int byte_select) { return isa::cvt_f32_fp8((uint32_t)src, byte_select, arch_fp8); }
+typedef float float2_vector __attribute__((ext_vector_type(2)));
+HIPCPU_FN inline float2_vector cvt_pk_f32_fp8(int src, bool word_select)
+{
+    const int b = word_select ? 2 : 0;
+    return float2_vector{cvt_f32_fp8(src, b), cvt_f32_fp8(src, b + 1)};
+}
+} // namespace hipcpu
+#define __builtin_amdgcn_cvt_f32_fp8(src, byte_select) (::hipcpu::cvt_f32_fp8((src), (byte_select)))
+#define __builtin_amdgcn_cvt_pk_f32_fp8(src, word_select) (::hipcpu::cvt_pk_f32_fp8((src), (word_select)))
+
+// OCML, the AMDGPU math library that HIP's and ck_tile's device math calls: here the host's libm (the
+// op's path calls none of them; build.py declares the names the sources use).
+#define HIPCPU_OCML(name, call) \
+    template <class... A> HIPCPU_FN inline auto name(A... a) { return call; }

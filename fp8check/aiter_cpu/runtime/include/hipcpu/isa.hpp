@@ -115,6 +115,20 @@ inline uint8_t cvt_fp8(float x, Fp8 f)
     return (uint8_t)(sign | code);
 }
 
+// V_CVT_F32_FP8: one FP8 byte of src (byte_select 0-3) to f32, exactly (every FP8 value is an f32).
+inline float cvt_f32_fp8(uint32_t src, int byte_select, Fp8 f)
+{
+    const Fp8Format fmt = fp8_format(f);
+    const uint8_t code = (uint8_t)(src >> (8 * (byte_select & 3)));
+    const bool negative = code & 0x80;
+    const uint32_t magnitude = code & 0x7f;
+    if(f == Fp8::e4m3fnuz ? code == 0x80 : magnitude == 0x7f) return from_bits(0x7fc00000u);
+    const int exponent = (int)(magnitude >> 3), mantissa = (int)(magnitude & 7);
+    float v = exponent == 0 ? ldexpf((float)mantissa, -fmt.bias - 2)
+                            : ldexpf((float)(8 + mantissa), exponent - fmt.bias - 3);
+    return negative ? -v : v;
+}
+
 // V_CVT_PK_FP8_F32 dst, src0, src1 [op_sel:[0,0,1]]: bytes {fp8(src0), fp8(src1)} into the low half of
 // dst, or the high half when word_select; the other half keeps dst's old bits.
 inline uint32_t cvt_pk_fp8_f32(float src0, float src1, uint32_t old, bool word_select, Fp8 f)

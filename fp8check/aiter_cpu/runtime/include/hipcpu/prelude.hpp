@@ -8,10 +8,7 @@
 #define __HIP__ 1
 #define __HIP_PLATFORM_AMD__ 1
 #define __HIP_PLATFORM_HCC__ 1
-#define HIP_VERSION_MAJOR 6
-#define HIP_VERSION_MINOR 4
-#define HIP_VERSION_PATCH 0
-#define HIP_VERSION (HIP_VERSION_MAJOR * 10000000 + HIP_VERSION_MINOR * 100000 + HIP_VERSION_PATCH)
+#include "hip/hip_version.h"
 
 #define __host__ __attribute__((host))
 #define __device__ __attribute__((device))
@@ -41,6 +38,13 @@
 #include <cstring>
 #include <cstdint>
 #pragma clang force_cuda_host_device end
+// The float-suffixed C functions in std, as HIP's math headers (and libc++) provide them.
+namespace std {
+using ::acosf; using ::asinf; using ::atanf; using ::atan2f; using ::ceilf; using ::cosf; using ::coshf;
+using ::expf; using ::exp2f; using ::fabsf; using ::floorf; using ::fmaxf; using ::fminf; using ::fmodf;
+using ::log2f; using ::log10f; using ::logf; using ::powf; using ::roundf; using ::sinf; using ::sinhf;
+using ::sqrtf; using ::tanf; using ::tanhf; using ::truncf; using ::rintf; using ::nearbyintf;
+} // namespace std
 
 #include "hipcpu/device.hpp"
 #if __has_include("hipcpu/poison.hpp")
