@@ -62,10 +62,12 @@ def _git_export(text: str) -> tuple[Path, str]:
 
 
 def _revision(root: Path) -> str:
-    try:
-        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True)
-        if out.returncode == 0 and re.fullmatch(r"[0-9a-f]{40}", out.stdout.strip()):
-            return out.stdout.strip()
+    try:  # a checkout: the folder is the top of its git repository
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "--show-toplevel", "HEAD"], capture_output=True,
+                             text=True)
+        lines = out.stdout.split()
+        if out.returncode == 0 and len(lines) == 2 and Path(lines[0]).resolve() == root.resolve():
+            return lines[1]
     except OSError:
         pass
     for meta in (root.parent.glob("amd_aiter-*.dist-info/METADATA")):
@@ -229,10 +231,14 @@ def writer_for(checkout: Checkout):
 
 def provenance(checkout: Checkout, fmt: FP8Format | None) -> dict:
     compiler = compilers.find()
+    commit = re.fullmatch(r"[0-9a-f]{40}", checkout.revision)
+    where = {"revision": "HEAD" if not checkout.label.startswith("git:") else checkout.label.split(":")[1],
+             "commit": checkout.revision} if commit else {"release": checkout.revision}
     return {
+        "function": "indexer_k_quant_and_cache",
         "source": checkout.label,
-        "revision": checkout.revision,
-        "file": OP_FILE,
+        **where,
+        "file": f"{checkout.label.rstrip('/')}/{OP_FILE}",
         "sha256": checkout.op_sha256,
         "form": checkout.form.value,
         "arch": ARCH[fmt] if fmt else "by --fp8",
