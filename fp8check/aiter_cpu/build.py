@@ -181,8 +181,8 @@ def _poison_header(builtins: set[str], path: Path) -> int:
         lines.append(f"HIPCPU_OCML({name}, {call})")
     for name in names:
         sized = re.search(r"_b(8|16|32|64|96|128)$", name)
-        size = int(sized.group(1)) // 8 if sized else 1
-        lines.append(f'#define {name}(...) (::hipcpu::PoisonOf<{size}>("{name}"))')
+        kind = f"PoisonOf<{int(sized.group(1)) // 8}>" if sized else "Poison"
+        lines.append(f'#define {name}(...) (::hipcpu::{kind}("{name}"))')
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")
     return len(names) + len(intrinsics)

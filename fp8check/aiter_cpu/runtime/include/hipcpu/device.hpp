@@ -93,6 +93,22 @@ HIPCPU_FN inline uint32_t mbcnt_hi(uint32_t mask, uint32_t acc)
 
 // A builtin this runtime does not emulate: evaluating it stops the run naming it. It converts to any
 // type and can be indexed, so that code using the builtin's result compiles.
+struct PoisonValue
+{
+    template <class T> HIPCPU_FN constexpr operator T() const { return T{}; }
+};
+
+struct Poison
+{
+    PoisonValue x, y, z, w;  // a builtin returning a vector: code reads its elements
+    HIPCPU_FN constexpr Poison(const char* name)
+    {
+        if(!__builtin_is_constant_evaluated()) hipcpu_fail("builtin not emulated", name);
+    }
+    template <class T> HIPCPU_FN constexpr operator T() const { return T{}; }
+    HIPCPU_FN constexpr Poison operator[](long) const { return *this; }
+};
+
 // Bytes: the size of the builtin's result where code bit-casts it (the _bN suffix of buffer loads).
 template <int Bytes> struct PoisonOf
 {
@@ -104,7 +120,6 @@ template <int Bytes> struct PoisonOf
     template <class T> HIPCPU_FN constexpr operator T() const { return T{}; }
     HIPCPU_FN constexpr PoisonOf operator[](long) const { return *this; }
 };
-using Poison = PoisonOf<1>;
 
 namespace isa {
 // One operand of a rewritten inline-asm statement: its constraint, its [name], where an output goes,
