@@ -318,7 +318,7 @@ def device_name(key: str) -> str:
 
 
 def _link(compiler: Compiler, arch: str, work: Path, out: Path, key: str, unit: Unit) -> None:
-    flags = ["-std=c++20", "-O2", "-fPIC", "-ffp-contract=off", "-I", str(RUNTIME / "include")]
+    flags = ["-std=c++20", "-O3", "-fPIC", "-ffp-contract=off", "-I", str(RUNTIME / "include")]
     arch_flags = [f'-DHIPCPU_ARCH="{arch}"'] + (["-DHIPCPU_GFX942"] if arch == "gfx942" else [])
     src = RUNTIME / "src"
     _run([*compiler.command, *flags, "-fvisibility=hidden", *arch_flags, "-shared", "-o", str(out / device_name(key)),

@@ -64,8 +64,9 @@ uint64_t g_instructions[16];
 
 extern "C" void hipcpu_switch(void** save_sp, void* load_sp);
 #if defined(__x86_64__)
-// Saves the callee-saved registers, MXCSR and the x87 control word on the current stack, stores the stack
-// pointer in *save_sp, and resumes the context whose stack pointer is load_sp (System V AMD64 ABI).
+// Saves the callee-saved registers on the current stack, stores the stack pointer in *save_sp, and
+// resumes the context whose stack pointer is load_sp (System V AMD64 ABI). MXCSR and the x87 control word
+// are the same in every fiber and the scheduler during a launch (hipcpu_launch sets and restores them).
 asm(R"(
 .text
 .globl hipcpu_switch
@@ -78,14 +79,8 @@ hipcpu_switch:
     pushq %r13
     pushq %r14
     pushq %r15
-    subq $8, %rsp
-    stmxcsr (%rsp)
-    fnstcw 4(%rsp)
     movq %rsp, (%rdi)
     movq %rsi, %rsp
-    ldmxcsr (%rsp)
-    fldcw 4(%rsp)
-    addq $8, %rsp
     popq %r15
     popq %r14
     popq %r13
@@ -136,9 +131,7 @@ void start(Lane& lane)
     top[-1] = 0;
     top[-2] = reinterpret_cast<uint64_t>(&hipcpu_fiber_main);
     for(int i = 3; i <= 8; ++i) top[-i] = 0;  // rbp rbx r12 r13 r14 r15
-    uint32_t control[2] = {kFiberMxcsr, 0x037f};
-    memcpy(&top[-9], control, 8);
-    lane.sp = &top[-9];
+    lane.sp = &top[-8];
     lane.state = State::runnable;
 }
 
@@ -344,6 +337,9 @@ HIPCPU_EXPORT bool hipcpu_launch(const char* name, dim3 grid, dim3 block, void**
     hipcpu_block_dim = {block.x, block.y, block.z};
     hipcpu_grid_dim = {grid.x, grid.y, grid.z};
     const size_t nthreads = size_t(block.x) * block.y * block.z;
+    const uint32_t host_mxcsr = __builtin_ia32_stmxcsr();
+    __builtin_ia32_ldmxcsr(kFiberMxcsr);  // restored below, on every way out
+    struct Restore { uint32_t value; ~Restore() { __builtin_ia32_ldmxcsr(value); } } restore{host_mxcsr};
     for(uint32_t z = 0; z < grid.z; ++z)
         for(uint32_t y = 0; y < grid.y; ++y)
             for(uint32_t x = 0; x < grid.x; ++x)

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <string>
+#include <deque>
 #include <vector>
 
 #if defined(HIPCPU_GFX942)
@@ -139,13 +140,17 @@ std::vector<Insn> parse(const char* text)
 }
 
 struct Cached { const char* text; std::vector<Insn> program; };
-std::vector<Cached> g_programs;
+std::deque<Cached> g_programs;  // a deque: references to earlier programs stay valid as it grows
 
 const std::vector<Insn>& program_for(const char* text)
 {
-    for(const auto& c : g_programs)
-        if(c.text == text) return c.program;
+    static const char* last_text = nullptr;  // statements repeat: most calls hit the last one looked up
+    static size_t last = 0;
+    if(text == last_text) return g_programs[last].program;
+    for(size_t i = 0; i < g_programs.size(); ++i)
+        if(g_programs[i].text == text) { last_text = text, last = i; return g_programs[i].program; }
     g_programs.push_back({text, parse(text)});
+    last_text = text, last = g_programs.size() - 1;
     return g_programs.back().program;
 }
 
