@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import os
 import re
 import subprocess
 import tempfile
@@ -21,6 +22,7 @@ from pathlib import Path
 
 import torch
 
+from .. import disk_cache
 from ..errors import ProducerError
 from ..spec import FP8Format, Layout
 from . import build, compiler as compilers
@@ -52,10 +54,18 @@ def _git_export(text: str) -> tuple[Path, str]:
     try:
         commit = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", f"{rev}^{{commit}}"],
                                 capture_output=True, text=True, check=True).stdout.strip()
+        # exported once per commit into the cache folder (a private temporary folder without one)
+        cached = disk_cache.entry("aiter-src-git", commit)
+        if cached is not None and (cached / OP_FILE).is_file():
+            return cached, commit
         target = Path(tempfile.mkdtemp(prefix=f"fp8check-aiter-{commit[:12]}-"))
         archive = subprocess.run(["git", "-C", str(repo), "archive", commit, "csrc", "aiter/ops/shuffle.py"],
                                  capture_output=True, check=True).stdout
         subprocess.run(["tar", "x", "-C", str(target)], input=archive, check=True)
+        if cached is not None:
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(target, cached)
+            target = cached
     except (OSError, subprocess.CalledProcessError) as exc:
         raise ProducerError(f"aiter-src:{text}: cannot export revision {rev!r} of {repo}: {exc}") from None
     return target, commit
