@@ -4,13 +4,23 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.fp8check-installed
 
-.PHONY: compare test test-install gate bench table parity doctor clean vllm-wheel-table aiter-src-table
+.PHONY: compare test test-install test-triton-matrix torch-plan gate gate-gpu bench table parity doctor clean vllm-wheel-table aiter-src-table
+
+# Which torch build: the machine decides, TORCH_INDEX=cpu|cu126|cu128|rocm6.4|... overrides. No NVIDIA or
+# AMD GPU here: PyTorch's CPU-only index and a `+cpu` pin, so no CUDA package is ever downloaded (a plain
+# `torch` from PyPI is the CUDA build plus ~18 nvidia packages). pypi: PyPI's own torch, as pip resolves it.
+# An environment that already has torch keeps it; local wheels (pip's find-links) still win.
+TORCH_VERSION ?= 2.13.0
+TORCH_INDEX ?= $(shell if nvidia-smi -L >/dev/null 2>&1; then echo pypi; \
+	elif [ -e /dev/kfd ] || rocminfo >/dev/null 2>&1; then echo rocm6.4; else echo cpu; fi)
+TORCH_PIN := torch==$(TORCH_VERSION)$(if $(filter pypi,$(TORCH_INDEX)),,+$(TORCH_INDEX))
+TORCH_SPEC := $(TORCH_PIN)$(if $(filter pypi,$(TORCH_INDEX)),, --extra-index-url https://download.pytorch.org/whl/$(TORCH_INDEX))
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	# The CPU build of torch 2.13.0 lies on the development machines' disk; a plain `torch` would
-	# pull a multi-GB CUDA build. An environment that already has torch keeps it.
-	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q torch==2.13.0
+	# the pinned build from where pip already looks (a local wheel store), else from PyTorch's index
+	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q $(TORCH_PIN) 2>/dev/null \
+	  || $(PY) -m pip install -q $(TORCH_SPEC)
 	$(PY) -m pip install -q -e '.[test]'
 	# aiter-src (aiter's C++ op built for the CPU) needs clang >= 20; its tests skip without one. Where
 	# none is found and apt-get can install (root on Debian: clang-22 from bookworm-security), it does.
@@ -19,6 +29,22 @@ $(STAMP): pyproject.toml
 	       && DEBIAN_FRONTEND=noninteractive apt-get install -y -q clang-22 >/dev/null; } \
 	  || echo "no clang >= 20: the aiter-src tests will be skipped"
 	touch $(STAMP)
+
+# What the set-up would install for torch here, installing nothing (pip's dry-run report; no nvidia-* on a CPU machine).
+torch-plan:
+	$(PYTHON) -m pip install --dry-run --ignore-installed --quiet --report - $(TORCH_SPEC) \
+	  | $(PYTHON) -c "import json, sys; print('\n'.join(i['metadata']['name'] + ' ' + i['metadata']['version'] for i in json.load(sys.stdin)['install']))"
+
+# The suite against the oldest and the newest supported Triton (README: "Supported versions"), each in a
+# venv of its own beside $(VENV), with the same torch build.
+TRITON_MATRIX ?= 3.6.0 3.9.0
+test-triton-matrix:
+	set -e; for v in $(TRITON_MATRIX); do \
+	  test -x .venv-triton-$$v/bin/python || $(PYTHON) -m venv .venv-triton-$$v; \
+	  .venv-triton-$$v/bin/python -m pip install -q $(TORCH_SPEC) triton==$$v; \
+	  .venv-triton-$$v/bin/python -m pip install -q -e '.[test]' triton==$$v; \
+	  .venv-triton-$$v/bin/python -m pytest -p no:cacheprovider; \
+	done
 
 compare: $(STAMP)
 	$(VENV)/bin/fp8check compare --block 64 --head-dim 128
@@ -41,6 +67,9 @@ test-install: $(STAMP)
 
 gate: $(STAMP)
 	$(VENV)/bin/fp8check gate configs/ci.toml
+
+gate-gpu: $(STAMP)
+	$(VENV)/bin/fp8check gate configs/gpu.toml --device cuda
 
 bench: $(STAMP)
 	$(PY) bench/stages.py --merge bench/results/h200-2026-11-30.json
@@ -80,4 +109,4 @@ aiter-src-table: $(STAMP)
 	$(PY) bench/aiter_src_table.py $(AITER_TABLE_SRC) --candidates triton,triton-buggy --inputs normal
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis *.egg-info
+	rm -rf $(VENV) .venv-triton-* .pytest_cache .hypothesis *.egg-info

@@ -1,6 +1,6 @@
 """`make bench`: what one Triton program costs in the exact CPU interpreter, and a whole vllm-file run.
 
-1. In process (interpreter mode on before Triton is imported, exact FP8 conversion installed): the
+1. In process (kernels on CPU tensors in the exact interpreter): the
    vLLM-style one-program-per-token writer of tests/kernels/rocm_indexer_ops.py, loaded through
    `vllm-file:`, on caches of growing size; ms per program and tokens per second (best and median of
    REPEATS: the machine is shared, the best is the cost). fp8check's own `triton` writer (256 tokens per
@@ -31,9 +31,6 @@ RUNS = int(sys.argv[1]) if len(sys.argv) > 1 else 3
 
 
 def per_program() -> list[tuple[str, int, int, float, float]]:
-    from fp8check.writers.interpreter import prepare_cpu
-
-    prepare_cpu()  # before anything imports Triton, as the CLI does on the CPU
     import torch
 
     from fp8check.inputs import generate

@@ -1,15 +1,15 @@
 """fp8check: byte-exact verification of FP8 indexer K-cache writers.
 
-`import fp8check` stays cheap: the API (`compare_writers`, `Result`, `prepare_cpu`) is imported on first use.
+`import fp8check` stays cheap: the API (`compare_writers`, `Result`) is imported on first use.
 """
 
 __version__ = "0.1.0"
 
-__all__ = ["compare_writers", "Result", "prepare_cpu", "testing"]
+__all__ = ["compare_writers", "Result", "testing"]
 
 
 def __getattr__(name: str):
-    if name in ("compare_writers", "Result", "prepare_cpu"):
+    if name in ("compare_writers", "Result"):
         from . import api
 
         return getattr(api, name)

@@ -75,6 +75,27 @@ class BudgetVerdict:
             "failed": list(self.failed),
         }
 
+    def describe(self) -> str:
+        """How the diff met the budgets that were set; over budget, only the ones it exceeds."""
+        b = self.budget
+        parts: dict[str, str] = {}
+        if b.max_code_distance:
+            worst = self.worst_distance or 0
+            text = f"max code distance {worst} {'<=' if worst <= b.max_code_distance else '>'} {b.max_code_distance}"
+            if not (b.max_diff_bytes or b.max_diff_fraction) and self.counted:
+                text += f", {self.counted} bytes not excused"
+            parts["max-code-distance"] = text
+        allowances = [f"--max-diff-bytes {b.max_diff_bytes}"] * bool(b.max_diff_bytes) + \
+            [f"--max-diff-fraction {b.max_diff_fraction:g}"] * bool(b.max_diff_fraction)
+        if allowances:
+            counted = f"{self.counted} counted {'<=' if self.within else '>'} {self.allowed} allowed by {' / '.join(allowances)}"
+            parts["max-diff-bytes" if b.max_diff_bytes else "max-diff-fraction"] = counted
+        if self.within:
+            return "; ".join(parts.values())
+        shown = [text for name, text in parts.items() if name in self.failed
+                 or (name == "max-diff-bytes" and "max-diff-fraction" in self.failed)]
+        return "exceeds " + "; ".join(shown)
+
 
 def _value_distances(diff: DiffResult, baseline: CacheBuffer, candidate: CacheBuffer, limit: int) -> tuple[int, int]:
     """(differing value bytes within `limit` codes, worst distance) over the blocks whose values differ."""
@@ -83,8 +104,8 @@ def _value_distances(diff: DiffResult, baseline: CacheBuffer, candidate: CacheBu
     excused, worst = 0, 0
     for start in range(0, blocks.numel(), CHUNK_BLOCKS):
         index = blocks[start : start + CHUNK_BLOCKS]
-        a = baseline.flat.index_select(0, index)[:, : spec.value_bytes]
-        b = candidate.flat.index_select(0, index)[:, : spec.value_bytes]
+        a = spec.value_part(baseline.flat.index_select(0, index))
+        b = spec.value_part(candidate.flat.index_select(0, index))
         differs = a != b
         distance = code_distance(a, b, spec.fp8)
         excused += int(torch.count_nonzero(differs & (distance <= limit)))

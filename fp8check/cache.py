@@ -126,6 +126,15 @@ class CacheBuffer:
         fresh = torch.cat([poison(g, self.buffer.device), fill_poison(torch.empty_like(self.buffer[back:]), back)])
         return int((self.guards != fresh).sum())
 
+    def faults(self, owner: str) -> tuple[str, ...]:
+        """Why the producer `owner` names fails whatever its cache bytes: stray writes (outside the cache)
+        and inputs changed in place. One phrase each, for the verdict line; () when there is none."""
+        stray = self.guard_writes()
+        found = (f"{owner} wrote {stray} bytes outside the cache",) if stray else ()
+        if self.modified_inputs:
+            found += (f"{owner} modified its {' and '.join(self.modified_inputs)} in place",)
+        return found
+
 
 def scatter_rows(
     spec: CacheSpec,
@@ -135,20 +144,80 @@ def scatter_rows(
     scales: torch.Tensor,
 ) -> None:
     """Write FP8 codes (uint8 [T, head_dim]) and fp32 scales ([T, head_dim/qbs]) of each token to its
-    slot, in the spec's layout; tokens with a negative slot write nothing."""
-    flat = cache.view(spec.num_blocks, spec.block_bytes).view(-1)
+    slot, in the spec's layout and scale format; tokens with a negative slot write nothing."""
+    from .fp8 import encode_scales
+
+    blocks = cache.view(spec.num_blocks, spec.block_bytes)  # a view also of a per-layer strided cache
     keep = slot_mapping >= 0
     slots = slot_mapping[keep].to(torch.int64)
     if slots.numel() and int(slots.max()) >= spec.num_slots:
         raise ValueError(f"slot {int(slots.max())} is outside the cache ({spec.num_slots} slots)")
-    block, token = slots // spec.block_size, slots % spec.block_size
-    base = (block * spec.block_bytes).view(-1, 1)
-    value_pos = base + spec.value_index(cache.device)[token]
-    flat[value_pos.reshape(-1)] = codes[keep].reshape(-1)
-    scale_bytes = scales[keep].to(torch.float32).contiguous().view(torch.uint8)  # little-endian fp32
-    first = base + spec.value_bytes + 4 * spec.groups_per_token * token.view(-1, 1)
-    scale_pos = first + torch.arange(4 * spec.groups_per_token, device=cache.device).view(1, -1)
-    flat[scale_pos.reshape(-1)] = scale_bytes.reshape(-1)
+    block, token = (slots // spec.block_size).view(-1, 1), slots % spec.block_size
+    blocks[block, spec.value_index(cache.device)[token]] = codes[keep]
+    scale_bytes = encode_scales(scales[keep], spec.scale_fmt)  # [T, groups, 4]
+    words = spec.scale_index(cache.device).view(spec.block_size, -1)  # [block_size, groups * 4]
+    blocks[block, words[token]] = scale_bytes.reshape(slots.numel(), 4 * spec.groups_per_token)
+
+
+# ---- per-layer views of one allocation ----------------------------------------------------------------------
+
+
+def write_in_layer(buffer: CacheBuffer, write) -> None:
+    """Call write(cache) with the buffer's cache as the writer sees it. With spec.layers > 1 that is a strided
+    view, layer spec.layer of a [num_blocks, layers, block_bytes] allocation whose other layers hold a poison
+    fill; afterwards the layer's bytes are copied back, and every byte the writer changed in another layer is
+    marked in the guard zones (layers before: the front guard, after: the back one), as a write outside its
+    cache."""
+    spec = buffer.spec
+    if spec.layers == 1:
+        write(buffer.cache)
+        return
+    layers = torch.empty((spec.num_blocks, spec.layers, spec.block_bytes), dtype=torch.uint8,
+                         device=buffer.buffer.device)
+    fill_poison(layers.view(-1))
+    layers[:, spec.layer] = buffer.flat
+    before = layers.clone()
+    write(layers[:, spec.layer].view(spec.num_blocks, spec.block_size, spec.row_bytes))
+    buffer.flat.copy_(layers[:, spec.layer])
+    changed = layers != before
+    g = buffer.guard_bytes
+    for side, part in ((0, changed[:, : spec.layer]), (buffer.buffer.numel() - g, changed[:, spec.layer + 1 :])):
+        count = int(part.sum())
+        position = side + torch.arange(min(count, g), device=buffer.buffer.device)
+        buffer.buffer[position] = poison_at(position) ^ 0xFF
+
+
+# ---- padding conventions: -1 (written nowhere) or a dummy slot that may be written (SGLang) ------------------
+
+SKIP_PADDING = -1  # vLLM's and aiter's convention: tokens with slot -1 write nothing
+
+
+def reserve_pad_slot(spec: CacheSpec, slot_mapping: torch.Tensor, pad_slot: int) -> torch.Tensor:
+    """The slot mapping with the dummy slot reserved for padding, as SGLang reserves it: a token that maps to
+    it counts as padding (slot -1). The slot must lie in the cache."""
+    if pad_slot == SKIP_PADDING:
+        return slot_mapping
+    if not 0 <= pad_slot < spec.num_slots:
+        raise SpecError(f"--pad-slot {pad_slot}: must be -1 or a slot of the cache (0-{spec.num_slots - 1})")
+    return torch.where(slot_mapping == pad_slot, torch.full_like(slot_mapping, -1), slot_mapping)
+
+
+def padded_slots(slot_mapping: torch.Tensor, pad_slot: int) -> torch.Tensor:
+    """The slot mapping a writer of the dummy-slot convention is given: padding (slot < 0) sent to pad_slot."""
+    if pad_slot == SKIP_PADDING:
+        return slot_mapping
+    return torch.where(slot_mapping < 0, torch.full_like(slot_mapping, pad_slot), slot_mapping)
+
+
+def forget_slot(buffer: CacheBuffer, slot: int) -> None:
+    """Put the poison fill back under one slot's value bytes and scale words: a dummy slot's bytes are the
+    writer's own business (whichever padding token wrote last), never compared."""
+    spec = buffer.spec
+    block, token = divmod(slot, spec.block_size)
+    at = torch.cat([spec.value_index(buffer.buffer.device)[token],
+                    spec.scale_index(buffer.buffer.device).view(spec.block_size, -1)[token]])
+    position = buffer.guard_bytes + block * spec.block_bytes + at
+    buffer.buffer[position] = poison_at(position)
 
 
 # ---- allocation size checks: before anything large is allocated ----------------------------------------

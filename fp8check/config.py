@@ -34,11 +34,12 @@ def find(text: str | Path) -> Path:
 
 def load_toml(path: Path) -> dict:
     """A TOML file's tables, with one-line errors for missing or malformed files."""
+    from .paths import read_regular
+
+    data = read_regular(path, error=ConfigError)  # a FIFO or a device is refused unopened
     try:
-        return tomllib.loads(Path(path).read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise ConfigError(f"{path}: is a folder, not a TOML file") from None
+        return tomllib.loads(data.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc})") from None
+    except RecursionError:  # tomllib recurses once per nesting level
+        raise ConfigError(f"{path}: not valid TOML (nested too deeply)") from None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from importlib import metadata
 
-from .errors import DeviceError
+from .errors import DeviceError, NotRunnableHere
 
 DEVICE_CHOICES = ("auto", "cpu", "cuda")
 
@@ -19,12 +19,6 @@ def resolve_device(name: str) -> torch.device:
         name = "cuda" if torch.cuda.is_available() else "cpu"
     if name == "cuda" and not torch.cuda.is_available():
         raise DeviceError("--device cuda: torch sees no CUDA device (torch.cuda.is_available() is False)")
-    if name == "cuda":
-        from .triton_memo import install
-        from .warmup import start
-
-        install()  # compiled Triton's per-process key, from the cache folder (0.3-0.4 s on an H200)
-        start(torch.device("cuda"))  # the first uses of torch's CUDA ops, in a background thread
     return torch.device(name)
 
 
@@ -42,3 +36,16 @@ def versions() -> dict[str, str]:
     except ImportError:
         pass
     return out
+
+
+FNUZ_ON_NVIDIA = ("e4m3fnuz (fp8e4b8) is not supported by Triton on NVIDIA GPUs; run it under the exact interpreter"
+                  " with --device cpu")
+
+
+def require_triton_format(fmt, device) -> None:
+    """A Triton kernel compiled for `device` can write `fmt` (an FP8Format): compiled Triton on NVIDIA has no
+    fp8e4b8 (SPEC.md section 6), so e4m3fnuz there is NotRunnableHere, one line, for every Triton writer."""
+    import torch
+
+    if device.type == "cuda" and fmt.value == "e4m3fnuz" and torch.version.hip is None:
+        raise NotRunnableHere(FNUZ_ON_NVIDIA)

@@ -7,7 +7,6 @@ only for the rows a renderer shows.
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 
 import torch
@@ -57,9 +56,12 @@ class Mismatch:
 
     def describe(self) -> str:
         what = "fp8" if self.coordinate.region is Region.VALUE else "fp32 scale"
+        a, b = f"{self.baseline_value:g}", f"{self.candidate_value:g}"
+        if a == b and self.baseline_byte != self.candidate_byte:  # scales an ulp apart print alike at 6 digits
+            a, b = f"{self.baseline_value:.9g}", f"{self.candidate_value:.9g}"
         return (
-            f"{self.coordinate.describe()}: baseline 0x{self.baseline_byte:02x} ({what} {self.baseline_value:g}),"
-            f" candidate 0x{self.candidate_byte:02x} ({what} {self.candidate_value:g})"
+            f"{self.coordinate.describe()}: baseline 0x{self.baseline_byte:02x} ({what} {a}),"
+            f" candidate 0x{self.candidate_byte:02x} ({what} {b})"
         )
 
 
@@ -132,8 +134,8 @@ def count_true(mask: torch.Tensor) -> torch.Tensor:
 
 
 def _scale_word(flat_block: torch.Tensor, spec: CacheSpec, byte_in_block: int) -> float:
-    start = spec.value_bytes + (byte_in_block - spec.value_bytes) // 4 * 4
-    return struct.unpack("<f", bytes(flat_block[start : start + 4].tolist()))[0]
+    start = spec.word_start(byte_in_block)
+    return fp8.decode_scale_word(bytes(flat_block[start : start + 4].tolist()), spec.scale_fmt)
 
 
 def mismatch_at(spec: CacheSpec, baseline: torch.Tensor, candidate: torch.Tensor, flat_index: int) -> Mismatch:
@@ -153,12 +155,12 @@ def _mismatch_from(spec: CacheSpec, index: int, window_a: list[int], window_b: l
     """The record of byte `index` from 4-byte windows of both caches at its scale word's start (or at
     the byte itself in the value region): built from numbers already on the host, no device reads."""
     coordinate = spec.locate(index)
-    at = (coordinate.byte_in_block - spec.value_bytes) % 4 if coordinate.region is Region.SCALE else 0
+    at = coordinate.byte_in_block - spec.word_start(coordinate.byte_in_block)
     a, b = window_a[at], window_b[at]
     if coordinate.region is Region.VALUE:
         va, vb = fp8.decode_byte(a, spec.fp8), fp8.decode_byte(b, spec.fp8)
     else:
-        va, vb = (struct.unpack("<f", bytes(w))[0] for w in (window_a, window_b))
+        va, vb = (fp8.decode_scale_word(bytes(w), spec.scale_fmt) for w in (window_a, window_b))
     return Mismatch(coordinate, a, b, va, vb, spec.fp8.value)
 
 
@@ -166,8 +168,12 @@ def _block_counts(spec: CacheSpec, a: torch.Tensor, b: torch.Tensor):
     """(value_diff, scale_diff, first differing offset per block): the vectorized byte-lane count (the
     CPU, and a GPU without Triton)."""
     differs = a != b
-    value_diff = count_true(differs[:, : spec.value_bytes])
-    scale_diff = count_true(differs[:, spec.value_bytes : spec.value_bytes + spec.scale_bytes])
+    if spec.layout.planar:
+        value_diff = count_true(differs[:, : spec.value_bytes])
+        scale_diff = count_true(differs[:, spec.value_bytes : spec.value_bytes + spec.scale_bytes])
+    else:
+        value_diff = count_true(spec.value_part(differs))
+        scale_diff = count_true(spec.scale_words(differs).reshape(differs.shape[0], -1))
     # argmax returns the first maximal element: the first differing byte of each block (0 in an equal
     # block, which is never looked at)
     first = torch.argmax(differs.view(torch.uint8), dim=1) if a.shape[1] else value_diff
@@ -189,7 +195,7 @@ def diff_caches(spec: CacheSpec, baseline: CacheBuffer, candidate: CacheBuffer) 
     a, b = baseline.flat, candidate.flat
     if not a.is_cuda and torch.equal(baseline.buffer, candidate.buffer):
         return _identical(spec, a.device)
-    if a.is_cuda:
+    if a.is_cuda and spec.layout.planar:
         try:
             from .diff_kernel import block_diff, summary
         except ImportError:  # no Triton on this GPU machine: the torch ops below run there too
@@ -198,7 +204,7 @@ def diff_caches(spec: CacheSpec, baseline: CacheBuffer, candidate: CacheBuffer) 
             value_diff, scale_diff, first = block_diff(a, b, spec.value_bytes, spec.scale_bytes)
             numbers = summary(value_diff, scale_diff, first, baseline.buffer, candidate.buffer,
                               baseline.guard_bytes, spec.block_bytes, spec.value_bytes).tolist()
-            return _result(spec, value_diff, scale_diff, numbers)
+            return from_summary(spec, value_diff, scale_diff, numbers)
     value_diff, scale_diff, first = _block_counts(spec, a, b)
     per_block = value_diff + scale_diff
     differing = per_block > 0
@@ -207,15 +213,15 @@ def diff_caches(spec: CacheSpec, baseline: CacheBuffer, candidate: CacheBuffer) 
     # the whole fp32 scale word it belongs to), all in the same transfer as the totals
     block = torch.argmax(differing.to(torch.uint8)) if spec.num_blocks else per_block.new_zeros(())
     offset = first[block] if spec.num_blocks else block
-    word = torch.where(offset >= spec.value_bytes, offset - (offset - spec.value_bytes) % 4, offset)
+    word = spec.word_start(offset)
     at = (block * spec.block_bytes + word + torch.arange(4, device=a.device)).clamp(max=max(a.numel() - 1, 0))
     window = torch.cat([a.reshape(-1)[at], b.reshape(-1)[at]]).to(torch.int64) if a.numel() else at.new_zeros(8)
     totals = torch.stack([per_block.sum(), differing.sum(), guard.to(torch.int64), block.to(torch.int64),
                           offset.to(torch.int64)])
-    return _result(spec, value_diff, scale_diff, torch.cat([totals, window]).tolist())
+    return from_summary(spec, value_diff, scale_diff, torch.cat([totals, window]).tolist())
 
 
-def _result(spec: CacheSpec, value_diff: torch.Tensor, scale_diff: torch.Tensor, numbers: list[int]) -> DiffResult:
+def from_summary(spec: CacheSpec, value_diff: torch.Tensor, scale_diff: torch.Tensor, numbers: list[int]) -> DiffResult:
     """The DiffResult from the per-block counts and the 13 numbers of the one transfer (see diff_kernel.summary)."""
     cache_diff, differing_blocks, guard_diff, block, offset = numbers[:5]
     first_mismatch = None

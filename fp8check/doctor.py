@@ -54,6 +54,42 @@ class DoctorReport:
         """The requirements asked for that are not met here."""
         return tuple(check for check in map(self.requirement, self.required) if not check.ok)
 
+    kind = "doctor"
+
+    @property
+    def passed(self) -> bool:
+        return not self.unmet
+
+    def verdict_line(self) -> str:
+        if self.unmet:
+            return "FAIL: required " + "; ".join(f"{c.name} is not met ({c.detail})" for c in self.unmet)
+        available = sum(c.ok for c in self.producers)
+        met = f"; all required met: {', '.join(self.required)}" if self.required else ""
+        return f"PASS: {available} of {len(self.producers)} producers can run here{met}"
+
+    def top_cause(self) -> str | None:
+        return f"{self.unmet[0].name}: {self.unmet[0].detail}" if self.unmet else None
+
+    def detail(self) -> str:
+        return "\n".join(f"{c.name}: {c.detail}" for c in self.unmet)
+
+    def to_json(self) -> dict:
+        p = self.platform
+        return {
+            "producers": [{"name": c.name, "available": c.ok, "reason": c.detail, "description": c.description}
+                          for c in self.producers],
+            "auto_baseline": self.auto_baseline,
+            "versions": dict(self.versions),
+            "device": {"backend": p.backend.value, "gpu": p.gpu, "name": p.device_name, "arch": p.arch,
+                       "deployment_fp8": p.fp8.value},
+            "triton_exact": {c.name: {"ok": c.ok, "reason": c.detail} for c in self.triton_exact},
+            "required": list(self.required),
+            "unmet": [{"name": c.name, "reason": c.detail} for c in self.unmet],
+        }
+
+    def run_json(self) -> dict:
+        return {}
+
 
 def requirable() -> list[str]:
     from .writers import registry as producers

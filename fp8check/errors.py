@@ -8,6 +8,9 @@ exit 3, with or without `--debug`. A verdict is never an exception: it is exit 0
 from __future__ import annotations
 
 import enum
+import sysconfig
+import traceback
+from pathlib import Path
 
 
 class ExitCode(enum.IntEnum):
@@ -17,6 +20,7 @@ class ExitCode(enum.IntEnum):
     DIFFER = 1  # a byte verdict failed
     USAGE = 2  # bad usage, input, config, or a producer that cannot load or run
     INTERNAL = 3  # an error of fp8check itself
+    INTERRUPTED = 130  # Ctrl-C (128 + SIGINT, the shell's convention)
 
 
 class UserError(Exception):
@@ -37,6 +41,11 @@ class GoldenError(InputError):
 
 class ProducerError(UserError, RuntimeError):
     """A writer or reader that cannot be found, loaded or run; one line naming it. Never a mismatch."""
+
+
+class NotRunnableHere(ProducerError):
+    """This machine cannot run the case at all (e4m3fnuz on an NVIDIA GPU, a format this Triton's
+    interpreter cannot hold): a gate reports the case skipped with this line (failed under --strict)."""
 
 
 class DeviceError(UserError, RuntimeError):
@@ -63,3 +72,33 @@ def first_line(exc: BaseException) -> str:
     """`Type: first line of the message` (or just the type), for one-line reports of foreign errors."""
     text = str(exc).strip()
     return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
+
+
+def one_line(text: object, limit: int = 400) -> str:
+    """`text` as one printable line: its first line, control characters (terminal escapes, carriage
+    returns) written as \\xNN, at most `limit` characters. For text that code under test chose."""
+    lines = str(text).strip().splitlines()
+    first = lines[0] if lines else ""
+    shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in first)
+    return shown if len(shown) <= limit else shown[:limit] + "..."
+
+
+def raised_at(exc: BaseException) -> str:
+    """`FILE:LINE: source line` of the innermost frame of `exc` in the user's own code (not fp8check's, not
+    the standard library's or an installed package's); "" when there is none."""
+    import linecache
+
+    not_user_code = tuple(str(Path(p).resolve()) for p in {
+        str(Path(__file__).parent), *(sysconfig.get_paths()[k] for k in ("stdlib", "purelib", "platlib"))})
+    found = ""
+    for frame, line in traceback.walk_tb(exc.__traceback__):
+        name = frame.f_code.co_filename
+        try:
+            resolved = str(Path(name).resolve())
+        except (OSError, ValueError):
+            resolved = name
+        if resolved.startswith(not_user_code) or name.startswith("<frozen"):
+            continue
+        source = linecache.getline(name, line, frame.f_globals).strip()
+        found = f"{name}:{line}" + (f": {source}" if source else "")
+    return one_line(found) if found else ""

@@ -12,7 +12,7 @@ import math
 
 import torch
 
-from .spec import FP8Format
+from .spec import FP8Format, ScaleFormat
 
 # Distance reported between a NaN code and a number: larger than any real code distance (<= 252).
 NAN_DISTANCE = 255
@@ -96,3 +96,37 @@ def code_distance(a: torch.Tensor, b: torch.Tensor, fmt: FP8Format) -> torch.Ten
     nan_a, nan_b = is_nan_code(a, fmt), is_nan_code(b, fmt)
     distance = torch.where(nan_a | nan_b, torch.full_like(distance, NAN_DISTANCE), distance)
     return torch.where(nan_a & nan_b, torch.zeros_like(distance), distance)
+
+
+# ---- scale words (SPEC.md section 2; ue8m0x4: SPEC.md section 9) ------------------------------------------
+
+UE8M0_BIAS = 127
+UE8M0_NAN = 0xFF
+
+
+def encode_scales(scales: torch.Tensor, scale_fmt: ScaleFormat) -> torch.Tensor:
+    """uint8 [..., 4]: the 4-byte scale words of fp32 scales [...]. fp32 and ue8m0: the little-endian fp32
+    word; ue8m0x4: four equal UE8M0 bytes (biased exponent of the power-of-two scale; NaN and inf: 0xFF)."""
+    scales = scales.to(torch.float32).contiguous()
+    if scale_fmt is not ScaleFormat.UE8M0X4:
+        return scales.view(torch.uint8).view(*scales.shape, 4)
+    mantissa, exponent = torch.frexp(scales)  # a power of two 2^e: mantissa 0.5, exponent e + 1
+    biased = (exponent.to(torch.int32) - 1 + UE8M0_BIAS).clamp(0, UE8M0_NAN - 1)
+    biased = torch.where(torch.isfinite(scales) & (scales > 0), biased, torch.full_like(biased, UE8M0_NAN))
+    return biased.to(torch.uint8).unsqueeze(-1).expand(*scales.shape, 4).contiguous()
+
+
+def decode_scales(words: torch.Tensor, scale_fmt: ScaleFormat) -> torch.Tensor:
+    """fp32 [...] of uint8 scale words [..., 4]. ue8m0x4: 2^(byte - 127) where the four bytes are equal and
+    not 0xFF, NaN otherwise (independent of encode_scales: from the bit fields)."""
+    words = words.contiguous()
+    if scale_fmt is not ScaleFormat.UE8M0X4:
+        return words.view(torch.float32).view(words.shape[:-1])
+    first = words[..., 0]
+    equal = (words == first.unsqueeze(-1)).all(dim=-1) & (first != UE8M0_NAN)
+    value = torch.pow(2.0, first.double() - UE8M0_BIAS).to(torch.float32)
+    return torch.where(equal, value, torch.full_like(value, math.nan))
+
+
+def decode_scale_word(word: bytes, scale_fmt: ScaleFormat) -> float:
+    return float(decode_scales(torch.tensor(list(word), dtype=torch.uint8), scale_fmt))

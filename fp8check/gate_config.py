@@ -10,14 +10,29 @@
     candidate = "triton-buggy"
     expect = "different"  # a known-bad writer must keep failing
 
-Every value is validated by the option table the CLI is built from (options.py); an error names the
-file, the case and the key. Paths (`file:PATH:FUNC`, `input`) are relative to the config's folder.
+Every key of every table is validated by the option table the CLI is built from (options.py), the
+keys of [defaults] included, each with its type (a wrong-typed value is called wrong-typed, with its
+key); an error names the file, the case and the key. Paths (`file:PATH:FUNC`, `golden:FILE`, `input`)
+are relative to the config's folder; `git:REV:PATH` works in each of them.
+
+What the tables mean, in `fp8check gate` and in `fp8check_cases` (the pytest plugin) alike:
+- [defaults] gives values to every case that takes the key (a golden baseline's case excepted: the
+  recording brings its spec and inputs);
+- [matrix] is one compare case like a [[case]]: each list in it expands as a product;
+- `expect` belongs to the case that states it, i.e. to that case's candidate. In pytest, where the
+  test brings its own writer, `fp8check_cases(CONFIG)` replaces each case's candidate by that writer:
+  cases that then differ only in their candidate are one case, and `expect = "different"` cases (a
+  statement about their own candidate) are left out; with `candidate=True` every case keeps its
+  candidate and its expectation.
+A config makes at most MAX_CASES cases; a bigger product is refused before it is built.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import itertools
+import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,9 +40,12 @@ from typing import Any
 from . import options
 from .config import find, load_toml
 from .errors import ConfigError, SpecError, UsageError
+from .sources import GOLDEN_PREFIX, is_git
+
+MAX_CASES = 10_000  # 10^6 cases took 72 s and 1 GB for --list alone
 
 KINDS = ("compare", "table", "parity")
-EXPECT = ("same", "different")
+EXPECT = ("same", "different", "scale-ulp")
 # Parity cases take `fp8check parity`'s options (lists: ctx, writers, expect_fail; they are not swept).
 PARITY_KEYS = ("ctx", "heads", "head_dim", "block", "qbs", "topk", "next_n", "fp8", "scale_fmt", "layout", "slots",
                "inputs", "input", "seed",
@@ -59,15 +77,16 @@ class GateConfig:
     cases: tuple[Case, ...]
 
 
-def load(text: str | Path) -> GateConfig:
-    """Read, validate and expand a gate config given by path or built-in name."""
+def load(text: str | Path, *, device: str | None = None) -> GateConfig:
+    """Read, validate and expand a gate config given by path or built-in name; `device` (gate --device)
+    replaces the device every case names."""
     path = find(text)
     data = load_toml(path)
     unknown = sorted(set(data) - {"defaults", "matrix", "case"})
     if unknown:
         raise ConfigError(f"{path}: unknown table(s) {', '.join(unknown)}; known: defaults, matrix, case")
     defaults = _table(data.get("defaults", {}), f"{path} [defaults]")
-    options.validate({k: v for k, v in defaults.items() if k in options.ALL}, ALL_KEYS, f"{path} [defaults]")
+    _check_defaults(defaults, f"{path} [defaults]")
     entries: list[tuple[str, dict]] = []
     if "matrix" in data:
         entries.append((f"{path} [matrix]", {"kind": "compare", **_table(data["matrix"], f"{path} [matrix]")}))
@@ -77,6 +96,15 @@ def load(text: str | Path) -> GateConfig:
     entries += [(f"{path} [[case]] #{i + 1}", _table(entry, f"{path} [[case]] #{i + 1}")) for i, entry in enumerate(cases)]
     if not entries:
         raise ConfigError(f"{path}: no cases: add a [matrix] or [[case]] table")
+    if device is not None:
+        defaults["device"] = device
+        entries = [(where, {**entry, "device": device}) for where, entry in entries]
+    counted = 0
+    for where, entry in entries:  # the cap, before any product is built
+        counted += _count(entry, defaults, where)
+        if counted > MAX_CASES:
+            raise ConfigError(f"{where}: the config makes more than {MAX_CASES:,} cases ({counted:,} so far);"
+                              " sweep fewer values or split it into several configs")
     expanded = [case for where, entry in entries for case in _expand(entry, defaults, where, path.parent)]
     seen: dict[str, str] = {}
     for case in expanded:
@@ -92,7 +120,21 @@ def _table(value: Any, where: str) -> dict:
     return dict(value)
 
 
-def _expand(entry: dict, defaults: dict, where: str, base: Path) -> list[Case]:
+def _check_defaults(defaults: dict, where: str) -> None:
+    """Every key of [defaults] is a case key, and its one value (lists are swept in [matrix] and [[case]]
+    only; list options such as parity's ctx excepted) passes its option, named with its key."""
+    unknown = [k for k in defaults if k not in ALL_KEYS]
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(ALL_KEYS)}")
+    for key, value in defaults.items():
+        if key == "expect":
+            _expect({"expect": value}, where)
+        else:  # each case checks its own kind's rules again (parity's slots are a block table's order)
+            options.option(key).validate(value, where)
+
+
+def _merged(entry: dict, defaults: dict, where: str) -> tuple[str, dict, dict]:
+    """(kind, the entry's own keys, the entry over the defaults it takes), with unknown keys refused."""
     kind = entry.get("kind", "compare")
     if kind not in KINDS:
         raise ConfigError(f"{where}: kind = {kind!r}: expected one of {', '.join(KINDS)}")
@@ -102,6 +144,19 @@ def _expand(entry: dict, defaults: dict, where: str, base: Path) -> list[Case]:
     if unknown:
         raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)} for a {kind} case; known: {', '.join(known)}")
     merged = {**{k: v for k, v in defaults.items() if k in CASE_KEYS[kind]}, **body}
+    if "pairs" in merged and not isinstance(merged["pairs"], list):
+        raise ConfigError(f"{where}: pairs must be an array of tables of baseline and candidate,"
+                          f" got {type(merged['pairs']).__name__} {merged['pairs']!r}")
+    return kind, body, merged
+
+
+def _count(entry: dict, defaults: dict, where: str) -> int:
+    kind, _, merged = _merged(entry, defaults, where)
+    return math.prod(len(merged[k]) for k in SWEEPABLE[kind] if isinstance(merged.get(k), list))
+
+
+def _expand(entry: dict, defaults: dict, where: str, base: Path) -> list[Case]:
+    kind, body, merged = _merged(entry, defaults, where)
     swept = [k for k in SWEEPABLE[kind] if isinstance(merged.get(k), list)]
     axes = [_axis(k, merged[k], where) for k in swept]
     cases = []
@@ -123,35 +178,14 @@ def _axis(key: str, values: list, where: str) -> list:
     return values
 
 
-# `fp8check parity`'s own options, with its rules (the shared cache keys use options.ALL).
-PARITY_OPTIONS = {
-    "heads": options.Option("heads", "heads", int, None, minimum=1),
-    "topk": options.Option("topk", "topk", int, 2048, minimum=1),
-    "next_n": options.Option("next_n", "next_n", int, 1, minimum=1),
-    "rtol": options.Option("rtol", "rtol", float, None, minimum=0),
-    "atol": options.Option("atol", "atol", float, None, minimum=0),
-    "min_recall": options.Option("min_recall", "min_recall", float, 1.0, minimum=0, maximum=1),
-    "reader": options.Option("reader", "reader", str, "reference"),
-    "slots": options.Option("slots", "slots", str, "sequential", choices=("sequential", "shuffled")),
-}
-PARITY_LISTS = {"ctx": options.Option("ctx", "ctx", int, None, minimum=1),
-                "writers": options.Option("writers", "writers", str), "expect_fail": options.Option("expect_fail", "expect_fail", str)}
-
-
 def _parity_values(values: dict, where: str) -> dict:
-    out = {}
-    for key, value in values.items():
-        if key in PARITY_LISTS:
-            items = value if isinstance(value, list) else [value]
-            if not items and key != "expect_fail":
-                raise ConfigError(f"{where}: {key} is an empty list")
-            out[key] = [PARITY_LISTS[key].validate(item, where) for item in items]
-        else:
-            out[key] = {**options.ALL, **PARITY_OPTIONS}[key].validate(value, where)
-    return out
+    for key in ("ctx", "writers"):
+        if values.get(key) == []:
+            raise ConfigError(f"{where}: {key} is an empty list")
+    return options.validate(values, options.PARITY_KEYS, where, "parity")
 
 
-GOLDEN = "golden:"
+GOLDEN = GOLDEN_PREFIX
 GOLDEN_SPEC_KEYS = ("num_blocks", "block", "head_dim", "qbs", "fp8", "scale_fmt", "layout")
 GOLDEN_INPUT_KEYS = ("seed", "slots", "inputs", "specials_inf_nan", "input")
 
@@ -170,9 +204,8 @@ def _golden_case(values: dict, own: set, where: str, base: Path) -> Case:
         raise ConfigError(f"{where}: baseline = 'golden:' needs a file")
     checked["expect"] = _expect(values, where)
     checked["golden_check"] = tuple(k for k in GOLDEN_SPEC_KEYS if k in own)
-    checked["baseline"] = GOLDEN + str(file if Path(file).is_absolute() else base / file)
-    case_id = f"compare:{checked['candidate']}~golden:{Path(file).name}{_budget_tail(checked)}"
-    return Case(case_id, "compare", _relative_to(checked, base), where)
+    checked["baseline"] = GOLDEN + str(file if is_git(file) or Path(file).is_absolute() else base / file)
+    return Case(compare_id(checked), "compare", _relative_to(checked, base), where)
 
 
 def _expect(values: dict, where: str) -> str:
@@ -211,9 +244,9 @@ def _check_spec(values: dict, where: str) -> None:
 
 def spec_of(values: dict):
     """The CacheSpec of a case's validated values (no replayed input)."""
-    from .prepare import spec_from
+    from .prepare import spec_of as spec_of_values
 
-    return spec_from(options.to_dests({k: values[k] for k in options.SPEC}))
+    return spec_of_values(values)
 
 
 def _relative_to(values: dict, base: Path) -> dict:
@@ -221,18 +254,22 @@ def _relative_to(values: dict, base: Path) -> dict:
     out = dict(values)
 
     def resolve(text):
-        if isinstance(text, str) and text.startswith("file:"):
-            path, sep, func = text[len("file:"):].rpartition(":")
-            if sep and not Path(path).is_absolute():
-                return f"file:{base / path}:{func}"
+        for prefix in ("file:", "vllm-file:"):
+            if isinstance(text, str) and text.startswith(prefix):
+                body = text[len(prefix):]
+                path, sep, func = body.rpartition(":") if prefix == "file:" else (body, "", "")
+                if prefix == "vllm-file:" and ":" in body and body.rpartition(":")[2].isidentifier():
+                    path, sep, func = body.rpartition(":")
+                if path and not is_git(path) and not Path(path).is_absolute():
+                    return f"{prefix}{base / path}{sep}{func}"
         return text
 
     for key in ("baseline", "candidate", "buggy", "fixed", "reader"):
         if key in out:
             out[key] = resolve(out[key])  # (a golden baseline was resolved by _golden_case)
     if "writers" in out:
-        out["writers"] = [resolve(w) for w in out["writers"]]
-    if out.get("input") is not None and not Path(out["input"]).is_absolute():
+        out["writers"] = type(out["writers"])(resolve(w) for w in out["writers"])
+    if out.get("input") is not None and not is_git(str(out["input"])) and not Path(out["input"]).is_absolute():
         out["input"] = base / out["input"]
     return out
 
@@ -254,9 +291,15 @@ def _budget_tail(v: dict) -> str:
     return f":budget-{'-'.join(budget)}" if budget else ""
 
 
-def compare_id(v: dict) -> str:
-    """`compare:CANDIDATE~BASELINE:FP8-SCALES:SHAPE:INPUTS[:BUDGET]`, from the case's parameters only."""
-    return f"compare:{v['candidate']}~{v['baseline']}:{_spec_part(v)}{_budget_tail(v)}"
+def compare_id(v: dict, *, candidate: bool = True) -> str:
+    """`compare:CANDIDATE~BASELINE:FP8-SCALES:SHAPE:INPUTS[:BUDGET]`, from the case's parameters only; a
+    golden baseline's recording brings its spec and inputs: `compare:CANDIDATE~golden:NAME[:BUDGET]`.
+    Without the candidate (the test's own writer stands there): `vs-BASELINE:...`."""
+    if v["baseline"].startswith(GOLDEN):
+        against = f"golden:{Path(v['baseline'][len(GOLDEN):]).name}{_budget_tail(v)}"
+    else:
+        against = f"{v['baseline']}:{_spec_part(v)}{_budget_tail(v)}"
+    return f"compare:{v['candidate']}~{against}" if candidate else f"vs-{against}"
 
 
 def table_id(v: dict) -> str:
@@ -265,20 +308,72 @@ def table_id(v: dict) -> str:
 
 def parity_id(v: dict) -> str:
     def show(value) -> str:
-        return ",".join(map(str, value)) if isinstance(value, list) else str(value)
+        return ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
 
     return "parity:" + ":".join(f"{k}={show(v[k])}" for k in PARITY_KEYS if k in v)
 
 
 def select(cases: tuple[Case, ...], patterns: tuple[str, ...]) -> tuple[Case, ...]:
-    """Cases whose id contains a pattern, or matches it as a glob (`*`, `?`); all when no pattern."""
+    """Cases whose id matches one of the expressions; all when none is given. An expression has pytest's
+    -k grammar: words joined by `and`, `or`, `not` and parentheses; a word matches an id that contains
+    it, or that it matches as a glob (`*`, `?`)."""
     if not patterns:
         return cases
+    matchers = [_expression(p) for p in patterns]
+    return tuple(c for c in cases if any(m(c.id) for m in matchers))
 
-    def hit(case_id: str, pattern: str) -> bool:
-        return pattern in case_id or fnmatch.fnmatchcase(case_id, pattern)
 
-    return tuple(c for c in cases if any(hit(c.id, p) for p in patterns))
+def _expression(text: str):
+    """`text` (pytest's -k grammar) -> a predicate over case ids; a UsageError names what is wrong."""
+    tokens = re.findall(r"\(|\)|[^\s()]+", text)
+    position = 0
+
+    def peek():
+        return tokens[position] if position < len(tokens) else None
+
+    def take():
+        nonlocal position
+        position += 1
+        return tokens[position - 1]
+
+    def disjunction():
+        terms = [conjunction()]
+        while peek() == "or":
+            take()
+            terms.append(conjunction())
+        return lambda case_id: any(t(case_id) for t in terms)
+
+    def conjunction():
+        terms = [negation()]
+        while peek() == "and":
+            take()
+            terms.append(negation())
+        return lambda case_id: all(t(case_id) for t in terms)
+
+    def negation():
+        token = peek()
+        if token == "not":
+            take()
+            inner = negation()
+            return lambda case_id: not inner(case_id)
+        if token == "(":
+            take()
+            inner = disjunction()
+            if peek() != ")":
+                raise UsageError(f"-k {text!r}: expected ')' at word {position + 1}")
+            take()
+            return inner
+        if token is None or token in (")", "and", "or"):
+            raise UsageError(f"-k {text!r}: expected a word, 'not' or '(' at word {position + 1}"
+                             " (the grammar is pytest's: words, and, or, not, parentheses)")
+        word = take()
+        return lambda case_id: word in case_id or fnmatch.fnmatchcase(case_id, word)
+
+    matcher = disjunction()
+    if peek() is not None:
+        raise UsageError(f"-k {text!r}: unexpected {peek()!r} at word {position + 1}"
+                         " (the grammar is pytest's: words, and, or, not, parentheses)")
+    return matcher
 
 
 def parse_shard(text: str) -> tuple[int, int]:

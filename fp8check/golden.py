@@ -15,16 +15,17 @@ import hashlib
 import hmac
 import json
 import os
-import stat
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
-from .cache import CacheBuffer, guard_bytes
-from .errors import GoldenError, UsageError
-from .inputs import Inputs, check_slots, load
+from .cache import CacheBuffer, buffer_bytes, equals_poison, guard_bytes
+from .errors import GoldenError
+from .isolation import GOLDEN_KEY_VARIABLE
+from .outputs import replace_atomically
+from .inputs import Inputs, check_slots, load_bytes
+from .paths import read_regular
 from .spec import CacheSpec, SpecError
 
 FORMAT = "fp8check-golden/2"
@@ -57,19 +58,9 @@ def checksum(tensors: dict[str, torch.Tensor], metadata: dict[str, str], key: by
 
 def check_output_path(path: Path, option: str = "--out") -> None:
     """Only a regular file or a new name in an existing folder: never a device node, a symlink, a folder."""
-    try:
-        mode = os.lstat(path).st_mode
-    except FileNotFoundError:
-        if not path.parent.is_dir():
-            raise UsageError(f"{option} {path}: folder {path.parent} does not exist") from None
-        return
-    except OSError as exc:
-        raise UsageError(f"{option} {path}: cannot be inspected ({exc.strerror})") from None
-    if stat.S_ISLNK(mode):
-        raise UsageError(f"{option} {path}: is a symbolic link; give the real file or a new path")
-    if not stat.S_ISREG(mode):
-        kind = "a folder" if stat.S_ISDIR(mode) else "not a regular file (a device, pipe or socket)"
-        raise UsageError(f"{option} {path}: is {kind}; give a regular file or a new path")
+    from .outputs import check_output
+
+    check_output(path, option=option)
 
 
 def write(path: Path, *, spec: CacheSpec, producer: str, emulated: bool, inputs: Inputs,
@@ -77,7 +68,7 @@ def write(path: Path, *, spec: CacheSpec, producer: str, emulated: bool, inputs:
           provenance: dict | None = None) -> None:
     """Record a producer's run. A run that wrote outside its cache, or nothing at all, is refused.
 
-    The file is written next to `path` under a temporary name, then moved over it in one step."""
+    The file is written next to `path` under a temporary name, then moved over it in one step (outputs.py)."""
     from safetensors.torch import save_file
 
     check_output_path(path)
@@ -95,29 +86,22 @@ def write(path: Path, *, spec: CacheSpec, producer: str, emulated: bool, inputs:
     if provenance:  # what ran: file, function, git revision and commit, sha256, bound names
         metadata["producer_provenance"] = json.dumps(provenance, sort_keys=True)
     metadata["hmac-sha256" if key else "sha256"] = checksum(tensors, metadata, key)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(handle)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(temporary, 0o666 & ~umask)  # what a plain open() would have made, not mkstemp's 0600
+    replace_atomically(path, lambda temporary: save_file(tensors, str(temporary), metadata=metadata), option="--out")
+
+
+def _metadata(data: bytes, path: Path) -> dict[str, str]:
+    """The `__metadata__` of a safetensors file's header (8 bytes of little-endian length, then JSON)."""
+    length = int.from_bytes(data[:8], "little") if len(data) >= 8 else -1
     try:
-        save_file(tensors, temporary, metadata=metadata)
-        os.replace(temporary, path)
-    except OSError as exc:
-        raise UsageError(f"--out {path}: cannot write ({exc.strerror})") from None
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-
-
-def _metadata(path: Path) -> dict[str, str]:
-    from safetensors import safe_open
-
-    try:
-        with safe_open(str(path), framework="pt") as f:
-            return dict(f.metadata() or {})
-    except Exception as exc:  # safetensors raises several types for damaged headers
-        raise GoldenError(f"{path}: not a readable safetensors file ({str(exc).splitlines()[0]})") from None
+        if not 0 < length <= len(data) - 8:
+            raise ValueError("header length out of range")
+        header = json.loads(data[8:8 + length])
+        metadata = header.get("__metadata__") or {}
+        if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
+            raise ValueError("metadata is not a table of strings")
+    except (ValueError, AttributeError) as exc:
+        raise GoldenError(f"{path}: not a readable safetensors file ({exc})") from None
+    return dict(metadata)
 
 
 def _verify(path: Path, tensors: dict[str, torch.Tensor], metadata: dict[str, str], key: bytes | None) -> None:
@@ -144,10 +128,32 @@ def _check_shapes(path: Path, spec: CacheSpec, tensors: dict[str, torch.Tensor])
         raise GoldenError(f"{path}: slot_mapping is {slot_mapping.dtype} {list(slot_mapping.shape)}, needs int64 [{k.shape[0]}]")
 
 
-def read(path: Path, key: bytes | None = None) -> Golden:
-    """A verified recording: format, spec, tensors, shapes, checksum (HMAC with `key`), then the slots."""
-    tensors = load(path)
-    metadata = _metadata(path)
+def trusted_key() -> bytes | None:
+    """The one rule for FP8CHECK_GOLDEN_KEY, in every command, the API and the pytest plugin: when it is
+    set, recordings are signed with it (record) and only recordings signed with it are read."""
+    key = os.environ.get(GOLDEN_KEY_VARIABLE)
+    return key.encode() if key else None
+
+
+def load_trusted(text: str, repo: Path | None = None) -> tuple[Golden, Path, dict]:
+    """The one loader of golden files: `text` is a path or `git:REV:PATH` (read from `repo`); the file is
+    read whole into memory and verified with trusted_key(). Returns (golden, path named, git provenance
+    or {})."""
+    from .sources import is_git, read_source
+
+    if is_git(text):
+        source = read_source(text, repo, error=GoldenError)
+        origin = {key: source.provenance[key] for key in ("revision", "commit", "repository")}
+        return read(Path(source.provenance["file"]), trusted_key(), data=source.data), Path(text), origin
+    return read(Path(text), trusted_key()), Path(text), {}
+
+
+def read(path: Path, key: bytes | None = None, *, data: bytes | None = None) -> Golden:
+    """A verified recording: format, spec, tensors, shapes, checksum (HMAC with `key`), guard zones, then
+    the slots. `data`: the file's bytes, when already read (else read here, whole, into memory)."""
+    data = read_regular(path, error=GoldenError) if data is None else data
+    tensors = load_bytes(data, path)
+    metadata = _metadata(data, path)
     if metadata.get("format") != FORMAT:
         raise GoldenError(f"{path}: not an fp8check golden file (metadata format is {metadata.get('format')!r})"
                           + ("; recorded by an older fp8check: record it again" if metadata.get("format") ==
@@ -164,10 +170,19 @@ def read(path: Path, key: bytes | None = None) -> Golden:
         raise GoldenError(f"{path}: golden file holds unknown tensor(s) {', '.join(unknown)}")
     _check_shapes(path, spec, tensors)
     _verify(path, tensors, metadata, key)
+    _check_guards(path, spec, tensors["guards"])
     inputs = Inputs(tensors["k"].contiguous(), tensors["slot_mapping"].contiguous(), f"replayed from golden {path.name}")
     check_slots(spec, inputs.slot_mapping, str(path))
     return Golden(spec, metadata.get("producer", "?"), metadata.get("emulated") == "true", inputs,
                   tensors["kv_cache"], tensors["guards"], metadata)
+
+
+def _check_guards(path: Path, spec: CacheSpec, guards: torch.Tensor) -> None:
+    """`record` refuses a run that wrote outside the cache: recorded guard zones hold the poison fill."""
+    g = guard_bytes(spec)
+    if not (equals_poison(guards[:g], 0) and equals_poison(guards[g:], buffer_bytes(spec) - g)):
+        raise GoldenError(f"{path}: its guard zones do not hold the poison fill that every recording has:"
+                          " the file was forged or damaged")
 
 
 def check_options(path: Path, spec: CacheSpec, given: dict[str, tuple[str, object]]) -> None:

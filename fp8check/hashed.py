@@ -6,7 +6,8 @@ function of (seed, i) made of integer operations and exact fp32 products, so eve
 the same bits, and a GPU computes 1M tokens in one kernel (hashed_kernel.py):
 - h(x): a 32-bit integer mix (xor-shift, multiply mod 2^32; the multipliers are below 2^31 so int64
   products never overflow on the CPU);
-- element (t, d), i = t*head_dim + d: u = the four 16-bit halves of h(2i ^ key) and h(2i+1 ^ key)
+- element (t, d), i = t*head_dim + d: u = the four 16-bit halves of h((2i mod 2^32) ^ key) and
+  h((2i+1 mod 2^32) ^ key)
   summed, minus their mean: an integer in [-131070, 131070], roughly normal (std ~37,800);
 - row scale of token t from h(t ^ key2): 2^e * (8 + m) / 8 with e in [-3, 3], m in [0, 7];
 - k = bf16(u * 2^-15 * scale): u * (8 + m) has at most 22 significant bits, so the fp32 product is
@@ -44,7 +45,8 @@ def hashed_k(num_tokens: int, head_dim: int, seed: int, device=None) -> torch.Te
     """bf16 [num_tokens, head_dim] with torch ops (any device; the CPU oracle of the kernel)."""
     element_key, row_key = keys(seed)
     i = torch.arange(num_tokens * head_dim, dtype=torch.int64, device=device)
-    h1, h2 = mix((2 * i) ^ element_key), mix((2 * i + 1) ^ element_key)
+    # 2i and 2i+1 taken mod 2^32, as the kernel's uint32 arithmetic does (a change only past 2^31 elements)
+    h1, h2 = mix(((2 * i) & MASK32) ^ element_key), mix(((2 * i + 1) & MASK32) ^ element_key)
     u = (h1 & 0xFFFF) + (h1 >> 16) + (h2 & 0xFFFF) + (h2 >> 16) - 131070
     r = mix(torch.arange(num_tokens, dtype=torch.int64, device=device) ^ row_key)
     scale = ((8 + (r >> 3) % 8).float() * exp2_int(r % 7 - 6)).view(-1, 1)  # 2^e * (8+m)/8, from the bits
@@ -54,7 +56,7 @@ def hashed_k(num_tokens: int, head_dim: int, seed: int, device=None) -> torch.Te
 def generate_k(num_tokens: int, head_dim: int, seed: int, device) -> torch.Tensor:
     """The same bytes as hashed_k, by one Triton kernel on a GPU."""
     device = torch.device(device)
-    if device.type == "cuda" and num_tokens * head_dim < 2**31:
+    if device.type == "cuda":
         try:
             from .hashed_kernel import launch
         except ImportError:

@@ -11,9 +11,9 @@ BLOCK = 4096
 
 
 def _hashed_k(out_ptr, total, head_dim, element_key, row_key, BLOCK: tl.constexpr):
-    # hashed.mix written out three times (a @jit helper would not run under the interpreter unless
-    # TRITON_INTERPRET was set before Triton's import); uint32 arithmetic wraps mod 2^32 like the mask
-    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    # hashed.mix written out three times; uint32 arithmetic wraps mod 2^32 like the mask. i is int64: a
+    # K of more than 2^31 elements (524,288 blocks of 64 x 128) is one launch too
+    i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     inside = i < total
     x = (i.to(tl.uint32) * 2) ^ element_key.to(tl.uint32)
     x = x ^ (x >> 16)

@@ -10,6 +10,7 @@ import torch
 
 from .spec import CacheSpec, FP8Format
 from .errors import InputError
+from .paths import read_regular
 from .input_kinds import Distribution, SlotPattern  # noqa: F401  (defined without torch, for the CLI's startup)
 
 
@@ -168,30 +169,6 @@ def _specials(num_tokens: int, head_dim: int, generator: torch.Generator, inf_na
     return k.to(torch.bfloat16)
 
 
-class PendingInputs:
-    """Generated inputs whose device work is still to come: a large K read back from the disk cache (or
-    drawn) in a thread of its own (input_cache.cached_k_in_background), `hashed` K computed on the device
-    when asked for. The caller's thread touches no device before `slots()` or `result()`, so it can do its
-    own Python first while another thread creates the CUDA context (warmup.start_early)."""
-
-    def __init__(self, slot_mapping: torch.Tensor, source: str, k, device=None) -> None:
-        self.source = source
-        self._cpu_slots, self._slots, self._k, self._device = slot_mapping, None, k, device
-
-    def slots(self) -> torch.Tensor:
-        """The slot mapping on the device (copied once)."""
-        if self._slots is None:
-            self._slots = self._cpu_slots.to(self._device) if self._device is not None else self._cpu_slots
-        return self._slots
-
-    def result(self) -> Inputs:
-        """The inputs on the device: waits for K, and raises whatever its thread raised."""
-        k = self._k
-        if not isinstance(k, torch.Tensor):
-            k = k.result() if hasattr(k, "result") else k()
-        return Inputs(k.to(self._device) if self._device is not None else k, self.slots(), self.source)
-
-
 def generate(
     spec: CacheSpec, *, seed: int, slots: SlotPattern = SlotPattern.SEQUENTIAL,
     distribution: Distribution = Distribution.NORMAL, inf_nan: bool = False, device=None,
@@ -199,18 +176,8 @@ def generate(
     """Deterministic inputs, the same bits on every device, on `device` (default the CPU).
 
     The slot mapping and every distribution but `hashed` are drawn from torch's CPU generator and copied
-    to the device (a large K is kept on disk and read back the next time: input_cache.py); `hashed` K is
-    computed on the device itself (hashed.py: ~1 ms for 1M tokens on an H200 instead of ~1.2 s on the CPU)."""
-    return start_generate(spec, seed=seed, slots=slots, distribution=distribution, inf_nan=inf_nan, device=device,
-                          background=False).result()
-
-
-def start_generate(
-    spec: CacheSpec, *, seed: int, slots: SlotPattern = SlotPattern.SEQUENTIAL,
-    distribution: Distribution = Distribution.NORMAL, inf_nan: bool = False, device=None, background: bool = True,
-) -> PendingInputs:
-    """generate()'s inputs, with a large K from torch's CPU generator read back (or drawn) in a thread
-    when `background`: the same bytes, K just arrives later (`result()`)."""
+    to the device; `hashed` K is computed on the device itself (hashed.py), so a GPU run of millions of
+    tokens does not wait for the CPU to draw them."""
     generator = torch.Generator().manual_seed(seed)
     slot_mapping = make_slot_mapping(spec, slots, generator)
     specials = " with inf/NaN" if inf_nan and distribution in (Distribution.SPECIALS, Distribution.MIXED) else ""
@@ -218,34 +185,29 @@ def start_generate(
     if distribution is Distribution.HASHED:
         from .hashed import generate_k
 
-        def k():  # on the device, at result()
-            return generate_k(slot_mapping.numel(), spec.head_dim, seed, device or "cpu")
-    else:
-        from . import input_cache
-
-        fields = {"distribution": distribution.value, "seed": seed, "slots": slots.value, "inf_nan": inf_nan}
-        num_tokens = slot_mapping.numel()
-
-        def make() -> torch.Tensor:  # the generator's next draws, after the slot mapping's
-            return make_k(num_tokens, spec.head_dim, distribution, generator, quant_block_size=spec.quant_block_size,
-                          fp8=spec.fp8, inf_nan=inf_nan)
-
-        if background:
-            k = input_cache.cached_k_in_background(spec, fields, num_tokens, make, device)
-        else:
-            k = input_cache.cached_k(spec, fields, num_tokens, make, device)
-    return PendingInputs(slot_mapping, source, k, device)
+        k = generate_k(slot_mapping.numel(), spec.head_dim, seed, device or "cpu")
+    else:  # the generator's next draws, after the slot mapping's
+        k = make_k(slot_mapping.numel(), spec.head_dim, distribution, generator,
+                   quant_block_size=spec.quant_block_size, fp8=spec.fp8, inf_nan=inf_nan)
+    if device is not None:
+        k, slot_mapping = k.to(device), slot_mapping.to(device)
+    return Inputs(k, slot_mapping, source)
 
 
 def load(path: Path) -> dict[str, torch.Tensor]:
-    """Tensors of a safetensors file, with one-line errors for missing, unreadable or foreign files."""
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
+    """Tensors of a safetensors file, read whole into memory first (paths.read_regular: never mapped from
+    the file, FIFOs and devices refused unopened), with one-line errors for missing, unreadable or
+    foreign files."""
+    return load_bytes(read_regular(path), path)
 
-    if not path.is_file():
-        raise InputError(f"{path}: no such file")
+
+def load_bytes(data: bytes, path: Path) -> dict[str, torch.Tensor]:
+    """Tensors of a safetensors file's bytes; `path` names it in errors."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load as load_safetensors
+
     try:
-        return load_file(str(path))
+        return load_safetensors(data)
     except (SafetensorError, OSError, ValueError, RuntimeError) as exc:
         raise InputError(f"{path}: not a readable safetensors file ({str(exc).splitlines()[0]})") from None
 
@@ -273,18 +235,9 @@ def validate(path: Path, k: torch.Tensor | None, slot_mapping: torch.Tensor | No
 
 def slot_numbers(slots: torch.Tensor, num_slots: int) -> list[int]:
     """[tokens with a slot >= 0, the largest slot (any value when none), 1 if a slot inside the cache is
-    mapped twice else 0]. The common case, a good mapping, costs one pass of counts per slot and one host
-    transfer (it runs before every writer): on a GPU one Triton kernel (slots_kernel.py: torch's ops
-    would load their kernels at their first use, ~0.1 s), elsewhere torch ops."""
+    mapped twice else 0]: one pass of counts per slot and one host transfer (it runs before every writer)."""
     if not slots.numel():
         return [0, 0, 0]
-    if slots.is_cuda:
-        try:
-            from .slots_kernel import counts
-        except ImportError:  # no Triton: torch's ops below
-            pass
-        else:
-            return counts(slots.to(torch.int64).contiguous(), num_slots)
     inside = (slots >= 0) & (slots < num_slots)
     bins = torch.where(inside, slots, num_slots)  # every slot outside the cache in one extra bin
     per_slot = torch.zeros(num_slots + 1, dtype=torch.int32, device=slots.device)

@@ -5,11 +5,17 @@ The parent allocates every tensor the child may write (the poisoned cache, clone
 output buffer) and hands them over: on the CPU in shared memory to a fork of the warmed-up parent
 (fast: no re-import); with CUDA by CUDA IPC to a spawned process (CUDA cannot be forked). The child
 imports `target` ("package.module:function", fp8check's own code), which loads the user's code by
-name, runs it on the shared tensors and returns a small JSON-able dict. The parent reads only JSON from
-the pipe (never a pickle a child could forge), waits at most `Limits.timeout_s`, kills the child's
-whole process group afterwards, and re-points every tensor argument at a private copy of its bytes,
-so that nothing left running can change them while they are judged. Everything the child can do
-ends as a result (its bytes) or one line: exit, crash, kill, hang, out of memory.
+name, runs it on the shared tensors and returns a small JSON-able dict. The child reports in frames
+(a marker, a length, JSON; never a pickle a child could forge), each sent in one write: a frame of at
+most PIPE_BUF bytes arrives whole even while something the child forked writes to the same pipe, and
+a frame cut short by someone else's marker is dropped, never misread.
+The parent never blocks on the pipe: it reads what is there until the deadline (`Limits.timeout_s`),
+partial frames included, and stops reading once the direct child has ended (a grandchild that keeps
+the pipe open or floods it holds nothing). It then kills the child's whole process group and re-points
+every tensor argument at a private copy of its bytes, so that nothing left running can change them
+while they are judged. Everything the child can do ends as a result (its bytes) or one line: exit,
+crash, kill, hang, out of memory. The golden-file key (FP8CHECK_GOLDEN_KEY) is removed from the child's
+environment before any of the user's code is loaded.
 
 Not a sandbox: the child runs as the same user and could reach the parent through the OS (signals,
 /proc/PID/mem). It contains accidents and in-language tampering (sys.exit, monkeypatching fp8check,
@@ -22,16 +28,22 @@ import importlib
 import json
 import os
 import resource
+import select
 import signal
 import sys
 import time
+import traceback
 from dataclasses import dataclass
 
-from .errors import UserError, first_line
+from .errors import UserError, first_line, one_line, raised_at
 
 DEFAULT_TIMEOUT_S = 600.0  # generous: the Triton interpreter writes ~400 tokens/s on a 2-core CPU
-MAX_REPORT_BYTES = 1 << 20  # a child's report is a few hundred bytes; more is refused unread
+MAX_DRAIN_BYTES = 2 << 20  # read after the child ended: its last frame; a grandchild's flood is cut here
+FRAME_MARK = b"\x00fp8check-report\x00"
+MAX_FRAME_BYTES = 1 << 20  # a report is a few hundred bytes (a vllm-file writer's provenance a few KB)
 POLL_S = 0.005  # how often the parent looks whether the child has ended
+GOLDEN_KEY_VARIABLE = "FP8CHECK_GOLDEN_KEY"  # signs and verifies golden files (golden.trusted_key)
+SECRETS = (GOLDEN_KEY_VARIABLE,)  # never in a child's environment: its code could sign a golden file
 
 # What the child was doing, for the one line that says how it failed.
 PHASES = {
@@ -55,13 +67,64 @@ class Limits:
 
 
 class IsolatedError(UserError, RuntimeError):
-    """A child that did not return normally: one line naming it and what it did. Exit 2, never a verdict."""
+    """A child that did not return normally: one line naming it and what it did. Exit 2, never a verdict.
+    `child_traceback`: the user's traceback as the child formatted it ("" when there is none), for --debug."""
+
+    def __init__(self, message: str, child_traceback: str = ""):
+        super().__init__(message)
+        self.child_traceback = child_traceback
 
 
 def phase(name: str) -> None:
     """Called by a child target: from now on, failures are reported as happening `PHASES[name]`."""
     if _CONN is not None:
-        _CONN.send_bytes(json.dumps({"phase": name}).encode())
+        _send(_CONN.fileno(), {"phase": name})
+
+
+def _send(fd: int, message: dict) -> None:
+    """One frame: marker, 8 hex digits of length, JSON, in one write. Text fields are cut (the message
+    and where to 1000 characters, the traceback to its last 8000) so that an error's frame stays small;
+    a frame of at most PIPE_BUF bytes (4096 on Linux) arrives whole even while others write the pipe."""
+    cut = {"message": lambda t: t[:1000], "where": lambda t: t[:1000], "traceback": lambda t: t[-8000:]}
+    message = {key: cut[key](str(value)) if key in cut else value for key, value in message.items()}
+    payload = json.dumps(message).encode()
+    if len(payload) > MAX_FRAME_BYTES:
+        raise ValueError(f"a report of {len(payload)} bytes; at most {MAX_FRAME_BYTES}")
+    data = FRAME_MARK + b"%08x" % len(payload) + payload
+    while data:
+        data = data[os.write(fd, data):]
+
+
+def parse_frames(data: bytes) -> tuple[list[dict], bytes]:
+    """(the whole frames in `data`, the unparsed rest to keep). Bytes outside frames are dropped; so is a
+    frame cut short by another marker (half a frame, then someone else's) or whose JSON is not a dict;
+    the rest holds at most an unfinished frame."""
+    messages = []
+    while True:
+        start = data.find(FRAME_MARK)
+        if start < 0:  # keep a tail that may be the start of a marker
+            return messages, data[-(len(FRAME_MARK) - 1):] if data else data
+        body = data[start + len(FRAME_MARK):]
+        if len(body) < 8:
+            return messages, data[start:]
+        try:
+            length = int(body[:8], 16)
+        except ValueError:
+            data = body
+            continue
+        inner = body.find(FRAME_MARK, 8)  # JSON never holds a NUL: a marker inside means this frame was cut short
+        if length > MAX_FRAME_BYTES or 0 <= inner < 8 + length:
+            data = body if inner < 0 else body[inner:]
+            continue
+        if len(body) < 8 + length:
+            return messages, data[start:]
+        try:
+            message = json.loads(body[8:8 + length])
+        except ValueError:
+            message = None
+        if isinstance(message, dict):
+            messages.append(message)
+        data = body[8 + length:]
 
 
 def _start_method(tensors: list[torch.Tensor]) -> str:
@@ -99,7 +162,7 @@ def run_isolated(target: str, args: tuple, *, limits: Limits, label: str, start_
     child.start()
     send.close()
     try:
-        status, where = _collect(child, receive, limits.timeout_s, label)
+        status, where = _collect(child, receive.fileno(), limits.timeout_s, label)
     finally:
         _end(child)
         receive.close()
@@ -108,50 +171,44 @@ def run_isolated(target: str, args: tuple, *, limits: Limits, label: str, start_
     return _outcome(status, where, child.exitcode, label, limits)
 
 
-def _collect(child, receive, timeout_s: float, label: str) -> tuple[dict | None, str]:
+def _collect(child, fd: int, timeout_s: float, label: str) -> tuple[dict | None, str]:
     """(the child's final status or None, its last phase) once it has ended; a hang is killed here.
 
-    The child's end is seen by polling its exit status: its pipe and its sentinel stay open as long as
-    anything it forked lives, so neither says when the child itself is gone."""
+    The pipe is read without blocking, so a half-sent frame never holds the deadline. The child's end is
+    seen by polling its exit status: its pipe and its sentinel stay open as long as anything it forked
+    lives, so neither says when the child itself is gone. After the end, what is already in the pipe is
+    read (at most MAX_DRAIN_BYTES), then reading stops."""
     deadline = time.monotonic() + timeout_s
-    status, where, eof = None, "starting", False
+    state = {"status": None, "where": "starting", "rest": b""}
+    eof = False
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise IsolatedError(f"{label} did not finish within the {timeout_s:g} s timeout (--timeout)"
-                                f" {PHASES.get(where, '')}: killed")
-        if not eof and receive.poll(min(remaining, POLL_S)):
-            try:
-                message = _read(receive, label)
-            except EOFError:  # every writer of the pipe is gone
-                eof = True
-                continue
-            where, status = (str(message["phase"]), status) if "phase" in message else (where, message)
-            continue
+                                f" {PHASES.get(state['where'], '')}: killed")
         if not child.is_alive():
-            while not eof and receive.poll(0):  # what it sent just before it ended
-                try:
-                    message = _read(receive, label)
-                except EOFError:
-                    break
-                where, status = (str(message["phase"]), status) if "phase" in message else (where, message)
-            return status, where
+            drained = 0
+            while not eof and drained < MAX_DRAIN_BYTES and select.select([fd], [], [], 0)[0]:
+                data = os.read(fd, 1 << 16)
+                eof, drained = not data, drained + len(data)
+                _take(state, data)
+            return state["status"], state["where"]
         if eof:
             time.sleep(min(remaining, POLL_S))
+        elif select.select([fd], [], [], min(remaining, POLL_S))[0]:
+            data = os.read(fd, 1 << 16)
+            eof = not data
+            _take(state, data)
 
 
-def _read(receive, label: str) -> dict:
-    try:
-        data = receive.recv_bytes(MAX_REPORT_BYTES)
-    except OSError:
-        raise IsolatedError(f"{label} sent more than {MAX_REPORT_BYTES} bytes of report; refused") from None
-    try:
-        message = json.loads(data)
-    except ValueError:
-        raise IsolatedError(f"{label} sent an unreadable report") from None
-    if not isinstance(message, dict):
-        raise IsolatedError(f"{label} sent an unreadable report")
-    return message
+def _take(state: dict, data: bytes) -> None:
+    """Fold newly read bytes into the state: the last phase, the last status."""
+    messages, state["rest"] = parse_frames(state["rest"] + data)
+    for message in messages:
+        if "phase" in message:
+            state["where"] = str(message["phase"])
+        elif "status" in message:
+            state["status"] = message
 
 
 def _end(child) -> None:
@@ -172,15 +229,19 @@ def _outcome(status: dict | None, where: str, exitcode: int | None, label: str, 
     kind = status.get("status") if status else None
     if kind == "exit":
         returning = ", before returning" if where in ("writing", "reading") else ""
-        raise IsolatedError(f"{label} called sys.exit({status.get('code')}) {during}{returning}")
+        raise IsolatedError(f"{label} called sys.exit({one_line(status.get('code'))}) {during}{returning}")
+    text = one_line(status.get("message", "")) if status else ""
+    where_raised = one_line(status.get("where", "")) if status else ""
+    at = f" at {where_raised}" if where_raised else ""
+    child_traceback = str(status.get("traceback", "")) if status else ""
     if kind == "error":
-        raise IsolatedError(str(status.get("message", "")).splitlines()[0] if status.get("message") else label)
+        raise IsolatedError(text or label, child_traceback)  # a ProducerError's line already says where
     if kind == "memory":
         what = (f"exceeded its memory limit of {limits.memory_bytes:,} bytes (--memory-limit)" if limits.memory_bytes
                 else "ran out of memory")
-        raise IsolatedError(f"{label} {what} {during}: {status.get('message', '')}")
+        raise IsolatedError(f"{label} {what} {during}: {text}", child_traceback)
     if kind == "raised":
-        raise IsolatedError(f"{label} raised {status.get('message', '')} {during}")
+        raise IsolatedError(f"{label} raised {text} {during}{at}", child_traceback)
     if exitcode is not None and exitcode < 0:
         raise IsolatedError(f"{label} {_signal_words(-exitcode)} {during}")
     raise IsolatedError(f"{label} ended its process with exit code {exitcode} {during}, without returning")
@@ -205,6 +266,8 @@ def _child_main(conn, target: str, args: tuple, memory_bytes: int | None, forked
     """The child's whole life: own process group, limits, the target, one JSON status, then _exit."""
     global _CONN
     _CONN = conn
+    for name in SECRETS:
+        os.environ.pop(name, None)
     try:
         os.setpgid(0, 0)  # so that the parent can kill whatever this child starts
     except OSError:
@@ -221,10 +284,6 @@ def _child_main(conn, target: str, args: tuple, memory_bytes: int | None, forked
         import torch
 
         torch.set_num_threads(1)
-    else:  # the spawned CUDA child: compiled Triton's per-process key from the cache folder (triton_memo.py)
-        from .triton_memo import install
-
-        install()
     if memory_bytes:
         _limit_address_space(memory_bytes)
     try:
@@ -233,20 +292,30 @@ def _child_main(conn, target: str, args: tuple, memory_bytes: int | None, forked
         json.dumps(status)
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) or exc.code is None else repr(str(exc.code)[:80])
+        code = code if code is None or isinstance(code, int) else one_line(code)
         status = {"status": "exit", "code": code}
     except UserError as exc:
         cause = exc.__cause__
         status = ({"status": "memory", "message": first_line(cause)} if _out_of_memory(cause)
-                  else {"status": "error", "message": str(exc)})
+                  else {"status": "error", "message": str(exc), **_origin(cause)})
     except BaseException as exc:  # noqa: BLE001 - whatever the user's code raised, reported as one line
-        status = {"status": "memory" if _out_of_memory(exc) else "raised", "message": first_line(exc)}
+        status = {"status": "memory" if _out_of_memory(exc) else "raised", "message": first_line(exc), **_origin(exc)}
     try:
-        conn.send_bytes(json.dumps(status).encode())
+        _send(conn.fileno(), status)
         conn.close()
         sys.stdout.flush()
         sys.stderr.flush()
     finally:
         os._exit(0)
+
+
+def _origin(exc: BaseException | None) -> dict:
+    """Where the user's code raised `exc` (FILE:LINE: source) and its traceback, for the parent's line and --debug."""
+    if exc is None:
+        return {}
+    where = raised_at(exc)
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return {**({"where": where} if where else {}), "traceback": text}
 
 
 def _out_of_memory(exc: BaseException | None) -> bool:

@@ -9,7 +9,7 @@ bytes (float64); the metrics are defined in readers/metrics.py.
 
 from __future__ import annotations
 
-import sys
+import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,13 +17,15 @@ from typing import Callable
 
 import torch
 
-from .errors import ConfigError, InputError, UsageError
+from .errors import InputError, UsageError
 from .inputs import Distribution, Inputs, load, make_k
+from .outcome import json_safe
 from .readers import reference as reference_reader
 from .readers.metrics import (
     DEFAULT_ATOL, DEFAULT_RTOL, Metrics, compare_logits, is_vacuous, quantize_q, visible_tokens,
 )
-from .readers.registry import Reader, run_reader_reporting
+from .readers.obligations import Findings, leaks
+from .readers.registry import Reader, run_reader_guarded
 from .spec import CacheSpec, FP8Format, Layout, ScaleFormat
 from .writers import registry as producers
 from .writers.registry import Producer
@@ -71,13 +73,9 @@ class ParityConfig:
                 "atol": self.atol, "min_recall": self.min_recall, "expect_fail": sorted(self.expect_fail)}
 
 
-def cache_spec(config: ParityConfig, *, block_size: int, head_dim: int, quant_block_size: int | None,
-               fp8: FP8Format, scale_fmt: ScaleFormat, layout: Layout | None) -> CacheSpec:
-    """The paged cache of one max(ctx)-token sequence: just enough blocks; qbs defaults to head_dim (one
-    scale per token, what vLLM's Triton writer and its readers assume)."""
-    blocks = -(-config.max_ctx // block_size) if isinstance(block_size, int) and block_size > 0 else 1
-    return CacheSpec(num_blocks=blocks, block_size=block_size, head_dim=head_dim,
-                     quant_block_size=quant_block_size or head_dim, fp8=fp8, scale_fmt=scale_fmt, layout=layout)
+def cache_spec(config: ParityConfig, spec: CacheSpec) -> CacheSpec:
+    """The paged cache of one max(ctx)-token sequence: just enough blocks of `spec`'s shape."""
+    return spec.replace(num_blocks=-(-config.max_ctx // spec.block_size))
 
 
 # ---- inputs -------------------------------------------------------------------------------------------
@@ -162,10 +160,37 @@ class Column:
     emulated: bool
     expect_fail: bool
     rows: tuple[Metrics, ...]
+    faults: tuple[str, ...] = ()  # stray writes, modified inputs (CacheBuffer.faults): a failure either way
 
     def failing(self, config: ParityConfig) -> list[tuple[int, float]]:
         """(ctx, recall) of the non-vacuous rows below --min-recall."""
-        return [(c, m.recall) for c, m in zip(config.ctx, self.rows) if not m.vacuous and m.recall < config.min_recall]
+        return [(c, m.recall) for c, m in zip(config.ctx, self.rows)
+                if not m.vacuous and m.recall < config.min_recall and not m.tie]
+
+
+def fraction(x: float) -> str:
+    """3 decimals, with more where a value below 1 would otherwise print as 1.000."""
+    digits = 3
+    while x < 1 and f"{x:.{digits}f}" == "1." + "0" * digits and digits < 9:
+        digits += 1
+    return f"{x:.{digits}f}"
+
+
+def rel(x: float) -> str:
+    return "nan" if math.isnan(x) else ("0" if x == 0 else f"{x:.1e}")
+
+
+def _worst(failing: list[tuple[int, float]]) -> str:
+    ctx, recall = min(failing, key=lambda item: item[1])
+    return f"lowest recall {fraction(recall)} at ctx {ctx}, {len(failing)} row(s) below the bar"
+
+
+@dataclass(frozen=True)
+class Note:
+    """One line under the parity table; `tone` (info, warn, pass, fail, expected) lets a renderer style it."""
+
+    tone: str
+    text: str
 
 
 @dataclass(frozen=True)
@@ -180,6 +205,15 @@ class ParityResult:
     columns: tuple[Column, ...]
     reader_check: tuple[Metrics, ...] | None  # the reader on the baseline's bytes; None: it is the reference
     timings: dict[str, float] = field(default_factory=dict)
+    obligations: Findings = Findings()  # masked positions not -inf, writes outside the rows, over every read
+    reader_reads: str | None = None  # on a reader fault: the layout under which the exact reader agrees with it
+    baseline_faults: tuple[str, ...] = ()  # the baseline's stray writes or modified inputs: no truth to trust
+    kind = "parity"
+
+    @property
+    def faults(self) -> tuple[str, ...]:
+        """Every writer's stray writes and modified inputs, the baseline's first."""
+        return self.baseline_faults + tuple(f for col in self.columns for f in col.faults)
 
     @property
     def reader_disagreements(self) -> list[tuple[int, float]]:
@@ -187,11 +221,21 @@ class ParityResult:
         if self.reader_check is None:
             return []
         return [(c, m.recall) for c, m in zip(self.config.ctx, self.reader_check)
-                if not m.vacuous and m.recall < self.config.min_recall]
+                if not m.vacuous and m.recall < self.config.min_recall and not m.tie]
+
+    @property
+    def reader_ties(self) -> list[tuple[int, float, int]]:
+        """(ctx, recall, tokens missed) where the reader, on the baseline's bytes, misses the truth's top-K only
+        by near-ties (every miss within tolerance of the K-th logit): no fault (readers/metrics.py)."""
+        if self.reader_check is None:
+            return []
+        return [(c, m.recall, m.missed) for c, m in zip(self.config.ctx, self.reader_check)
+                if not m.vacuous and m.recall < self.config.min_recall and m.tie]
 
     @property
     def reader_fault(self) -> bool:
-        return bool(self.reader_disagreements)
+        """The reader disagrees with the exact reader beyond near-ties, or breaks an obligation."""
+        return bool(self.reader_disagreements) or self.obligations.broken
 
     @property
     def all_vacuous(self) -> bool:
@@ -199,8 +243,134 @@ class ParityResult:
 
     @property
     def passed(self) -> bool:
-        """No reader fault, and every writer not expected to fail meets --min-recall on every non-vacuous row."""
-        return not self.reader_fault and all(col.expect_fail or not col.failing(self.config) for col in self.columns)
+        """No reader fault, no writer fault (stray writes, modified inputs; expected failures included), and
+        every writer not expected to fail meets --min-recall on every non-vacuous row."""
+        return not self.reader_fault and not self.faults and all(col.expect_fail or not col.failing(self.config) for col in self.columns)
+
+    def verdict_line(self) -> str:
+        c = self.config
+        writers = ", ".join(col.name for col in self.columns)
+        head = "PASS" if self.passed else "FAIL"
+        fault = "; READER FAULT" if self.reader_fault else ""
+        fault += "".join(f"; {f}" for f in self.faults)
+        return f"{head}: top-{c.topk} parity of {writers} read by {self.reader.name}, ctx {min(c.ctx)}-{max(c.ctx)}{fault}"
+
+    def _column_note(self, col: Column) -> Note:
+        c = self.config
+        failing = col.failing(c)
+        bar = f"recall@{c.topk} >= {c.min_recall:g} on every non-vacuous row"
+        if not failing:
+            if col.expect_fail:
+                return Note("warn", f"{col.name}: expected to fail (--expect-fail) but passes: {bar}")
+            return Note("pass", f"{col.name}: PASS, {bar}")
+        if col.expect_fail:
+            return Note("expected", f"{col.name}: FAIL, as expected (--expect-fail): {_worst(failing)}")
+        return Note("fail", f"{col.name}: FAIL: {_worst(failing)}")
+
+    def notes(self) -> list[Note]:
+        c = self.config
+        lines = []
+        if any(c.vacuous(ctx) for ctx in c.ctx):
+            lines.append(Note("info",
+                f"vacuous rows: every query row sees <= K = {c.topk} tokens, so every token is selected and any"
+                f" writer scores recall 1.000 there (this is why the seed's bug hid below ctx {c.topk + 1});"
+                " pick a smaller --topk to test those lengths."))
+        if self.all_vacuous:
+            lines.append(Note("warn", f"every row is vacuous (ctx <= K = {c.topk}): recall cannot tell these writers"
+                                      " apart; the verdict below says nothing about them."))
+        lines += self._obligation_notes()
+        if self.reader_check is not None:
+            worst = max((m.max_rel for m in self.reader_check), key=lambda x: (math.isnan(x), x))
+            if self.reader_disagreements:
+                lines.append(Note("fail",
+                    f"READER FAULT: reader {self.reader.name!r} disagrees with fp8check's reference reader on the"
+                    f" baseline's own bytes ({_worst(self.reader_disagreements)}; max_rel {rel(worst)}): "
+                    + (f"it reads the cache as {self.reader_reads} (fp8check's exact reader reading"
+                       f" {self.reader_reads} agrees with it) where {self.spec.layout.value} was written."
+                       if self.reader_reads else
+                       f"it reads a different layout or format from the one written ({self.spec.layout.value} layout,"
+                       f" {self.spec.fp8.value}).")
+                    + " The writer columns measure the reader, not the writers."))
+            elif self.reader_ties:
+                ties = ", ".join(f"ctx {ctx}: recall {fraction(recall)}, {missed} missed"
+                                 for ctx, recall, missed in self.reader_ties)
+                lines.append(Note("warn",
+                    f"reader {self.reader.name!r} misses the truth's top-{c.topk} only by near-ties on the baseline's"
+                    f" bytes ({ties}): every token it selects wrongly has a true logit within atol + rtol * |L| of"
+                    f" the K-th (rtol {c.rtol:g}, atol {c.atol:g}); its rounding reorders near-equal tokens, it reads"
+                    " the right bytes. Not a reader fault."))
+            elif not self.obligations.broken:
+                lines.append(Note("pass",
+                    f"reader {self.reader.name!r} agrees with the reference reader on the baseline's bytes"
+                    f" (recall@{c.topk} >= {c.min_recall:g} on every non-vacuous row; max_rel up to {rel(worst)})."))
+        lines += [self._column_note(col) for col in self.columns]
+        lines += [Note("fail", f"FAIL: {fault} (stray writes and modified inputs fail the run, whatever the recall)")
+                  for fault in self.faults]
+        lines.append(Note("info",
+            f"recall@K: share of the writer's K selected tokens whose true logit is >= the true K-th largest (ties"
+            f" count); positional@K: positions where the two ascending-sorted top-K index lists agree (the seed's"
+            f" numbers; never a verdict); max_rel = max|L-L*| / max|L*|; bad/N: tokens with |L-L*| > atol + rtol|L*|"
+            f" (rtol {c.rtol:g}, atol {c.atol:g}), NaN counts as bad."))
+        return lines
+
+    def _obligation_notes(self) -> list[Note]:
+        """READER FAULT lines for masked positions that are not -inf and writes outside the output rows."""
+        found, lines = self.obligations, []
+        if found.leaks:
+            lines.append(Note("fail",
+                f"READER FAULT: reader {self.reader.name!r} returns {found.leaks} logits at positions a query row may"
+                f" not see (they must be -inf; row n of next_n sees positions up to ctx - next_n + n): "
+                + "; ".join(x.describe() for x in found.leaked)))
+        if found.outside:
+            rows = self.config.next_n * len(self.config.ctx)
+            lines.append(Note("fail",
+                f"READER FAULT: reader {self.reader.name!r} wrote {found.outside} elements outside its output rows: "
+                + "; ".join(x.describe(rows, self.config.max_ctx) for x in found.written)))
+        return lines
+
+    def top_cause(self) -> str | None:
+        return next((n.text for n in self.notes() if n.tone == "fail"), None)
+
+    def detail(self) -> str:
+        return "\n".join(n.text for n in self.notes())
+
+    def to_json(self) -> dict:
+        c = self.config
+
+        def record(ctx: int, writer: str, m: Metrics) -> dict:
+            """One (ctx, writer) record; a max_rel that is not finite (a NaN or inf logit) is null."""
+            out = {"ctx": ctx, "writer": writer, **m.to_dict()}
+            if not math.isfinite(out["max_rel"]):
+                out["max_rel"] = None
+            return out
+
+        check = None
+        if self.reader_check is not None:
+            check = [record(ctx, self.baseline.name, m) for ctx, m in zip(c.ctx, self.reader_check)]
+        return json_safe({
+            "spec": self.spec.to_dict(),
+            "inputs": {"source": self.source, "heads": self.heads, "tokens": c.max_ctx},
+            "config": c.to_dict(),
+            "faults": list(self.faults),
+            "baseline": {"name": self.baseline.name, "description": self.baseline.description,
+                         "emulated": self.baseline.emulated},
+            "writers": [{"name": col.name, "description": col.description, "emulated": col.emulated,
+                         "expect_fail": col.expect_fail, "passed": not col.failing(c)} for col in self.columns],
+            "reader": {"name": self.reader.name, "description": self.reader.description,
+                       "exact": self.reader.exact, "provenance": self.reader.provenance},
+            "records": [record(ctx, col.name, m) for col in self.columns for ctx, m in zip(c.ctx, col.rows)],
+            "reader_check": check,
+            "reader_fault": self.reader_fault,
+            "reader_obligations": self.obligations.to_dict(),
+            "reader_ties": [{"ctx": ctx, "recall": recall, "missed": missed}
+                            for ctx, recall, missed in self.reader_ties],
+            "reader_reads": self.reader_reads,
+            "passed": self.passed,
+            "device": self.device,
+        })
+
+    def run_json(self) -> dict:
+        return {"timings_s": dict(self.timings)}
 
 
 # ---- the sweep ----------------------------------------------------------------------------------------
@@ -282,50 +452,76 @@ def run_parity(spec: CacheSpec, config: ParityConfig, *, baseline: Producer, wri
     if not torch.isfinite(truth.masked_fill(truth == float("-inf"), 0)).all():
         raise InputError(f"the baseline {baseline.name!r} wrote bytes that decode to inf/NaN logits: no truth to rank by")
     columns, ran = [], reader  # `ran`: the reader as it ran (an isolated one: with what its child reported)
+    findings = Findings()
+
+    def read(label: str, cache):
+        nonlocal ran, findings
+        logits, ran, outside = step(label, lambda: run_reader_guarded(reader, batch.q_fp8, _kv(cache, spec), *args))
+        if not reader.exact:  # the exact reader is the truth; every other one owes -inf where a row may not look
+            findings = findings + Findings(*leaks(logits, batch.context_lens, config.next_n), *outside)
+        return logits
+
     for writer, cache in zip(writers, caches):
-        logits, ran = step(f"read {writer.name}", lambda c=cache: run_reader_reporting(reader, batch.q_fp8,
-                                                                                       _kv(c, spec), *args))
+        logits = read(f"read {writer.name}", cache)
         columns.append(Column(writer.name, writer.description, writer.emulated, writer.name in config.expect_fail,
-                              score(config, logits, truth)))
-    check = None
+                              score(config, logits, truth), cache.faults(f"writer {writer.name!r}")))
+    check, read_as = None, None
     if not reader.exact:
-        logits, ran = step(f"read {baseline.name} (reader check)", lambda: run_reader_reporting(
-            reader, batch.q_fp8, _kv(base, spec), *args))
+        logits = read(f"read {baseline.name} (reader check)", base)
         check = score(config, logits, truth)
+        if any(not m.vacuous and m.lost for m in check):
+            read_as = step("which layout the reader reads", lambda: layout_read(spec, config, batch, base, logits))
     return ParityResult(spec, config, inputs.source, inputs.heads, str(device), baseline, ran, tuple(columns),
-                        check, timings)
+                        check, timings, findings, read_as, base.faults(f"baseline {baseline.name!r}"))
 
 
-# ---- configs ------------------------------------------------------------------------------------------
+def layout_read(spec: CacheSpec, config: ParityConfig, batch: Batch, base, logits: torch.Tensor) -> str | None:
+    """The layout the exact reader must assume to agree with a reader's logits on the baseline's bytes (every
+    non-vacuous row at recall 1, near-ties aside), where one other than the spec's does; None otherwise."""
+    args = (batch.weights, batch.context_lens, batch.block_tables, batch.max_model_len)
+    for layout in Layout:
+        if layout is spec.layout or (layout is Layout.SHUFFLE and spec.block_size % 16):
+            continue
+        other = spec.replace(layout=layout)
+        truth = reference_reader.paged_logits(other, batch.q_codes, base.flat, *args)
+        if all(m.vacuous or not m.lost for m in score(config, logits, truth)):
+            return layout.value
+    return None
 
-# Keys a [parity] section may set, with the CLI option (dest name) each one stands for.
-PARITY_KEYS = {
-    "block": "block_size", "head_dim": "head_dim", "qbs": "quant_block_size", "fp8": "fp8", "scale_fmt": "scale_fmt",
-    "layout": "layout", "seed": "seed", "slots": "slots", "inputs": "distribution", "device": "device",
-    "baseline": "baseline", "writers": "writers", "reader": "reader", "ctx": "ctx", "topk": "topk",
-    "next_n": "next_n", "heads": "heads", "rtol": "rtol", "atol": "atol", "min_recall": "min_recall",
-    "expect_fail": "expect_fail",
-}
-LIST_KEYS = {"writers", "ctx"}  # TOML lists, given on the command line as comma-separated text
+
+# ---- the default reader check: every obligation over the cases real readers get wrong -------------------------
 
 
-def read_config(path: Path) -> dict:
-    """The [parity] section of a TOML file, as CLI option names -> values (lists as the CLI's text)."""
-    from .config import find, load_toml
+@dataclass(frozen=True)
+class ReaderCase:
+    next_n: int
+    block_size: int
+    layout: Layout
 
-    path = find(path)
-    data = load_toml(path)
-    section = data.get("parity")
-    if not isinstance(section, dict):
-        raise ConfigError(f"{path}: needs a [parity] section")
-    unknown = sorted(set(section) - set(PARITY_KEYS))
-    if unknown:
-        raise ConfigError(f"{path}: unknown key(s) in [parity]: {', '.join(unknown)}; known: {', '.join(PARITY_KEYS)}")
-    out = {}
-    for key, value in section.items():
-        if key in LIST_KEYS and isinstance(value, list):
-            value = ",".join(str(v) for v in value)
-        elif key == "expect_fail":
-            value = tuple(value) if isinstance(value, list) else (value,)
-        out[PARITY_KEYS[key]] = value
-    return out
+    @property
+    def label(self) -> str:
+        return f"next_n {self.next_n}, block {self.block_size}, {self.layout.value}"
+
+
+# next_n 1 and 2 (MTP masks), block 1 (where every layout coincides) and 64, planar in both value orders
+READER_CASES = tuple(ReaderCase(n, block, layout) for n in (1, 2)
+                     for block, layout in ((1, Layout.LINEAR), (64, Layout.LINEAR), (64, Layout.SHUFFLE)))
+
+
+def check_reader(reader_for: Callable[[CacheSpec], Reader], *, cases=READER_CASES, ctx=(300, 1100), topk: int = 256,
+                 heads: int = 4, head_dim: int = 128, seed: int = 0, fp8: FP8Format = FP8Format.E4M3FN,
+                 scale_fmt: ScaleFormat = ScaleFormat.UE8M0, device=torch.device("cpu"),
+                 ) -> list[tuple[ReaderCase, ParityResult]]:
+    """The reader (made for each case's spec by `reader_for`) on the reference writer's bytes of every case:
+    recall against the exact reader, near-ties told apart, masked positions, writes outside its rows. A reader
+    reads one layout: it agrees on the cases of that layout and is a reader fault on the others."""
+    results = []
+    for case in cases:
+        config = ParityConfig(ctx=tuple(ctx), topk=topk, next_n=case.next_n)
+        spec = cache_spec(config, CacheSpec(block_size=case.block_size, head_dim=head_dim, quant_block_size=head_dim,
+                                            fp8=fp8, scale_fmt=scale_fmt, layout=case.layout))
+        inputs = generate(spec, config, heads=heads, seed=seed, shuffled=True)
+        reference = producers.resolve("reference")
+        results.append((case, run_parity(spec, config, baseline=reference, writers=[], reader=reader_for(spec),
+                                         inputs=inputs, device=device)))
+    return results

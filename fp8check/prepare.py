@@ -1,28 +1,127 @@
-"""From option values (CLI, config, API) to what a run needs: the spec, the inputs and the device."""
+"""One path from a request to a run: the spec, the inputs, the device and the producers of every role.
+
+A `Request` is a command's option values under their config keys, validated by the one option table
+(options.py), and the keys that were stated (typed on the command line, set in a gate case, passed to
+the API). `prepare()` turns it into a `Prepared` run: the CLI, the gate and the API all call it. A
+compare's baseline may be `golden:FILE`: the recording then brings the spec, the inputs and the bytes.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 from . import inputs as inputs_mod
+from . import options
 from .device import resolve_device
-from .sources import materialize
-from .spec import CacheSpec, FP8Format, Layout, ScaleFormat
-
+from .errors import UsageError
+from .sources import GOLDEN_PREFIX, materialize
+from .spec import CacheSpec, FP8Format, Layout, ScaleFormat, default_quant_block_size
 
 DEFAULT_NUM_BLOCKS = 3
+KEYS = options.COMMAND_KEYS
+ROLES = {"compare": ("baseline", "candidate"), "table": ("baseline", "buggy", "fixed"), "record": ("producer",)}
+# with a golden baseline the recording holds the spec and the inputs: stated spec keys must agree with it,
+# input keys cannot be stated at all
+GOLDEN_SPEC_KEYS = {"num_blocks": "num_blocks", "block": "block_size", "head_dim": "head_dim",
+                    "qbs": "quant_block_size", "fp8": "fp8", "scale_fmt": "scale_fmt", "layout": "layout"}
+GOLDEN_INPUT_KEYS = ("seed", "slots", "inputs", "specials_inf_nan", "input")
+INPUT_FILE_EXCLUDES = ("seed", "slots", "inputs", "specials_inf_nan")  # --input replays its own inputs
 
 
-def spec_from(opts: dict, num_blocks: int | None = None) -> CacheSpec:
-    """The CacheSpec the options describe (dest names); `num_blocks` overrides theirs (a replayed input's)."""
-    head_dim = opts["head_dim"]
+@dataclasses.dataclass(frozen=True)
+class Request:
+    command: str  # compare, table, record or parity
+    values: dict[str, Any]  # every option of the command under its config key, defaults filled
+    stated: frozenset[str]  # the keys given explicitly
+
+    @classmethod
+    def of(cls, command: str, given: dict[str, Any], *, where: str, stated=None) -> "Request":
+        """Validate `given` (config keys) against the command's options; the rest take their defaults."""
+        keys = KEYS[command]
+        values = {**options.defaults(keys, command), **options.validate(given, keys, where, command)}
+        return cls(command, values, frozenset(given if stated is None else stated))
+
+    def flag(self, key: str) -> str:
+        return options.option(key, self.command).flag
+
+    @property
+    def golden(self) -> bool:
+        return str(self.values.get("baseline", "")).startswith(GOLDEN_PREFIX)
+
+
+@dataclasses.dataclass(frozen=True)
+class Prepared:
+    spec: CacheSpec
+    inputs: Any  # inputs.Inputs, or parity.QueryInputs
+    device: Any  # torch.device
+    sides: dict[str, Any]  # role -> Producer, or a golden baseline's recorded Side
+    reader: Any = None  # parity: the reader under test
+    config: Any = None  # parity: its ParityConfig
+
+
+def spec_of(values: dict, num_blocks: int | None = None) -> CacheSpec:
+    """The CacheSpec the values describe (config keys); `num_blocks` overrides theirs."""
+    head_dim = values["head_dim"]
+    qbs = values["qbs"]
     return CacheSpec(
-        num_blocks=num_blocks or opts["num_blocks"] or DEFAULT_NUM_BLOCKS, block_size=opts["block_size"],
-        head_dim=head_dim, quant_block_size=opts["quant_block_size"] if opts["quant_block_size"] is not None else (128 if head_dim % 128 == 0 else head_dim),
-        fp8=FP8Format(opts["fp8"]), scale_fmt=ScaleFormat(opts["scale_fmt"]),
-        layout=Layout(opts["layout"]) if opts["layout"] else None,
+        num_blocks=num_blocks or values.get("num_blocks") or DEFAULT_NUM_BLOCKS, block_size=values["block"],
+        head_dim=head_dim, quant_block_size=qbs if qbs is not None else default_quant_block_size(head_dim),
+        fp8=FP8Format(values["fp8"]), scale_fmt=ScaleFormat(values["scale_fmt"]),
+        layout=Layout(values["layout"]) if values["layout"] else None, layers=values.get("layers") or 1,
     )
+
+
+def golden_key() -> bytes | None:
+    """FP8CHECK_GOLDEN_KEY: when set, golden files are signed (record) and must be signed (replay)."""
+    from .golden import trusted_key
+
+    return trusted_key()
+
+
+def prepare(request: Request, *, isolation="default", given_inputs=None, producers: dict | None = None) -> Prepared:
+    """Spec, inputs, device and the producers of the command's roles. `given_inputs`: K and slots from the
+    caller (the API); `producers`: roles already resolved (the API's writer functions)."""
+    v = request.values
+    producers = dict(producers or {})
+    if request.golden:
+        spec, data, device, base = _golden(request)
+        producers["baseline"] = base
+    else:
+        device = resolve_device(v["device"])
+        spec, data = _spec_and_inputs(request, given_inputs, device)
+        data = data.to(device)
+    names = {role: v[role] for role in ROLES[request.command] if role not in producers}
+    return Prepared(spec, data, device, {**producers, **resolve_producers(device, names, spec, v["repo"],
+                                                                           isolation=isolation)})
+
+
+def _spec_and_inputs(request: Request, given_inputs, device):
+    """The spec and the inputs (given, replayed or generated), with the memory they need checked first."""
+    v = request.values
+    if given_inputs is not None:
+        inputs_mod.validate("k", given_inputs.k, given_inputs.slot_mapping, None)
+        spec = spec_of(v, v["num_blocks"] or inputs_mod.blocks_needed(given_inputs, v["block"]))
+        _check_memory(spec, given_inputs.k.shape[0], device, request, given_inputs)
+        inputs_mod.validate("k", given_inputs.k, given_inputs.slot_mapping, spec)
+        return spec, given_inputs
+    if v["input"] is None:
+        spec = spec_of(v)
+        # generated inputs: at most num_slots tokens plus a quarter of padding (SlotPattern.PADDED)
+        _check_memory(spec, spec.num_slots * 5 // 4 + 1, device, request, None)
+        data = inputs_mod.generate(spec, seed=v["seed"], slots=inputs_mod.SlotPattern(v["slots"]),
+                                   distribution=inputs_mod.Distribution(v["inputs"]), inf_nan=v["specials_inf_nan"])
+        inputs_mod.check_slots(spec, data.slot_mapping, f"generated inputs ({data.source})")
+        return spec, data
+    clash = [key for key in INPUT_FILE_EXCLUDES if key in request.stated]
+    if clash:
+        raise UsageError(f"{request.flag(clash[0])} cannot be combined with --input: the file's inputs are replayed")
+    replay = read_named_inputs(Path(v["input"]), v["repo"])
+    spec = spec_of(v, v["num_blocks"] or inputs_mod.blocks_needed(replay, v["block"]))
+    _check_memory(spec, replay.k.shape[0], device, request, replay)
+    inputs_mod.validate(v["input"], replay.k, replay.slot_mapping, spec)
+    return spec, replay
 
 
 def read_named_inputs(path: Path, repo: Path | None) -> inputs_mod.Inputs:
@@ -35,72 +134,78 @@ def read_named_inputs(path: Path, repo: Path | None) -> inputs_mod.Inputs:
     return replay
 
 
-def build(opts: dict):
-    """(spec, inputs, device) from the shared options. Raises SpecError / InputError / DeviceError."""
-    return start(opts, background=False).result()
+def _golden(request: Request):
+    """(spec, inputs, device, baseline Side) of golden:FILE: the recorded spec, inputs and bytes."""
+    from . import golden
+
+    v = request.values
+    path_text = v["baseline"][len(GOLDEN_PREFIX):]
+    if not path_text:
+        raise UsageError("--baseline golden:FILE needs a file")
+    clash = [key for key in GOLDEN_INPUT_KEYS if key in request.stated]
+    if clash:
+        raise UsageError(f"{request.flag(clash[0])} cannot be combined with --baseline {v['baseline']}: the"
+                         " recorded inputs are replayed")
+    recorded, path, origin = golden.load_trusted(path_text, v["repo"])
+    golden.check_options(path, recorded.spec, {field: (request.flag(key), v[key])
+                                               for key, field in GOLDEN_SPEC_KEYS.items() if key in request.stated})
+    device = resolve_device(v["device"])
+    side = golden.as_side(recorded, path, device)
+    if origin:
+        side = dataclasses.replace(side, provenance={**side.provenance, "golden": path_text, **origin})
+    return recorded.spec, recorded.inputs.to(device), device, side
 
 
-@dataclasses.dataclass
-class Started:
-    """A build whose spec and device are known and whose options, device and memory are checked; the
-    inputs' device work may be still to come (inputs.PendingInputs): `result()` is build()'s (spec,
-    inputs, device), with the slot mapping checked on the device while a large K is still on its way."""
-
-    spec: CacheSpec
-    device: object
-    inputs: object  # Inputs, or inputs.PendingInputs
-
-    def result(self):
-        data = self.inputs
-        if isinstance(data, inputs_mod.PendingInputs):
-            inputs_mod.check_slots(self.spec, data.slots(), f"generated inputs ({data.source})")
-            data = data.result()
-        return self.spec, data, self.device
-
-
-def start(opts: dict, *, background: bool = True) -> Started:
-    """build(), in two steps: the checks of the options, the device and the memory now; the inputs'
-    device work (and, with `background`, a large K read back or drawn in a thread meanwhile) at
-    `result()`. `fp8check compare` resolves its writers in between."""
-    replay = None
-    if opts["input_path"] is not None:
-        replay = read_named_inputs(opts["input_path"], opts.get("repo"))
-    num_blocks = opts["num_blocks"]
-    if num_blocks is None and replay is not None and opts["block_size"] > 0:
-        num_blocks = inputs_mod.blocks_needed(replay, opts["block_size"])
-    spec = spec_from(opts, num_blocks)
-    device = resolve_device(opts["device"])
-    # generated inputs: at most num_slots tokens plus a quarter of padding (SlotPattern.PADDED)
-    check_memory(spec, replay.k.shape[0] if replay else spec.num_slots * 5 // 4 + 1, device, replay, opts)
-    if replay is not None:
-        inputs_mod.validate(opts["input_path"], replay.k, replay.slot_mapping, spec)
-        return Started(spec, device, replay)
-    return Started(spec, device, inputs_mod.start_generate(
-        spec, seed=opts["seed"], slots=inputs_mod.SlotPattern(opts["slots"]),
-        distribution=inputs_mod.Distribution(opts["distribution"]), inf_nan=opts["inf_nan"], device=device,
-        background=background,
-    ))
-
-
-def check_memory(spec: CacheSpec, num_tokens: int, device, replay, opts: dict) -> None:
+def _check_memory(spec: CacheSpec, num_tokens: int, device, request: Request, replay) -> None:
     """Refuse a run whose caches, diff and inputs cannot fit, naming the options, before allocating them."""
     from .cache import require_memory, run_bytes
 
     sizes = f"--num-blocks {spec.num_blocks}, --block {spec.block_size}, --head-dim {spec.head_dim}"
-    if replay is not None and opts["num_blocks"] is None:
+    v = request.values
+    if replay is not None and v["num_blocks"] is None:
         top = int(replay.slot_mapping.max()) if replay.slot_mapping.numel() else 0
-        sizes = f"--input {opts['input_path']}: its slot {top} makes {sizes}, and"
+        where = f"--input {v['input']}" if v.get("input") is not None else "k"
+        sizes = f"{where}: its slot {top} makes {sizes}, and"
     require_memory(run_bytes(spec, num_tokens), device, f"{sizes} (two caches, the diff and K)")
 
 
 def resolve_producers(device, names: dict[str, str], spec: CacheSpec, repo: Path | None, *,
                       isolation="default") -> dict:
-    """Producers by role, resolved once the device is known: a CPU run turns Triton's interpreter mode on
-    first (writers/registry.prepare), so every Triton kernel, the user's included, runs in it. Code from
-    files runs in a child process under `isolation` (Limits; "default": registry.DEFAULT_ISOLATION; None:
-    in this process)."""
+    """Producers by role. Code from files runs in a child process under `isolation` (Limits; "default":
+    registry.DEFAULT_ISOLATION; None: in this process)."""
     from .writers import registry
 
-    registry.prepare(device)
     limits = registry.DEFAULT_ISOLATION if isolation == "default" else isolation
     return {role: registry.resolve(name, fp8=spec.fp8, repo=repo, isolation=limits) for role, name in names.items()}
+
+
+def prepare_parity(request: Request, *, isolation="default") -> Prepared:
+    """A parity run: the cache the contexts need, K/Q/weights drawn or read, the baseline, writers and reader."""
+    from . import parity
+    from .readers import registry as readers
+
+    v = request.values
+    config = parity_config(v)
+    spec = parity.cache_spec(config, spec_of(v))
+    shuffled, device = v["slots"] == "shuffled", resolve_device(v["device"])
+    if v["input"] is not None:
+        data = parity.read(Path(v["input"]), spec, config, heads=v["heads"], seed=v["seed"], shuffled=shuffled)
+    else:
+        data = parity.generate(spec, config, heads=v["heads"] or parity.DEFAULT_HEADS, seed=v["seed"],
+                               shuffled=shuffled, distribution=inputs_mod.Distribution(v["inputs"]))
+    if not v["writers"]:
+        raise UsageError("--writers: name at least one writer")
+    names = {"baseline": v["baseline"], **{f"w{i}": n for i, n in enumerate(v["writers"])}}
+    sides = resolve_producers(device, names, spec, v["repo"], isolation=isolation)
+    from .writers.registry import DEFAULT_ISOLATION
+
+    reader = readers.resolve(v["reader"], spec=spec, repo=v["repo"],
+                             isolation=DEFAULT_ISOLATION if isolation == "default" else isolation)
+    return Prepared(spec, data, device, sides, reader, config)
+
+
+def parity_config(v: dict):
+    from .parity import ParityConfig
+
+    return ParityConfig(ctx=tuple(v["ctx"]), topk=v["topk"], next_n=v["next_n"], rtol=v["rtol"], atol=v["atol"],
+                        min_recall=v["min_recall"], expect_fail=frozenset(v["expect_fail"]))

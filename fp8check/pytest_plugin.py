@@ -6,8 +6,10 @@
     def test_writer(fp8check, case):
         fp8check.assert_same_cache_bytes(my_writer, **case)
 
-At start-up it calls fp8check.prepare_cpu(): without CUDA, Triton kernels the tests import run under the
-interpreter, and fp8check makes its FP8 conversion exact before any of them runs.
+Loading the plugin changes nothing: it imports neither torch nor Triton and sets no environment variable;
+the fixture and fp8check_cases import what they need when they are used, and Triton kernels run on CPU
+tensors in fp8check's exact interpreter only while fp8check runs them. The meaning of a config's tables
+(defaults, matrix, expect) is gate_config's, the same as in `fp8check gate`.
 """
 
 from __future__ import annotations
@@ -16,12 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
-
-def pytest_configure(config) -> None:
-    from .api import prepare_cpu
-
-    prepare_cpu()
 
 
 @dataclass(frozen=True)
@@ -61,23 +57,29 @@ class CaseParams(dict):
 def fp8check_cases(config: str | Path, *, candidate: bool = False) -> list:
     """The compare cases of a gate config (a path, or a built-in name) as pytest params with their ids.
 
-    Each param is a dict of spec, input and budget keywords for compare_writers / assert_same_cache_bytes;
-    `baseline` is included, `candidate` only with candidate=True (the test usually supplies its own writer).
-    A case with expect = "different" is marked xfail(strict=True): it must keep failing.
+    Each param is a dict of spec, input and budget keywords for compare_writers / assert_same_cache_bytes,
+    `baseline` included. Without `candidate` the test brings its own writer: it stands for each case's
+    candidate, cases that then differ only in their candidate are given once, and `expect = "different"`
+    cases (a statement about their own candidate) are left out. With candidate=True each param holds its
+    case's `candidate`, and an `expect = "different"` case is a strict xfail: it must keep failing.
     """
     from . import options
-    from .gate_config import load
+    from .gate_config import GOLDEN, compare_id, load
 
-    params = []
+    params, seen = [], set()
     for case in load(config).cases:
-        if case.kind != "compare":
+        if case.kind != "compare" or (not candidate and case.values["expect"] == "different"):
             continue
         keys = [*options.BUDGET, "baseline", *(("candidate",) if candidate else ())]
-        if not case.values["baseline"].startswith("golden:"):  # a recording brings its own spec and inputs
+        if not case.values["baseline"].startswith(GOLDEN):  # a recording brings its own spec and inputs
             keys += options.SPEC
-        _, pair, rest = case.id.split(":", 2)  # compare:CANDIDATE~BASELINE:...: the test brings its candidate
-        case_id = case.id if candidate else f"vs-{pair.split('~', 1)[1]}:{rest}"
+        case_id = case.id if candidate else compare_id(case.values, candidate=False)
+        if case_id in seen:
+            continue
+        seen.add(case_id)
         values = CaseParams(case_id, {k: case.values[k] for k in keys})
-        marks = [pytest.mark.xfail(strict=True, raises=AssertionError)] if case.values["expect"] == "different" else []
+        marks = ([pytest.mark.xfail(strict=True, raises=AssertionError,
+                                    reason=f"expect = \"different\" ({case.source})")]
+                 if case.values["expect"] == "different" else [])
         params.append(pytest.param(values, id=case_id, marks=marks))
     return params

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import atexit
 import hashlib
+import os
 import shutil
 import subprocess
 import tempfile
@@ -17,8 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import InputError, UserError
+from .isolation import SECRETS
+from .paths import read_regular
 
-GIT_PREFIX = "git:"
+GIT_PREFIX = "git:"  # git:REV:PATH, read with `git show`
+FILE_PREFIX = "file:"  # file:PATH:FUNC, a writer or reader in a Python file
+VLLM_FILE_PREFIX = "vllm-file:"  # vllm-file:PATH[:FUNC], one function of a vLLM source file, without vLLM
+GOLDEN_PREFIX = "golden:"  # golden:FILE, bytes recorded by `fp8check record`
 
 
 @dataclass(frozen=True)
@@ -48,7 +54,8 @@ def split_git(text: str, error: type[UserError] = InputError) -> tuple[str, str]
 
 def _git(repo: Path, args: list[str], what: str, error: type[UserError]) -> bytes:
     try:
-        done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, check=False)
+        done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, check=False,
+                              env={k: v for k, v in os.environ.items() if k not in SECRETS})
     except FileNotFoundError:
         raise error(f"{what}: git is not installed") from None
     if done.returncode != 0:
@@ -60,10 +67,7 @@ def _git(repo: Path, args: list[str], what: str, error: type[UserError]) -> byte
 def read_source(text: str, repo: Path | None = None, *, error: type[UserError] = InputError) -> Source:
     """The bytes of `text` (a path or `git:REV:PATH`) and their provenance; one-line `error` otherwise."""
     if not is_git(text):
-        path = Path(text)
-        if not path.is_file():
-            raise error(f"{text}: no such file")
-        data = path.read_bytes()
+        data = read_regular(text, error=error)
         return Source(data, text, {"file": text, "sha256": hashlib.sha256(data).hexdigest()})
     rev, path_text = split_git(text, error)
     where = Path(repo) if repo is not None else Path.cwd()

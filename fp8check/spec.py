@@ -52,18 +52,34 @@ class FP8Format(enum.Enum):
 
 
 class ScaleFormat(enum.Enum):
-    UE8M0 = "ue8m0"
+    UE8M0 = "ue8m0"  # a power of two, stored as an fp32 word
     FP32 = "fp32"
+    UE8M0X4 = "ue8m0x4"  # a power of two, stored as four equal UE8M0 bytes (vLLM's "mxfp8": 0x78787878 is 2^-7)
 
     @property
     def writer_arg(self) -> str | None:
-        """What the de-facto writer signature takes as `scale_fmt`."""
-        return "ue8m0" if self is ScaleFormat.UE8M0 else None
+        """What the de-facto writer signature takes as `scale_fmt` (vLLM's CUDA op: "mxfp8" for UE8M0X4)."""
+        return {ScaleFormat.UE8M0: "ue8m0", ScaleFormat.UE8M0X4: "mxfp8", ScaleFormat.FP32: None}[self]
+
+    @classmethod
+    def from_writer_arg(cls, arg: str | None) -> "ScaleFormat":
+        return {"ue8m0": cls.UE8M0, "mxfp8": cls.UE8M0X4}.get(arg, cls.FP32)
+
+    @property
+    def power_of_two(self) -> bool:
+        """Scales rounded up to a power of two: s = 2 ** ceil(log2(s))."""
+        return self is not ScaleFormat.FP32
 
 
 class Layout(enum.Enum):
-    SHUFFLE = "shuffle"
-    LINEAR = "linear"
+    SHUFFLE = "shuffle"  # planar, aiter's 16x16 tiles in the value region
+    LINEAR = "linear"  # planar: all values of the block, then all scales
+    INTERLEAVED = "interleaved"  # per token [head_dim values | its scales]; equal to LINEAR at block_size 1
+
+    @property
+    def planar(self) -> bool:
+        """Values region, then scales region (SPEC.md section 2)."""
+        return self is not Layout.INTERLEAVED
 
 
 def default_layout(block_size: int) -> Layout:
@@ -101,9 +117,12 @@ class CacheSpec:
     fp8: FP8Format = FP8Format.E4M3FN
     scale_fmt: ScaleFormat = ScaleFormat.UE8M0
     layout: Layout | None = None  # None: shuffle when block_size > 1, linear when 1 (vLLM's rule)
+    # > 1: the writer's cache is layer `layer` of a buffer [num_blocks, layers, block_bytes], handed over as a
+    # strided view (per-layer views of one allocation); the other layers are poisoned and must stay so
+    layers: int = 1
 
     def __post_init__(self) -> None:
-        for name in ("num_blocks", "block_size", "head_dim", "quant_block_size"):
+        for name in ("num_blocks", "block_size", "head_dim", "quant_block_size", "layers"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise SpecError(f"{name} must be a positive integer, got {value!r}")
@@ -147,20 +166,34 @@ class CacheSpec:
     def num_slots(self) -> int:
         return self.num_blocks * self.block_size
 
+    @property
+    def layer(self) -> int:
+        """The layer of a multi-layer buffer the writer is handed (the middle one: layers before and after)."""
+        return self.layers // 2
+
     # ---- byte math (scalar; SPEC.md section 2) -------------------------------------------------
     def value_offset(self, token: int, dim: int) -> int:
         """Byte of value (token, dim) inside its block."""
         if self.layout is Layout.LINEAR:
             return token * self.head_dim + dim
+        if self.layout is Layout.INTERLEAVED:
+            return token * self.row_bytes + dim
         return (token // 16) * 16 * self.head_dim + (dim // 16) * 256 + (token % 16) * 16 + dim % 16
 
-    def scale_offset(self, token: int, group: int) -> int:
-        """First byte of the fp32 scale of (token, group) inside its block."""
+    def scale_offset(self, token, group):
+        """First byte of the 4-byte scale word of (token, group) inside its block (ints or int tensors)."""
+        if self.layout is Layout.INTERLEAVED:
+            return token * self.row_bytes + self.head_dim + 4 * group
         return self.value_bytes + 4 * (token * self.groups_per_token + group)
 
     def locate(self, byte_in_cache: int) -> Coordinate:
         """Inverse of the byte math: a flat cache byte offset to its coordinate."""
         block, byte = divmod(int(byte_in_cache), self.block_bytes)
+        if self.layout is Layout.INTERLEAVED:
+            token, at = divmod(byte, self.row_bytes)
+            if at < self.head_dim:
+                return Coordinate(block, Region.VALUE, token, at, None, byte)
+            return Coordinate(block, Region.SCALE, token, None, (at - self.head_dim) // 4, byte)
         if byte < self.value_bytes:
             if self.layout is Layout.LINEAR:
                 token, dim = divmod(byte, self.head_dim)
@@ -182,7 +215,52 @@ class CacheSpec:
         d = torch.arange(self.head_dim, device=device).view(1, -1)
         if self.layout is Layout.LINEAR:
             return t * self.head_dim + d
+        if self.layout is Layout.INTERLEAVED:
+            return t * self.row_bytes + d
         return (t // 16) * 16 * self.head_dim + (d // 16) * 256 + (t % 16) * 16 + d % 16
+
+    def scale_index(self, device=None):
+        """int64 [block_size * groups, 4]: byte offset inside a block of every scale word's bytes, in
+        (token, group) order."""
+        import torch
+
+        t = torch.arange(self.block_size, device=device).repeat_interleave(self.groups_per_token)
+        g = torch.arange(self.groups_per_token, device=device).repeat(self.block_size)
+        return self.scale_offset(t, g).view(-1, 1) + torch.arange(4, device=device)
+
+    @property
+    def value_extent(self) -> int:
+        """Bytes at the start of a block that hold all its values (and, interleaved, its scales between them)."""
+        return self.value_bytes if self.layout.planar else self.block_bytes
+
+    def value_part(self, blocks):
+        """The value bytes of blocks [n, block_bytes] as [n, value_bytes] (a view when planar)."""
+        if self.layout.planar:
+            return blocks[:, : self.value_bytes]
+        return blocks.reshape(-1, self.block_size, self.row_bytes)[:, :, : self.head_dim].reshape(blocks.shape[0], -1)
+
+    def scale_words(self, blocks):
+        """The scale words of blocks [n, block_bytes] as uint8 [n * block_size * groups, 4], in (token, group)
+        order (a view when planar)."""
+        if self.layout.planar:
+            first = self.value_bytes
+            return blocks[:, first : first + self.scale_bytes].reshape(-1, 4)
+        return blocks.reshape(-1, self.block_size, self.row_bytes)[:, :, self.head_dim :].reshape(-1, 4)
+
+    def word_start(self, byte_in_block):
+        """First byte of the scale word a scale byte belongs to; a value byte's own offset (ints or tensors)."""
+        import torch
+
+        if self.layout.planar:
+            rel = byte_in_block - self.value_bytes
+            scale = rel >= 0
+        else:
+            rel = byte_in_block % self.row_bytes - self.head_dim
+            scale = rel >= 0
+        start = byte_in_block - rel % 4
+        if isinstance(byte_in_block, int):
+            return start if scale else byte_in_block
+        return torch.where(scale, start, byte_in_block)
 
     # ---- serialization ---------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -190,6 +268,8 @@ class CacheSpec:
         for key, value in out.items():
             if isinstance(value, enum.Enum):
                 out[key] = value.value
+        if self.layers == 1:  # a single-layer cache reads as it always has (records, goldens, JSON)
+            del out["layers"]
         return out
 
     def to_json(self) -> str:
@@ -206,6 +286,7 @@ class CacheSpec:
                 fp8=FP8Format(data["fp8"]),
                 scale_fmt=ScaleFormat(data["scale_fmt"]),
                 layout=Layout(data["layout"]),
+                layers=data.get("layers", 1),
             )
         except (KeyError, TypeError, ValueError) as exc:
             if isinstance(exc, SpecError):
@@ -220,4 +301,10 @@ class CacheSpec:
             f"{self.num_blocks} blocks x {self.block_size} tokens, head_dim {self.head_dim}, "
             f"qbs {self.quant_block_size}, {self.fp8.value}, scales {self.scale_fmt.value}, "
             f"{self.layout.value} layout"
+            + (f", layer {self.layer} of {self.layers} (strided view)" if self.layers > 1 else "")
         )
+
+
+def default_quant_block_size(head_dim: int) -> int:
+    """128 (DeepSeek-V3.2's group) where it divides head_dim, else one group per token."""
+    return 128 if head_dim % 128 == 0 else head_dim

@@ -17,14 +17,31 @@ from hypothesis import settings
 os.environ["FP8CHECK_CACHE_DIR"] = tempfile.mkdtemp(prefix="fp8check-test-cache-")
 atexit.register(shutil.rmtree, os.environ["FP8CHECK_CACHE_DIR"], ignore_errors=True)
 
-# Tests run producers as the CLI does on this machine: without a GPU, Triton's interpreter mode is on
-# before any test module imports Triton (writers/interpreter.prepare_cpu), so user kernels with tl.max
-# run in-process. The path with no environment variable at all is proven in a fresh subprocess
-# (tests/test_user_kernels.py).
-if not torch.cuda.is_available():
-    from fp8check.writers.interpreter import prepare_cpu
+def _release(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split("+")[0].split(".")[:2])
 
-    prepare_cpu()
+
+def pytest_collection_modifyitems(config, items):
+    """Markers say what a test needs (pyproject.toml); a machine without it skips the test with the reason."""
+    cuda = torch.cuda.is_available()
+    try:
+        import triton
+
+        triton_release = _release(triton.__version__)
+    except ImportError:
+        triton_release = None
+    for item in items:
+        if item.get_closest_marker("cuda") and not cuda:
+            item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU"))
+        if item.get_closest_marker("cpu") and cuda:
+            item.add_marker(pytest.mark.skip(reason="about a machine without a GPU; torch sees one here"))
+        wanted = item.get_closest_marker("triton")
+        if wanted is not None:
+            low, high = wanted.kwargs.get("min"), wanted.kwargs.get("max")
+            if triton_release is None or (low and triton_release < _release(low)) or (
+                    high and triton_release > _release(high)):
+                item.add_marker(pytest.mark.skip(reason=f"needs Triton {low or ''}..{high or ''}"))
+
 
 # Property tests cost the same every run: examples derived from the test, not drawn at random, and no
 # example database between runs (STYLE.md habit 16).
@@ -42,10 +59,18 @@ def no_real_libraries(monkeypatch):
     yield
 
 
+# Commands whose `--device auto` is the GPU where there is one; run() gives them `--device cpu` unless the
+# test names a device, so the expected bytes are the CPU interpreter's on every machine (the GPU's own
+# expectations are tests/test_devices.py's, marked cuda).
+DEVICE_COMMANDS = ("compare", "table", "parity")
+
+
 def run(capsys, *argv: str) -> tuple[int, str, str]:
-    """The command line, in-process: (exit code, stdout, stderr)."""
+    """The command line, in-process: (exit code, stdout, stderr); on the CPU unless argv names a device."""
     from fp8check.cli import main
 
+    if argv and argv[0] in DEVICE_COMMANDS and not any(a == "--device" or a.startswith("--device=") for a in argv):
+        argv = (*argv, "--device", "cpu")
     code = main(list(argv))
     out, err = capsys.readouterr()
     return code, out, err

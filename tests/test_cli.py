@@ -264,7 +264,7 @@ def test_help_exits_0(capsys, argv):
     assert "Usage:" in out
 
 
-# ---- startup ----------------------------------------------------------------------------------------
+# ---- --help ----------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["--version"], *([name, "--help"] for name in
@@ -282,58 +282,3 @@ def test_help_does_not_import_torch(argv):
                           env={**os.environ, "PYTHONPATH": str(root)}, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == "0 False", done.stdout
-
-
-@pytest.mark.parametrize("argv,expected_code", [
-    (["compare", "--quiet"], "0"), (["compare", "--quiet", "--candidate", "no-such-writer"], "2"),
-    (["doctor"], "0"), (["--help"], "0"),
-])
-def test_the_collector_is_off_during_imports_only(argv, expected_code):
-    """A command's imports run with CPython's collector off; its work, however it ends (a verdict, bad
-    usage, help), runs with the collector on and the imported objects frozen out of its way, and main()
-    returns with the collector on and nothing frozen."""
-    import os
-    import subprocess
-    import sys
-
-    root = Path(__file__).resolve().parents[1]
-    script = (
-        "import gc, sys\n"
-        "from fp8check.cli import startup\n"
-        "seen = []\n"
-        "done = startup.imports_done\n"
-        "def spy():\n"
-        "    seen.append((gc.isenabled(), 'torch' in sys.modules))\n"
-        "    done()\n"
-        "    seen.append((gc.isenabled(), gc.get_freeze_count() > 0))\n"
-        "startup.imports_done = spy\n"
-        "from fp8check.cli import main\n"
-        f"code = main({argv!r})\n"
-        "print(code, gc.isenabled() and gc.get_freeze_count() == 0, seen)\n"
-    )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=root,
-                          env={**os.environ, "PYTHONPATH": str(root)}, timeout=300)
-    code, enabled, seen = done.stdout.splitlines()[-1].split(" ", 2)
-    assert (code, enabled) == (expected_code, "True"), done.stdout + done.stderr
-    assert seen == ("[]" if argv == ["--help"] else "[(False, True), (True, True)]"), done.stdout + done.stderr
-
-
-def test_a_second_main_in_one_process_leaves_the_collector_alone(monkeypatch):
-    """The tests (and any host that calls main() twice) keep their collector: only a process's first
-    command turns it off, and a collector that was already off stays off."""
-    import gc
-
-    from fp8check.cli import startup
-
-    monkeypatch.setattr(startup, "_used", True)
-    startup.arm()
-    assert gc.isenabled() and not startup._armed
-    monkeypatch.setattr(startup, "_used", False)
-    gc.disable()
-    try:
-        startup.arm()
-        assert not startup._armed
-        startup.imports_done()
-        assert not gc.isenabled()
-    finally:
-        gc.enable()

@@ -21,7 +21,7 @@ from fp8check.cli import main
 from fp8check.compare import compare
 from fp8check.diagnose import EXAMPLES, Category, diagnose
 from fp8check.inputs import Distribution, SlotPattern, generate
-from fp8check.report.causes import diagnosis_json, explain
+from fp8check.diagnose.words import describe_example, diagnosis_json, explain
 from fp8check.spec import CacheSpec, FP8Format, Layout, ScaleFormat
 
 FAULTS = Path(__file__).parent / "faults"
@@ -122,6 +122,50 @@ def guard_bytes(spec, base, cand, inputs) -> int:
     return count(base.guards != cand.guards)
 
 
+def whole_tokens_moved(spec, base, cand, inputs) -> int:
+    # interleaved against planar: every block a token maps into differs in values and scales alike
+    assert not torch.equal(scale_region(spec, base), scale_region(spec, cand))
+    return count(base.buffer != cand.buffer)
+
+
+def scale_words(spec, buffer) -> torch.Tensor:
+    return buffer.flat[:, spec.value_bytes :].contiguous().view(torch.float32)
+
+
+def halved_scales(spec, base, cand, inputs) -> int:
+    # every differing scale word is exactly half the baseline's, and only groups with a differing word differ
+    a, b = scale_words(spec, base), scale_words(spec, cand)
+    differs = a != b
+    assert differs.sum() > 100 and bool((b[differs] * 2 == a[differs]).all())
+    return count(base.buffer != cand.buffer)
+
+
+def scale_bytes_only(spec, base, cand, inputs) -> int:
+    assert torch.equal(value_region(spec, base), value_region(spec, cand)), "the fault leaves values alone"
+    return count(scale_region(spec, base) != scale_region(spec, cand))
+
+
+def slot_zero(spec, base, cand, inputs) -> int:
+    changed = count(rows_of_slots(spec, base, torch.tensor([0])) != rows_of_slots(spec, cand, torch.tensor([0])))
+    assert changed == count(base.buffer != cand.buffer), "only slot 0 changes"
+    return changed
+
+
+def tiny_amax_slots(spec, base, cand, inputs) -> int:
+    amax = inputs.k.cpu().float().view(-1, spec.groups_per_token, spec.quant_block_size).abs().amax(dim=-1)
+    slots = inputs.slot_mapping.cpu()[(amax < 1e-4).any(dim=1)]
+    changed = count(rows_of_slots(spec, base, slots) != rows_of_slots(spec, cand, slots))
+    assert changed == count(base.buffer != cand.buffer), "only groups with amax below 1e-4 change"
+    return changed
+
+
+def non_finite_slots(spec, base, cand, inputs) -> int:
+    slots = inputs.slot_mapping.cpu()[~torch.isfinite(inputs.k.cpu().float()).all(dim=1)]
+    changed = count(rows_of_slots(spec, base, slots) != rows_of_slots(spec, cand, slots))
+    assert changed == count(base.buffer != cand.buffer), "only tokens with inf or NaN change"
+    return changed
+
+
 @dataclass(frozen=True)
 class Fault:
     name: str
@@ -131,6 +175,7 @@ class Fault:
     distribution: Distribution = Distribution.NORMAL
     slots: SlotPattern = SlotPattern.SEQUENTIAL
     input_blocks: int | None = None  # generate inputs for fewer blocks than the cache has
+    inf_nan: bool = False
 
 
 FAULT_SUITE = [
@@ -148,6 +193,13 @@ FAULT_SUITE = [
     Fault("writes_padding", Category.STRAY_WRITE, last_block, {"num_blocks": 4}, slots=SlotPattern.PADDED,
           input_blocks=3),
     Fault("past_the_end", Category.STRAY_WRITE, guard_bytes),
+    Fault("interleaved_layout", Category.LAYOUT, whole_tokens_moved, {"layout": Layout.LINEAR}),
+    Fault("ue8m0_floor", Category.UE8M0_ROUNDING, halved_scales),
+    Fault("swapped_scales", Category.SCALE_SWAP, scale_bytes_only, {"scale_fmt": ScaleFormat.FP32}),
+    Fault("pads_to_slot_zero", Category.STRAY_WRITE, slot_zero, slots=SlotPattern.PADDED),
+    Fault("amax_floor_1e6", Category.AMAX_FLOOR, tiny_amax_slots, {"scale_fmt": ScaleFormat.FP32},
+          distribution=Distribution.TINY),
+    Fault("finite_amax", Category.NON_FINITE, non_finite_slots, distribution=Distribution.SPECIALS, inf_nan=True),
 ]
 
 
@@ -159,7 +211,7 @@ def run_fault(f: Fault, **spec_changes):
     if key not in _FAULT_RUNS:
         spec = CacheSpec(**{**f.spec, **spec_changes})
         inputs_spec = spec.replace(num_blocks=f.input_blocks) if f.input_blocks else spec
-        inputs = generate(inputs_spec, seed=0, slots=f.slots, distribution=f.distribution)
+        inputs = generate(inputs_spec, seed=0, slots=f.slots, distribution=f.distribution, inf_nan=f.inf_nan)
         _FAULT_RUNS[key] = (spec, *run_pair(spec, fault(f.name), inputs=inputs))
     return _FAULT_RUNS[key]
 
@@ -358,7 +410,10 @@ def test_identical_writers_have_no_diagnosis(candidate, spec):
        spec=st.sampled_from([CacheSpec(num_blocks=2), CacheSpec(num_blocks=2, scale_fmt=ScaleFormat.FP32),
                              CacheSpec(block_size=16, head_dim=64, quant_block_size=16, num_blocks=2),
                              CacheSpec(block_size=1, num_blocks=9, fp8=FP8Format.E4M3FNUZ),
-                             CacheSpec(block_size=16, head_dim=32, quant_block_size=8, num_blocks=3)]),
+                             CacheSpec(block_size=16, head_dim=32, quant_block_size=8, num_blocks=3),
+                             CacheSpec(num_blocks=2, layout=Layout.INTERLEAVED, scale_fmt=ScaleFormat.UE8M0X4),
+                             CacheSpec(block_size=4, head_dim=64, quant_block_size=32, num_blocks=3,
+                                       layout=Layout.INTERLEAVED)]),
        slots=st.sampled_from(list(SlotPattern)))
 def test_every_differing_byte_lands_in_exactly_one_cause(seed, flips, span, guard, spec, slots):
     # scattered byte flips (sparse units), one stretch of garbage (dense units) and a guard byte
@@ -529,3 +584,121 @@ def test_lost_bytes_are_an_internal_error_not_a_mismatch(capsys, monkeypatch):
                          "--scale-fmt", "fp32")
     assert code == 3
     assert "internal error: CheckerError: diagnosis accounts for 0 bytes but 7 differ" in err
+
+
+# ---- words users can act on: each planted fault named for what it is ---------------------------------------
+
+
+def fault_named(name: str) -> Fault:
+    return next(f for f in FAULT_SUITE if f.name == name)
+
+
+def test_ue8m0_floor_is_a_rounding_direction_not_a_divisor():
+    spec, _, found = run_fault(fault_named("ue8m0_floor"))
+    assert found.top.facts == {"groups": 192, "direction": "floor", "expected": "ceil"}  # 192 tokens, one group each
+    explanation, hint = said(spec, found.top)
+    assert "rounds log2(s) down (floor) where ue8m0 rounds it up (ceil)" in explanation
+    assert "DIV" not in explanation + hint and "224" not in explanation + hint
+
+
+def test_swapped_neighbour_scales_have_their_own_cause():
+    spec, result, found = run_fault(fault_named("swapped_scales"))
+    # tokens 0/1, 8/9, ...: 24 pairs in 192 tokens, both words of each pair differ
+    assert found.top.facts == {"words": 48}
+    assert "scales stored swapped between tokens" in said(spec, found.top)[0]
+
+
+def test_one_overwritten_token_is_a_stray_write_not_a_divisor():
+    spec, _, found = run_fault(fault_named("pads_to_slot_zero"))
+    facts = found.top.facts
+    assert facts["overwritten_slots"] == 1 and facts["overwritten_bytes"] == found.top.bytes and facts["slot_bytes"] == 0
+    explanation, hint = said(spec, found.top)
+    assert "1 slot of real tokens, overwritten by padding tokens" in explanation and "--pad-slot" in hint
+    assert "DIV" not in explanation + hint
+    owner = int(torch.nonzero(run_fault(fault_named("pads_to_slot_zero"))[1].inputs.slot_mapping == 0))
+    note = describe_example(found.top.category, found.top.examples[0])
+    assert f"token {owner} owns this slot; a padding token was written over it" in note
+
+
+def test_amax_floor_names_the_floor_found():
+    spec, _, found = run_fault(fault_named("amax_floor_1e6"))
+    assert found.top.facts["floor_found"] == 1e-6 and found.top.facts["floor_bound"] == "exact"
+    assert "a floor of 1e-06 (LMDeploy's)" in said(spec, found.top)[0]
+
+
+def test_amax_floor_with_ue8m0_bounds_the_floor():
+    spec, result, found = run_fault(fault_named("amax_floor_1e6"), scale_fmt=ScaleFormat.UE8M0)
+    assert [c.category for c in found] == [Category.AMAX_FLOOR]
+    assert found.top.bytes == tiny_amax_slots(spec, result.baseline.buffer, result.candidate.buffer, result.inputs)
+    low, high = found.top.facts["floor_found"] / 2, found.top.facts["floor_found"]
+    assert low < 1e-6 <= high and found.top.facts["floor_bound"] == "range"
+    assert f"a floor above {low:.2g} and at most {high:.2g}" in said(spec, found.top)[0]
+
+
+def test_scales_one_ulp_apart_show_their_words():
+    spec, result, found = run_fault(fault_named("scale_lastbit"))
+    example = next(e for e in found.top.examples if e.coordinate.region.value == "scale")
+    text = describe_example(found.top.category, example)
+    base, cand = example.facts["baseline_scale"], example.facts["candidate_scale"]
+    words = [example.facts["baseline_scale_word"], example.facts["candidate_scale_word"]]
+    # the words as the cache holds them, read independently
+    unit_word = result.baseline.buffer.flat[example.coordinate.block].view(-1)
+    start = spec.scale_offset(example.coordinate.token, example.coordinate.group)
+    assert words[0] == f"0x{int.from_bytes(bytes(unit_word[start:start + 4].tolist()), 'little'):08x}"
+    assert f"{base:.9g} ({words[0]}) vs {cand:.9g} ({words[1]})" in text
+    assert f"{abs(int(words[0], 16) - int(words[1], 16))} ulp" in text
+    assert f"{base:g} vs {cand:g}" not in text
+
+
+def test_ue8m0x4_scales_are_decoded():
+    # four equal UE8M0 bytes per word (vLLM's mxfp8): 0x78787878 is 2^-7
+    words = torch.tensor([[0x78] * 4, [0x7F] * 4, [0x78, 0x78, 0x78, 0x79]], dtype=torch.uint8)
+    decoded = fp8.decode_scales(words, ScaleFormat.UE8M0X4)
+    assert decoded[0] == 2.0**-7 and decoded[1] == 1.0 and torch.isnan(decoded[2])
+    assert torch.equal(fp8.encode_scales(torch.tensor([2.0**-7, 1.0]), ScaleFormat.UE8M0X4), words[:2])
+
+
+@pytest.mark.parametrize("spec_fmt, written", [(ScaleFormat.UE8M0, ScaleFormat.UE8M0X4),
+                                               (ScaleFormat.UE8M0X4, ScaleFormat.UE8M0)])
+def test_ue8m0x4_against_fp32_words_is_a_scale_format_not_unknown(spec_fmt, written):
+    spec = CacheSpec(scale_fmt=spec_fmt)
+    inputs = generate(spec, seed=0)
+    result = compare(spec, baseline=producers.resolve("reference"), candidate=producers.Producer(
+        "other-words", "the reference, its scales stored the other way",
+        lambda k, kv, slots, qbs, fmt: producers.resolve("reference").writer(k, kv, slots, qbs, written.writer_arg)),
+        inputs=inputs, device=CPU)
+    found = diagnose(spec, result.baseline.buffer, result.candidate.buffer, result.inputs)
+    assert [c.category for c in found] == [Category.SCALE_FORMAT]
+    # 192 tokens, one word each: the bytes that differ between 0x3c000000-like words and 0x78787878-like ones
+    assert found.top.bytes == count(scale_region(spec, result.baseline.buffer) != scale_region(spec, result.candidate.buffer))
+    assert found.top.facts == {"words": 192, "format_found": written.value, "format_expected": spec_fmt.value}
+
+
+def test_small_shares_keep_two_significant_digits():
+    from fp8check.diagnose.words import percent
+
+    assert percent(1, 25344) == "0.0039%" and percent(7, 25344) == "0.028%" and percent(0, 25344) == "0.0%"
+    assert percent(25343, 25344) == ">99.9%" and percent(8138, 8192) == "99.3%"
+
+
+def test_one_group_with_another_scale_is_no_divisor_claim():
+    # a real token's slot overwritten by another real token's row (no padding involved): one group's scale
+    # against another's says nothing about DIV; the bytes stay unknown, with examples
+    spec = CacheSpec()
+    inputs = generate(spec, seed=0)
+
+    def copies_token_1_over_token_0(k, kv_cache, slot_mapping, quant_block_size, scale_fmt):
+        reference = producers.resolve("reference").writer
+        reference(k, kv_cache, slot_mapping, quant_block_size, scale_fmt)
+        reference(k[1:2], kv_cache, slot_mapping[:1], quant_block_size, scale_fmt)
+
+    result = compare(spec, baseline=producers.resolve("reference"),
+                     candidate=producers.Producer("overwrite", "token 1 over token 0", copies_token_1_over_token_0),
+                     inputs=inputs, device=CPU)
+    found = diagnose(spec, result.baseline.buffer, result.candidate.buffer, result.inputs)
+    assert found.bytes == result.diff.diff_bytes == count(rows_of_slots(spec, result.baseline.buffer,
+                                                                        inputs.slot_mapping[:1])
+                                                          != rows_of_slots(spec, result.candidate.buffer,
+                                                                           inputs.slot_mapping[:1]))
+    assert Category.SCALE_RATIO not in found.by_category()
+    assert all("DIV" not in " ".join(t for t in said(spec, c) if t) for c in found)

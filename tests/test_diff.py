@@ -165,3 +165,36 @@ def test_count_true_matches_count_nonzero_on_slices(shape, cols):
     from fp8check.diff import count_true
 
     assert torch.equal(count_true(mask[:, cols]), torch.count_nonzero(mask[:, cols], dim=1))
+
+
+def test_interleaved_counts_values_and_scales_where_they_lie():
+    # per-token records: token 3's scale word sits at 3 * 132 + 128, its dim 5 at 3 * 132 + 5
+    from fp8check.cache import CacheBuffer
+    from fp8check.diff import diff_caches
+    from fp8check.inputs import generate
+    from fp8check.spec import CacheSpec, Layout, Region
+    from fp8check.writers.reference import aiter_writer
+
+    spec = CacheSpec(num_blocks=2, layout=Layout.INTERLEAVED)
+    data = generate(spec, seed=1)
+    base, cand = CacheBuffer.allocate(spec, "cpu"), CacheBuffer.allocate(spec, "cpu")
+    for buffer in (base, cand):
+        aiter_writer(data.k, buffer.cache, data.slot_mapping, 128, "ue8m0", layout="interleaved")
+    cand.flat[1, 3 * 132 + 5] ^= 0x01
+    cand.flat[1, 3 * 132 + 130] ^= 0x10
+    d = diff_caches(spec, base, cand)
+    assert d.value_diff.tolist() == [0, 1] and d.scale_diff.tolist() == [0, 1] and d.diff_bytes == 2
+    first = d.first_mismatch.coordinate
+    assert (first.block, first.region, first.token, first.dim) == (1, Region.VALUE, 3, 5)
+    assert d.block(1).value_total == 64 * 128 and d.block(1).scale_total == 64 * 4
+
+
+def test_scales_one_ulp_apart_never_print_alike():
+    from fp8check.diff import Mismatch
+    from fp8check.spec import Coordinate, Region
+
+    a = struct.unpack("<f", struct.pack("<I", 0x3B949249))[0]
+    b = struct.unpack("<f", struct.pack("<I", 0x3B949248))[0]
+    m = Mismatch(Coordinate(0, Region.SCALE, 0, None, 0, 8192), 0x49, 0x48, a, b, "e4m3fn")
+    text = m.describe()
+    assert f"fp32 scale {a:.9g}" in text and f"fp32 scale {b:.9g}" in text and f"{a:.9g}" != f"{b:.9g}"

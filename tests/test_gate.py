@@ -126,7 +126,7 @@ def test_json_on_stdout_is_the_only_output_there_and_strict(capsys, small):
     assert code == 1
     payload = strict_json(out)  # nothing else on stdout
     assert payload["schema_version"] == 2 and payload["kind"] == "gate" and payload["exit_code"] == 1
-    assert payload["counts"] == {"selected": 6, "ran": 6, "passed": 5, "failed": 1, "error": 0}
+    assert payload["counts"] == {"selected": 6, "ran": 6, "passed": 5, "failed": 1, "error": 0, "skipped": 0}
     assert [c["id"] for c in payload["cases"] if c["status"] == "failed"] == [PLANTED]
     planted = next(c for c in payload["cases"] if c["id"] == PLANTED)
     assert planted["result"]["diff_bytes"] == 7 and sum(planted["result"]["value_diff"]) == 7

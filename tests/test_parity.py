@@ -294,19 +294,21 @@ def test_seed_config_end_to_end_on_small_contexts(capsys, tmp_path):
     records = {(r["ctx"], r["writer"]): r for r in payload["records"]}
     assert set(records) == {(64, "triton-buggy"), (64, "triton"), (200, "triton-buggy"), (200, "triton")}
     for record in records.values():
-        assert set(record) == {"ctx", "writer", "recall", "positional", "max_rel", "bad", "n", "vacuous", "visible"}
+        assert set(record) == {"ctx", "writer", "recall", "positional", "max_rel", "bad", "n", "vacuous", "visible",
+                               "tie", "missed"}
     assert records[64, "triton-buggy"]["vacuous"] and records[64, "triton-buggy"]["recall"] == 1.0
     fixed, buggy = records[200, "triton"], records[200, "triton-buggy"]
     assert (fixed["recall"], fixed["positional"], fixed["max_rel"], fixed["bad"], fixed["n"]) == (1.0, 1.0, 0.0, 0, 200)
     assert buggy["recall"] < 0.9 and buggy["bad"] > 150 and not buggy["vacuous"]
-    assert {"spec", "inputs", "writers", "reader", "versions", "baseline"} <= set(payload)
+    assert {"spec", "inputs", "writers", "reader", "baseline", "verdict", "run"} <= set(payload)
+    assert payload["kind"] == "parity" and "versions" in payload["run"]
 
 
 def test_a_failing_writer_not_expected_to_fail_exits_1(capsys):
     code, out, _ = run(capsys, "parity", "--ctx", "64,200", "--topk", "128", "--heads", "8",
                        "--writers", "triton-buggy", "--baseline", "reference")
     assert code == 1
-    assert "triton-buggy: FAIL: lowest recall" in out and out.rstrip().endswith("FAIL")
+    assert "triton-buggy: FAIL: lowest recall" in out and "FAIL: top-128 parity of triton-buggy read by reference" in out
 
 
 def test_min_recall_lowers_the_bar(capsys):
@@ -373,10 +375,10 @@ def test_config_errors_name_the_file_and_key(capsys, tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text("[parity]\ntopk = 'many'\n")
     code, _, err = run(capsys, "parity", "--config", str(bad))
-    assert code == 2 and f"{bad}: [parity] topk:" in err
+    assert code == 2 and f"{bad} [parity]: topk must be an integer" in err
     bad.write_text("[parity]\nwriter = 'triton'\n")
     code, _, err = run(capsys, "parity", "--config", str(bad))
-    assert code == 2 and "unknown key(s) in [parity]: writer" in err
+    assert code == 2 and "[parity]: unknown key(s) writer" in err
 
 
 def test_a_reader_cannot_touch_fp8checks_tensors():
@@ -410,3 +412,91 @@ def test_vllm_file_triton_reader_runs_exactly_in_the_interpreter(capsys):
     assert code == 0 and "agrees with the reference reader" in out, out + err
     code, out, err = run(capsys, "parity", *SMALL, "--reader", source)
     assert code == 1 and "READER FAULT" in out, out + err
+
+
+# ---- near-ties are not reader faults (readers/metrics.py) ---------------------------------------------------
+
+
+def test_a_miss_within_tolerance_of_the_kth_logit_is_a_tie():
+    truth = torch.tensor([[5.0, 4.0, 3.0, 2.0005, 2.0, 1.0]], dtype=torch.float64)
+    swapped = truth.clone()
+    swapped[0, 3], swapped[0, 4] = 2.0, 2.0005  # the K-th and the (K+1)-th trade places
+    m = compare_logits(swapped, truth, [6], 4)
+    assert m.recall == 0.75 and m.missed == 1 and m.tie and not m.lost
+    far = truth.clone()
+    far[0, 5] = 9.0  # a token far below the K-th selected: a real loss
+    m = compare_logits(far, truth, [6], 4)
+    assert m.recall == 0.75 and m.missed == 1 and not m.tie and m.lost
+    exact = compare_logits(swapped, truth, [6], 4, rtol=0.0, atol=1e-4)  # 0.0005 apart: beyond this tolerance
+    assert not exact.tie
+
+
+def _kth_swapping_reader(spec: CacheSpec, topk: int):
+    """The exact reader, but each row's K-th and (K+1)-th largest logits trade places: the near-tie of an fp32
+    reader at the K-th position."""
+    exact = make_reader(spec)
+
+    def reader(q_fp8, kv_cache, weights, context_lens, block_tables, max_model_len):
+        logits = exact(q_fp8, kv_cache, weights, context_lens, block_tables, max_model_len)
+        order = torch.sort(logits, dim=1, descending=True).indices
+        rows = torch.arange(logits.shape[0])
+        kth, next_one = order[:, topk - 1], order[:, topk]
+        swapped = logits.clone()
+        swapped[rows, kth], swapped[rows, next_one] = logits[rows, next_one], logits[rows, kth]
+        return swapped
+
+    return reader
+
+
+@pytest.mark.parametrize("atol, fault", [(10.0, False), (0.0, True)])
+def test_reader_check_says_near_tie_or_fault(atol, fault):
+    config = parity.ParityConfig(ctx=(300,), topk=32, rtol=0.0, atol=atol)
+    spec = CacheSpec(block_size=1, num_blocks=300)
+    inputs = parity.generate(spec, config, heads=4, seed=2, shuffled=False)
+    reader = readers.Reader("kth-swap", "swaps the K-th and (K+1)-th logits", _kth_swapping_reader(spec, 32))
+    result = parity.run_parity(spec, config, baseline=producers.resolve("reference"),
+                               writers=[producers.resolve("reference")], reader=reader, inputs=inputs, device=CPU)
+    assert result.reader_check[0].recall == 31 / 32 and result.reader_check[0].missed == 1
+    assert result.reader_fault is fault and result.passed is not fault
+    text = " ".join(note.text for note in result.notes())
+    if fault:
+        assert "READER FAULT" in text and result.reader_ties == []
+    else:
+        assert result.reader_ties == [(300, 31 / 32, 1)]
+        assert "only by near-ties" in text and "Not a reader fault." in text and "READER FAULT" not in text
+
+
+def test_exact_reader_reads_interleaved_and_a_planar_reader_faults_on_it():
+    # FlagGems' and vLLM's next_n > 1 readers read per-token records; fp8check's planar linear_reader plugin on
+    # an interleaved cache is the same disagreement the other way round: right at block 1 only
+    config = parity.ParityConfig(ctx=(100, 300), topk=32)
+    outcomes = {}
+    for block in (1, 64):
+        spec = CacheSpec(block_size=block, num_blocks=-(-300 // block), layout=Layout.INTERLEAVED)
+        inputs = parity.generate(spec, config, heads=4, seed=2, shuffled=True)
+        for name in ("reference", reader_plugin()):
+            reader = readers.resolve(name, spec=spec, isolation=None)
+            result = parity.run_parity(spec, config, baseline=producers.resolve("reference"),
+                                       writers=[producers.resolve("reference")], reader=reader, inputs=inputs,
+                                       device=CPU)
+            outcomes[block, name == "reference"] = result.reader_fault or not result.passed
+    assert outcomes == {(1, True): False, (1, False): False, (64, True): False, (64, False): True}
+
+
+@pytest.mark.parametrize("written, reads", [(Layout.SHUFFLE, "linear")])
+def test_a_reader_fault_names_the_layout_the_reader_reads(written, reads):
+    # linear_reader reads planar row-major whatever was written: on a shuffle cache of block 64 the exact reader
+    # agrees with it only when told to read linear (whole blocks: a partly written block read in another order
+    # holds poison, whatever reads it)
+    config = parity.ParityConfig(ctx=(128, 320), topk=32)
+    spec = CacheSpec(block_size=64, num_blocks=5, layout=written)
+    inputs = parity.generate(spec, config, heads=4, seed=2, shuffled=True)
+    result = parity.run_parity(spec, config, baseline=producers.resolve("reference"),
+                               writers=[producers.resolve("reference")],
+                               reader=readers.resolve(reader_plugin(), spec=spec, isolation=None), inputs=inputs,
+                               device=CPU)
+    assert result.reader_fault and result.reader_reads == reads
+    text = " ".join(note.text for note in result.notes())
+    assert f"it reads the cache as {reads} (fp8check's exact reader reading {reads} agrees with it) where" \
+           f" {written.value} was written" in text
+    assert result.to_json()["reader_reads"] == reads

@@ -151,9 +151,8 @@ def test_what_a_plugin_prints_never_reaches_stdout(capfd):
 
 @pytest.mark.parametrize("func, what", [
     ("forges_a_report", "ended its process with exit code 3 while writing"),
-    ("floods_the_pipe", "sent more than 1048576 bytes of report; refused"),
 ])
-def test_a_forged_or_flooded_report_is_refused(capsys, func, what):
+def test_a_forged_report_is_refused(capsys, func, what):
     name = hostile(f"tamper.py:{func}")
     code, _, err = against_reference(capsys, name)
     assert_one_line_error(code, err, f"producer {name!r} {what}")
@@ -265,7 +264,7 @@ def test_record_refuses_a_device_or_pipe(capsys, tmp_path):
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     code, _, err = record(capsys, fifo)
-    assert_one_line_error(code, err, f"--out {fifo}: is not a regular file (a device, pipe or socket)")
+    assert_one_line_error(code, err, f"--out {fifo}: is a named pipe (FIFO); give a regular file or a new path")
     assert Path(fifo).is_fifo()
 
 
@@ -439,13 +438,15 @@ def recorded(capsys, tmp_path) -> Path:
     return out
 
 
-def test_a_golden_files_guard_zones_are_replayed(capsys, tmp_path, recorded):
+def test_a_golden_file_with_dirty_guard_zones_is_refused_as_forged(capsys, tmp_path, recorded):
+    # record refuses runs that write outside the cache: dirty guards were never recorded, so the
+    # correct candidate is never blamed for them
     guards = load_file(str(recorded))["guards"].clone()
     guards[-1] ^= 0xFF
     forged = forge(recorded, tmp_path / "forged.safetensors", guards=guards)
     code, out, err = run(capsys, "compare", "--baseline", f"golden:{forged}", "--candidate", "reference")
-    assert code == 1, err
-    assert "plus 1 of the 2560 guard bytes outside the cache" in " ".join(out.split())
+    assert_one_line_error(code, err, f"{forged}: its guard zones do not hold the poison fill that every recording"
+                                     " has: the file was forged or damaged")
 
 
 @pytest.mark.parametrize("slots, what", [([0] * 2 + list(range(2, 32)), "slot 0 is mapped by tokens 0 and 1"),
@@ -460,7 +461,7 @@ def test_a_forged_golden_file_with_bad_slots_is_refused(capsys, tmp_path, record
 
 
 @pytest.mark.parametrize("options, fragment", [
-    (("--max-diff-fraction", "nan"), "--max-diff-fraction must lie in [0, 1], got nan"),
+    (("--max-diff-fraction", "nan"), "Invalid value for '--max-diff-fraction': nan is not a finite number"),
     (("--num-blocks", str(2**62)), f"--num-blocks {2**62}, --block 64, --head-dim 128 (two caches, the diff and K)"
                                    " needs"),
     (("--num-blocks", str(10**9)), "bytes, only"),
@@ -571,7 +572,8 @@ def test_a_producer_that_modifies_its_inputs_fails_the_verdict(capsys, tmp_path,
     name = hostile(f"tamper.py:{func}")
     code, out, err = against_reference(capsys, name, "--json", str(tmp_path / "r.json"))
     assert code == 1, err
-    assert "IDENTICAL" in out and f"FAIL: {name} modified its {argument} in place" in " ".join(out.split())
+    assert "IDENTICAL" not in out  # equal cache bytes, but the run cannot be trusted
+    assert f"FAIL: candidate {name!r} modified its {argument} in place; 0 of 2176 cache bytes differ" in " ".join(out.split())
     assert json.loads((tmp_path / "r.json").read_text())["modified_inputs"] == {"baseline": [], "candidate": [argument]}
 
 

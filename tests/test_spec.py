@@ -81,6 +81,8 @@ LOCATE_SPECS = [
     CacheSpec(num_blocks=2, block_size=16, head_dim=48, quant_block_size=48),  # shuffle, D % 32 != 0
     CacheSpec(num_blocks=2, block_size=5, head_dim=32, quant_block_size=8, layout=Layout.LINEAR),
     CacheSpec(num_blocks=3, block_size=1, head_dim=16, quant_block_size=16),
+    CacheSpec(num_blocks=2, block_size=5, head_dim=32, quant_block_size=8, layout=Layout.INTERLEAVED),
+    CacheSpec(num_blocks=2, block_size=16, head_dim=64, quant_block_size=64, layout=Layout.INTERLEAVED),
 ]
 
 
@@ -203,3 +205,66 @@ def test_from_dict_rejects_missing_key():
     del data["head_dim"]
     with pytest.raises(SpecError, match="head_dim"):
         CacheSpec.from_dict(data)
+
+
+# ---- interleaved (per token [values | scales]) and ue8m0x4 ------------------------------------------------
+
+
+def test_interleaved_offsets_hand_derived():
+    # head_dim 128, one group: each token is one 132-byte record, its scale right after its values
+    spec = CacheSpec(block_size=64, layout=Layout.INTERLEAVED)
+    assert spec.value_offset(0, 0) == 0 and spec.value_offset(0, 127) == 127
+    assert spec.scale_offset(0, 0) == 128 and spec.value_offset(1, 0) == 132
+    assert spec.scale_offset(63, 0) == 63 * 132 + 128 and spec.block_bytes == 64 * 132
+    assert spec.locate(131) == Coordinate(0, Region.SCALE, 0, None, 0, 131)
+    assert spec.locate(8448 + 133) == Coordinate(1, Region.VALUE, 1, 1, None, 133)
+
+
+@pytest.mark.parametrize("head_dim, qbs", [(128, 128), (64, 16)])
+def test_interleaved_is_linear_at_block_size_one(head_dim, qbs):
+    linear, interleaved = (CacheSpec(block_size=1, head_dim=head_dim, quant_block_size=qbs, layout=layout)
+                           for layout in (Layout.LINEAR, Layout.INTERLEAVED))
+    assert torch.equal(linear.value_index(), interleaved.value_index())
+    assert torch.equal(linear.scale_index(), interleaved.scale_index())
+    blocky = CacheSpec(block_size=8, head_dim=head_dim, quant_block_size=qbs, layout=Layout.LINEAR)
+    assert not torch.equal(blocky.replace(layout=Layout.LINEAR).scale_index(),
+                           blocky.replace(layout=Layout.INTERLEAVED).scale_index())
+
+
+def test_interleaved_block_is_block_size_one_blocks_back_to_back():
+    # the reference writer's interleaved cache of 3 blocks x 64 holds the bytes of its linear cache of 192 x 1
+    from fp8check.cache import CacheBuffer
+    from fp8check.inputs import generate
+    from fp8check.writers.reference import aiter_writer
+
+    interleaved = CacheSpec(num_blocks=3, layout=Layout.INTERLEAVED)
+    per_token = CacheSpec(num_blocks=192, block_size=1)
+    data = generate(interleaved, seed=3)
+    caches = []
+    for spec in (interleaved, per_token):
+        buffer = CacheBuffer.allocate(spec, "cpu")
+        aiter_writer(data.k, buffer.cache, data.slot_mapping, 128, "ue8m0", layout=spec.layout.value)
+        caches.append(buffer.flat.reshape(-1))
+    assert torch.equal(caches[0], caches[1])
+
+
+def test_ue8m0x4_words_are_four_biased_exponents():
+    from fp8check.fp8 import decode_scales, encode_scales
+
+    scales = torch.tensor([2.0**-7, 2.0**-22, 1.0, 2.0**10, float("nan"), float("inf")])
+    words = encode_scales(scales, ScaleFormat.UE8M0X4)
+    expected = [0x78, 127 - 22, 0x7F, 127 + 10, 0xFF, 0xFF]
+    assert words.tolist() == [[b] * 4 for b in expected]  # 0x78787878 is 2^-7 (vLLM's mxfp8)
+    back = decode_scales(words, ScaleFormat.UE8M0X4)
+    assert back[:4].tolist() == scales[:4].tolist() and torch.isnan(back[4:]).all()
+    assert ScaleFormat.UE8M0X4.writer_arg == "mxfp8" and ScaleFormat.from_writer_arg("mxfp8") is ScaleFormat.UE8M0X4
+
+
+def test_word_start_names_the_scale_word_of_a_byte():
+    for layout in (Layout.LINEAR, Layout.INTERLEAVED):
+        spec = CacheSpec(block_size=4, head_dim=32, quant_block_size=16, layout=layout)
+        for token in range(4):
+            for group in range(2):
+                start = spec.scale_offset(token, group)
+                assert [spec.word_start(start + i) for i in range(4)] == [start] * 4
+            assert spec.word_start(spec.value_offset(token, 5)) == spec.value_offset(token, 5)

@@ -32,21 +32,24 @@ def into_fp8_range(x: torch.Tensor) -> torch.Tensor:
     return torch.ldexp(mantissa, (exponent % 21 - 11).float())
 
 
-def interpreter_convert(x: torch.Tensor, fmt: FP8Format) -> torch.Tensor:
+def interpreter_convert(x: torch.Tensor, fmt: FP8Format) -> tuple[torch.Tensor, torch.Tensor]:
+    """(bytes, the bytes read back as fp32) of a @triton.jit kernel run on CPU tensors."""
+    import triton
     import triton.language as tl
-    from triton.runtime.interpreter import InterpretedFunction
 
-    def kernel(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):
+    @triton.jit
+    def kernel(src_ptr, dst_ptr, back_ptr, n, BLOCK: tl.constexpr):
         offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         mask = offs < n
         tl.store(dst_ptr + offs, tl.load(src_ptr + offs, mask=mask).to(dst_ptr.dtype.element_ty), mask=mask)
+        tl.store(back_ptr + offs, tl.load(dst_ptr + offs, mask=mask).to(tl.float32), mask=mask)
 
-    triton_exact.install()
     out = torch.zeros(x.numel(), dtype=torch.uint8)
+    back = torch.zeros(x.numel(), dtype=torch.float32)
     block = 1 << 14
-    InterpretedFunction(kernel)[((x.numel() + block - 1) // block,)](x, out.view(fmt.torch_dtype()), x.numel(),
-                                                                        BLOCK=block)
-    return out
+    with triton_exact.cpu_kernels():
+        kernel[((x.numel() + block - 1) // block,)](x, out.view(fmt.torch_dtype()), back, x.numel(), BLOCK=block)
+    return out, back
 
 
 @pytest.mark.parametrize("fmt", list(FP8Format))
@@ -55,9 +58,12 @@ def test_interpreter_conversion_equals_exact_encoder_on_every_finite_bf16(fmt, s
     x = all_finite_bf16()
     if spread:
         x = into_fp8_range(x)
-    got = interpreter_convert(x, fmt)
+    got, back = interpreter_convert(x, fmt)
     expected = fp8.encode(x, fmt)
     assert torch.equal(got, expected), f"{int((got != expected).sum())} conversions differ"
+    # read back in the same format: the format's own value of each byte (torch's decoding, not fp8.decode)
+    values = expected.view(fmt.torch_dtype()).float()
+    assert ((back == values) | (back.isnan() & values.isnan())).all(), "bytes read back as other values"
 
 
 def test_known_answer_check_passes_on_the_installed_triton():
@@ -68,12 +74,9 @@ def test_known_answer_check_passes_on_the_installed_triton():
 
 @pytest.fixture
 def stock_interpreter_conversion(monkeypatch):
-    """Put Triton's own (inexact) float -> fp8 conversion back, as on a Triton where the patch failed."""
-    from triton.runtime import interpreter
-
-    triton_exact.install()
-    patched = interpreter.InterpreterBuilder.create_fp_to_fp
-    monkeypatch.setattr(interpreter.InterpreterBuilder, "create_fp_to_fp", patched.__wrapped__)
+    """Triton's own (inexact) float -> fp8 conversion inside the CPU scope, as on a Triton where the
+    exact one failed (a stand-in: fp8check's scope told to keep the stock conversion)."""
+    monkeypatch.setattr(triton_exact, "_exact_fp_to_fp", lambda tl, handle_cls, original: original)
     triton_exact.check.cache_clear()
     yield
     triton_exact.check.cache_clear()
@@ -92,7 +95,7 @@ def test_stock_interpreter_would_report_false_mismatches(stock_interpreter_conve
     buffer = CacheBuffer.allocate(spec, CPU)
     from fp8check.writers.triton import fixed_writer
 
-    fixed_writer(data.k, buffer.cache, data.slot_mapping, 128, "ue8m0")
+    fixed_writer(data.k, buffer.cache, data.slot_mapping, 128, "ue8m0")  # enters the scope itself
     reference = producers.run(producers.resolve("reference"), spec, data, CPU)
     assert int((buffer.flat != reference.flat).sum()) > 100
 
@@ -108,7 +111,6 @@ def test_unknown_triton_version_is_refused(monkeypatch):
     import triton
 
     monkeypatch.setattr(triton, "__version__", "9.1.0")
-    monkeypatch.setitem(triton_exact._STATE, "installed", False)
     triton_exact.check.cache_clear()
     try:
         ok, reason = triton_exact.check(FP8Format.E4M3FN)

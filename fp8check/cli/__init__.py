@@ -16,11 +16,8 @@ import click
 
 from .. import __version__
 from ..errors import ExitCode
-from . import compare, doctor, gate, parity, startup, table
-from .arguments import (  # noqa: F401  (the surface of fp8check.cli that tests and plugins import)
-    build, budget_options, given_explicitly, isolation_limits, isolation_options, replay_golden, spec_options,
-)
-from .common import check_writable, emit, fail, handled, output_options, show, silence_stdout, write_json  # noqa: F401
+from . import compare, doctor, gate, parity, table
+from .common import fail, silence_stdout
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -33,22 +30,13 @@ for _command in (compare.compare, compare.record, table.table, gate.gate, parity
     cli.add_command(_command)
 
 
-def entry():
-    """The console script (and `python -m fp8check`): main(), then the process ends at once with its exit
-    code (startup.exit_process: no teardown of the imported modules)."""
-    startup.exit_process(main())
+def entry() -> None:
+    """The console script (and `python -m fp8check`)."""
+    sys.exit(main())
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    startup.arm()
-    try:
-        return _main(argv)
-    finally:
-        startup.finish()
-
-
-def _main(argv: list[str]) -> int:
     try:
         rv = cli.main(args=argv, prog_name="fp8check", standalone_mode=False)
     except click.exceptions.Exit as exc:
@@ -56,7 +44,7 @@ def _main(argv: list[str]) -> int:
     except click.ClickException as exc:
         return fail(f"error: {exc.format_message()}", ExitCode.USAGE)
     except click.exceptions.Abort:
-        return 130
+        return ExitCode.INTERRUPTED
     try:
         sys.stdout.flush()
     except BrokenPipeError:

@@ -1,11 +1,10 @@
 """What every command shares on its way out: the one fail(message, code) path, `handled` (errors to exit
-codes), printing to stdout (`show`), the report files CI reads (`--json`, `--junit`, `--markdown`) and the
-interpreter's progress bar."""
+codes), printing to stdout (`show`), the output formats (`--json`, `--junit`, `--markdown`, `--quiet`) and
+the interpreter's progress bar."""
 
 from __future__ import annotations
 
 import functools
-import json
 import os
 import sys
 import traceback
@@ -26,23 +25,93 @@ def fail(message: str, code: ExitCode) -> int:
 def handled(fn):
     """A command's errors to exit codes: UserError is exit 2, anything else a checker error, exit 3.
 
+    Output paths are checked first (outputs.check_output: no symlink, device, FIFO or folder, no file the
+    run reads). When the command ends in an error, the JSON and JUnit reports asked for are replaced
+    with that error, so that an earlier run's passing report is never left in place.
     `--debug` adds the traceback; it never changes the exit code."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         debug = kwargs.get("debug", False)
+        targets: dict[str, Path] = {}
         try:
+            targets, problem = checked_outputs(kwargs)
+            if problem is not None:
+                raise problem
             return fn(*args, **kwargs)
         except UserError as exc:
             if debug:
                 traceback.print_exc()
-            return fail(f"error: {exc}", ExitCode.USAGE)
+                if getattr(exc, "child_traceback", ""):  # the user's code, as its child process saw it
+                    click.echo(f"In the child process:\n{exc.child_traceback}", err=True, nl=False)
+            return _failed(str(exc), ExitCode.USAGE, targets, kwargs, fn.__name__)
         except Exception as exc:
             if debug:
                 traceback.print_exc()
-            return fail(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug)", ExitCode.INTERNAL)
+            return _failed(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug)", ExitCode.INTERNAL,
+                           targets, kwargs, fn.__name__)
 
     return wrapper
+
+
+OUTPUT_OPTIONS = {"json_path": "--json", "junit_path": "--junit", "markdown_path": "--markdown", "out_path": "--out"}
+READ_OPTIONS = ("input_path", "config_path", "baseline", "candidate", "producer", "buggy", "fixed", "reader", "writers")
+
+
+def reading_paths(kwargs: dict) -> tuple[Path, ...]:
+    """The files a command's options name for reading: --input, --config, golden:FILE, file:PATH:FUNC."""
+    found = []
+    for name in READ_OPTIONS:
+        value = kwargs.get(name)
+        for text in (str(value).split(",") if value is not None else ()):
+            text = text.strip()
+            for prefix in ("golden:", "file:", "vllm-file:"):
+                if text.startswith(prefix):
+                    body = text[len(prefix):]
+                    text = body.rpartition(":")[0] if prefix != "golden:" and ":" in body else body
+                    break
+            if text and not text.startswith("git:"):
+                found.append(Path(text))
+    return tuple(found)
+
+
+def checked_outputs(kwargs: dict) -> tuple[dict[str, Path], UsageError | None]:
+    """(option -> path of every output file asked for that passes outputs.check_output, the first
+    refusal or None): the outputs that pass still receive the run's error when another is refused."""
+    from ..outputs import check_output
+
+    reading = reading_paths(kwargs)
+    targets, problem = {}, None
+    for name, option in OUTPUT_OPTIONS.items():
+        value = kwargs.get(name)
+        if value is None or str(value) == "-":
+            continue
+        try:
+            check_output(Path(value), option=option, reading=reading)
+        except UsageError as exc:
+            problem = problem or exc
+            continue
+        targets[option] = Path(value)
+    return targets, problem
+
+
+def _failed(message: str, code: ExitCode, targets: dict[str, Path], kwargs: dict, command: str) -> int:
+    """The one line on stderr, and the same error in each report file asked for (report/formats.py)."""
+    from ..outcome import Outcome, Outcomes
+    from ..outputs import write_output
+    from ..report.formats import BY_NAME
+
+    run = Outcomes(command, (Outcome(command, command, code, None, message, 0.0),), 1, 0.0, batch=False)
+    for option, path in targets.items():
+        fmt = BY_NAME.get(option.removeprefix("--"))
+        if fmt is None:  # record's --out: a recording is never replaced by an error
+            continue
+        try:
+            write_output(path, fmt.render(run), reading=reading_paths(kwargs), option=option, append=fmt.append)
+        except UsageError as exc:
+            click.echo(f"fp8check: error: {exc}", err=True)
+    prefix = "error: " if code == ExitCode.USAGE else ""
+    return fail(f"{prefix}{message}", code)
 
 
 def show(renderable, **print_options) -> None:
@@ -68,98 +137,70 @@ def silence_stdout() -> None:
         os.close(devnull)
 
 
-def check_writable(path: Path | None, option: str) -> None:
-    """Refuse an output path whose folder is missing before any work is done."""
-    if path is not None and not path.parent.is_dir():
-        raise UsageError(f"{option} {path}: folder {path.parent} does not exist")
-
-
-def write_json(path: Path | None, payload: dict) -> None:
-    if path is not None:
-        try:
-            path.write_text(json.dumps(payload, indent=2, sort_keys=False) + "\n")
-        except OSError as exc:
-            raise UsageError(f"--json {path}: cannot write ({exc.strerror})") from None
-
-
 def output_options(fn):
-    """--json PATH|-, --junit PATH, --markdown PATH, --quiet: the reports CI systems read (gate, compare, table)."""
-    options = [
-        click.option("--json", "json_path", metavar="PATH|-", default=None,
-                     help="Write the result as JSON; - writes it to stdout (the report then goes to stderr)."),
-        click.option("--junit", "junit_path", type=click.Path(path_type=Path), default=None,
-                     help="Write a JUnit XML report (one testcase per case)."),
-        click.option("--markdown", "markdown_path", type=click.Path(path_type=Path), default=None,
-                     help="Append a Markdown summary to PATH (and to $GITHUB_STEP_SUMMARY whenever it is set)."),
-        click.option("--quiet", is_flag=True, help="Print the verdict line only."),
-    ]
+    """--json, --junit, --markdown (each PATH or - for stdout; report/formats.py) and --quiet: every command."""
+    from ..report.formats import FORMATS
+
+    options = [click.option(f"--{f.name}", f"{f.name}_path", metavar="PATH|-", default=None, help=f.help)
+               for f in FORMATS]
+    options.append(click.option("--quiet", is_flag=True, help="Print the verdict line only."))
     for option in reversed(options):
         fn = option(fn)
     return fn
 
 
-def check_outputs(out: dict) -> None:
-    if out["json_path"] not in (None, "-"):
-        check_writable(Path(out["json_path"]), "--json")
-    check_writable(out["junit_path"], "--junit")
-    check_writable(out["markdown_path"], "--markdown")
+def outputs_of(kwargs: dict) -> dict:
+    """Pop the output options from a command's keyword arguments: {format name: path or "-"}, and quiet."""
+    from ..report.formats import FORMATS
+
+    paths = {f.name: kwargs.pop(f"{f.name}_path") for f in FORMATS}
+    paths = {name: path for name, path in paths.items() if path is not None}
+    to_stdout = [name for name, path in paths.items() if path == "-"]
+    if len(to_stdout) > 1:
+        raise UsageError(f"only one format can go to stdout: {', '.join('--' + n + ' -' for n in to_stdout)}")
+    for name, path in paths.items():
+        if path != "-" and not Path(path).parent.is_dir():
+            raise UsageError(f"--{name} {path}: folder {Path(path).parent} does not exist")
+    return {"paths": paths, "quiet": kwargs.pop("quiet")}
 
 
 def _write(path: Path, text: str, option: str, *, append: bool = False) -> None:
-    try:
-        with open(path, "a" if append else "w", encoding="utf-8") as f:
-            f.write(text)
-    except OSError as exc:
-        raise UsageError(f"{option} {path}: cannot write ({exc.strerror})") from None
+    from ..outputs import write_output
+
+    write_output(path, text, option=option, append=append)
 
 
-def emit(out: dict, *, renderable, verdict: str, payload: dict, gate_result, title: str,
-         soft_wrap: bool = False) -> None:
-    """Write the reports asked for, then print the report (or only the verdict line with --quiet).
+def emit(out: dict, run, renderable, *, soft_wrap: bool = False) -> None:
+    """Write the formats asked for, then print the report (or only the verdict line with --quiet).
 
-    Files first: a reader of stdout that went away (`| true`) never costs the JSON, JUnit or Markdown.
-    With `--json -` the JSON is the only thing on stdout; the report goes to stderr. `payload` may be a
-    function returning the JSON dict: it is then built only when --json asks for it (16,384 blocks' counts
-    cost ~15 ms)."""
-    to_stdout = out["json_path"] == "-"
-    text = None
-    if out["json_path"] is not None:
-        text = json.dumps(payload() if callable(payload) else payload, indent=2, allow_nan=False) + "\n"
-    if out["json_path"] not in (None, "-"):
-        _write(Path(out["json_path"]), text, "--json")
-    if out["junit_path"] is not None:
-        from ..report import junit
+    Files first: a reader of stdout that went away (`| true`) never costs a report file. A format written
+    to stdout (`--json -`) is the only thing there; the report then goes to stderr."""
+    from ..report.formats import BY_NAME
 
-        _write(out["junit_path"], junit.junit_xml(gate_result, suite=title), "--junit")
+    stdout_text = None
+    for name, path in out["paths"].items():
+        fmt = BY_NAME[name]
+        text = fmt.render(run)
+        if path == "-":
+            stdout_text = text
+        else:
+            _write(Path(path), text, f"--{name}", append=fmt.append)
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if out["markdown_path"] is not None or step_summary:
-        from ..report import markdown
-
-        summary = markdown.gate_markdown(gate_result, title=title)
-        if out["markdown_path"] is not None:
-            _write(out["markdown_path"], summary, "--markdown", append=True)
-        if step_summary:
-            _write(Path(step_summary), summary, "$GITHUB_STEP_SUMMARY", append=True)
+    if step_summary:
+        _write(Path(step_summary), BY_NAME["markdown"].render(run), "$GITHUB_STEP_SUMMARY", append=True)
+    to_stderr = stdout_text is not None
     if out["quiet"]:
-        click.echo(verdict, err=to_stdout)
-    elif to_stdout:
+        click.echo(run.verdict_line(), err=to_stderr)
+    elif to_stderr:
         Console(stderr=True).print(renderable, soft_wrap=soft_wrap)
     else:
         show(renderable, soft_wrap=soft_wrap)
-    if to_stdout:
+    if stdout_text is not None:
         try:
-            click.echo(text, nl=False)
+            click.echo(stdout_text, nl=False)
             sys.stdout.flush()
         except BrokenPipeError:
             silence_stdout()
-
-
-def single_case(case_id: str, kind: str, result, passed: bool, seconds: float):
-    """A single command's result as a one-case gate, for the JUnit and Markdown renderers."""
-    from ..gate import GateResult, Outcome
-
-    outcome = Outcome(case_id, kind, ExitCode.OK if passed else ExitCode.DIFFER, result, None, seconds)
-    return GateResult(kind, (outcome,), 1, seconds)
 
 
 def progress(device, producers):

@@ -3,109 +3,63 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import click
 
-from . import startup
-from ..errors import ExitCode
-from .arguments import (GOLDEN, budget_options, build, golden_key, isolation_limits, replay_golden, spec_options,
-                        start_build)
-from .common import check_outputs, emit, handled, output_options, progress, show, single_case
+from .arguments import command_options, isolation_limits, request
+from .common import emit, handled, output_options, outputs_of, progress
 
 
 @click.command()
-@spec_options
-@click.option("--baseline", default="auto", show_default=True,
-              help="Producer name; auto (aiter where it can run, else its emulation reference); golden:FILE"
-                   " (bytes recorded by `fp8check record`); or file:PATH:FUNC, vllm-file:PATH[:FUNC].")
-@click.option("--candidate", default="triton", show_default=True,
-              help="Producer name, file:PATH:FUNC or vllm-file:PATH[:FUNC]; PATH may be git:REV:PATH.")
+@command_options("compare")
 @output_options
 @click.option("--all-blocks", is_flag=True, help="One table row per block, however many.")
-@budget_options
 @handled
-def compare(baseline, candidate, all_blocks, debug, max_diff_bytes, max_diff_fraction, max_code_distance,
-            json_path, junit_path, markdown_path, quiet, **opts):
+def compare(all_blocks, debug, **opts):
     """Run two writers on the same K, diff their cache bytes block by block, and say why they differ."""
-    import time
+    from ..budget import Budget
+    from ..compare import check_compare
+    from ..gate_config import compare_id
+    from ..outcome import single
+    from ..prepare import prepare
+    from ..report.terminal import render_compare
 
-    from .. import budget as budget_mod
-    from .. import warmup
-    from ..prepare import resolve_producers
-
-    out = {"json_path": json_path, "junit_path": junit_path, "markdown_path": markdown_path, "quiet": quiet}
-    check_outputs(out)
+    out = outputs_of(opts)
     start = time.perf_counter()
     limits = isolation_limits(opts)
-    budget = budget_mod.Budget(max_diff_bytes=max_diff_bytes, max_diff_fraction=max_diff_fraction,
-                               max_code_distance=max_code_distance)
-    # on a GPU, a thread creates the CUDA context from here on, while this thread imports the rest of the
-    # command (and, with --device cuda, the modules of Triton's first launch): warmup.start_early
-    warmup.start_early(opts["device"])
-
-    from .. import options
-    from ..gate import check_compare
-    from ..gate_config import compare_id
-    from ..report import json as report_json
-    from ..report import lines, terminal
-
-    if opts["device"] == "cuda":
-        warmup.import_launch_modules()
-    startup.imports_done()
-
-    if baseline.startswith(GOLDEN):
-        spec, data, device, base = replay_golden(baseline, opts)
-        resolved = resolve_producers(device, {"candidate": candidate}, spec, opts["repo"], isolation=limits)
-    else:
-        # the inputs' device work comes after the writers are resolved: meanwhile a large K is read
-        # back, or drawn, in a thread (prepare.start)
-        started = start_build(opts)
-        resolved = resolve_producers(started.device, {"baseline": baseline, "candidate": candidate}, started.spec,
-                                     opts["repo"], isolation=limits)
-        spec, data, device = started.result()
-        base = resolved["baseline"]
-    with progress(device, resolved.values()):
-        checked = check_compare(spec, baseline=base, candidate=resolved["candidate"], inputs=data, device=device,
-                                budget=budget)
-    result, diagnosis, decided = checked.result, checked.diagnosis, checked.budget
-    values = {**options.from_dests(opts), "baseline": baseline, "candidate": candidate,
-              "max_diff_bytes": max_diff_bytes, "max_diff_fraction": max_diff_fraction,
-              "max_code_distance": max_code_distance}
-    verdict = lines.compare_verdict(checked)
-    emit(out, renderable=terminal.render_compare(result, all_blocks=all_blocks, diagnosis=diagnosis, budget=decided),
-         verdict=verdict, title="compare",
-         payload=lambda: report_json.compare_json(result, diagnosis=diagnosis, budget=decided, verdict=verdict,
-                                                  passed=checked.passed),
-         gate_result=single_case(compare_id(values), "compare", checked, checked.passed, time.perf_counter() - start))
-    return ExitCode.OK if checked.passed else ExitCode.DIFFER
+    req = request("compare", opts)
+    run = prepare(req, isolation=limits)
+    budget = Budget(**{key: req.values[key] for key in ("max_diff_bytes", "max_diff_fraction", "max_code_distance")})
+    with progress(run.device, run.sides.values()):
+        checked = check_compare(run.spec, baseline=run.sides["baseline"], candidate=run.sides["candidate"],
+                                inputs=run.inputs, device=run.device, budget=budget,
+                                pad_slot=req.values["pad_slot"])
+    outcomes = single(compare_id(req.values), checked, time.perf_counter() - start)
+    emit(out, outcomes, render_compare(checked, all_blocks=all_blocks))
+    return outcomes.exit_code
 
 
 @click.command()
-@spec_options
-@click.option("--producer", default="reference", show_default=True)
+@command_options("record")
 @click.option("--out", "out_path", type=click.Path(path_type=Path), required=True, help="Golden .safetensors file.")
+@output_options
 @handled
-def record(producer, out_path, debug, **opts):
+def record(out_path, debug, **opts):
     """Run one writer and save its inputs and cache bytes (a golden file)."""
     from .. import golden
-    from ..compare import run_side
-    from ..device import versions
-    from ..prepare import resolve_producers
+    from ..outcome import single
+    from ..prepare import golden_key, prepare
+    from ..record import record as record_run
 
-    startup.imports_done()
-
+    out = outputs_of(opts)
     golden.check_output_path(out_path, "--out")
+    start = time.perf_counter()
     limits = isolation_limits(opts)
-    spec, data, device = build(opts)
-    resolved = resolve_producers(device, {"producer": producer}, spec, opts["repo"], isolation=limits)
-    with progress(device, resolved.values()):
-        side = run_side(resolved["producer"], spec, data.to(device), device)
-    if side.buffer.modified_inputs:
-        raise golden.GoldenError(f"producer {side.name!r} modified its {' and '.join(side.buffer.modified_inputs)}"
-                                 " in place; not recorded")
-    golden.write(out_path, spec=spec, producer=side.name, emulated=side.emulated, inputs=data,
-                 buffer=side.buffer, versions=versions(), key=golden_key(), provenance=side.provenance)
-    show(f"recorded {side.name} ({spec.summary()}, {data.source}) to {out_path}", soft_wrap=True, highlight=False)
-    return ExitCode.OK
-
+    run = prepare(request("record", opts), isolation=limits)
+    with progress(run.device, run.sides.values()):
+        recorded = record_run(run, out_path, key=golden_key())
+    outcomes = single(f"record:{recorded.producer}", recorded, time.perf_counter() - start)
+    emit(out, outcomes, recorded.verdict_line(), soft_wrap=True)
+    return outcomes.exit_code

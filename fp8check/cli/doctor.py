@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+import time
 
 import click
 
-from . import startup
-from ..errors import ExitCode
-from .common import handled, show, write_json
+from .common import emit, handled, output_options, outputs_of
 
 
 def _requirements(ctx, param, values):
@@ -25,21 +23,18 @@ def _requirements(ctx, param, values):
 @click.option("--require", "required", multiple=True, metavar="NAME", callback=_requirements,
               help="Exit 1 unless NAME works here: a producer name, gpu, triton-exact or triton-exact:FMT."
                    " Repeatable.")
-@click.option("--json", "json_path", type=click.Path(path_type=Path), default=None, help="Write the findings as JSON.")
+@output_options
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
 @handled
-def doctor(required, json_path, debug):
+def doctor(required, debug, **opts):
     """What can run here: every producer and why not, versions, device, FP8 format, Triton exactness."""
     from .. import doctor as doctor_mod
-    from ..device import resolve_device
+    from ..outcome import single
     from ..report import doctor as doctor_report
-    from ..writers import registry as producers
 
-    startup.imports_done()
-
-    producers.prepare(resolve_device("auto"))  # what a CPU run would do, before Triton is imported
-
+    out = outputs_of(opts)
+    start = time.perf_counter()
     found = doctor_mod.diagnose(required)
-    write_json(json_path, doctor_report.to_json(found))
-    show(doctor_report.render(found))
-    return ExitCode.DIFFER if found.unmet else ExitCode.OK
+    outcomes = single("doctor", found, time.perf_counter() - start)
+    emit(out, outcomes, doctor_report.render(found))
+    return outcomes.exit_code

@@ -9,7 +9,7 @@ the quotient x/s be recomputed where a cause needs it. Collect -> decide -> desc
 - decide: stages, each a pure function returning claims (`claims`), the byte-pair tests in `fp8check.pairs`;
   `combine` adds them up and checks that every differing byte is attributed exactly once; `decide` turns
   counts into typed facts;
-- describe: report/causes.py renders the facts as sentences (nothing here is prose).
+- describe: diagnose/words.py renders the facts as sentences (nothing here is prose).
 
 Precedence (the first cause that fits takes the bytes; docs/NUMERICS.md for the facts):
 1. where (`where`): guard bytes and bytes of slots no token maps to are

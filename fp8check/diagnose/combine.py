@@ -3,6 +3,7 @@ attributed exactly once (a mismatch is fp8check's own bug: CheckerError, exit 3,
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
@@ -22,8 +23,18 @@ from .model import EXAMPLES, Category, Cause, Diagnosis
 
 def _value_stages(frame: Frame) -> list[Claim]:
     """Stages 1-4 over the differing blocks; each takes the units the earlier ones left open."""
+    # whole units first: blocks of whole tokens at other places (interleaved against planar), groups of
+    # non-finite inputs, real tokens overwritten by padding rows; each takes all the bytes of its units
+    first: list[Claim] = []
+    for stage in (systemic.arrangement_blocks, where.non_finite, where.overwritten):
+        more, taken = stage(frame)
+        first += more
+        if bool(taken.any()):
+            frame = dataclasses.replace(frame, n_u=torch.where(taken, 0, frame.n_u),
+                                        wdiff_u=torch.where(taken, 0, frame.wdiff_u))
     open_u = frame.n_u > 0
     claims, taken = where.unmapped(frame, open_u)
+    claims = first + claims
     open_u = open_u & ~taken
     more, taken = scales.scales(frame, open_u)
     claims += more
@@ -73,7 +84,7 @@ def _causes(spec: CacheSpec, tally: _Tally, frame: Frame | None, baseline: Cache
         parts = tally.blocks.get(category)
         blocks = tuple(torch.unique(torch.cat(parts)).tolist()) if parts else ()
         facts = cause_facts(spec, category, count, dict(tally.counts[category]), tally.found[category])
-        examples = tuple(example(spec, category, locus, frame, baseline, candidate)
+        examples = tuple(example(spec, category, locus, frame, baseline, candidate, tally.found[category])
                          for locus in tally.examples[category])
         causes.append(Cause(category, count, blocks, facts, examples))
     order = list(Category)

@@ -1,7 +1,7 @@
 """Decide: from what the stages counted to the typed facts of each cause, and the facts of each example.
 
 Facts are plain dicts of JSON-safe values (NaN/inf are turned into strings only when written as JSON);
-report/causes.py turns them into sentences. Nothing here is prose.
+diagnose/words.py turns them into sentences. Nothing here is prose.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import torch
 from .. import fp8, pairs
 from ..cache import CacheBuffer
 from ..diff import Mismatch, mismatch_at
-from ..spec import CacheSpec, Region, ScaleFormat
+from ..spec import SCALE_FLOOR, CacheSpec, Layout, Region
 from .frame import Frame, other_layout
 from .model import Category, Example
 from .scales import KNOWN_DIVISORS
@@ -37,7 +37,7 @@ def divisor_pair(ratio: float, spec: CacheSpec) -> list[float] | None:
     e4m3fnuz: 240, its max, against vLLM's 224), any known divisor only where those cannot explain it."""
     if not (math.isfinite(ratio) and ratio > 0):
         return None
-    ue8m0 = spec.scale_fmt is ScaleFormat.UE8M0
+    ue8m0 = spec.scale_fmt.power_of_two
     for pool in (sorted({spec.fp8.max, spec.fp8.vllm_divisor}, reverse=True), KNOWN_DIVISORS):
         found = _ratio_pairs(ratio, pool, ue8m0)
         if found:
@@ -71,8 +71,9 @@ def cause_facts(spec: CacheSpec, category: Category, count: int, counts: dict, f
         return {"tokens_never_written": c("units", 0) // spec.groups_per_token,
                 "baseline_poison_bytes": c("baseline_bytes", 0), "baseline_poison_scales": c("baseline_scale_words", 0)}
     if category is Category.STRAY_WRITE:
-        return {"guard_bytes": c("guard", 0), "slot_bytes": count - c("guard", 0),
-                "candidate_guard_bytes": c("candidate_guard", 0)}
+        return {"guard_bytes": c("guard", 0), "slot_bytes": count - c("guard", 0) - c("overwritten", 0),
+                "candidate_guard_bytes": c("candidate_guard", 0), "overwritten_bytes": c("overwritten", 0),
+                "overwritten_slots": c("overwritten_slots", 0)}
     if category is Category.INTEGER_CAST:
         return _integer_cast(counts)
     if category is Category.LAYOUT:
@@ -87,6 +88,18 @@ def cause_facts(spec: CacheSpec, category: Category, count: int, counts: dict, f
                 "doubled": c("doubled", 0), "halved": c("halved", 0)}
     if category is Category.SCALE_ULP:
         return {"max_ulp": found.get("max_ulp")}
+    if category is Category.AMAX_FLOOR:
+        return {"groups": c("groups", 0), "floor_found": found.get("floor_found"),
+                "floor_bound": found.get("floor_bound"), "floor_expected": SCALE_FLOOR}
+    if category is Category.UE8M0_ROUNDING:
+        return {"groups": c("groups", 0), "direction": "floor", "expected": "ceil"}
+    if category is Category.SCALE_SWAP:
+        return {"words": c("words", 0)}
+    if category is Category.SCALE_FORMAT:
+        return {"words": c("words", 0), "format_found": found.get("format_found"),
+                "format_expected": spec.scale_fmt.value}
+    if category is Category.NON_FINITE:
+        return {"groups": c("groups", 0), "nan_groups": c("nan_groups", 0), "inf_groups": c("inf_groups", 0)}
     if category is Category.ROUNDING:
         return _rounding(count, counts)
     if category is Category.SATURATION_NAN:
@@ -102,36 +115,52 @@ def cause_facts(spec: CacheSpec, category: Category, count: int, counts: dict, f
 
 
 def example(spec: CacheSpec, category: Category, locus: tuple[str, int], frame: Frame | None,
-            baseline: CacheBuffer, candidate: CacheBuffer) -> Example:
-    """The record of one example byte (a flat cache index, or a guard offset) and what fits there."""
+            baseline: CacheBuffer, candidate: CacheBuffer, found: dict | None = None) -> Example:
+    """The record of one example byte (a flat cache index, or a guard offset) and what fits there. found:
+    the cause's findings (the layout found)."""
     kind, index = locus
     if kind == "guard":
         position = baseline.guard_bytes + index  # guards = [front | back]; offsets -guard..-1, then 0..guard-1
         return Example(None, index, int(baseline.guards[position]), int(candidate.guards[position]), None, None)
     m = mismatch_at(spec, baseline.flat, candidate.flat, index)
-    facts = _example_facts(spec, category, m, frame) if frame is not None else {}
+    facts = _example_facts(spec, category, m, frame, found or {}) if frame is not None else {}
     return Example(m.coordinate, None, m.baseline_byte, m.candidate_byte, m.baseline_value, m.candidate_value, facts)
 
 
-def _example_facts(spec: CacheSpec, category: Category, m: Mismatch, frame: Frame) -> dict:
+SCALE_CAUSES = (Category.SCALE_RATIO, Category.SCALE_POW2, Category.SCALE_ULP, Category.AMAX_FLOOR,
+                Category.UE8M0_ROUNDING, Category.SCALE_SWAP, Category.SCALE_FORMAT)
+
+
+def _word_hex(word: torch.Tensor) -> str:
+    """A 4-byte scale word as the little-endian 32-bit number it is (0x3b9492f2), whatever its format."""
+    return f"0x{int.from_bytes(bytes(word.tolist()), 'little'):08x}"
+
+
+def _example_facts(spec: CacheSpec, category: Category, m: Mismatch, frame: Frame, found: dict) -> dict:
     """What fits at one example byte: the quotient, the moved token, the other format's value, the scales."""
     c = m.coordinate
-    if category in (Category.STRAY_WRITE, Category.UNWRITTEN):
+    if category is Category.STRAY_WRITE:
+        unit = frame.unit_of(c.block, c.token, c.group if c.group is not None else c.dim // spec.quant_block_size)
+        source = int(frame.source[unit])
+        return {"slot_owner": source} if source >= 0 else {}
+    if category is Category.UNWRITTEN:
         return {}
+    if category is Category.LAYOUT:
+        other = Layout(found["layout_found"]) if found.get("layout_found") else other_layout(spec)
+        owner = spec.replace(layout=other).locate(c.block * spec.block_bytes + c.byte_in_block)
+        return {"layout": other.value, "token": owner.token, "dim": owner.dim, "scale_group": owner.group}
     unit = frame.unit_of(c.block, c.token, c.group if c.group is not None else c.dim // spec.quant_block_size)
     scales = {"baseline_scale": float(frame.base_w[unit]), "candidate_scale": float(frame.cand_w[unit])}
     source = int(frame.source[unit])
-    if c.region is Region.SCALE or category in (Category.SCALE_RATIO, Category.SCALE_POW2, Category.SCALE_ULP):
+    scales |= {"baseline_scale_word": _word_hex(frame.base_wb[unit]),
+               "candidate_scale_word": _word_hex(frame.cand_wb[unit])}
+    if c.region is Region.SCALE or category in SCALE_CAUSES:
         return scales if c.region is Region.SCALE or source >= 0 else {}
     if source < 0:
         return {}
     x = float(frame.k[source, c.dim].float())
     s = float(frame.quotient_scale(torch.tensor(unit)))
     facts = {"x": x, "s": s, "quotient": x / s if s else math.nan}
-    if category is Category.LAYOUT:
-        other = other_layout(spec)
-        owner = spec.replace(layout=other).locate(c.block * spec.block_bytes + c.byte_in_block)
-        return {"layout": other.value, "token": owner.token, "dim": owner.dim}
     if category is Category.FP8_FORMAT:
         other = pairs.other_format(spec.fp8)
         return {"format": other.value, "candidate_value": fp8.decode_byte(m.candidate_byte, other)}

@@ -13,6 +13,7 @@ import torch
 
 from ..cache import CacheBuffer, guard_bytes, poison_at
 from ..diff import DiffResult, count_true
+from ..fp8 import decode_scales
 from ..inputs import Inputs
 from ..spec import CacheSpec, Layout
 
@@ -40,7 +41,17 @@ def other_layout(spec: CacheSpec) -> Layout | None:
     """The order a candidate may have used instead of the spec's, where that order is defined."""
     if spec.layout is Layout.SHUFFLE:
         return Layout.LINEAR
+    if spec.layout is Layout.INTERLEAVED:  # its values are no permutation of a planar value region's
+        return None
     return Layout.SHUFFLE if spec.block_size % 16 == 0 else None
+
+
+def other_arrangement(spec: CacheSpec) -> Layout | None:
+    """The arrangement of whole tokens a candidate may have used instead of the spec's: interleaved against
+    planar (values and scales move together; the two agree at block_size 1)."""
+    if spec.block_size == 1:
+        return None
+    return Layout.LINEAR if spec.layout is Layout.INTERLEAVED else Layout.INTERLEAVED
 
 
 def unit_runs(spec: CacheSpec, value_index: torch.Tensor) -> tuple[int, torch.Tensor]:
@@ -49,8 +60,8 @@ def unit_runs(spec: CacheSpec, value_index: torch.Tensor) -> tuple[int, torch.Te
     (L: qbs in the linear layout, 16 in shuffle, 1 where nothing longer fits)."""
     qbs = spec.quant_block_size
     rows = value_index.view(-1, qbs)
-    for length in (qbs, 16, 8):
-        if qbs % length:
+    for length in (qbs, 16, 8, 4):
+        if qbs % length or spec.value_extent % length:
             continue
         runs = rows.view(rows.shape[0], -1, length)
         step = torch.arange(length, device=rows.device)
@@ -83,12 +94,15 @@ def _unit_counts(spec: CacheSpec, a: torch.Tensor, b: torch.Tensor, runs) -> tup
     """(differing value bytes, differing scale bytes), int64 [n * block_size * groups] each, per unit of two
     [n, block_bytes] caches."""
     values, scales = [], []
-    vb, first = spec.value_bytes, spec.scale_offset(0, 0)
+    vb, first = spec.value_extent, spec.scale_offset(0, 0)
     for start in range(0, a.shape[0], COUNT_BLOCKS):
         x, y = a[start : start + COUNT_BLOCKS], b[start : start + COUNT_BLOCKS]
         values.append(_value_counts(spec, x[:, :vb] != y[:, :vb], runs))
-        scales.append((x[:, first : first + spec.scale_bytes] != y[:, first : first + spec.scale_bytes])
-                      .view(-1, 4).sum(dim=1))
+        if spec.layout.planar:
+            scales.append((x[:, first : first + spec.scale_bytes] != y[:, first : first + spec.scale_bytes])
+                          .view(-1, 4).sum(dim=1))
+        else:
+            scales.append(spec.scale_words(x != y).sum(dim=1))
     if not values:
         empty = torch.zeros(0, dtype=torch.int64, device=a.device)
         return empty, empty
@@ -155,6 +169,7 @@ class Frame:
     runs: torch.Tensor
     poison_row: torch.Tensor  # uint8 [block_size * groups, qbs]: byte_poison of each unit row's value bytes
     poison_block: torch.Tensor  # uint8 [nd]: poison_at of each block's first byte
+    padding: torch.Tensor  # int64 [P]: rows of k whose slot is negative (padding: written nowhere)
 
     @property
     def mapped(self) -> torch.Tensor:
@@ -173,7 +188,7 @@ class Frame:
 
     def value_rows(self, phys: torch.Tensor, units: torch.Tensor) -> torch.Tensor:
         """uint8 [n, qbs]: the value bytes of units (int64 [n]) of base_phys or cand_phys, in (token, dim) order."""
-        region = phys[:, : self.spec.value_bytes].view(phys.shape[0], -1, self.run_length)
+        region = phys[:, : self.spec.value_extent].view(phys.shape[0], -1, self.run_length)
         picked = region[self.block_i[units].view(-1, 1), self.runs[units % self.runs.shape[0]]]
         return picked.reshape(units.numel(), self.spec.quant_block_size)
 
@@ -251,9 +266,8 @@ def build_frame(spec: CacheSpec, inputs: Inputs, blocks: torch.Tensor, a: torch.
     """The frame of the differing blocks, from their bytes a, b [nd, block_bytes] (differing_units)."""
     nd, groups = blocks.numel(), spec.groups_per_token
     num_units = nd * spec.block_size * groups
-    first = spec.scale_offset(0, 0)  # unit (t, g)'s word is the (t * groups + g)-th of the region
-    base_wb = a[:, first : first + spec.scale_bytes].reshape(num_units, 4)
-    cand_wb = b[:, first : first + spec.scale_bytes].reshape(num_units, 4)
+    base_wb = spec.scale_words(a).reshape(num_units, 4)  # unit (t, g)'s word, in (token, group) order
+    cand_wb = spec.scale_words(b).reshape(num_units, 4)
     unit = torch.arange(num_units, device=a.device)
     block_i = unit // (spec.block_size * groups)
     token = (unit // groups) % spec.block_size
@@ -261,10 +275,11 @@ def build_frame(spec: CacheSpec, inputs: Inputs, blocks: torch.Tensor, a: torch.
     value_index = spec.value_index(a.device)
     return Frame(
         spec=spec, k=inputs.k.to(a.device).contiguous(), blocks=blocks, base_phys=a, cand_phys=b, n_u=n_u,
-        base_w=base_wb.contiguous().view(torch.float32).view(-1),
-        cand_w=cand_wb.contiguous().view(torch.float32).view(-1), base_wb=base_wb, cand_wb=cand_wb,
+        base_w=decode_scales(base_wb, spec.scale_fmt).view(-1),
+        cand_w=decode_scales(cand_wb, spec.scale_fmt).view(-1), base_wb=base_wb, cand_wb=cand_wb,
         wdiff_u=wdiff_u, block_i=block_i, token=token, group=unit % groups, source=source,
         block_mapped=(source >= 0).view(nd, -1).any(dim=1), value_index=value_index, run_length=runs[0],
         runs=runs[1], poison_row=byte_poison(value_index).reshape(spec.block_size * groups, -1),
         poison_block=poison_at(guard_bytes(spec) + blocks * spec.block_bytes),
+        padding=torch.nonzero(inputs.slot_mapping.to(a.device) < 0).view(-1),
     )

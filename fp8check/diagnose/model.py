@@ -1,12 +1,12 @@
-"""The diagnosis as data: categories, causes with typed facts, examples. Rendered by report/causes.py."""
+"""The diagnosis as data: categories, causes with typed facts, examples. Rendered by diagnose/words.py."""
 
 from __future__ import annotations
 
 import enum
-import math
 from dataclasses import dataclass, field
-from typing import Any
 
+
+from ..outcome import json_safe
 from ..spec import Coordinate
 
 EXAMPLES = 3  # examples kept per cause
@@ -24,18 +24,12 @@ class Category(enum.Enum):
     ROUNDING = "rounding"
     SATURATION_NAN = "saturation-nan"
     SIGNED_ZERO = "signed-zero"
+    AMAX_FLOOR = "amax-floor"
+    UE8M0_ROUNDING = "ue8m0-rounding"
+    SCALE_SWAP = "scale-swap"
+    SCALE_FORMAT = "scale-format"
+    NON_FINITE = "non-finite-input"
     UNKNOWN = "unknown"
-
-
-def json_safe(value: Any) -> Any:
-    """NaN and inf are not JSON: written as strings; containers converted throughout."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    if isinstance(value, dict):
-        return {key: json_safe(v) for key, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_safe(v) for v in value]
-    return value
 
 
 @dataclass(frozen=True)
@@ -80,7 +74,7 @@ class Cause:
     examples: tuple[Example, ...]
 
     def to_dict(self) -> dict:
-        """The cause without prose (report/causes.py adds the explanation and the hint)."""
+        """The cause without prose (diagnose/words.py adds the explanation and the hint)."""
         return {"category": self.category.value, "bytes": self.bytes, "blocks": list(self.blocks),
                 "facts": json_safe(self.facts), "examples": [e.to_dict() for e in self.examples]}
 

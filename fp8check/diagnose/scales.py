@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ..fp8 import decode_scales
 from ..spec import SCALE_FLOOR, FP8Format, ScaleFormat
 from .claims import Claim, note, unit_claim
 from .frame import Frame
@@ -20,6 +21,7 @@ KNOWN_DIVISORS = tuple(sorted({*(f.max for f in FP8Format), *(f.vllm_divisor for
 ULP_LIMIT = 16  # fp32 scales this many units in the last place apart or less: scale-ulp
 BOUNDARY_TOLERANCE = 2.0**-20  # |amax / (DIV * s) - 1| below this: amax / DIV sits on s
 RATIO_RESOLUTION = 2.0**-12  # log2 ratios this close are one ratio
+MIN_CLUSTER = 4  # words a constant ratio needs: one group's scale against another's is no divisor (a stray row)
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,12 @@ class _ScaleKinds:
     in_cluster: torch.Tensor
     pow2: torch.Tensor
     mode_ratio: float | None  # the constant multiple, where one explains most words
+    floor: torch.Tensor  # amax below 1e-4 floored elsewhere (amax-floor)
+    rounded_down: torch.Tensor  # ue8m0 2^floor(log2 s) instead of 2^ceil (ue8m0-rounding)
+    swapped: torch.Tensor  # the word of a neighbouring token, and it has this one's (scale-swap)
+    floor_found: float | None  # the candidate's amax floor, where a group shows it
+    floor_bound: str  # "exact": floor_found is the floor; "range": in (found / 2, found]; "at_most": <= found
+    stored_other: torch.Tensor  # the right scale in the other word format (scale-format)
 
 
 def _amax(frame: Frame, units: torch.Tensor) -> torch.Tensor:
@@ -56,7 +64,7 @@ def _on_boundary(frame: Frame, units: torch.Tensor) -> torch.Tensor:
 
 def _cluster(log_ratio: torch.Tensor, ratio_units: torch.Tensor, plain: torch.Tensor) -> torch.Tensor:
     """bool: the words at the most common ratio among `plain`, if that is the ratio of most of them
-    (random scale words share a ratio only by chance); none otherwise."""
+    (random scale words share a ratio only by chance) and of at least MIN_CLUSTER words; none otherwise."""
     if not bool(plain.any()):
         return torch.zeros_like(ratio_units)
     keys = torch.round(log_ratio[plain] / RATIO_RESOLUTION).long()
@@ -65,7 +73,7 @@ def _cluster(log_ratio: torch.Tensor, ratio_units: torch.Tensor, plain: torch.Te
     low = keys.min()
     mode = float(low + torch.argmax(torch.bincount(keys - low))) * RATIO_RESOLUTION
     in_cluster = ratio_units & ((log_ratio - mode).abs() <= 2 * RATIO_RESOLUTION)
-    if 2 * int(in_cluster.sum()) >= int(plain.sum()):
+    if 2 * int(in_cluster.sum()) >= int(plain.sum()) and int(in_cluster.sum()) >= MIN_CLUSTER:
         return in_cluster
     return torch.zeros_like(ratio_units)
 
@@ -76,7 +84,12 @@ def _classify(frame: Frame, units: torch.Tensor) -> _ScaleKinds:
     cand_unwritten = (frame.cand_wb[units] == poison).all(dim=1)
     base_unwritten = (frame.base_wb[units] == poison).all(dim=1) & ~cand_unwritten
     unwritten = cand_unwritten | base_unwritten
-    finite = torch.isfinite(base_w) & torch.isfinite(cand_w) & (base_w > 0) & (cand_w > 0) & ~unwritten
+    # the right scale in the other way of storing it: an fp32 word against four UE8M0 bytes (vLLM's mxfp8)
+    other = ScaleFormat.FP32 if frame.spec.scale_fmt is ScaleFormat.UE8M0X4 else ScaleFormat.UE8M0X4
+    stored_other = ~unwritten & (decode_scales(frame.cand_wb[units], other).view(-1) == base_w)
+    stored_other |= ~unwritten & (decode_scales(frame.base_wb[units], other).view(-1) == cand_w)
+    unwritten_or_other = unwritten | stored_other
+    finite = torch.isfinite(base_w) & torch.isfinite(cand_w) & (base_w > 0) & (cand_w > 0) & ~unwritten_or_other
     bits = frame.base_wb[units].contiguous().view(torch.int32).view(-1).long() - \
         frame.cand_wb[units].contiguous().view(torch.int32).view(-1).long()
     ulp = finite & (bits.abs() <= ULP_LIMIT)
@@ -84,13 +97,83 @@ def _classify(frame: Frame, units: torch.Tensor) -> _ScaleKinds:
     ratio = cand_w.double() / base_w.double()
     log_ratio = torch.log2(ratio)
     pow2 = torch.zeros_like(ratio_units)
-    if frame.spec.scale_fmt is ScaleFormat.UE8M0:
+    if frame.spec.scale_fmt.power_of_two:
         doubled = ratio_units & ((ratio == 2.0) | (ratio == 0.5))
         pow2[doubled] = _on_boundary(frame, units[doubled])
-    in_cluster = _cluster(log_ratio, ratio_units, ratio_units & ~pow2)
+    swapped = _swapped(frame, units, ratio_units & ~pow2)
+    floor, floor_found, floor_bound = _amax_floor(frame, units, ratio_units & ~pow2 & ~swapped)
+    rounded_down = torch.zeros_like(ratio_units)
+    if frame.spec.scale_fmt.power_of_two:
+        # a writer that rounds log2(s) down halves every group whose s is no power of two; a divisor change
+        # halves at most log2(240/224) = 10% of them (SPEC.md section 3)
+        halved = ratio_units & ~pow2 & ~swapped & ~floor & (ratio == 0.5)
+        if 2 * int(halved.sum()) >= int(frame.mapped.sum()):
+            rounded_down = halved
+    plain = ratio_units & ~pow2 & ~swapped & ~floor & ~rounded_down
+    in_cluster = _cluster(log_ratio, ratio_units & ~swapped & ~floor & ~rounded_down, plain)
     mode_ratio = float(torch.median(ratio[in_cluster])) if bool(in_cluster.any()) else None
     return _ScaleKinds(units, unwritten, base_unwritten, ulp, ratio, bits, in_cluster, pow2 & ~in_cluster,
-                       mode_ratio)
+                       mode_ratio, floor, rounded_down, swapped, floor_found, floor_bound, stored_other)
+
+
+def _swapped(frame: Frame, units: torch.Tensor, open_w: torch.Tensor) -> torch.Tensor:
+    """bool: the candidate's word is the baseline's word of the previous or next token of the block (same
+    group), and that token's candidate word is this one's baseline word: two scales stored swapped."""
+    groups, per_block = frame.spec.groups_per_token, frame.rows
+    found = torch.zeros_like(open_w)
+    if not bool(open_w.any()):
+        return found
+    u = units
+    for step in (-groups, groups):
+        v = u + step
+        inside = (v >= 0) & (v < frame.n_u.numel())
+        v = v.clamp(0, frame.n_u.numel() - 1)
+        same_block = inside & (u // per_block == v // per_block) & frame.mapped[v]
+        mutual = ((frame.cand_wb[u] == frame.base_wb[v]).all(dim=1) & (frame.cand_wb[v] == frame.base_wb[u]).all(dim=1)
+                  & (frame.base_wb[u] != frame.base_wb[v]).any(dim=1))
+        found |= open_w & same_block & mutual
+    return found
+
+
+def _amax_floor(frame: Frame, units: torch.Tensor, open_w: torch.Tensor) -> tuple[torch.Tensor, float | None, str]:
+    """(bool: groups with amax below 1e-4 whose candidate scale is that of a lower floor, the floor found, how it
+    bounds the floor: "exact", "range" (in (found / 2, found]) or "at_most"). The candidate's scale tracks
+    amax / DIV (DIV one of the format's), or, where amax is below the candidate's floor too, sits below
+    1e-4 / DIV."""
+    spec = frame.spec
+    none = torch.zeros_like(open_w)
+    if not bool(open_w.any()):
+        return none, None, "exact"
+    amax = _amax(frame, units).double()
+    base, cand = frame.base_w[units].double(), frame.cand_w[units].double()
+    tiny = open_w & (amax < SCALE_FLOOR) & (cand < base)
+    if not bool(tiny.any()):
+        return none, None, "exact"
+    tracks, below, implied = none.clone(), none.clone(), torch.full_like(amax, float("inf"))
+    for divisor in sorted({spec.fp8.max, spec.fp8.vllm_divisor}):
+        exact = amax / divisor
+        wanted = _pow2_ceil(exact) if spec.scale_fmt.power_of_two else exact
+        near = (cand - wanted).abs() <= ULP_LIMIT * torch.finfo(torch.float32).eps * wanted
+        tracks |= tiny & (amax > 0) & near
+        low = tiny & ~near & (cand * divisor < SCALE_FLOOR * (1 - 1e-6)) & (cand * divisor > amax)
+        below |= low
+        implied = torch.where(low, torch.minimum(implied, cand * divisor), implied)
+    floor = tracks | below
+    if not bool(floor.any()):
+        return none, None, "exact"
+    if bool(below.any()):
+        found = float(implied[below].min())
+        if spec.scale_fmt.power_of_two:
+            return floor, found, "range"  # F / DIV rounds up to the same power of two: F in (found / 2, found]
+        return floor, float(f"{found:.3g}"), "exact"
+    return floor, float(amax[tracks].min()), "at_most"  # no group below the candidate's floor: F <= min amax
+
+
+def _pow2_ceil(x: torch.Tensor) -> torch.Tensor:
+    """2 ** ceil(log2(x)) of positive float64 x (0 stays 0)."""
+    mantissa, exponent = torch.frexp(x)
+    one = torch.ones_like(x)
+    return torch.where(mantissa == 0.5, torch.ldexp(one, exponent - 1), torch.ldexp(one, exponent))
 
 
 def scales(frame: Frame, open_u: torch.Tensor) -> tuple[list[Claim], torch.Tensor]:
@@ -103,7 +186,9 @@ def scales(frame: Frame, open_u: torch.Tensor) -> tuple[list[Claim], torch.Tenso
     kinds = _classify(frame, torch.nonzero(differs).view(-1))
     claims: list[Claim] = []
     for category, chosen in ((Category.UNWRITTEN, kinds.unwritten), (Category.SCALE_ULP, kinds.ulp),
-                             (Category.SCALE_RATIO, kinds.in_cluster), (Category.SCALE_POW2, kinds.pow2)):
+                             (Category.SCALE_RATIO, kinds.in_cluster), (Category.SCALE_POW2, kinds.pow2),
+                             (Category.AMAX_FLOOR, kinds.floor), (Category.UE8M0_ROUNDING, kinds.rounded_down),
+                             (Category.SCALE_SWAP, kinds.swapped), (Category.SCALE_FORMAT, kinds.stored_other)):
         if not bool(chosen.any()):
             continue
         mask = frame.units_mask(kinds.units[chosen])
@@ -111,16 +196,17 @@ def scales(frame: Frame, open_u: torch.Tensor) -> tuple[list[Claim], torch.Tenso
         if category is not Category.UNWRITTEN:
             claims.append(unit_claim(frame, category, mask & open_u & ~taken))
             taken |= mask
-    claims += _scale_notes(kinds)
+    claims += _scale_notes(kinds, frame.spec)
     # scale words no cause explains: their bytes go through the byte-level fallback
     rest = differs.clone()
-    rest[kinds.units[kinds.unwritten | kinds.ulp | kinds.in_cluster | kinds.pow2]] = False
+    explained = kinds.unwritten | kinds.ulp | kinds.in_cluster | kinds.pow2 | kinds.floor | kinds.rounded_down
+    rest[kinds.units[explained | kinds.swapped | kinds.stored_other]] = False
     if bool(rest.any()):
         claims.append(unit_claim(frame, Category.UNKNOWN, rest, value=False, scale=True))
     return claims, taken
 
 
-def _scale_notes(kinds: _ScaleKinds) -> list[Claim]:
+def _scale_notes(kinds: _ScaleKinds, spec) -> list[Claim]:
     claims = [note(Category.UNWRITTEN, baseline_scale_words=int(kinds.base_unwritten.sum()))]
     if kinds.mode_ratio is not None:
         claims.append(Claim(Category.SCALE_RATIO, found={"ratio": kinds.mode_ratio}))
@@ -128,4 +214,13 @@ def _scale_notes(kinds: _ScaleKinds) -> list[Claim]:
         claims.append(Claim(Category.SCALE_ULP, found={"max_ulp": int(kinds.bits[kinds.ulp].abs().max())}))
     claims.append(note(Category.SCALE_POW2, doubled=int((kinds.pow2 & (kinds.ratio > 1)).sum()),
                        halved=int((kinds.pow2 & (kinds.ratio < 1)).sum())))
+    if bool(kinds.floor.any()):
+        claims.append(Claim(Category.AMAX_FLOOR, counts={"groups": int(kinds.floor.sum())},
+                            found={"floor_found": kinds.floor_found, "floor_bound": kinds.floor_bound}))
+    claims.append(note(Category.UE8M0_ROUNDING, groups=int(kinds.rounded_down.sum())))
+    claims.append(note(Category.SCALE_SWAP, words=int(kinds.swapped.sum())))
+    if bool(kinds.stored_other.any()):
+        claims.append(Claim(Category.SCALE_FORMAT, counts={"words": int(kinds.stored_other.sum())}, found={
+            "format_found": (ScaleFormat.UE8M0 if spec.scale_fmt is ScaleFormat.UE8M0X4
+                             else ScaleFormat.UE8M0X4).value}))
     return claims

@@ -15,7 +15,7 @@ from .. import pairs
 from ..diff import count_true
 from ..spec import Layout
 from .claims import Claim, note, unit_claim
-from .frame import Frame, other_layout
+from .frame import Frame, other_arrangement, other_layout
 from .model import Category
 
 SAMPLE_COLUMNS = 8  # columns of each unit looked at to judge a systemic cause
@@ -86,6 +86,56 @@ def layout_blocks(frame: Frame, open_u: torch.Tensor) -> tuple[list[Claim], torc
         return [], torch.zeros_like(open_u), settled
     claims = [unit_claim(frame, Category.LAYOUT, chosen), Claim(Category.LAYOUT, found={"layout_found": other.value})]
     return claims, chosen, settled
+
+
+# ---- interleaved against planar: whole tokens (values and scales) at other places ---------------------------
+
+ARRANGEMENT_SAMPLES = 256  # byte positions of a block looked at to judge its arrangement
+
+
+def arrangement_tables(spec, other: Layout, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """(owner_token, source_byte) [block_bytes]: for each byte of a block written in the `other` arrangement,
+    the token whose byte lands there and where the spec's arrangement keeps that byte (all from CacheSpec)."""
+    theirs = spec.replace(layout=other)
+    owner = torch.full((spec.block_bytes,), -1, dtype=torch.int64, device=device)
+    source = torch.full_like(owner, -1)
+    tokens = torch.arange(spec.block_size, device=device)
+    owner[theirs.value_index(device).view(-1)] = tokens.repeat_interleave(spec.head_dim)
+    source[theirs.value_index(device).view(-1)] = spec.value_index(device).view(-1)
+    owner[theirs.scale_index(device).view(-1)] = tokens.repeat_interleave(4 * spec.groups_per_token)
+    source[theirs.scale_index(device).view(-1)] = spec.scale_index(device).view(-1)
+    return owner, source
+
+
+def arrangement_blocks(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
+    """Blocks written token-interleaved where the spec is planar, or planar where it is interleaved: judged
+    from a fixed sample of byte positions, each compared with the byte the other arrangement puts there (the
+    baseline's byte of the token it puts there, the poison where no token maps). A re-arranged block gives all
+    its differing bytes, values and scales, to `layout`. Returns (claims, units taken: bool [U])."""
+    spec = frame.spec
+    other = other_arrangement(spec)
+    taken = torch.zeros_like(frame.n_u, dtype=torch.bool)
+    if other is None:
+        return [], taken
+    device = frame.blocks.device
+    owner, source = arrangement_tables(spec, other, device)
+    byte = torch.arange(0, spec.block_bytes, max(1, spec.block_bytes // ARRANGEMENT_SAMPLES), device=device)
+    byte = byte[owner[byte] >= 0]
+    nd = frame.blocks.numel()
+    block_i = torch.arange(nd, device=device).view(-1, 1)
+    base, cand = frame.base_phys[:, byte], frame.cand_phys[:, byte]
+    slot_mapped = frame.source.view(nd, spec.block_size, spec.groups_per_token)[:, :, 0] >= 0
+    moved = frame.base_phys[block_i, source[byte].view(1, -1)]
+    predicted = torch.where(slot_mapped[:, owner[byte]], moved, frame.block_poison(block_i, byte.view(1, -1)))
+    differs = base != cand
+    sampled, matched = differs.sum(dim=1), (differs & (cand == predicted)).sum(dim=1)
+    rearranged = frame.block_mapped & (sampled >= DENSE_SAMPLED) & (matched >= SAMPLE_SHARE * sampled)
+    if not bool(rearranged.any()):
+        return [], taken
+    taken = rearranged[frame.block_i] & ((frame.n_u > 0) | (frame.wdiff_u > 0))
+    claims = [unit_claim(frame, Category.LAYOUT, taken, value=True, scale=True),
+              Claim(Category.LAYOUT, found={"layout_found": other.value})]
+    return claims, taken
 
 
 # ---- the sample of dense units, and one judge per cause ------------------------------------------------------

@@ -4,10 +4,12 @@ return claims and the units whose value bytes they took."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 
 from ..cache import CacheBuffer, poison_at
-from .claims import Claim, unit_claim
+from .claims import Claim, note, unit_claim
 from .frame import Frame
 from .model import EXAMPLES, Category
 
@@ -34,3 +36,59 @@ def unmapped(frame: Frame, open_u: torch.Tensor) -> tuple[list[Claim], torch.Ten
     claims = [unit_claim(frame, Category.STRAY_WRITE, free, value=False, scale=True),
               unit_claim(frame, Category.STRAY_WRITE, empty_block & open_u)]
     return claims, empty_block
+
+
+def non_finite(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
+    """Quant groups whose input holds NaN or inf: the writers share no convention there, so all their differing
+    bytes (values and scale) are `non-finite-input`. Returns the claims and the units taken."""
+    spec = frame.spec
+    groups = frame.k.view(-1, spec.quant_block_size)
+    if groups.dtype == torch.bfloat16:  # all-ones exponent: inf or NaN, read from the bits (bf16 math is slow)
+        special = ((groups.view(torch.int16) & 0x7F80) == 0x7F80).any(dim=-1)
+    else:
+        special = ~torch.isfinite(groups).all(dim=-1)
+    unit_row = frame.source.clamp(min=0) * spec.groups_per_token + frame.group
+    hit = frame.mapped & special[unit_row] & ((frame.n_u > 0) | (frame.wdiff_u > 0))
+    if not bool(hit.any()):
+        return [], hit
+    rows = groups[unit_row[hit]].float()
+    nan, inf = torch.isnan(rows).any(dim=-1), torch.isinf(rows).any(dim=-1)
+    claims = [unit_claim(frame, Category.NON_FINITE, hit, value=True, scale=True),
+              note(Category.NON_FINITE, groups=int(hit.sum()), nan_groups=int(nan.sum()),
+                   inf_groups=int((inf & ~nan).sum()))]
+    return claims, hit
+
+
+OVERWRITE_UNITS = 4096  # units tried against the padding rows: more is a systematic fault, not a stray row
+OVERWRITE_SHARE = 0.9  # value bytes of a unit that must be a padding row's for it to count as overwritten
+
+
+def overwritten(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
+    """Units of real tokens whose scale word and value bytes are padding rows' (tokens with slot < 0) quantized
+    by the reference: padding written over a real token. Stray writes, not scale causes."""
+    from ..writers.reference import AITER, quantize
+    from ..fp8 import encode_scales
+
+    spec = frame.spec
+    none = torch.zeros_like(frame.mapped)
+    units = torch.nonzero(frame.mapped & (frame.wdiff_u > 0)).view(-1)
+    if not frame.padding.numel() or not units.numel() or units.numel() > OVERWRITE_UNITS:
+        return [], none
+    pad_k = frame.k.index_select(0, frame.padding[:OVERWRITE_UNITS])
+    codes, scales = quantize(pad_k, profile=AITER, fmt=spec.fp8, scale_fmt=spec.scale_fmt,
+                             quant_block_size=spec.quant_block_size)
+    words = encode_scales(scales, spec.scale_fmt)  # [P, groups, 4]
+    codes = codes.view(codes.shape[0], spec.groups_per_token, spec.quant_block_size)
+    group = frame.group[units]
+    same_word = (frame.cand_wb[units].unsqueeze(1) == words[:, group].transpose(0, 1)).all(dim=-1)  # [n, P]
+    values = frame.value_rows(frame.cand_phys, units)  # [n, qbs]
+    agree = (values.unsqueeze(1) == codes[:, group].transpose(0, 1)).sum(dim=-1)  # [n, P]
+    # several padding rows on one slot race: the values of one of them may sit under another one's scale
+    hit = same_word.any(dim=1) & (agree >= OVERWRITE_SHARE * spec.quant_block_size).any(dim=1)
+    if not bool(hit.any()):
+        return [], none
+    taken = frame.units_mask(units[hit])
+    claim = unit_claim(frame, Category.STRAY_WRITE, taken, value=True, scale=True)
+    slots = torch.unique(frame.blocks[frame.block_i[units[hit]]] * spec.block_size + frame.token[units[hit]])
+    counts = {"overwritten": claim.bytes, "overwritten_slots": slots.numel()}
+    return [dataclasses.replace(claim, counts=counts)], taken

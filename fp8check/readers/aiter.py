@@ -56,10 +56,10 @@ class AiterReader:
             raise ProducerError(f"reader {NAME!r} reads {self.platform.fp8.value} on {self.platform.arch}, not"
                                 f" {spec.fp8.value}: run with --fp8 {self.platform.fp8.value}")
 
-    def __call__(self, q_fp8, kv_cache, weights, context_lens, block_tables, max_model_len):
-        batch, next_n = q_fp8.shape[:2]
+    def __call__(self, q_fp8, kv_cache, weights, context_lens, block_tables, max_model_len, *, out):
+        """`out`: the caller-made float32 [B*next_n, max_model_len] buffer, masked -inf (run_reader hands over
+        one with guard rows and columns, obligations.GuardedOutput)."""
         block_size = kv_cache.shape[1]
-        out = torch.full((batch * next_n, max_model_len), float("-inf"), dtype=torch.float32, device=q_fp8.device)
         self.found.fn(
             q_fp8, kv_cache, weights, out, context_lens, block_tables, max_model_len,
             Preshuffle=block_size > 1, KVBlockSize=block_size, ChunkK=CHUNK_K, WavePerEU=WAVE_PER_EU,
@@ -70,7 +70,7 @@ class AiterReader:
 def make_reader(found: FoundFunction, platform: Platform) -> Reader:
     fn = AiterReader(found, platform)
     return Reader(NAME, f"aiter {found.version} {found.where} on {platform.arch}", fn, check=fn.check,
-                  provenance={"function": found.where, "version": found.version})
+                  provenance={"function": found.where, "version": found.version}, fills_output=True)
 
 
 def reader(spec: CacheSpec) -> Reader:

@@ -11,7 +11,10 @@ Pure functions on tensors; nothing here runs a writer or a reader.
   (what the seed's numbers behave like; reported, never a verdict);
 - `max_rel` = max|L - L*| / max|L*|, `bad` = tokens with NOT |L - L*| <= atol + rtol * |L*| (a NaN or inf
   logit is bad);
-- a row is vacuous when every query row sees <= K tokens: every token is selected, recall is 1 for anyone.
+- a row is vacuous when every query row sees <= K tokens: every token is selected, recall is 1 for anyone;
+- a recall loss is a near-tie when every wrongly selected token's truth logit lies within atol + rtol * |T|
+  of the K-th largest truth logit T: the reader's rounding reorders near-equal tokens, it does not read
+  other bytes (`tie`); any other loss is a real one.
 All metrics pool the query rows of a sequence (`--next-n 2`: two query rows, their tokens counted together).
 """
 
@@ -61,10 +64,18 @@ class Metrics:
     n: int  # tokens compared (visible tokens summed over query rows)
     vacuous: bool  # every query row sees <= K tokens
     visible: tuple[int, ...]  # tokens each query row sees
+    tie: bool = False  # recall < 1, and every wrongly selected token is within tolerance of the K-th logit
+    missed: int = 0  # wrongly selected tokens (K * rows - correct)
+
+    @property
+    def lost(self) -> bool:
+        """A recall loss that near-ties do not explain."""
+        return self.recall < 1.0 and not self.tie
 
     def to_dict(self) -> dict:
         return {"recall": self.recall, "positional": self.positional, "max_rel": self.max_rel, "bad": self.bad,
-                "n": self.n, "vacuous": self.vacuous, "visible": list(self.visible)}
+                "n": self.n, "vacuous": self.vacuous, "visible": list(self.visible), "tie": self.tie,
+                "missed": self.missed}
 
 
 def recall_at_k(candidate: torch.Tensor, truth: torch.Tensor, k: int) -> tuple[int, int]:
@@ -74,6 +85,16 @@ def recall_at_k(candidate: torch.Tensor, truth: torch.Tensor, k: int) -> tuple[i
     selected = torch.topk(candidate, kk).indices
     threshold = torch.topk(truth, kk).values[-1]
     return int((truth[selected] >= threshold).sum()), kk
+
+
+def misses_within(candidate: torch.Tensor, truth: torch.Tensor, k: int, tolerance) -> tuple[int, bool]:
+    """(wrongly selected tokens, whether each one's truth logit is within tolerance(T) of the K-th largest
+    truth logit T) for one query row's visible logits."""
+    kk = min(k, truth.numel())
+    selected = torch.topk(candidate, kk).indices
+    threshold = torch.topk(truth, kk).values[-1]
+    wrong = truth[selected][truth[selected] < threshold]
+    return wrong.numel(), bool(((threshold - wrong) <= tolerance(threshold.abs())).all())
 
 
 def positional_at_k(candidate: torch.Tensor, truth: torch.Tensor, k: int) -> tuple[int, int]:
@@ -88,13 +109,17 @@ def compare_logits(candidate: torch.Tensor, truth: torch.Tensor, visible: list[i
                    rtol: float = DEFAULT_RTOL, atol: float = DEFAULT_ATOL) -> Metrics:
     """Metrics of one sequence: candidate [rows, >= max(visible)] (any float dtype), truth float64
     [rows, >= max(visible)]; row r is compared on its first visible[r] tokens only."""
-    correct = agree = selected = bad = n = 0
+    correct = agree = selected = bad = n = missed = 0
+    ties = True
     worst_err, largest = [], []
     for row, seen in enumerate(visible):
         mine, theirs = candidate[row, :seen].double(), truth[row, :seen]
         hits, kk = recall_at_k(mine, theirs, k)
         same, _ = positional_at_k(mine, theirs, k)
         correct, agree, selected = correct + hits, agree + same, selected + kk
+        if hits < kk:
+            wrong, within = misses_within(mine, theirs, k, lambda t: atol + rtol * t)
+            missed, ties = missed + wrong, ties and within
         err = (mine - theirs).abs()
         bad += int((~(err <= atol + rtol * theirs.abs())).sum())
         n += seen
@@ -103,4 +128,4 @@ def compare_logits(candidate: torch.Tensor, truth: torch.Tensor, visible: list[i
     worst, scale = float(torch.stack(worst_err).max()), float(torch.stack(largest).max())
     max_rel = worst / scale if scale else (0.0 if worst == 0 else float("inf"))
     return Metrics(recall=correct / selected, positional=agree / selected, max_rel=max_rel, bad=bad, n=n,
-                   vacuous=is_vacuous(visible, k), visible=tuple(visible))
+                   vacuous=is_vacuous(visible, k), visible=tuple(visible), tie=bool(missed) and ties, missed=missed)

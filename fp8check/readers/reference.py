@@ -20,8 +20,7 @@ def decode_blocks(spec: CacheSpec, flat: torch.Tensor, blocks: torch.Tensor) -> 
     rows = flat[blocks.long()]
     codes = rows[:, spec.value_index(flat.device).view(-1)]  # (token, dim) order, whatever the layout
     values = fp8.decode(codes, spec.fp8).double().view(-1, spec.groups_per_token, spec.quant_block_size)
-    scale_region = rows[:, spec.value_bytes : spec.value_bytes + spec.scale_bytes].contiguous()
-    scales = scale_region.view(torch.float32).view(-1, spec.groups_per_token, 1).double()
+    scales = fp8.decode_scales(spec.scale_words(rows), spec.scale_fmt).view(-1, spec.groups_per_token, 1).double()
     return (values * scales).view(-1, spec.head_dim)
 
 

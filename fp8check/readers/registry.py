@@ -20,9 +20,10 @@ from typing import Callable
 
 import torch
 
-from ..errors import CheckerError, ProducerError, first_line
+from ..errors import CheckerError, ProducerError, first_line, one_line, raised_at
 from ..isolation import Limits, phase, run_isolated
 from ..spec import CacheSpec
+from .obligations import GuardedOutput
 from ..writers.files import FILE_PREFIX, VLLM_FILE_PREFIX
 from ..writers.producer import Check, no_check, reported_provenance
 from ..writers.registry import DEFAULT_ISOLATION, Entry
@@ -44,6 +45,9 @@ class Reader:
     isolation: Limits | None = None
     repo: str | None = None
     spec: CacheSpec | None = None  # what an isolated reader's child loads it for (the FP8 format its names bind to)
+    # fn fills a caller-made output buffer (keyword-only `out`, float32 [B*next_n, max_model_len], masked -inf)
+    # instead of returning logits; it gets one with poisoned guard rows and columns (readers/obligations.py)
+    fills_output: bool = False
 
 
 def _reference(spec: CacheSpec) -> Reader:
@@ -79,8 +83,9 @@ def _from_file(text: str, spec: CacheSpec, repo=None) -> Reader:
 
     loaded = load_function(text, role="reader", fp8=spec.fp8, default_function=None, repo=repo)
     fn = loaded.fn
+    fills = fills_output(fn)
     try:
-        inspect.signature(fn).bind(None, None, None, None, None, None)
+        inspect.signature(fn).bind(None, None, None, None, None, None, **({"out": None} if fills else {}))
     except TypeError:
         raise ProducerError(
             f"reader {text!r}: {loaded.provenance.get('function', 'the function')} must take (q_fp8, kv_cache,"
@@ -94,7 +99,17 @@ def _from_file(text: str, spec: CacheSpec, repo=None) -> Reader:
 
     where = loaded.provenance.get("file", text)
     return Reader(text, f"{loaded.provenance.get('function', text)} from {where}", fn, check=check,
-                  provenance=loaded.provenance)
+                  provenance=loaded.provenance, fills_output=fills)
+
+
+def fills_output(fn) -> bool:
+    """A reader whose signature has a keyword-only `out` fills a caller-made output buffer (aiter's kernel does)
+    instead of returning logits: it is handed a guarded one (obligations.GuardedOutput)."""
+    try:
+        parameter = inspect.signature(fn).parameters.get("out")
+    except (TypeError, ValueError):  # no Python signature: the vLLM signature
+        return False
+    return parameter is not None and parameter.kind is inspect.Parameter.KEYWORD_ONLY
 
 
 def untrusted(name: str) -> bool:
@@ -147,33 +162,53 @@ LOGIT_DTYPES = {str(d): d for d in (torch.float64, torch.float32, torch.float16,
                                     torch.float8_e4m3fnuz, torch.float8_e5m2, torch.float8_e5m2fnuz)}
 
 
-def _read(reader: Reader, args: list[torch.Tensor], max_model_len: int) -> torch.Tensor:
-    """Call a loaded reader on `args` (its own copies); any failure or malformed result is one ProducerError."""
+NO_OUTSIDE_WRITES = (0, ())
+
+
+def _read(reader: Reader, args: list[torch.Tensor], max_model_len: int,
+          guarded: GuardedOutput | None = None) -> tuple[torch.Tensor, tuple]:
+    """Call a loaded reader on `args` (its own copies); any failure or malformed result is one ProducerError.
+    Returns the logits and (count, first positions) of its writes outside its rows (obligations.py). A reader
+    that fills an output buffer fills `guarded` (a fresh one when None)."""
+    from ..writers.interpreter import scope_for
+
     device = args[1].device
     try:
-        logits = reader.fn(*args, max_model_len)
+        with scope_for(device):  # Triton kernels on CPU tensors: the exact interpreter
+            if reader.fills_output:
+                guarded = guarded or GuardedOutput.allocate(args[0].shape[0] * args[0].shape[1], max_model_len,
+                                                            device)
+                reader.fn(*args, max_model_len, out=guarded.logits)
+                logits = guarded.logits
+            else:
+                logits = reader.fn(*args, max_model_len)
         if device.type == "cuda":
             torch.cuda.synchronize(device)
     except ProducerError:
         raise
     except Exception as exc:
-        raise ProducerError(f"reader {reader.name!r} raised {first_line(exc)}") from exc
+        at = raised_at(exc)
+        raise ProducerError(f"reader {reader.name!r} raised {one_line(first_line(exc))}"
+                            + (f" at {at}" if at else "")) from exc
     rows = args[0].shape[0] * args[0].shape[1]
-    return _checked_output(reader, logits, rows, max_model_len, device)
+    outside = guarded.outside_writes() if reader.fills_output else NO_OUTSIDE_WRITES
+    return _checked_output(reader, logits, rows, max_model_len, device), outside
 
 
 def read_in_child(name: str, spec_json: str, repo: str | None, q_fp8: torch.Tensor, kv_cache: torch.Tensor,
                   weights: torch.Tensor, context_lens: torch.Tensor, block_tables: torch.Tensor, max_model_len: int,
-                  out: torch.Tensor) -> dict:
+                  out: torch.Tensor, guard_buffer: torch.Tensor) -> dict:
     """The child's side of an isolated read (isolation.run_isolated target): load the reader by name for
     the spec, run it on the shared copies, copy its checked logits into the shared float64 `out`, and
-    report their dtype and where the code came from."""
+    report their dtype and where the code came from. A reader that fills an output buffer fills the shared
+    `guard_buffer` (obligations.GuardedOutput), whose guards the parent checks."""
     phase("loading")
     spec = CacheSpec.from_dict(json.loads(spec_json))
     reader = resolve(name, spec=spec, repo=repo, isolation=None)
     reader.check(spec, kv_cache.device)  # its Triton kernels: the exact interpreter on the CPU
     phase("reading")
-    logits = _read(reader, [q_fp8, kv_cache, weights, context_lens, block_tables], max_model_len)
+    guarded = GuardedOutput(guard_buffer, q_fp8.shape[0] * q_fp8.shape[1], max_model_len)
+    logits, _ = _read(reader, [q_fp8, kv_cache, weights, context_lens, block_tables], max_model_len, guarded)
     if str(logits.dtype) not in LOGIT_DTYPES:
         raise ProducerError(f"reader {name!r} returned {logits.dtype} logits; expected one of {', '.join(LOGIT_DTYPES)}")
     out.copy_(logits)
@@ -181,33 +216,46 @@ def read_in_child(name: str, spec_json: str, repo: str | None, q_fp8: torch.Tens
             "provenance": json.loads(json.dumps(reader.provenance, default=str))}
 
 
-def _read_isolated(reader: Reader, args: list[torch.Tensor], max_model_len: int) -> tuple[torch.Tensor, Reader]:
-    """The reader in a child process: the parent allocates the output and trusts only its bytes and the
-    dtype the child names (one of LOGIT_DTYPES), never an object the child made."""
+def _read_isolated(reader: Reader, args: list[torch.Tensor], max_model_len: int) -> tuple[torch.Tensor, Reader, tuple]:
+    """The reader in a child process: the parent allocates the outputs (the logits, and the guarded buffer a
+    reader may fill) and trusts only their bytes and the dtype the child names (one of LOGIT_DTYPES), never
+    an object the child made. Returns the logits, the reader as it ran and its writes outside its rows."""
     rows = args[0].shape[0] * args[0].shape[1]
     out = torch.full((rows, max_model_len), float("nan"), dtype=torch.float64, device=args[1].device)
-    shared = (reader.name, reader.spec.to_json(), reader.repo, *args, max_model_len, out)
+    guarded = GuardedOutput.allocate(rows, max_model_len, args[1].device)
+    shared = (reader.name, reader.spec.to_json(), reader.repo, *args, max_model_len, out, guarded.buffer)
     report = run_isolated(f"{__name__}:read_in_child", shared, limits=reader.isolation, label=f"reader {reader.name!r}")
     dtype = LOGIT_DTYPES.get(str(report.get("dtype")))
     if dtype is None:
         raise ProducerError(f"reader {reader.name!r}: its child reported logits of dtype"
                             f" {str(report.get('dtype'))[:40]!r}")
-    ran = dataclasses.replace(reader, description=str(report.get("description", reader.description))[:1000],
+    ran = dataclasses.replace(reader, description=one_line(report.get("description", reader.description), 1000),
                               provenance=reported_provenance(report.get("provenance")))
-    return out.to(dtype), ran
+    return out.to(dtype), ran, guarded.outside_writes()
+
+
+def run_reader_guarded(reader: Reader, q_fp8: torch.Tensor, kv_cache: torch.Tensor, weights: torch.Tensor,
+                       context_lens: torch.Tensor, block_tables: torch.Tensor,
+                       max_model_len: int) -> tuple[torch.Tensor, Reader, tuple]:
+    """The one place a reader runs: on copies of the tensors (fp8check's stay untouched), its failures and
+    malformed results turned into one-line errors. Returns logits [B*next_n, max_model_len], the reader
+    as it ran (for an isolated one, run in a child: with what its child reported, description and
+    provenance) and (count, first positions) of its writes outside its rows, for readers that fill a buffer."""
+    args = [t.clone() for t in (q_fp8, kv_cache, weights, context_lens, block_tables)]
+    if reader.isolation is None:
+        logits, outside = _read(reader, args, max_model_len)
+        return logits, reader, outside
+    logits, ran, outside = _read_isolated(reader, args, max_model_len)
+    rows = q_fp8.shape[0] * q_fp8.shape[1]
+    return _checked_output(ran, logits, rows, max_model_len, kv_cache.device), ran, outside
 
 
 def run_reader_reporting(reader: Reader, q_fp8: torch.Tensor, kv_cache: torch.Tensor, weights: torch.Tensor,
                          context_lens: torch.Tensor, block_tables: torch.Tensor,
                          max_model_len: int) -> tuple[torch.Tensor, Reader]:
-    """The one place a reader runs: on copies of the tensors (fp8check's stay untouched), its failures and
-    malformed results turned into one-line errors. Returns logits [B*next_n, max_model_len] and the reader
-    as it ran: for an isolated one (run in a child), with what its child reported (description, provenance)."""
-    args = [t.clone() for t in (q_fp8, kv_cache, weights, context_lens, block_tables)]
-    if reader.isolation is None:
-        return _read(reader, args, max_model_len), reader
-    logits, ran = _read_isolated(reader, args, max_model_len)
-    return _checked_output(ran, logits, q_fp8.shape[0] * q_fp8.shape[1], max_model_len, kv_cache.device), ran
+    """run_reader_guarded's logits and reader as it ran."""
+    logits, ran, _ = run_reader_guarded(reader, q_fp8, kv_cache, weights, context_lens, block_tables, max_model_len)
+    return logits, ran
 
 
 def run_reader(reader: Reader, q_fp8: torch.Tensor, kv_cache: torch.Tensor, weights: torch.Tensor,

@@ -1,4 +1,4 @@
-"""`fp8check doctor` rendered: a rich renderable and a JSON-ready dict."""
+"""`fp8check doctor` rendered for the terminal. Nothing here prints; the CLI does."""
 
 from __future__ import annotations
 
@@ -40,20 +40,3 @@ def render(report: DoctorReport) -> Group:
     if report.required and not report.unmet:
         parts.append(Text(f"all required met: {', '.join(report.required)}", style="bold green"))
     return Group(*parts)
-
-
-def to_json(report: DoctorReport) -> dict:
-    p = report.platform
-    return {
-        "producers": [
-            {"name": c.name, "available": c.ok, "reason": c.detail, "description": c.description}
-            for c in report.producers
-        ],
-        "auto_baseline": report.auto_baseline,
-        "versions": dict(report.versions),
-        "device": {"backend": p.backend.value, "gpu": p.gpu, "name": p.device_name, "arch": p.arch,
-                   "deployment_fp8": p.fp8.value},
-        "triton_exact": {c.name: {"ok": c.ok, "reason": c.detail} for c in report.triton_exact},
-        "required": list(report.required),
-        "unmet": [{"name": c.name, "reason": c.detail} for c in report.unmet],
-    }

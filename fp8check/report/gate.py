@@ -6,24 +6,23 @@ from __future__ import annotations
 from rich.console import Group
 from rich.text import Text
 
-from ..gate import GateResult, Status
-from . import lines
+from ..outcome import Outcomes, Status
 
-STYLE = {Status.PASSED: "green", Status.FAILED: "bold red", Status.ERROR: "bold magenta"}
-LABEL = {Status.PASSED: "PASS ", Status.FAILED: "FAIL ", Status.ERROR: "ERROR"}
+STYLE = {Status.PASSED: "green", Status.FAILED: "bold red", Status.ERROR: "bold magenta", Status.SKIPPED: "yellow"}
+LABEL = {Status.PASSED: "PASS ", Status.FAILED: "FAIL ", Status.ERROR: "ERROR", Status.SKIPPED: "SKIP "}
 
 
-def render_gate(result: GateResult) -> Group:
+def render_gate(run: Outcomes) -> Group:
     parts: list = []
-    for o in result.outcomes:
+    for o in run.outcomes:
         line = Text(LABEL[o.status], style=STYLE[o.status])
         line.append(f" {o.seconds:6.2f} s  {o.case_id}")
         parts.append(line)
-    for o in result.outcomes:
+    for o in run.outcomes:
         if o.status is not Status.PASSED:
             parts.append(Text(f"\n{o.case_id}", style="bold"))
-            parts.append(Text(lines.verdict(o), style=STYLE[o.status]))
+            parts.append(Text(o.verdict_line(), style=STYLE[o.status]))
             if o.error is None:
-                parts.append(Text(lines.detail(o)))
-    parts.append(Text(lines.gate_verdict(result), style="bold green" if result.exit_code == 0 else "bold red"))
+                parts.append(Text(o.detail()))
+    parts.append(Text(run.verdict_line(), style="bold green" if run.exit_code == 0 else "bold red"))
     return Group(*parts)

@@ -1,34 +1,35 @@
 """JUnit XML: one <testcase> per case. A failed verdict is a <failure> whose message is the verdict and
-the top cause and whose text is the first mismatch and the hints; a case that could not be decided is an
-<error>. Written with the standard library; pure: a gate result in, XML text out."""
+the top cause and whose text is the detail; a case that could not be decided is an <error>. Written with
+the standard library; pure: outcomes in, XML text out."""
 
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from ..gate import GateResult, Status
-from . import lines
+from ..outcome import Outcomes, Status
 
 
-def junit_xml(result: GateResult, *, suite: str) -> str:
-    cases = result.outcomes
+def render(run: Outcomes) -> str:
+    cases = run.outcomes
     counts = {
-        "tests": str(len(cases)), "failures": str(result.count(Status.FAILED)),
-        "errors": str(result.count(Status.ERROR)), "skipped": "0", "time": f"{result.seconds:.3f}",
+        "tests": str(len(cases)), "failures": str(run.count(Status.FAILED)),
+        "errors": str(run.count(Status.ERROR)), "skipped": str(run.count(Status.SKIPPED)), "time": f"{run.seconds:.3f}",
     }
     root = ET.Element("testsuites", {"name": "fp8check", **counts})
-    suite_el = ET.SubElement(root, "testsuite", {"name": suite, **counts})
+    suite_el = ET.SubElement(root, "testsuite", {"name": run.title, **counts})
     for outcome in cases:
         case_el = ET.SubElement(suite_el, "testcase", {
             "classname": f"fp8check.{outcome.kind}", "name": outcome.case_id, "time": f"{outcome.seconds:.3f}",
         })
-        verdict = lines.verdict(outcome)
+        verdict = outcome.verdict_line()
         if outcome.status is Status.FAILED:
-            cause = lines.cause(outcome)
+            cause = outcome.top_cause()
             failure = ET.SubElement(case_el, "failure", {
                 "message": f"{verdict}; {cause}" if cause else verdict, "type": "ByteVerdict",
             })
-            failure.text = lines.detail(outcome)
+            failure.text = outcome.detail()
+        elif outcome.status is Status.SKIPPED:
+            ET.SubElement(case_el, "skipped", {"message": outcome.error or verdict})
         elif outcome.status is Status.ERROR:
             kind = "UserError" if outcome.exit_code == 2 else "CheckerError"
             error = ET.SubElement(case_el, "error", {"message": outcome.error or verdict, "type": kind})

@@ -1,31 +1,16 @@
-"""Renderers of `fp8check parity`: a rich table shaped like the seed's second table, and JSON records.
-Nothing here prints or writes; the CLI does."""
+"""Terminal renderer of `fp8check parity`: a rich table shaped like the seed's second table, its notes
+and the verdict. Nothing here prints; the CLI does."""
 
 from __future__ import annotations
-
-import math
 
 from rich import box
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from ..device import versions
-from ..parity import Column, ParityResult
+from ..parity import ParityResult, fraction, rel
 from ..readers.metrics import Metrics
 from .terminal import describe_provenance, side_label
-
-
-def fraction(x: float) -> str:
-    """3 decimals, with more where a value below 1 would otherwise print as 1.000."""
-    digits = 3
-    while x < 1 and f"{x:.{digits}f}" == "1." + "0" * digits and digits < 9:
-        digits += 1
-    return f"{x:.{digits}f}"
-
-
-def rel(x: float) -> str:
-    return "nan" if math.isnan(x) else ("0" if x == 0 else f"{x:.1e}")
 
 
 def _recall_cell(m: Metrics, min_recall: float) -> Text:
@@ -81,92 +66,10 @@ def table(result: ParityResult) -> Table:
     return grid
 
 
-def _worst(failing: list[tuple[int, float]]) -> str:
-    ctx, recall = min(failing, key=lambda item: item[1])
-    return f"lowest recall {fraction(recall)} at ctx {ctx}, {len(failing)} row(s) below the bar"
-
-
-def _column_line(col: Column, result: ParityResult) -> Text:
-    c = result.config
-    failing = col.failing(c)
-    bar = f"recall@{c.topk} >= {c.min_recall:g} on every non-vacuous row"
-    if not failing:
-        if col.expect_fail:
-            return Text(f"{col.name}: expected to fail (--expect-fail) but passes: {bar}", style="yellow")
-        return Text(f"{col.name}: PASS, {bar}", style="green")
-    style = "yellow" if col.expect_fail else "red"
-    expected = ", as expected (--expect-fail)" if col.expect_fail else ""
-    return Text(f"{col.name}: FAIL{expected}: {_worst(failing)}", style=style)
-
-
-def notes(result: ParityResult) -> list[Text]:
-    c = result.config
-    lines = []
-    if any(c.vacuous(ctx) for ctx in c.ctx):
-        lines.append(Text(
-            f"vacuous rows: every query row sees <= K = {c.topk} tokens, so every token is selected and any"
-            f" writer scores recall 1.000 there (this is why the seed's bug hid below ctx {c.topk + 1});"
-            " pick a smaller --topk to test those lengths.", style="dim"))
-    if result.all_vacuous:
-        lines.append(Text(f"every row is vacuous (ctx <= K = {c.topk}): recall cannot tell these writers apart;"
-                          " the verdict below says nothing about them.", style="bold yellow"))
-    if result.reader_check is not None:
-        worst = max((m.max_rel for m in result.reader_check), key=lambda x: (math.isnan(x), x))
-        if result.reader_fault:
-            lines.append(Text(
-                f"READER FAULT: reader {result.reader.name!r} disagrees with fp8check's reference reader on the"
-                f" baseline's own bytes ({_worst(result.reader_disagreements)}; max_rel {rel(worst)}): it reads a"
-                f" different layout or format from the one written ({result.spec.layout.value} layout,"
-                f" {result.spec.fp8.value}). The writer columns measure the reader, not the writers.",
-                style="bold red"))
-        else:
-            lines.append(Text(
-                f"reader {result.reader.name!r} agrees with the reference reader on the baseline's bytes"
-                f" (recall@{c.topk} >= {c.min_recall:g} on every non-vacuous row; max_rel up to {rel(worst)}).",
-                style="green"))
-    lines += [_column_line(col, result) for col in result.columns]
-    lines.append(Text(
-        f"recall@K: share of the writer's K selected tokens whose true logit is >= the true K-th largest (ties"
-        f" count); positional@K: positions where the two ascending-sorted top-K index lists agree (the seed's"
-        f" numbers; never a verdict); max_rel = max|L-L*| / max|L*|; bad/N: tokens with |L-L*| > atol + rtol|L*|"
-        f" (rtol {c.rtol:g}, atol {c.atol:g}), NaN counts as bad.", style="dim"))
-    return lines
+TONE = {"info": "dim", "warn": "bold yellow", "pass": "green", "fail": "bold red", "expected": "yellow"}
 
 
 def render(result: ParityResult) -> Group:
-    verdict = Text("PASS", style="bold green") if result.passed else Text("FAIL", style="bold red")
-    return Group(_title(result), table(result), *notes(result), verdict)
-
-
-def _record(ctx: int, writer: str, m: Metrics) -> dict:
-    """One (ctx, writer) record; a max_rel that is not finite (a NaN or inf logit) is null."""
-    record = {"ctx": ctx, "writer": writer, **m.to_dict()}
-    if not math.isfinite(record["max_rel"]):
-        record["max_rel"] = None
-    return record
-
-
-def to_json(result: ParityResult) -> dict:
-    c = result.config
-    records = [_record(ctx, col.name, m) for col in result.columns for ctx, m in zip(c.ctx, col.rows)]
-    check = None
-    if result.reader_check is not None:
-        check = [_record(ctx, result.baseline.name, m) for ctx, m in zip(c.ctx, result.reader_check)]
-    return {
-        "spec": result.spec.to_dict(),
-        "inputs": {"source": result.source, "heads": result.heads, "tokens": c.max_ctx},
-        "config": c.to_dict(),
-        "baseline": {"name": result.baseline.name, "description": result.baseline.description,
-                     "emulated": result.baseline.emulated},
-        "writers": [{"name": col.name, "description": col.description, "emulated": col.emulated,
-                     "expect_fail": col.expect_fail, "passed": not col.failing(c)} for col in result.columns],
-        "reader": {"name": result.reader.name, "description": result.reader.description,
-                   "exact": result.reader.exact, "provenance": result.reader.provenance},
-        "records": records,
-        "reader_check": check,
-        "reader_fault": result.reader_fault,
-        "passed": result.passed,
-        "device": result.device,
-        "timings_s": result.timings,
-        "versions": versions(),
-    }
+    verdict = Text(result.verdict_line(), style="bold green" if result.passed else "bold red")
+    notes = [Text(note.text, style=TONE[note.tone]) for note in result.notes()]
+    return Group(_title(result), table(result), *notes, verdict)

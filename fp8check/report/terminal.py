@@ -6,19 +6,13 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from ..budget import BudgetVerdict
-from ..cache import guard_bytes
-from ..compare import CompareResult
+from ..compare import CompareCheck, CompareResult
 from ..diagnose import Diagnosis
+from ..diagnose.words import block_ranges, describe_example, explain, percent
 from ..diff import BlockDiff, DiffResult
 from ..spec import CacheSpec
-from .causes import describe_example, explain
 
 MAX_ROWS = 16  # larger caches show their differing blocks first, then one summary row
-
-
-def percent(part: int, whole: int) -> str:
-    return f"{100.0 * part / whole:.1f}%" if whole else "-"
 
 
 def side_label(name: str, emulated: bool) -> str:
@@ -95,86 +89,16 @@ def block_table(result: CompareResult, *, all_blocks: bool = False) -> Table | P
     return table
 
 
-def verdict_text(result: CompareResult, budget: BudgetVerdict | None = None) -> str:
-    """The one verdict line: IDENTICAL, DIFFERENT, or with a budget PASS within / FAIL over budget."""
-    d = result.diff
-    if d.identical:
-        return f"IDENTICAL: 0 of {d.total_bytes} bytes differ in {d.num_blocks} blocks"
-    count = f"{d.cache_diff} of {d.total_bytes} bytes differ"
-    guard = ""
-    if d.guard_diff:  # not a share of the cache: counted apart, against the guard zones' own size
-        guard = (f"; plus {d.guard_diff} of the {2 * guard_bytes(result.spec)} guard bytes outside the cache"
-                 f" ({d.diff_bytes} differing bytes in all)")
-    if budget is not None and not budget.budget.exact:
-        return f"{'PASS within' if budget.within else 'FAIL over'} budget: {count}{guard} ({budget_line(budget)})"
-    where = f"in {d.differing_blocks} of {d.num_blocks} blocks"
-    return f"DIFFERENT: {count} ({percent(d.cache_diff, d.total_bytes)}) {where}{guard}"
-
-
-def verdict(result: CompareResult, budget: BudgetVerdict | None = None) -> Text:
-    d = result.diff
-    style = "bold green" if d.identical else "bold red"
-    if budget is not None and not budget.budget.exact and budget.within:
+def verdict(check: CompareCheck) -> Text:
+    """The verdict line (green identical, yellow within budget, red otherwise) and the first mismatch."""
+    d = check.result.diff
+    style = "bold green" if d.identical and check.passed else "bold red"
+    if check.passed and not d.identical:
         style = "bold yellow"
-    text = verdict_text(result, budget)
+    text = check.verdict_line()
     if d.first_mismatch is not None:
         text += f"\nfirst mismatch: {d.first_mismatch.describe()}"
     return Text(text, style=style)
-
-
-def modified_inputs(result: CompareResult) -> Text | None:
-    """A producer that changed its k or slot_mapping in place fails the run, whatever its bytes."""
-    lines = [f"FAIL: {side.name} modified its {' and '.join(side.buffer.modified_inputs)} in place"
-             for side in (result.baseline, result.candidate) if side.buffer.modified_inputs]
-    return Text("\n".join(lines), style="bold red") if lines else None
-
-
-def budget_line(v: BudgetVerdict) -> str:
-    """How the diff met the budgets that were set; over budget, only the ones it exceeds."""
-    b = v.budget
-    parts: dict[str, str] = {}
-    if b.max_code_distance:
-        worst = v.worst_distance or 0
-        text = f"max code distance {worst} {'<=' if worst <= b.max_code_distance else '>'} {b.max_code_distance}"
-        if not (b.max_diff_bytes or b.max_diff_fraction) and v.counted:
-            text += f", {v.counted} bytes not excused"
-        parts["max-code-distance"] = text
-    allowances = [f"--max-diff-bytes {b.max_diff_bytes}"] * bool(b.max_diff_bytes) + \
-        [f"--max-diff-fraction {b.max_diff_fraction:g}"] * bool(b.max_diff_fraction)
-    if allowances:
-        counted = f"{v.counted} counted {'<=' if v.within else '>'} {v.allowed} allowed by {' / '.join(allowances)}"
-        parts["max-diff-bytes" if b.max_diff_bytes else "max-diff-fraction"] = counted
-    if v.within:
-        return "; ".join(parts.values())
-    shown = [text for name, text in parts.items() if name in v.failed
-             or (name == "max-diff-bytes" and "max-diff-fraction" in v.failed)]
-    return "exceeds " + "; ".join(shown)
-
-
-def seed_table_verdict(table) -> str:
-    if table.passed:
-        return "PASS: the fixed wrapper matches byte for byte; the buggy wrapper differs"
-    if not table.fixed.identical:
-        return f"FAIL: the fixed wrapper differs in {table.fixed.diff.diff_bytes} bytes"
-    return "FAIL: the buggy wrapper matches too: this table cannot tell the two apart"
-
-
-def block_ranges(blocks: tuple[int, ...], limit: int = 6) -> str:
-    """Block ids as ranges: (0, 1, 2, 5) -> '0-2, 5'; long lists end with the count."""
-    if not blocks:
-        return "outside the cache"
-    ranges: list[list[int]] = []
-    for block in blocks:
-        if ranges and block == ranges[-1][1] + 1:
-            ranges[-1][1] = block
-        elif len(ranges) > limit:  # enough to print: the rest only adds "..." (16,384 blocks: ~5 ms saved)
-            break
-        else:
-            ranges.append([block, block])
-    shown = ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in ranges[:limit])
-    if len(ranges) > limit:
-        shown += ", ..."
-    return shown if len(blocks) == 1 else f"{shown} ({len(blocks)} blocks)"
 
 
 def cause_table(diagnosis: Diagnosis, spec: CacheSpec, *, title: str = "causes") -> Table:
@@ -236,13 +160,13 @@ def header(result: CompareResult) -> Text:
     return text
 
 
-def render_compare(result: CompareResult, *, all_blocks: bool = False, diagnosis: Diagnosis | None = None,
-                   budget: BudgetVerdict | None = None) -> Group:
+def render_compare(check: CompareCheck, *, all_blocks: bool = False) -> Group:
+    result = check.result
     parts = [header(result), block_table(result, all_blocks=all_blocks)]
-    if diagnosis:
-        parts.append(cause_table(diagnosis, result.spec))
-    notes = [note for note in (modified_inputs(result), interpreter_note(result)) if note]
-    return Group(*parts, verdict(result, budget), *notes)
+    if check.diagnosis:
+        parts.append(cause_table(check.diagnosis, result.spec))
+    note = interpreter_note(result)
+    return Group(*parts, verdict(check), *([note] if note else []))
 
 
 def baseline_title(name: str, emulated: bool) -> str:
@@ -287,6 +211,6 @@ def render_seed_table(table, *, all_blocks: bool = False) -> Group:
     for title, causes in (("BUGGY column", table.buggy_causes), ("FIXED column", table.fixed_causes)):
         if causes:
             parts.append(cause_table(causes, table.buggy.spec, title=f"causes, {title}"))
-    line = Text(seed_table_verdict(table), style="bold green" if table.passed else "bold red")
+    line = Text(table.verdict_line(), style="bold green" if table.passed else "bold red")
     note = interpreter_note(table.fixed) or interpreter_note(table.buggy)
     return Group(*parts, line, *([note] if note else []))

@@ -24,13 +24,12 @@ from typing import Callable
 
 import torch
 
-from ..errors import ProducerError, first_line
-from ..sources import GIT_PREFIX, Source, read_source
+from ..device import require_triton_format
+from ..errors import ProducerError, first_line, one_line, raised_at
+from ..sources import FILE_PREFIX, GIT_PREFIX, VLLM_FILE_PREFIX, Source, read_source  # noqa: F401 (re-exported)
 from ..spec import CacheSpec, FP8Format
 from .producer import DEFAULT_WRITER, EXTRA_KEYWORDS, Producer
 
-FILE_PREFIX = "file:"
-VLLM_FILE_PREFIX = "vllm-file:"  # writers/vllm_file.py: one function of a vLLM source file, without vLLM
 
 
 def _accepts(params, keyword: str) -> bool:
@@ -47,7 +46,7 @@ class LoadedFunction:
     label: str
     provenance: dict
     uses_triton: bool = False  # it holds Triton kernels: on the CPU they run in the exact interpreter
-    kernels: tuple = ()  # those kernels (to refuse, on the CPU, any decorated before interpreter mode was on)
+    kernels: tuple = ()  # those kernels
     rebind: Callable[[FP8Format], None] | None = None
 
 
@@ -87,8 +86,12 @@ def import_source(source: Source, label: str, role: str = "producer") -> types.M
     sys.modules[module_name] = module
     try:
         exec(compile(source.data, filename, "exec"), module.__dict__)
-    except Exception as exc:  # the plugin's own code failed: name it, keep the cause for --debug
-        raise ProducerError(f"{role} {label!r}: {source.provenance['file']} failed to import: {first_line(exc)}") from exc
+    except Exception as exc:  # the plugin's own code failed: name it and where, keep the cause for --debug
+        at = raised_at(exc)
+        if isinstance(exc, SyntaxError) and exc.lineno:
+            at = one_line(f"{exc.filename}:{exc.lineno}: {(exc.text or '').strip()}")
+        raise ProducerError(f"{role} {label!r}: {source.provenance['file']} failed to import:"
+                            f" {one_line(first_line(exc))}" + (f" at {at}" if at else "")) from exc
     return module
 
 
@@ -147,23 +150,16 @@ def _load_vllm(text: str, *, role: str, fp8, default_function: str, repo, device
 
 def prepare_to_run(loaded: LoadedFunction, fp8: FP8Format, device: torch.device) -> None:
     """Before a loaded function runs: on the CPU its Triton kernels run only in the proven exact
-    interpreter (interpreter mode on in time, compiled semantics, exact `fp8` conversion), else
+    interpreter (compiled semantics, exact `fp8` conversion, interpreter.cpu_kernels), else
     ExactConversionError (a ProducerError, one line)."""
     if device.type != "cpu" or "triton" not in sys.modules:
+        if loaded.uses_triton:
+            require_triton_format(fp8, device)
         return
-    from .interpreter import install, require_any_kernel
+    from .interpreter import require_any_kernel
 
     if loaded.uses_triton:
         require_any_kernel(fp8)
-        from triton.runtime.jit import JITFunction
-
-        early = [k for k in loaded.kernels if JITFunction in (type(k), type(getattr(k, "fn", None)))]
-        if early:
-            raise ProducerError(
-                f"{loaded.label!r}: kernel {getattr(early[0], '__name__', early[0])} was loaded before interpreter"
-                " mode was on; resolve producers after writers.registry.prepare(device)")
-    else:  # kernels may still be built at call time: give them the exact conversion too
-        install()
 
 
 def _cpu_check(loaded: LoadedFunction):

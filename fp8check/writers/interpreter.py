@@ -1,18 +1,26 @@
-"""An exact float -> FP8 conversion for Triton's CPU interpreter, proven at start-up.
+"""Triton kernels on CPU tensors: Triton's interpreter, with an exact float -> FP8 conversion, per kernel.
 
-The interpreter's own conversion is not exact (SPEC.md section 6: ties round away from zero, a
+The interpreter's own FP8 conversion is not exact (SPEC.md section 6: ties round away from zero, a
 mantissa carry into the exponent is lost, no saturation, NaN mishandled), so a CPU run of a Triton
-writer is a byte oracle only once that conversion is replaced by clamp + round-to-nearest-even.
-`install()` wraps the interpreter's fp -> fp conversion for the two E4M3 destinations and leaves
-every other conversion alone; `check()` then runs a known-answer kernel through the interpreter.
-A Triton whose internals moved is refused, never trusted.
+kernel is a byte oracle only once that conversion is replaced by clamp + round-to-nearest-even.
 
-The one place that makes *any* Triton kernel exact on the CPU (the user's own included):
-`prepare_cpu()` turns interpreter mode on before Triton is imported; `check_semantics()` proves that
-came in time and that the interpreter computes what vLLM-style kernels rely on as compiled Triton does
-(fixing int1 masks held as int32 on the way); `require_any_kernel(fmt)` is both checks, raised as one
-line; `compiled_caveat(spec)` says why a compiled kernel could still differ; `program_listener` feeds
-progress bars. Everything here is idempotent and survives fork.
+`cpu_kernels()` is the scope every CPU run of a kernel happens in (fp8check's own, a user's file, a
+vLLM file alike). Inside it, a kernel launched with CPU tensors runs in Triton's interpreter
+(`run_on_cpu`, the one place that does), and a kernel launched with GPU tensors compiles as usual:
+the choice follows the device of the tensors, not an environment variable read when Triton was
+imported. Within the scope, and only there, the interpreter converts to and from E4M3 with
+fp8check's exact encoder (fp8.py) and takes int1 masks held as int32; `@triton.jit` helpers a kernel
+calls (its own, Triton's `tl.max` ...) run interpreted. On exit everything is as it was, including
+the `triton.language` attributes Triton's interpreter patches for device-function calls and does not
+restore itself (measured on Triton 3.9: 64 attributes of `triton.language.core` left patched, which
+would break a later compiled kernel). e4m3fnuz tensors reach the interpreter typed as e4m3fn and
+fp8check converts both ways in the format of the launch: Triton 3.6's interpreter has no fp8e4b8
+type at all ("fail to convert fp8e4b8 to ir type", SPEC.md section 9).
+
+`check(fmt)` proves the conversion on known answers, `check_semantics()` proves the interpreter
+computes what vLLM-style kernels rely on as compiled Triton does, `require_any_kernel(fmt)` is both
+checks raised as one line; `compiled_caveat(spec)` says why a compiled kernel could still differ;
+`program_listener` feeds progress bars. A Triton whose internals moved is refused, never trusted.
 """
 
 from __future__ import annotations
@@ -20,21 +28,20 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
-import os
+import sys
 
 import numpy as np
 import torch
 
 from .. import fp8
-from ..errors import ProducerError, first_line
-from . import interpreter_speed
+from ..errors import NotRunnableHere, ProducerError, first_line
 from ..spec import FP8Format
 
-# Interpreter internals this patch relies on were read in these releases (the patch target and its
-# signature are also checked at run time).
+# Interpreter internals this scope relies on were read in these releases (the patch targets are also
+# checked at run time).
 TESTED_TRITON = ("3.4", "3.5", "3.6", "3.7", "3.8", "3.9")
 
-_STATE: dict[str, object] = {"installed": False}
+_SCOPE: dict[str, object] = {"depth": 0, "fnuz": False}  # fnuz: this launch's e4m3fn-typed bytes are e4m3fnuz
 
 
 class ExactConversionError(ProducerError):
@@ -47,10 +54,8 @@ def _triton_version() -> str:
     return triton.__version__
 
 
-def install() -> None:
-    """Replace the interpreter's float -> e4m3 conversion by fp8check's exact encoder. Idempotent."""
-    if _STATE["installed"]:
-        return
+def _internals():
+    """(tl, interpreter module, JITFunction, InterpretedFunction) of a Triton whose internals were read."""
     version = _triton_version()
     if not version.startswith(TESTED_TRITON):
         raise ExactConversionError(
@@ -60,33 +65,182 @@ def install() -> None:
     try:
         import triton.language as tl
         from triton.runtime import interpreter
+        from triton.runtime.jit import JITFunction
     except ImportError as exc:
         raise ExactConversionError(f"Triton {version}: interpreter not importable ({exc})") from None
     builder = getattr(interpreter, "InterpreterBuilder", None)
-    original = getattr(builder, "create_fp_to_fp", None)
-    handle_cls = getattr(interpreter, "TensorHandle", None)
-    if original is None or handle_cls is None:
+    needed = ("create_fp_to_fp", "create_masked_load", "create_masked_store")
+    if builder is None or not all(hasattr(builder, n) for n in needed) or not hasattr(interpreter, "TensorHandle"):
         raise ExactConversionError(f"Triton {version}: InterpreterBuilder.create_fp_to_fp not found")
+    return tl, interpreter, JITFunction, interpreter.InterpretedFunction
 
-    targets = {tl.float8e4nv: FP8Format.E4M3FN, tl.float8e4b8: FP8Format.E4M3FNUZ}
-    sources = {tl.float32: np.float32, tl.float16: np.float16, tl.float64: np.float64}
+
+def _tensors(args, kwargs):
+    return [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor) or hasattr(a, "data_ptr")]
+
+
+def _on_cpu(args, kwargs) -> bool:
+    return any(getattr(getattr(t, "device", None), "type", None) == "cpu" for t in _tensors(args, kwargs))
+
+
+def run_on_cpu(fn, args: tuple, kwargs: dict, *, grid):
+    """Run the Python function `fn` of a Triton kernel over `grid` on CPU tensors: Triton's interpreter
+    inside cpu_kernels() (exact FP8 conversion; e4m3fnuz tensors passed as e4m3fn-typed, converted by
+    fp8check in fnuz). The one place a kernel runs on the CPU."""
+    _, interpreter, _, interpreted = _internals()
+    dtypes = {t.dtype for t in _tensors(args, kwargs) if isinstance(t, torch.Tensor)}
+    fnuz = torch.float8_e4m3fnuz in dtypes
+    if fnuz and torch.float8_e4m3fn in dtypes:
+        raise ExactConversionError("a kernel given both e4m3fn and e4m3fnuz tensors cannot run on the CPU:"
+                                   " fp8check converts in one FP8 format per launch")
+
+    def typed(a):
+        return a.view(torch.float8_e4m3fn) if isinstance(a, torch.Tensor) and a.dtype == torch.float8_e4m3fnuz else a
+
+    args, kwargs = tuple(map(typed, args)), {key: typed(value) for key, value in kwargs.items()}
+    with cpu_kernels():
+        previous, _SCOPE["fnuz"] = _SCOPE["fnuz"], fnuz
+        try:
+            return _SCOPE["interpreted_run"](interpreted(fn), *args, grid=grid, warmup=False, **kwargs)
+        finally:
+            _SCOPE["fnuz"] = previous
+
+
+def scope_for(device: torch.device):
+    """The scope a producer or reader runs in on `device`: cpu_kernels() on the CPU once Triton is imported
+    (a module that launches kernels has imported it) and is one whose internals were read, else none."""
+    if device.type != "cpu" or "triton" not in sys.modules:
+        return contextlib.nullcontext()
+    try:
+        _internals()
+    except ExactConversionError:  # require() refuses Triton producers here; others run without kernels
+        return contextlib.nullcontext()
+    return cpu_kernels()
+
+
+def _exact_fp_to_fp(tl, handle_cls, original):
+    """The interpreter's fp -> fp conversion with E4M3 on either side done by fp8.encode / fp8.decode."""
+    widths = {tl.float32: np.float32, tl.float16: np.float16, tl.float64: np.float64}
+
+    def fmt_of(scalar):
+        if scalar == tl.float8e4nv:
+            return FP8Format.E4M3FNUZ if _SCOPE["fnuz"] else FP8Format.E4M3FN
+        return FP8Format.E4M3FNUZ if scalar == tl.float8e4b8 else None
 
     @functools.wraps(original)
     def create_fp_to_fp(self, src, dst_type, rounding_mode):
-        fmt = targets.get(dst_type.scalar)
-        src_type = src.dtype.scalar
-        if fmt is None or (src_type not in sources and src_type != tl.bfloat16):
-            return original(self, src, dst_type, rounding_mode)
-        if src_type == tl.bfloat16:  # bf16 is held as uint16 bits: widen exactly to fp32
-            values = (src.data.astype(np.uint32) << 16).view(np.float32)
-        else:
-            values = src.data.astype(np.float32) if src_type != tl.float64 else src.data
-        encoded = fp8.encode(torch.from_numpy(np.ascontiguousarray(values)), fmt).numpy()
-        return handle_cls(encoded.reshape(src.data.shape), dst_type.scalar)
+        src_type, dst = src.dtype.scalar, dst_type.scalar
+        to_fmt, from_fmt = fmt_of(dst), fmt_of(src_type)
+        if to_fmt is not None and (src_type in widths or src_type == tl.bfloat16):
+            if src_type == tl.bfloat16:  # bf16 is held as uint16 bits: widen exactly to fp32
+                values = (src.data.astype(np.uint32) << 16).view(np.float32)
+            else:
+                values = src.data if src_type == tl.float64 else src.data.astype(np.float32)
+            encoded = fp8.encode(torch.from_numpy(np.ascontiguousarray(values)), to_fmt).numpy()
+            return handle_cls(encoded.reshape(src.data.shape), dst)
+        if from_fmt is not None and (dst in widths or dst == tl.bfloat16):
+            codes = torch.from_numpy(np.ascontiguousarray(src.data).view(np.uint8))
+            values = fp8.decode(codes, from_fmt).numpy().reshape(src.data.shape)  # exact in every wider type
+            if dst == tl.bfloat16:
+                return handle_cls((values.view(np.uint32) >> 16).astype(np.uint16), dst)
+            return handle_cls(values.astype(widths[dst]), dst)
+        return original(self, src, dst_type, rounding_mode)
 
-    builder.create_fp_to_fp = create_fp_to_fp
-    _STATE["installed"] = True
-    interpreter_speed.install()  # a large grid's programs on every core (interpreter_speed.py)
+    return create_fp_to_fp
+
+
+def _mask_fix(handle_cls, load, store):
+    """Masks that are int1 to Triton but int32 in numpy (a block int1 `&` a scalar int1, e.g. vLLM's
+    `(pos < seq_len) & (logical_blk < max_blocks)`) make the stock interpreter's masked load and store
+    fail ("mask has unsupported dtype"); compiled Triton takes them. Those calls get the int1 values (the
+    low bit) as numpy bools; proven by the semantics kernel."""
+    def as_bool(mask):
+        if mask.data.dtype == np.bool_:
+            return mask
+        return handle_cls((mask.data & 1).astype(np.bool_), mask.dtype.scalar)
+
+    @functools.wraps(load)
+    def create_masked_load(self, ptrs, mask, *rest):  # rest: other, cache and volatility (by release)
+        return load(self, ptrs, as_bool(mask), *rest)
+
+    @functools.wraps(store)
+    def create_masked_store(self, ptrs, value, mask, *rest):
+        return store(self, ptrs, value, as_bool(mask), *rest)
+
+    return create_masked_load, create_masked_store
+
+
+def _language_state() -> dict:
+    """The attributes of triton.language's modules and of their classes (to put back what the interpreter
+    leaves patched)."""
+    modules = [m for name, m in list(sys.modules.items()) if m is not None and name.startswith("triton.language")]
+    owners = {id(m): m for m in modules}
+    for module in modules:
+        for value in list(vars(module).values()):
+            if isinstance(value, type) and getattr(value, "__module__", "").startswith("triton.language"):
+                owners[id(value)] = value
+    return {owner: dict(vars(owner)) for owner in owners.values()}
+
+
+def _restore(state: dict) -> None:
+    """Every attribute that was there before is put back, and a class's new ones taken out. A module's
+    new names stay: the interpreter adds its own globals to the modules of the functions it rewrites,
+    once, and caches the rewrite."""
+    for owner, saved in state.items():
+        current = vars(owner)
+        if isinstance(owner, type):
+            for name in [n for n in current if n not in saved]:
+                delattr(owner, name)
+        for name, value in saved.items():
+            if current.get(name, _MISSING) is not value:
+                setattr(owner, name, value)
+
+
+_MISSING = object()
+
+
+@contextlib.contextmanager
+def cpu_kernels():
+    """Within the block: kernels launched on CPU tensors run in the exact interpreter (run_on_cpu), those on
+    GPU tensors compile as usual. Re-entrant; on exit Triton is as it was. ExactConversionError where
+    Triton's internals are not the ones read."""
+    if _SCOPE["depth"]:
+        _SCOPE["depth"] += 1
+        try:
+            yield
+        finally:
+            _SCOPE["depth"] -= 1
+        return
+    tl, interpreter, jit_function, interpreted = _internals()
+    builder, handle_cls = interpreter.InterpreterBuilder, interpreter.TensorHandle
+    jit_run, jit_call, interpreted_run = jit_function.run, jit_function.__call__, interpreted.run
+
+    def launch(original):
+        def run(self, *args, grid, warmup, **kwargs):
+            if warmup or not _on_cpu(args, kwargs):
+                return original(self, *args, grid=grid, warmup=warmup, **kwargs)
+            return run_on_cpu(self.fn, args, kwargs, grid=grid)
+
+        return run
+
+    def device_call(self, *args, **kwargs):  # a @triton.jit helper called from an interpreted kernel
+        return interpreted(self.fn)(*args, **kwargs)
+
+    load, store = _mask_fix(handle_cls, builder.create_masked_load, builder.create_masked_store)
+    patches = [(builder, "create_fp_to_fp", _exact_fp_to_fp(tl, handle_cls, builder.create_fp_to_fp)),
+               (builder, "create_masked_load", load), (builder, "create_masked_store", store),
+               (jit_function, "run", launch(jit_run)), (jit_function, "__call__", device_call),
+               (interpreted, "run", launch(interpreted_run))]
+    state = _language_state()
+    state.update({owner: dict(vars(owner)) for owner, _, _ in patches})
+    _SCOPE.update(depth=1, interpreted_run=interpreted_run)
+    try:
+        for owner, name, value in patches:
+            setattr(owner, name, value)
+        yield
+    finally:
+        _restore(state)
+        _SCOPE.update(depth=0, fnuz=False)
 
 
 # Known answers, written out by hand from the format definitions (SPEC.md section 4), not from encode():
@@ -113,33 +267,33 @@ KNOWN_ANSWERS: tuple[tuple[float, int, int], ...] = (
 )
 
 
-def _run_known_answers(fmt: FP8Format) -> list[int]:
+def _run_known_answers(fmt: FP8Format) -> tuple[list[int], torch.Tensor]:
+    import triton
     import triton.language as tl
-    from triton.runtime.interpreter import InterpretedFunction
 
-    def convert(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):
+    @triton.jit
+    def convert(src_ptr, dst_ptr, back_ptr, n, BLOCK: tl.constexpr):
         offs = tl.arange(0, BLOCK)
         mask = offs < n
         x = tl.load(src_ptr + offs, mask=mask, other=0.0)
         tl.store(dst_ptr + offs, x.to(dst_ptr.dtype.element_ty), mask=mask)
+        tl.store(back_ptr + offs, tl.load(dst_ptr + offs, mask=mask).to(tl.float32), mask=mask)
 
     src = torch.tensor([v for v, _, _ in KNOWN_ANSWERS], dtype=torch.float32)
     dst = torch.zeros(len(KNOWN_ANSWERS), dtype=torch.uint8)
-    InterpretedFunction(convert)[(1,)](src, dst.view(fmt.torch_dtype()), src.numel(), BLOCK=32)
-    return dst.tolist()
+    back = torch.zeros(len(KNOWN_ANSWERS), dtype=torch.float32)
+    with cpu_kernels():
+        convert[(1,)](src, dst.view(fmt.torch_dtype()), back, src.numel(), BLOCK=32)
+    return dst.tolist(), back
 
 
 @functools.lru_cache(maxsize=None)
 def check(fmt: FP8Format = FP8Format.E4M3FN) -> tuple[bool, str]:
-    """(ok, one-line reason): install the exact conversion and prove it on the known answers for fmt.
-
-    Formats are checked separately: Triton 3.6's interpreter cannot convert to fnuz (fp8e4b8) at all,
-    which must not stop e4m3fn runs there.
-    """
+    """(ok, one-line reason): the exact conversion of cpu_kernels(), proven on the known answers for fmt
+    (both ways: fp32 -> fmt, and the bytes read back)."""
     column = 0 if fmt is FP8Format.E4M3FN else 1
     try:
-        install()
-        got = _run_known_answers(fmt)
+        got, back = _run_known_answers(fmt)
     except ExactConversionError as exc:
         return False, str(exc)
     except Exception as exc:  # the interpreter itself broke: not trustworthy either
@@ -150,47 +304,25 @@ def check(fmt: FP8Format = FP8Format.E4M3FN) -> tuple[bool, str]:
                 f"Triton {_triton_version()} interpreter converts {value!r} to {fmt.value} byte 0x{byte:02x},"
                 f" expected 0x{expected[column]:02x}: its FP8 conversion is not exact"
             )
+    decoded = fp8.decode(torch.tensor(got, dtype=torch.uint8), fmt)
+    if not ((back == decoded) | (back.isnan() & decoded.isnan())).all():
+        return False, f"Triton {_triton_version()} interpreter reads {fmt.value} bytes back as other values: its FP8 conversion is not exact"
     return True, (
-        f"exact {fmt.value} conversion installed in Triton {_triton_version()}'s interpreter"
+        f"exact {fmt.value} conversion in Triton {_triton_version()}'s interpreter"
         f" ({len(KNOWN_ANSWERS)} known answers pass)"
     )
+
+
+class FormatNotHere(ExactConversionError, NotRunnableHere):
+    """e4m3fn converts exactly here but this Triton's interpreter cannot run e4m3fnuz: skipped in a gate."""
 
 
 def require(fmt: FP8Format) -> None:
     ok, reason = check(fmt)
     if not ok:
-        raise ExactConversionError(f"refusing to run a Triton writer on the CPU: {reason}")
-
-
-# ---- interpreter mode for every Triton kernel of a CPU run ----------------------------------------------
-# Triton decides at decoration time whether `@triton.jit` makes a compiled or an interpreted kernel, and
-# its own `@jit` helpers (tl.max, tl.sum, ...) are decorated when Triton is first imported: interpreter
-# mode must be on before that import (SPEC.md section 6), or a kernel on a machine without a GPU fails
-# with "0 active drivers" and a helper call with "Cannot call @triton.jit'd outside of the scope of a kernel".
-INTERPRET_ENV = "TRITON_INTERPRET"
-
-
-def prepare_cpu() -> None:
-    """Switch interpreter mode on for this process (and the children it forks). Idempotent, cheap:
-    nothing is imported here. Call it once the run is known to be on the CPU and before any writer
-    module imports Triton; `interpret_mode()` says whether it came in time."""
-    os.environ[INTERPRET_ENV] = "1"  # set even when too late: kernels decorated from now on are interpreted
-
-
-def interpret_mode() -> tuple[bool, str]:
-    """(ok, one-line reason): whether @triton.jit kernels and Triton's own @jit helpers run in the interpreter."""
-    import triton
-    import triton.language as tl
-    from triton.runtime.interpreter import InterpretedFunction
-
-    if os.environ.get(INTERPRET_ENV, "0") in ("", "0", "false", "False"):
-        return False, f"{INTERPRET_ENV} is not set: @triton.jit kernels would be compiled, and there is no GPU"
-    if not isinstance(getattr(tl, "max", None), InterpretedFunction):
-        return False, (
-            f"Triton {triton.__version__} was imported before {INTERPRET_ENV}=1 was set, so its own helpers"
-            " (tl.max, ...) are compiled-only; set it before Triton is imported"
-        )
-    return True, f"{INTERPRET_ENV}=1 was set before Triton {triton.__version__} was imported"
+        other_ok = fmt is not FP8Format.E4M3FN and check(FP8Format.E4M3FN)[0]
+        raise (FormatNotHere if other_ok else ExactConversionError)(
+            f"refusing to run a Triton writer on the CPU: {reason}")
 
 
 # Compiled Triton semantics a vLLM-style kernel relies on, written out by hand (C-style integer division
@@ -234,45 +366,14 @@ def _run_semantics_kernel():
     return out_int.tolist(), out_float.tolist()
 
 
-def install_mask_fix() -> None:
-    """Masks that are int1 to Triton but int32 in numpy (a block int1 `&` a scalar int1, e.g. vLLM's
-    `(pos < seq_len) & (logical_blk < max_blocks)`) make the stock interpreter's masked load and store
-    fail ("mask has unsupported dtype"); compiled Triton takes them. Give those calls the int1 values
-    (the low bit) as numpy bools. Idempotent; proven by the semantics kernel."""
-    from triton.runtime import interpreter
-
-    builder = interpreter.InterpreterBuilder
-    if getattr(builder.create_masked_load, "_fp8check_mask_fix", False):
-        return
-    load, store, handle_cls = builder.create_masked_load, builder.create_masked_store, interpreter.TensorHandle
-
-    def as_bool(mask):
-        if mask.data.dtype == np.bool_:
-            return mask
-        return handle_cls((mask.data & 1).astype(np.bool_), mask.dtype.scalar)
-
-    @functools.wraps(load)
-    def create_masked_load(self, ptrs, mask, other, cache_policy, is_volatile):
-        return load(self, ptrs, as_bool(mask), other, cache_policy, is_volatile)
-
-    @functools.wraps(store)
-    def create_masked_store(self, ptrs, value, mask, cache_policy):
-        return store(self, ptrs, value, as_bool(mask), cache_policy)
-
-    create_masked_load._fp8check_mask_fix = True
-    builder.create_masked_load, builder.create_masked_store = create_masked_load, create_masked_store
-
-
 @functools.lru_cache(maxsize=None)
 def check_semantics() -> tuple[bool, str]:
-    """(ok, one-line reason): interpreter mode is on in time and the interpreter computes tl.max,
-    tl.reduce, exp2/log2/ceil, masks, early returns and integer // and % on negatives as compiled Triton."""
+    """(ok, one-line reason): a @triton.jit kernel on CPU tensors runs in the interpreter, which computes
+    tl.max (a @jit helper), tl.reduce, exp2/log2/ceil, masks, early returns and integer // and % on
+    negatives as compiled Triton does."""
     try:
-        ok, reason = interpret_mode()
-        if not ok:
-            return False, reason
-        install_mask_fix()
-        ints, floats = _run_semantics_kernel()
+        with cpu_kernels():
+            ints, floats = _run_semantics_kernel()
     except Exception as exc:  # the interpreter itself broke: not trustworthy
         return False, f"Triton {_triton_version()} interpreter cannot run the semantics kernel ({first_line(exc)})"
     expected_ints = list(SEMANTICS_EXPECTED_DIV + SEMANTICS_EXPECTED_MOD)
@@ -282,15 +383,16 @@ def check_semantics() -> tuple[bool, str]:
     if floats != list(SEMANTICS_EXPECTED_FLOATS):
         return False, (f"Triton {_triton_version()} interpreter's masked load / tl.max / tl.reduce / exp2(ceil(log2))"
                        f" gave {floats}, expected {list(SEMANTICS_EXPECTED_FLOATS)}")
-    return True, ("interpreter mode on before import; tl.max, tl.reduce, exp2/log2/ceil, masks (int1 masks fixed),"
-                  " early return, // and % agree with compiled Triton")
+    return True, ("kernels on CPU tensors run interpreted; tl.max, tl.reduce, exp2/log2/ceil, masks (int1 masks"
+                  " fixed), early return, // and % agree with compiled Triton")
 
 
 def require_any_kernel(fmt: FP8Format) -> None:
-    """Before a kernel the user wrote runs on the CPU: interpreter mode in time, compiled semantics, exact FP8."""
-    for ok, reason in (check_semantics(), check(fmt)):
-        if not ok:
-            raise ExactConversionError(f"refusing to run a Triton kernel on the CPU: {reason}")
+    """Before a kernel the user wrote runs on the CPU: compiled semantics, exact FP8."""
+    ok, reason = check_semantics()
+    if not ok:
+        raise ExactConversionError(f"refusing to run a Triton kernel on the CPU: {reason}")
+    require(fmt)
 
 
 def compiled_caveat(spec) -> str | None:
@@ -300,9 +402,7 @@ def compiled_caveat(spec) -> str | None:
     the interpreter divides exactly. With fp32 scales every `x / s` is exposed; with ue8m0 `s` is a power
     of two, so only `amax / DIV` near DIV * 2^k can move the ceil (the ue8m0-boundary inputs).
     """
-    from ..spec import ScaleFormat
-
-    if spec.scale_fmt is ScaleFormat.UE8M0:
+    if spec.scale_fmt.power_of_two:
         return None
     return ("CPU interpreter run: a kernel compiled for NVIDIA that uses fp32 `/` (approximate there, SPEC.md"
             " section 3) can differ from these bytes by one FP8 code on some values and in a scale's last bit;"
@@ -310,39 +410,27 @@ def compiled_caveat(spec) -> str | None:
 
 
 # ---- progress: one call per program ----------------------------------------------------------------------
-_LISTENER: dict[str, object] = {"fn": None, "installed": False}
-
-
-def _install_progress_hook() -> None:
-    """Wrap the interpreter's grid bookkeeping so a listener hears (done, total) once per program."""
-    if _LISTENER["installed"]:
-        return
+@contextlib.contextmanager
+def program_listener(fn):
+    """Within the block, `fn(done, total)` is called as each interpreted program starts (for progress bars):
+    the interpreter's grid bookkeeping is wrapped for the block only."""
     from triton.runtime import interpreter
 
     builder = interpreter.InterpreterBuilder
-    set_dim, set_idx = builder.set_grid_dim, builder.set_grid_idx
+    set_dim, set_idx = vars(builder)["set_grid_dim"], vars(builder)["set_grid_idx"]
+    counts = {"done": 0, "total": 0}
 
     def set_grid_dim(self, nx, ny, nz):
-        self._fp8check_total, self._fp8check_done = nx * ny * nz, 0
+        counts.update(done=0, total=nx * ny * nz)
         return set_dim(self, nx, ny, nz)
 
     def set_grid_idx(self, x, y, z):
-        listener = _LISTENER["fn"]
-        if listener is not None:
-            self._fp8check_done = getattr(self, "_fp8check_done", 0) + 1
-            listener(self._fp8check_done, getattr(self, "_fp8check_total", 0))
+        counts["done"] += 1
+        fn(counts["done"], counts["total"])
         return set_idx(self, x, y, z)
 
     builder.set_grid_dim, builder.set_grid_idx = set_grid_dim, set_grid_idx
-    _LISTENER["installed"] = True
-
-
-@contextlib.contextmanager
-def program_listener(fn):
-    """Within the block, `fn(done, total)` is called as each interpreted program starts (for progress bars)."""
-    _install_progress_hook()
-    previous, _LISTENER["fn"] = _LISTENER["fn"], fn
     try:
         yield
     finally:
-        _LISTENER["fn"] = previous
+        builder.set_grid_dim, builder.set_grid_idx = set_dim, set_idx

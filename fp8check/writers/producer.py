@@ -14,6 +14,7 @@ from typing import Callable
 
 import torch
 
+from ..errors import one_line
 from ..cache import CacheBuffer
 from ..isolation import Limits
 from ..spec import CacheSpec
@@ -59,12 +60,12 @@ class Side:
 
 def reported_provenance(reported) -> dict:
     """What a child said its code was, kept to the shape provenance has: strings, and one level of
-    name -> string mappings (vllm-file's bound names), each cut to 1000 characters."""
+    name -> string mappings (vllm-file's bound names), each one printable line of at most 1000 characters."""
     if not isinstance(reported, dict):
         return {}
 
     def text(value) -> str:
-        return str(value)[:1000]
+        return one_line(value, 1000)  # no line breaks or terminal escapes from a child into a report
 
     return {text(key): ({text(k): text(v) for k, v in value.items()} if isinstance(value, dict) else text(value))
             for key, value in reported.items()}

@@ -54,9 +54,11 @@ def pow2_ceil(s: torch.Tensor) -> torch.Tensor:
 
 
 def quantize(
-    k: torch.Tensor, *, profile: Profile, fmt: FP8Format, scale_fmt: ScaleFormat, quant_block_size: int
+    k: torch.Tensor, *, profile: Profile, fmt: FP8Format, scale_fmt: ScaleFormat, quant_block_size: int,
+    amax_floor: float = SCALE_FLOOR,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(codes uint8 [T, head_dim], scales fp32 [T, head_dim/qbs]) of bf16 rows k [T, head_dim]."""
+    """(codes uint8 [T, head_dim], scales fp32 [T, head_dim/qbs]) of bf16 rows k [T, head_dim]. amax_floor:
+    s = max(amax, amax_floor) / DIV (1e-4 in every writer but LMDeploy's, 1e-6)."""
     num_tokens, head_dim = k.shape
     x = k.to(torch.float32).view(num_tokens, head_dim // quant_block_size, quant_block_size)
     if profile.flush_denormals:
@@ -69,8 +71,8 @@ def quantize(
     # the scalar's reciprocal (measured on an H200: 57% of quotients off by an ulp), which is not the
     # IEEE division every writer specifies. Tensor / tensor is a true division on every device.
     divisor = torch.tensor(profile.divisor(fmt), dtype=torch.float32, device=x.device)
-    scale = amax.clamp(min=SCALE_FLOOR) / divisor
-    if scale_fmt is ScaleFormat.UE8M0:
+    scale = amax.clamp(min=amax_floor) / divisor
+    if scale_fmt.power_of_two:
         scale = pow2_ceil(scale)
     if profile.reciprocal:
         y = x * (torch.ones_like(scale) / scale).unsqueeze(-1)
@@ -92,7 +94,7 @@ def spec_of_call(
         head_dim=k.shape[1],
         quant_block_size=quant_block_size,
         fp8=FP8Format.from_torch_dtype(fp8_dtype),
-        scale_fmt=ScaleFormat.UE8M0 if scale_fmt == "ue8m0" else ScaleFormat.FP32,
+        scale_fmt=ScaleFormat.from_writer_arg(scale_fmt),
         layout=Layout(layout) if layout else None,
     )
 

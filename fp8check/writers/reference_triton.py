@@ -16,12 +16,13 @@ prove the bytes equal to the PyTorch reference; reference_device.py proves it ag
 
 from __future__ import annotations
 
-import functools
+import contextlib
 
 import torch
 import triton
 import triton.language as tl
 
+from .interpreter import cpu_kernels
 from ..spec import CacheSpec, Layout, ScaleFormat
 
 TOKENS_PER_PROGRAM = {"cpu": 256, "cuda": 16}
@@ -82,14 +83,7 @@ def _aiter_quant_and_cache(
     tl.store(scale_ptr + scale_index, scale, mask=write)
 
 
-_compiled = triton.jit(_aiter_quant_and_cache)
-
-
-@functools.lru_cache(maxsize=1)
-def _interpreted():
-    from triton.runtime.interpreter import InterpretedFunction
-
-    return InterpretedFunction(_aiter_quant_and_cache)
+_kernel = triton.jit(_aiter_quant_and_cache)
 
 
 def launch(spec: CacheSpec, k: torch.Tensor, kv_cache: torch.Tensor, slot_mapping: torch.Tensor) -> None:
@@ -98,13 +92,13 @@ def launch(spec: CacheSpec, k: torch.Tensor, kv_cache: torch.Tensor, slot_mappin
     scales = kv_cache.view(-1).view(torch.float32)
     on_cpu = k.device.type == "cpu"
     tokens = TOKENS_PER_PROGRAM["cpu" if on_cpu else "cuda"]
-    kernel = _interpreted() if on_cpu else _compiled
     grid = (triton.cdiv(k.shape[0], tokens), spec.groups_per_token)
     if k.shape[0] == 0:
         return
-    kernel[grid](
-        k, values, scales, slot_mapping, k.shape[0], spec.block_size, spec.block_bytes, HEAD_DIM=spec.head_dim,
-        QBS=spec.quant_block_size, BLOCK_Q=triton.next_power_of_2(spec.quant_block_size),
-        GROUPS=spec.groups_per_token, TOKENS=tokens, DIV=spec.fp8.max, FP8_MAX=spec.fp8.max,
-        UE8M0=spec.scale_fmt is ScaleFormat.UE8M0, SHUFFLE=spec.layout is Layout.SHUFFLE,
-    )
+    with cpu_kernels() if on_cpu else contextlib.nullcontext():  # on the CPU: the exact interpreter
+        _kernel[grid](
+            k, values, scales, slot_mapping, k.shape[0], spec.block_size, spec.block_bytes, HEAD_DIM=spec.head_dim,
+            QBS=spec.quant_block_size, BLOCK_Q=triton.next_power_of_2(spec.quant_block_size),
+            GROUPS=spec.groups_per_token, TOKENS=tokens, DIV=spec.fp8.max, FP8_MAX=spec.fp8.max,
+            UE8M0=spec.scale_fmt is ScaleFormat.UE8M0, SHUFFLE=spec.layout is Layout.SHUFFLE,
+        )

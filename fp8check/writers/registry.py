@@ -13,8 +13,8 @@ from typing import Callable
 
 import torch
 
-from ..cache import CacheBuffer
-from ..errors import CheckerError, ProducerError, first_line
+from ..cache import SKIP_PADDING, CacheBuffer, forget_slot, padded_slots, write_in_layer
+from ..errors import CheckerError, ProducerError, first_line, one_line, raised_at
 from ..inputs import Inputs, check_slots
 from ..isolation import Limits, phase, run_isolated
 from ..sources import GIT_PREFIX
@@ -142,15 +142,6 @@ def _auto() -> Producer:
     return dataclasses.replace(fallback, description=f"{fallback.description} (auto: aiter unavailable: {reason})")
 
 
-def prepare(device: torch.device) -> None:
-    """Call before any producer is resolved: a CPU run turns Triton's interpreter mode on while Triton is
-    not yet imported (every Triton kernel then runs in the exact interpreter, writers/interpreter.py)."""
-    if device.type == "cpu":
-        from .interpreter import prepare_cpu
-
-        prepare_cpu()
-
-
 def _not_here(*args, **kwargs) -> None:
     raise CheckerError("an isolated producer's code runs only in its child process")
 
@@ -190,14 +181,19 @@ def _write(producer: Producer, spec: CacheSpec, k: torch.Tensor, cache: torch.Te
         kwargs["fp8_dtype"] = spec.fp8.torch_dtype()
     if "layout" in producer.keywords:
         kwargs["layout"] = spec.layout.value
+    from .interpreter import scope_for
+
     try:
-        producer.writer(k, cache, slot_mapping, spec.quant_block_size, spec.scale_fmt.writer_arg, **kwargs)
+        with scope_for(cache.device):  # Triton kernels on CPU tensors: the exact interpreter
+            producer.writer(k, cache, slot_mapping, spec.quant_block_size, spec.scale_fmt.writer_arg, **kwargs)
         if cache.is_cuda:
             torch.cuda.synchronize(cache.device)
     except ProducerError:
         raise
     except Exception as exc:
-        raise ProducerError(f"producer {producer.name!r} raised {first_line(exc)}") from exc
+        at = raised_at(exc)
+        raise ProducerError(f"producer {producer.name!r} raised {one_line(first_line(exc))}"
+                            + (f" at {at}" if at else "")) from exc
 
 
 def run_in_child(name: str, spec_json: str, repo: str | None, k: torch.Tensor, slot_mapping: torch.Tensor,
@@ -211,7 +207,7 @@ def run_in_child(name: str, spec_json: str, repo: str | None, k: torch.Tensor, s
     producer = resolve(name, fp8=spec.fp8, repo=repo, isolation=None)
     producer.check(spec, buffer.device)
     phase("writing")
-    _write(producer, spec, k, CacheBuffer(spec, buffer).cache, slot_mapping)
+    write_in_layer(CacheBuffer(spec, buffer), lambda cache: _write(producer, spec, k, cache, slot_mapping))
     return {"provenance": json.loads(json.dumps(producer.provenance, default=str)),
             "description": producer.description, "triton": bool(producer.triton)}
 
@@ -223,27 +219,32 @@ def _same_bytes(a: torch.Tensor, b: torch.Tensor) -> bool:
     return torch.equal(a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8))
 
 
-def run_producer(producer: Producer, spec: CacheSpec, inputs: Inputs,
-                 device: torch.device) -> tuple[CacheBuffer, Producer]:
+def run_producer(producer: Producer, spec: CacheSpec, inputs: Inputs, device: torch.device,
+                 pad_slot: int = SKIP_PADDING) -> tuple[CacheBuffer, Producer]:
     """A fresh poisoned cache written by the producer, on clones of the inputs (never modified); clones
     the producer changed in place are named in `modified_inputs`. The slots are checked first: nothing
     runs on slots outside the cache, duplicated or all padding. Returns the producer as it ran: for an
-    isolated one, with what its child reported (description, provenance, whether it ran Triton)."""
+    isolated one, with what its child reported (description, provenance, whether it ran Triton).
+    pad_slot >= 0: the producer gets its padding (slot -1) sent to that dummy slot, whose bytes are then put
+    back to poison (cache.forget_slot): SGLang's convention."""
     check_slots(spec, inputs.slot_mapping, inputs.source)
     buffer = CacheBuffer.allocate(spec, device)
-    k, slot_mapping = inputs.k.clone(), inputs.slot_mapping.clone()
+    given = padded_slots(inputs.slot_mapping, pad_slot)
+    k, slot_mapping = inputs.k.clone(), given.clone()
     if producer.isolation is not None:
         report = run_isolated(f"{__name__}:run_in_child", (producer.name, spec.to_json(), producer.repo, k,
                               slot_mapping, buffer.buffer), limits=producer.isolation,
                               label=f"producer {producer.name!r}")
         producer = dataclasses.replace(
-            producer, description=str(report.get("description", producer.description))[:1000],
+            producer, description=one_line(report.get("description", producer.description), 1000),
             provenance=reported_provenance(report.get("provenance")), triton=report.get("triton") is True)
     else:
         producer.check(spec, device)
-        _write(producer, spec, k, buffer.cache, slot_mapping)
-    changed = tuple(name for name, given, passed in (("k", inputs.k, k), ("slot_mapping", inputs.slot_mapping,
-                    slot_mapping)) if not _same_bytes(given.contiguous(), passed))
+        write_in_layer(buffer, lambda cache: _write(producer, spec, k, cache, slot_mapping))
+    changed = tuple(name for name, handed, passed in (("k", inputs.k, k), ("slot_mapping", given, slot_mapping))
+                    if not _same_bytes(handed.contiguous(), passed))
+    if pad_slot != SKIP_PADDING:
+        forget_slot(buffer, pad_slot)
     return dataclasses.replace(buffer, modified_inputs=changed), producer
 
 

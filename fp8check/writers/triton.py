@@ -14,13 +14,15 @@ is paid once per tile instead of once per token.
 
 from __future__ import annotations
 
-import functools
+import contextlib
 
 import torch
 import triton
 import triton.language as tl
 
 from ..errors import ProducerError
+from ..device import require_triton_format
+from .interpreter import cpu_kernels
 from ..spec import FP8Format, Layout, ScaleFormat
 from .reference import spec_of_call
 
@@ -69,14 +71,7 @@ def _quant_and_cache(
     tl.store(scale_ptr + scale_index, scale, mask=write)
 
 
-_compiled = triton.jit(_quant_and_cache)
-
-
-@functools.lru_cache(maxsize=1)
-def _interpreted():
-    from triton.runtime.interpreter import InterpretedFunction
-
-    return InterpretedFunction(_quant_and_cache)
+_kernel = triton.jit(_quant_and_cache)
 
 
 def check(spec, device: torch.device) -> None:
@@ -84,17 +79,18 @@ def check(spec, device: torch.device) -> None:
 
     if not hasattr(tl.standard, "_elementwise_max"):
         raise ProducerError(f"Triton {triton.__version__} has no tl.standard._elementwise_max; this writer needs it")
+    if not spec.layout.planar or spec.scale_fmt is ScaleFormat.UE8M0X4:
+        raise ProducerError(
+            f"the vLLM Triton writer writes planar caches with fp32 scale words; it cannot write --layout"
+            f" {spec.layout.value} --scale-fmt {spec.scale_fmt.value}"
+        )
     if spec.quant_block_size != spec.head_dim:
         raise ProducerError(
             f"the vLLM Triton writer computes one scale per token over all head_dim; it needs --qbs {spec.head_dim}"
             f" (got {spec.quant_block_size})"
         )
     if device.type == "cuda":
-        if spec.fp8 is FP8Format.E4M3FNUZ and torch.version.hip is None:
-            raise ProducerError(
-                "e4m3fnuz (fp8e4b8) is not supported by Triton on NVIDIA GPUs; run it under the exact interpreter"
-                " with --device cpu"
-            )
+        require_triton_format(spec.fp8, device)
         return
     require(spec.fp8)
 
@@ -109,14 +105,14 @@ def launch(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *, fp8_dtype=
     scales = kv_cache.view(-1).view(torch.float32)
     on_cpu = k.device.type == "cpu"
     tokens = TOKENS_PER_PROGRAM["cpu" if on_cpu else "cuda"]
-    kernel = _interpreted() if on_cpu else _compiled
     grid = (triton.cdiv(num_tokens, tokens),)
-    kernel[grid](
-        k, values, scales, slot_mapping, num_tokens, spec.num_slots, spec.block_size, spec.block_bytes,
-        HEAD_DIM=spec.head_dim,
-        TOKENS=tokens, DIV=spec.fp8.vllm_divisor, UE8M0=spec.scale_fmt is ScaleFormat.UE8M0,
-        SHUFFLE=spec.layout is Layout.SHUFFLE,
-    )
+    with cpu_kernels() if on_cpu else contextlib.nullcontext():  # on the CPU: the exact interpreter
+        _kernel[grid](
+            k, values, scales, slot_mapping, num_tokens, spec.num_slots, spec.block_size, spec.block_bytes,
+            HEAD_DIM=spec.head_dim,
+            TOKENS=tokens, DIV=spec.fp8.vllm_divisor, UE8M0=spec.scale_fmt is ScaleFormat.UE8M0,
+            SHUFFLE=spec.layout is Layout.SHUFFLE,
+        )
 
 
 def fixed_writer(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *, fp8_dtype=torch.float8_e4m3fn,

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import math
 
-from ..diagnose import Category, Cause, Diagnosis, Example
-from ..diagnose.scales import E5M2_MAX
-from ..spec import CacheSpec, FP8Format, Region
+from .model import Category, Cause, Diagnosis, Example
+from .scales import E5M2_MAX
+from ..spec import CacheSpec, FP8Format, Layout, Region
 
 NUMERICS = "docs/NUMERICS.md"
 MOVED = " (the values of those groups move with their scale)"
@@ -21,6 +21,37 @@ def divisor_names() -> dict[float, str]:
     names = {fmt.max: f"{fmt.value}'s max" for fmt in FP8Format}
     names |= {fmt.vllm_divisor: f"vLLM's {fmt.value} divisor" for fmt in FP8Format if fmt.vllm_divisor != fmt.max}
     return names | {E5M2_MAX: "e5m2's max"}
+
+
+def percent(part: int, whole: int) -> str:
+    """A share in percent that never hides a difference: two significant digits below 1% (a non-zero part is
+    never 0.0%), and a part short of the whole never 100.0%."""
+    if not whole:
+        return "-"
+    share = 100.0 * part / whole
+    if 0 < share < 1:
+        return f"{share:.2g}%"
+    if part < whole and share >= 99.95:
+        return ">99.9%"
+    return f"{share:.1f}%"
+
+
+def block_ranges(blocks: tuple[int, ...], limit: int = 6) -> str:
+    """Block ids as ranges: (0, 1, 2, 5) -> '0-2, 5'; long lists end with the count."""
+    if not blocks:
+        return "outside the cache"
+    ranges: list[list[int]] = []
+    for block in blocks:
+        if ranges and block == ranges[-1][1] + 1:
+            ranges[-1][1] = block
+        elif len(ranges) > limit:  # enough to print: the rest only adds "..."
+            break
+        else:
+            ranges.append([block, block])
+    shown = ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in ranges[:limit])
+    if len(ranges) > limit:
+        shown += ", ..."
+    return shown if len(blocks) == 1 else f"{shown} ({len(blocks)} blocks)"
 
 
 def _plural(n: int, word: str) -> str:
@@ -39,9 +70,16 @@ def _unwritten(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
 
 def _stray_write(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
     f = cause.facts
-    where = [f"{f['guard_bytes']} outside the cache (guard bytes)"] if f["guard_bytes"] else []
+    outside = "guard bytes, or the buffer's other layers" if spec.layers > 1 else "guard bytes"
+    where = [f"{f['guard_bytes']} outside the cache ({outside})"] if f["guard_bytes"] else []
     if f["slot_bytes"]:
         where.append(f"{f['slot_bytes']} in slots no token maps to")
+    if f.get("overwritten_bytes"):
+        where.append(f"{f['overwritten_bytes']} in {_plural(f['overwritten_slots'], 'slot')} of real tokens,"
+                     " overwritten by padding tokens (slot < 0)")
+        return (f"Bytes changed where no token of this slot mapping writes: {', '.join(where)}.",
+                "tokens with slot < 0 must write nothing; if padding goes to a dummy slot (SGLang), give that"
+                " slot with --pad-slot and keep real tokens out of it")
     return (f"Bytes changed where no slot maps: {', '.join(where)}.",
             "tokens with slot < 0 must write nothing, and every store must stay inside the cache")
 
@@ -63,6 +101,13 @@ def _integer_cast(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
 
 def _layout(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
     found = cause.facts["layout_found"] or "another"
+    if Layout.INTERLEAVED.value in (found, spec.layout.value):
+        record = "each token as one [values | scales] record (interleaved)"
+        planar = "all values of a block, then all its scales (planar)"
+        written, wanted = (record, planar) if found == Layout.INTERLEAVED.value else (planar, record)
+        return (f"Values and scales are right but stored {written}; the spec expects {wanted}.",
+                f"write (or read, with --layout {found}) the block as the reader expects; the two agree only at"
+                " block size 1")
     return (f"The values are right but stored in {found} order; the spec expects {spec.layout.value} order.",
             f"write the value region in {spec.layout.value} order (vLLM: shuffle when block_size > 1, linear when"
             f" 1), or check with --layout {found} if that is what the reader expects")
@@ -128,6 +173,55 @@ def _signed_zero(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
             " 0x80).", hint)
 
 
+def _amax_floor(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
+    f = cause.facts
+    found = f["floor_found"]
+    if found is None:
+        floor = "a lower floor"
+    elif f["floor_bound"] == "exact":
+        floor = f"a floor of {found:g}" + (" (LMDeploy's)" if found == 1e-6 else "")
+    elif f["floor_bound"] == "range":  # a power-of-two scale bounds the floor: F / DIV rounds up to it
+        floor = f"a floor above {found / 2:.2g} and at most {found:.2g}"
+    else:
+        floor = f"a floor of at most {found:.2g} (no group's amax is below it)"
+    return (f"Scales differ on {_plural(f['groups'], 'group')} whose amax is below {f['floor_expected']:g}: the"
+            f" candidate uses {floor} in s = max(amax, floor) / DIV where the baseline uses {f['floor_expected']:g}"
+            f"{MOVED}.",
+            f"floor amax at {f['floor_expected']:g} as vLLM, aiter and SGLang do (LMDeploy 0.18.0 uses 1e-6);"
+            f" inputs with tiny rows (--inputs tiny) show it ({NUMERICS}#writer-numerics)")
+
+
+def _ue8m0_rounding(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
+    return (f"ue8m0 scales are half the baseline's on {_plural(cause.facts['groups'], 'group')}: the candidate"
+            f" rounds log2(s) down (floor) where ue8m0 rounds it up (ceil){MOVED}.",
+            "s = 2 ** ceil(log2(s)): with a floor x/s exceeds the format's max and saturates")
+
+
+def _scale_swap(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
+    return (f"{_plural(cause.facts['words'], 'scale word')} hold the scale of the neighbouring token, which holds"
+            " theirs: scales stored swapped between tokens.",
+            "store token t's scale at scale_offset(t, group): check the scale index of each token")
+
+
+STORED = {"fp32": "one fp32 word", "ue8m0": "one fp32 word (a power of two)",
+          "ue8m0x4": "four equal UE8M0 bytes (vLLM's mxfp8)"}
+
+
+def _scale_format(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
+    f = cause.facts
+    return (f"{_plural(f['words'], 'scale word')} hold the right scale stored as {STORED[f['format_found']]}, where"
+            f" the spec stores {STORED[f['format_expected']]}.",
+            f"check with --scale-fmt {f['format_found']} if that is what the reader expects")
+
+
+def _non_finite(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
+    f = cause.facts
+    return (f"Bytes of {_plural(f['groups'], 'quant group')} whose input holds NaN ({f['nan_groups']}) or inf"
+            f" ({f['inf_groups']}): the writers disagree on non-finite inputs, and no convention is shared.",
+            "real writers differ here (aiter drops NaN from amax; others propagate it): leave inf and NaN out of"
+            " the inputs (no --specials-inf-nan) unless this is what you check")
+
+
 def _unknown(cause: Cause, spec: CacheSpec) -> tuple[str, None]:
     return "These bytes fit no known cause; the examples show both sides.", None
 
@@ -136,7 +230,10 @@ WORDS = {
     Category.UNWRITTEN: _unwritten, Category.STRAY_WRITE: _stray_write, Category.INTEGER_CAST: _integer_cast,
     Category.LAYOUT: _layout, Category.FP8_FORMAT: _fp8_format, Category.SCALE_RATIO: _scale_ratio,
     Category.SCALE_POW2: _scale_pow2, Category.SCALE_ULP: _scale_ulp, Category.ROUNDING: _rounding,
-    Category.SATURATION_NAN: _saturation_nan, Category.SIGNED_ZERO: _signed_zero, Category.UNKNOWN: _unknown,
+    Category.SATURATION_NAN: _saturation_nan, Category.SIGNED_ZERO: _signed_zero, Category.AMAX_FLOOR: _amax_floor,
+    Category.UE8M0_ROUNDING: _ue8m0_rounding, Category.SCALE_SWAP: _scale_swap, Category.SCALE_FORMAT: _scale_format,
+    Category.NON_FINITE: _non_finite,
+    Category.UNKNOWN: _unknown,
 }
 
 
@@ -145,13 +242,49 @@ def explain(cause: Cause, spec: CacheSpec) -> tuple[str, str | None]:
     return WORDS[cause.category](cause, spec)
 
 
+def top_cause(diagnosis: Diagnosis, spec: CacheSpec) -> str | None:
+    """`category (N bytes): explanation` of the cause with the most bytes, or None."""
+    cause = diagnosis.top
+    if cause is None:
+        return None
+    return f"{cause.category.value} ({cause.bytes} bytes): {explain(cause, spec)[0]}"
+
+
+def causes_text(diagnosis: Diagnosis, spec: CacheSpec) -> list[str]:
+    """Every cause with its hint and first example, as plain lines."""
+    lines = []
+    for cause in diagnosis:
+        explanation, hint = explain(cause, spec)
+        lines.append(f"{cause.category.value}: {cause.bytes} bytes in blocks {block_ranges(cause.blocks)}:"
+                     f" {explanation}")
+        if hint:
+            lines.append(f"  fix: {hint}")
+        if cause.examples:
+            lines.append(f"  e.g. {describe_example(cause.category, cause.examples[0])}")
+    return lines
+
+
 # ---- examples ----------------------------------------------------------------------------------------------
+
+
+def scale_pair(base: float, cand: float, base_word: str | None = None, cand_word: str | None = None) -> str:
+    """`0.0078125 vs 0.00390625`; where the two print alike, with the words in hex and the distance in ulps
+    (never "0.00453404 vs 0.00453404")."""
+    if f"{base:g}" != f"{cand:g}" or base_word is None or base_word == cand_word:
+        return f"{base:g} vs {cand:g}"
+    text = f"{base:.9g} ({base_word}) vs {cand:.9g} ({cand_word})"
+    if math.isfinite(base) and math.isfinite(cand) and (base > 0) == (cand > 0):
+        ulps = abs(int(base_word, 16) - int(cand_word, 16))
+        text += f", {_plural(ulps, 'ulp')} apart"
+    return text
 
 
 def _scales_note(f: dict) -> str:
     base, cand = f["baseline_scale"], f["candidate_scale"]
     ratio = f", x{cand / base:.6g}" if base and math.isfinite(base) and math.isfinite(cand) else ""
-    return f"scales {base:g} vs {cand:g}{ratio}"
+    if f"{base:g}" == f"{cand:g}":
+        ratio = ""
+    return f"scales {scale_pair(base, cand, f.get('baseline_scale_word'), f.get('candidate_scale_word'))}{ratio}"
 
 
 def _value_note(category: Category, example: Example) -> str:
@@ -161,11 +294,14 @@ def _value_note(category: Category, example: Example) -> str:
         whole = math.trunc(y) if math.isfinite(y) else None
         return f"x/s = {y:.6g}" + (f", trunc {whole} = 0x{whole % 256:02x} mod 256" if whole is not None else "")
     if category is Category.LAYOUT:
-        return f"the {f['layout']} layout puts token {f['token']}, dim {f['dim']} at this byte"
+        what = f"dim {f['dim']}" if f.get("dim") is not None else f"scale group {f.get('scale_group')}"
+        return f"the {f['layout']} layout puts token {f['token']}, {what} at this byte"
     if category is Category.FP8_FORMAT:
         return f"0x{example.candidate_byte:02x} is {f['candidate_value']:g} in {f['format']}"
-    if category in (Category.SCALE_RATIO, Category.SCALE_POW2, Category.SCALE_ULP):
-        return f"this group's scales: {f['baseline_scale']:g} vs {f['candidate_scale']:g}"
+    if "baseline_scale" in f and "x" not in f:
+        pair = scale_pair(f["baseline_scale"], f["candidate_scale"], f.get("baseline_scale_word"),
+                          f.get("candidate_scale_word"))
+        return f"this group's scales: {pair}"
     if category is Category.ROUNDING:
         return (f"x = {f['x']:g}, x/s = {f['quotient']!r} exactly; in fp32 x / s = {f['quotient_fp32']!r},"
                 f" x * (1/s) = {f['quotient_reciprocal_fp32']!r}")
@@ -177,12 +313,14 @@ def example_note(category: Category, example: Example) -> str | None:
     if example.coordinate is None:
         return "outside the cache handed to the writer"
     if category is Category.STRAY_WRITE:
+        if example.facts.get("slot_owner") is not None:
+            return f"token {example.facts['slot_owner']} owns this slot; a padding token was written over it"
         return "no token maps to this slot"
     if category is Category.UNWRITTEN:
         return "the poison fill is still there"
     if not example.facts:
         return None
-    if example.coordinate.region is Region.SCALE:
+    if example.coordinate.region is Region.SCALE and category is not Category.LAYOUT:
         return _scales_note(example.facts)
     return _value_note(category, example)
 

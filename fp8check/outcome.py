@@ -1,0 +1,130 @@
+"""What every command reports: decided results behind one protocol, and the outcomes of a run's cases.
+
+A result (a compare, a seed table, a parity sweep, a doctor report, a recording) says itself whether it
+passed, its one verdict line, its top cause, its detail and its JSON; renderers (report/) ask it for
+these and never switch on what kind of result it is. A run of one command is one outcome; a gate is
+many. An outcome holds either a result or the one-line error that kept the case from being decided.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from .errors import ExitCode
+
+
+def json_safe(value):
+    """NaN and inf are not JSON: written as strings ("nan", "inf", "-inf"); containers converted throughout."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {key: json_safe(v) for key, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
+@runtime_checkable
+class Checked(Protocol):
+    """A decided result. `kind` names the command that made it (compare, table, parity, doctor, record)."""
+
+    kind: str
+
+    @property
+    def passed(self) -> bool: ...
+
+    def verdict_line(self) -> str:
+        """The one line that says what was decided and every reason it failed."""
+
+    def top_cause(self) -> str | None:
+        """The main reason it failed, in one line (None when it passed)."""
+
+    def detail(self) -> str:
+        """Plain text for a failure's body: first mismatch, causes, hints, notes."""
+
+    def to_json(self) -> dict:
+        """The result as JSON-ready data, without run-dependent values (timings go to `run_json`)."""
+
+    def run_json(self) -> dict:
+        """Run-dependent values: timings."""
+
+
+class Status(enum.Enum):
+    PASSED = "passed"
+    FAILED = "failed"  # exit 1: a verdict failed
+    ERROR = "error"  # exit 2 or 3: the case could not be decided
+    SKIPPED = "skipped"  # this machine cannot run the case (errors.NotRunnableHere); an error under --strict
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One case: a decided result, or the error line that kept it from being decided."""
+
+    case_id: str
+    kind: str
+    exit_code: ExitCode
+    result: Checked | None  # None when the case erred
+    error: str | None
+    seconds: float
+    skipped: bool = False  # `error` says why this machine cannot run it
+
+    @classmethod
+    def decided(cls, case_id: str, result: Checked, seconds: float) -> "Outcome":
+        return cls(case_id, result.kind, ExitCode.OK if result.passed else ExitCode.DIFFER, result, None, seconds)
+
+    @property
+    def status(self) -> Status:
+        if self.skipped:
+            return Status.SKIPPED
+        if self.exit_code == ExitCode.OK:
+            return Status.PASSED
+        return Status.FAILED if self.exit_code == ExitCode.DIFFER else Status.ERROR
+
+    def verdict_line(self) -> str:
+        if self.result is None:
+            return f"{'SKIPPED' if self.skipped else 'ERROR'}: {self.error}"
+        return self.result.verdict_line()
+
+    def top_cause(self) -> str | None:
+        return None if self.result is None or self.result.passed else self.result.top_cause()
+
+    def detail(self) -> str:
+        return self.error or "" if self.result is None else self.result.detail()
+
+
+@dataclass(frozen=True)
+class Outcomes:
+    """The cases of one run: `title` names it (`compare`, `gate configs/ci.toml`); `batch` is True for a
+    gate (its JSON lists cases) and False for a single command (its JSON is the result's own)."""
+
+    title: str
+    outcomes: tuple[Outcome, ...]
+    selected: int  # cases selected to run; fewer ran when fail_fast stopped early
+    seconds: float
+    batch: bool = True
+
+    @property
+    def exit_code(self) -> ExitCode:
+        return max((o.exit_code for o in self.outcomes), default=ExitCode.OK)
+
+    def count(self, status: Status) -> int:
+        return sum(1 for o in self.outcomes if o.status is status)
+
+    def verdict_line(self) -> str:
+        """A single command's own verdict; a gate's `PASS: 40 passed, 0 failed, 0 errors of 40 cases in 12.3 s`."""
+        if not self.batch and len(self.outcomes) == 1:
+            return self.outcomes[0].verdict_line()
+        passed, failed, errors = (self.count(s) for s in (Status.PASSED, Status.FAILED, Status.ERROR))
+        head = "PASS" if self.exit_code == ExitCode.OK else "FAIL"
+        stopped = f" (stopped after {len(self.outcomes)}: --fail-fast)" if len(self.outcomes) < self.selected else ""
+        skipped = f", {self.count(Status.SKIPPED)} skipped" if self.count(Status.SKIPPED) else ""
+        return (f"{head}: {passed} passed, {failed} failed, {errors} errors{skipped} of {self.selected} cases"
+                f" in {self.seconds:.1f} s{stopped}")
+
+
+def single(case_id: str, result: Checked, seconds: float) -> Outcomes:
+    """One command's result as what the renderers take."""
+    return Outcomes(result.kind, (Outcome.decided(case_id, result, seconds),), 1, seconds, batch=False)

@@ -1,0 +1,53 @@
+"""Reading a file the user named: only a regular file, read whole into memory before anything runs.
+
+A FIFO or a device is refused from its `stat`, never opened (opening a FIFO for reading waits for a
+writer; reading a device may never end). The bytes are read once into memory, so that a file truncated
+or rewritten while a run goes on (a concurrent `cp`) changes nothing: tensors are never mapped from it.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from .errors import InputError, UserError
+
+
+def kind_of(mode: int) -> str:
+    """What a non-regular file is, in words."""
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def read_regular(path: Path | str, *, error: type[UserError] = InputError, what: str = "") -> bytes:
+    """The whole content of the regular file `path` (symbolic links followed); one-line `error` otherwise.
+    `what` prefixes the message (e.g. "--input")."""
+    label = f"{what} {path}" if what else str(path)
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise error(f"{label}: no such file") from None
+    except OSError as exc:
+        raise error(f"{label}: cannot be read ({exc.strerror})") from None
+    if not stat.S_ISREG(mode):
+        raise error(f"{label}: is {kind_of(mode)}, not a regular file")
+    try:  # O_NONBLOCK: should the path have become a FIFO since the stat, the open does not wait
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise error(f"{label}: cannot be read ({exc.strerror})") from None
+    with os.fdopen(fd, "rb", buffering=0) as file:
+        try:
+            mode = os.fstat(fd).st_mode
+            if not stat.S_ISREG(mode):
+                raise error(f"{label}: is {kind_of(mode)}, not a regular file")
+            return file.readall()  # one allocation of the file's size: inputs can be hundreds of MB
+        except OSError as exc:
+            raise error(f"{label}: cannot be read ({exc.strerror})") from None

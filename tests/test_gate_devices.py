@@ -1,0 +1,93 @@
+"""The gate where it runs: `--device`, cases skipped with their reason (`--strict` fails them), and
+`expect = "scale-ulp"` for compiled Triton's approximate fp32 division."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from conftest import run
+
+from fp8check.writers import interpreter
+
+FAULTS = Path(__file__).parent / "faults"
+
+SCALE_ULP_GATE = """
+[defaults]
+baseline = "reference"
+scale_fmt = "fp32"
+num_blocks = 2
+device = "cpu"
+expect = "scale-ulp"
+[[case]]
+candidate = "file:{faults}/scale_lastbit.py:writer"
+[[case]]
+candidate = "file:{faults}/divisor_240.py:writer"
+"""
+
+
+def test_expect_scale_ulp_passes_scale_ulp_bytes_and_fails_any_other_cause(capsys, tmp_path):
+    config = tmp_path / "gate.toml"
+    config.write_text(SCALE_ULP_GATE.format(faults=FAULTS))
+    code, out, err = run(capsys, "gate", str(config), "--json", "-")
+    payload = json.loads(out)
+    statuses = {case["id"].split("~")[0].rsplit("/", 1)[-1]: case["status"] for case in payload["cases"]}
+    assert statuses == {"scale_lastbit.py:writer": "passed", "divisor_240.py:writer": "failed"}, err
+    assert code == 1
+
+
+def test_gate_device_puts_every_case_on_that_device_and_says_so_in_the_ids(capsys):
+    code, out, _ = run(capsys, "gate", "gpu", "--device", "cpu", "--list")
+    ids = out.split()
+    assert code == 0 and len(ids) == 139
+    assert all(case_id.endswith(":cpu") or case_id.endswith("device=cpu") for case_id in ids)
+
+
+FNUZ_GATE = """
+[defaults]
+candidate = "triton"
+baseline = "reference-vllm"
+num_blocks = 1
+device = "cpu"
+[[case]]
+fp8 = ["e4m3fn", "e4m3fnuz"]
+"""
+
+
+@pytest.fixture
+def interpreter_without_fnuz(monkeypatch):
+    """A stand-in for a Triton whose interpreter cannot convert to e4m3fnuz (Triton 3.6's stock
+    interpreter: "fail to convert fp8e4b8 to ir type"): fp8check's exact conversion refuses fnuz."""
+    def without_fnuz(tl, handle_cls, original):
+        exact = interpreter_exact(tl, handle_cls, original)
+
+        def create_fp_to_fp(self, src, dst_type, rounding_mode):
+            if interpreter._SCOPE["fnuz"] or dst_type.scalar == tl.float8e4b8:
+                raise ValueError("fail to convert fp8e4b8 to ir type")
+            return exact(self, src, dst_type, rounding_mode)
+
+        return create_fp_to_fp
+
+    interpreter_exact = interpreter._exact_fp_to_fp
+    monkeypatch.setattr(interpreter, "_exact_fp_to_fp", without_fnuz)
+    interpreter.check.cache_clear()
+    yield
+    interpreter.check.cache_clear()
+
+
+def test_a_format_this_interpreter_cannot_run_is_skipped_with_its_reason(capsys, tmp_path, interpreter_without_fnuz):
+    config = tmp_path / "gate.toml"
+    config.write_text(FNUZ_GATE)
+    junit = tmp_path / "gate.xml"
+    code, out, err = run(capsys, "gate", str(config), "--junit", str(junit))
+    assert code == 0, out + err
+    assert "SKIP " in out and "PASS: 1 passed, 0 failed, 0 errors, 1 skipped of 2 cases" in out
+    assert "cannot run the e4m3fnuz known-answer kernel" in out and "fail to convert fp8e4b8" in out
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite.get("skipped") == "1" and len(suite.findall("testcase/skipped")) == 1
+
+    code, out, _ = run(capsys, "gate", str(config), "--strict")
+    assert code == 2
+    assert "FAIL: 1 passed, 0 failed, 1 errors of 2 cases" in out
