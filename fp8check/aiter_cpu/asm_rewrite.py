@@ -107,7 +107,7 @@ def find_statements(text: str) -> list[AsmStatement]:
         close = _closing(text, open_paren)
         if close is None:
             continue
-        parts = _split_top(text[open_paren + 1:close], ":")
+        parts = _split_top(text[open_paren + 1:close].replace("\\\n", " "), ":")  # macro continuations out
         if parts is None or len(parts) < 2 or len(parts) > 4 or not parts[0].strip():
             continue  # basic asm without operands: nothing in the op's headers; left as written
         outputs, inputs = _operands(parts[1]), _operands(parts[2]) if len(parts) > 2 else ()
