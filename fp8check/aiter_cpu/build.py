@@ -358,8 +358,11 @@ def build(unit: Unit, arch: str, compiler: Compiler) -> Built:
         staging = Path(tempfile.mkdtemp(prefix=f"{key}.", dir=final.parent))
         for f in out.iterdir():
             shutil.copy2(f, staging / f.name)
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(staging, final)
+        try:
+            os.replace(staging, final)  # whole or not at all
+        except OSError:  # another process built the same key first: keep its build
+            shutil.rmtree(staging, ignore_errors=True)
+            if not (final / "built.txt").is_file():
+                raise
     return Built(final / "host.so", final / device_name(key), arch, compiler.description, tuple(kernels), key,
                  time.perf_counter() - started, asm_count, poisoned)
