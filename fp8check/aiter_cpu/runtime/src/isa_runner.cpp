@@ -166,6 +166,12 @@ AsmOperand* reg(const Insn& insn, const Arg& arg, AsmOperand* ops, int count)
 
 float f32(const Insn& insn, const Arg& arg, AsmOperand* ops, int count, int half = 0)
 {
+    if(arg.index >= 0 && arg.index < count && !arg.abs && !arg.neg && ops[arg.index].size >= 4u * (half + 1))
+    {
+        float v;  // the common case: a plain numbered register
+        memcpy(&v, ops[arg.index].bytes + 4 * half, 4);
+        return v;
+    }
     AsmOperand* r = reg(insn, arg, ops, count);
     float v = arg.literal;
     if(r)

@@ -63,8 +63,20 @@ inline float min_f32(float a, float b)
 inline float max3_f32(float a, float b, float c) { return max_f32(max_f32(a, b), c); }
 inline float min3_f32(float a, float b, float c) { return min_f32(min_f32(a, b), c); }
 
+inline bool is_normal_bits(float x)
+{
+    const uint32_t e = bits(x) & 0x7f800000u;
+    return e != 0 && e != 0x7f800000u;
+}
+
 inline float med3_f32(float a, float b, float c)
 {
+    if(is_normal_bits(a) && is_normal_bits(b) && is_normal_bits(c))  // no NaN, zero or denormal: the median
+    {
+        const float lo = a < b ? a : b, hi = a < b ? b : a;
+        const float m = hi < c ? hi : c;
+        return lo < m ? m : lo;
+    }
     a = flush(a), b = flush(b), c = flush(c);
     if(is_nan(a) || is_nan(b) || is_nan(c)) return min3_f32(a, b, c);
     float m = max3_f32(a, b, c);
