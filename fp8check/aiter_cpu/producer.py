@@ -204,11 +204,15 @@ def library_for(checkout: Checkout, fmt: FP8Format) -> Library:
     return _LIBRARIES[key]
 
 
+def _shuffle_path(checkout: Checkout) -> Path:
+    """aiter/ops/shuffle.py beside csrc/ (a checkout) or beside aiter_meta/ (a wheel)."""
+    path = checkout.root / "aiter" / "ops" / "shuffle.py"
+    return path if path.is_file() else checkout.root.parent / "aiter" / "ops" / "shuffle.py"
+
+
 def _shuffle_weight(checkout: Checkout):
     """The checkout's own shuffle_weight (aiter/ops/shuffle.py), its one aiter import stubbed."""
-    path = checkout.root / "aiter" / "ops" / "shuffle.py"
-    if not path.is_file():
-        path = checkout.root.parent / "aiter" / "ops" / "shuffle.py"
+    path = _shuffle_path(checkout)
     if not path.is_file():
         raise ProducerError(f"aiter-src:{checkout.label}: the op has no preshuffle and aiter/ops/shuffle.py is missing")
     text = re.sub(r"^from aiter import .*$|^import aiter\b.*$", "", path.read_text(), flags=re.M)
@@ -255,6 +259,9 @@ def provenance(checkout: Checkout, fmt: FP8Format | None) -> dict:
         "compiler": compiler.description if compiler else "none",
         "flags": "-O3 -std=c++20 -ffp-contract=off (no contraction), FTZ|DAZ while kernels run",
         "emulated": EMULATED,
+        **({} if checkout.form.preshuffle or not _shuffle_path(checkout).is_file() else
+           {"shuffle_weight": f"{_shuffle_path(checkout)}, sha256 "
+                              f"{hashlib.sha256(_shuffle_path(checkout).read_bytes()).hexdigest()}"}),
     }
 
 
