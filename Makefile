@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.fp8check-installed
 
-.PHONY: compare test test-install test-triton-matrix torch-plan gate gate-gpu bench table parity doctor clean vllm-wheel-table aiter-src-table
+.PHONY: compare test test-install test-triton-matrix torch-plan gate gate-gpu bench table parity doctor clean vllm-wheel-table ecosystem aiter-src-table
 
 # Which torch build: the machine decides, TORCH_INDEX=cpu|cu126|cu128|rocm6.4|... overrides. No NVIDIA or
 # AMD GPU here: PyTorch's CPU-only index and a `+cpu` pin, so no CUDA package is ever downloaded (a plain
@@ -110,3 +110,13 @@ aiter-src-table: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .venv-triton-* .pytest_cache .hypothesis *.egg-info
+
+# Not part of `make test`: the ecosystem matrix on this machine. fp8check downloads each project's released
+# wheel without dependencies (pinned hashes, fp8check/projects/*.toml) into its cache folder, once; FlagGems'
+# writer and reader are only in its repository, so a clone at FLAGGEMS_REV goes to .cache/ (once).
+FLAGGEMS_REV ?= ed2508bcb
+FLAGGEMS_DIR := .cache/flaggems
+ecosystem: $(STAMP)
+	test -d $(FLAGGEMS_DIR) || git clone -q https://github.com/flagos-ai/FlagGems $(FLAGGEMS_DIR)
+	git -C $(FLAGGEMS_DIR) checkout -q $(FLAGGEMS_REV)
+	$(VENV)/bin/fp8check ecosystem --checkout flaggems=$(FLAGGEMS_DIR)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import math
+import struct
 
 import torch
 
@@ -129,4 +130,7 @@ def decode_scales(words: torch.Tensor, scale_fmt: ScaleFormat) -> torch.Tensor:
 
 
 def decode_scale_word(word: bytes, scale_fmt: ScaleFormat) -> float:
-    return float(decode_scales(torch.tensor(list(word), dtype=torch.uint8), scale_fmt))
+    """One scale word on the host, as decode_scales reads it (no tensor: renderers call it per example)."""
+    if scale_fmt is not ScaleFormat.UE8M0X4:
+        return struct.unpack("<f", word)[0]
+    return 2.0 ** (word[0] - UE8M0_BIAS) if len(set(word)) == 1 and word[0] != UE8M0_NAN else math.nan

@@ -171,6 +171,9 @@ def run_isolated(target: str, args: tuple, *, limits: Limits, label: str, start_
     return _outcome(status, where, child.exitcode, label, limits)
 
 
+START_LIMIT_S = 120.0  # the child's own start, before it reports its first phase
+
+
 def _collect(child, fd: int, timeout_s: float, label: str) -> tuple[dict | None, str]:
     """(the child's final status or None, its last phase) once it has ended; a hang is killed here.
 
@@ -178,11 +181,20 @@ def _collect(child, fd: int, timeout_s: float, label: str) -> tuple[dict | None,
     seen by polling its exit status: its pipe and its sentinel stay open as long as anything it forked
     lives, so neither says when the child itself is gone. After the end, what is already in the pipe is
     read (at most MAX_DRAIN_BYTES), then reading stops."""
-    deadline = time.monotonic() + timeout_s
+    # The timeout counts from the child's first phase (it is loading the user's code): its own start
+    # (a spawned interpreter importing torch and fp8check, seconds on a GPU machine) is fp8check's, and
+    # has a limit of its own.
+    deadline = time.monotonic() + max(timeout_s, START_LIMIT_S)
     state = {"status": None, "where": "starting", "rest": b""}
     eof = False
     while True:
+        if state["where"] != "starting" and "started" not in state:
+            state["started"] = True
+            deadline = time.monotonic() + timeout_s
         remaining = deadline - time.monotonic()
+        if remaining <= 0 and state["where"] == "starting":
+            raise IsolatedError(f"{label}: its child process did not start within"
+                                f" {max(timeout_s, START_LIMIT_S):g} s: killed")
         if remaining <= 0:
             raise IsolatedError(f"{label} did not finish within the {timeout_s:g} s timeout (--timeout)"
                                 f" {PHASES.get(state['where'], '')}: killed")

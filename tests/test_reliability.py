@@ -129,6 +129,9 @@ def test_monkeypatching_fp8check_from_a_plugin_cannot_change_the_verdict(capsys,
 @pytest.mark.parametrize("func", ["free_storage", "rebind"])
 def test_freeing_or_rebinding_the_cache_writes_nothing_and_is_found(capsys, func):
     code, out, err = against_reference(capsys, hostile(f"tamper.py:{func}"))
+    if code == 2:  # a spawned child's cache (CUDA machines) is a shared storage that refuses the resize
+        assert func == "free_storage" and "Trying to resize storage that is not resizable" in err
+        return
     assert code == 1, err
     assert "DIFFERENT: 2172 of 2176 bytes differ" in out  # 4 reference bytes equal the poison by chance
 

@@ -24,11 +24,12 @@ import torch
 
 from .. import disk_cache
 from ..errors import ProducerError
+from ..sources import AITER_SRC_PREFIX
 from ..spec import FP8Format, Layout
 from . import build, compiler as compilers
 from .entries import ENTRIES, Form
 
-PREFIX = "aiter-src:"
+PREFIX = AITER_SRC_PREFIX
 ARCH = {FP8Format.E4M3FNUZ: "gfx942", FP8Format.E4M3FN: "gfx950"}
 OP_FILE = "csrc/kernels/cache_kernels.cu"
 INCLUDE = "csrc/include"

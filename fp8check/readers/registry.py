@@ -24,7 +24,7 @@ from ..errors import CheckerError, ProducerError, first_line, one_line, raised_a
 from ..isolation import Limits, phase, run_isolated
 from ..spec import CacheSpec
 from .obligations import GuardedOutput
-from ..writers.files import FILE_PREFIX, VLLM_FILE_PREFIX
+from ..writers.files import FILE_PREFIX, PKG_PREFIX, PRESET_PREFIX, VLLM_FILE_PREFIX
 from ..writers.producer import Check, no_check, reported_provenance
 from ..writers.registry import DEFAULT_ISOLATION, Entry
 
@@ -114,7 +114,7 @@ def fills_output(fn) -> bool:
 
 def untrusted(name: str) -> bool:
     """A reader whose code comes from the user's files (`file:`, `vllm-file:`, either from `git:`)."""
-    return name.startswith((FILE_PREFIX, VLLM_FILE_PREFIX))
+    return name.startswith((FILE_PREFIX, VLLM_FILE_PREFIX, PKG_PREFIX, PRESET_PREFIX))
 
 
 def _not_here(*args, **kwargs) -> None:
@@ -130,6 +130,13 @@ def resolve(name: str, *, spec: CacheSpec, repo=None, isolation: Limits | None =
     if untrusted(name) and isolation is not None:
         return Reader(name, f"{name} (run in a child process)", _not_here, isolation=isolation,
                       repo=None if repo is None else str(repo), spec=spec)
+    if name.startswith(PRESET_PREFIX):  # `repo`: a clone of the project's repository (--checkout)
+        from ..projects.compose import cpu_check, load
+
+        done = load(name, "reader", checkout=repo)
+        done.loaded.rebind(spec.fp8, spec.layout)
+        return Reader(name, f"{done.preset.description} from {done.loaded.origin.describe()}", done.fn,
+                      check=cpu_check(done.loaded), provenance=done.provenance)
     if untrusted(name):
         return _from_file(name, spec, repo)
     entry = REGISTRY.get(name)

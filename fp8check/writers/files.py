@@ -26,7 +26,9 @@ import torch
 
 from ..device import require_triton_format
 from ..errors import ProducerError, first_line, one_line, raised_at
-from ..sources import FILE_PREFIX, GIT_PREFIX, VLLM_FILE_PREFIX, Source, read_source  # noqa: F401 (re-exported)
+from ..sources import (  # noqa: F401 (re-exported)
+    FILE_PREFIX, GIT_PREFIX, PKG_PREFIX, PRESET_PREFIX, VLLM_FILE_PREFIX, Source, read_source,
+)
 from ..spec import CacheSpec, FP8Format
 from .producer import DEFAULT_WRITER, EXTRA_KEYWORDS, Producer
 
@@ -117,8 +119,11 @@ def load_function(text: str, *, role: str = "producer", fp8: FP8Format | None = 
     """
     if text.startswith(VLLM_FILE_PREFIX):
         return _load_vllm(text, role=role, fp8=fp8, default_function=default_function, repo=repo, device=device)
+    if text.startswith(PKG_PREFIX):
+        return _load_pkg(text, role=role, fp8=fp8, default_function=default_function, device=device)
     if not text.startswith(FILE_PREFIX):
-        raise ProducerError(f"{role} {text!r}: expected file:PATH:FUNC or vllm-file:PATH[:FUNC]")
+        raise ProducerError(f"{role} {text!r}: expected file:PATH:FUNC, vllm-file:PATH[:FUNC] or"
+                            " pkg:NAME==VERSION:PATH[:FUNC]")
     file_text, func_name = split_target(text, FILE_PREFIX, role=role, default_function=None)
     source = _source(text, file_text, role, repo)
     module = import_source(source, text, role)
@@ -146,6 +151,52 @@ def _load_vllm(text: str, *, role: str, fp8, default_function: str, repo, device
     kernels = _kernels(compiled.binding.namespace)
     return LoadedFunction(compiled.fn, text, provenance, uses_triton=bool(kernels), kernels=kernels,
                           rebind=compiled.binding.rebind)
+
+
+def _load_pkg(text: str, *, role: str, fp8, default_function, device) -> LoadedFunction:
+    """`pkg:NAME==VERSION:PATH[:FUNC]`: FUNC of PATH in the released wheel, bound by the package's project
+    table (projects/*.toml; a package without one gets only the standard library, torch and Triton)."""
+    from ..projects.table import BindTable, for_package
+    from ..released import Package, read_file, split_pkg
+    from .vllm_file import compile_function
+
+    name, version, path, func = split_pkg(text)
+    func = func or default_function
+    if func is None:
+        raise ProducerError(f"{role} {text!r}: expected pkg:NAME==VERSION:PATH:FUNC")
+    project = for_package(name)
+    pinned = project is not None and project.version == version
+    package = Package(name, version, project.sha256 if pinned else None, project.wheel if pinned else None)
+    table = project.table if project is not None else BindTable(name, name.replace("-", "_"))
+    compiled_files: dict = {}
+
+    def sibling(other_path: str, other_func: str):
+        key = (other_path, other_func)
+        if key not in compiled_files:
+            other = read_file(package, other_path)
+            compiled_files[key] = compile_function(
+                other.text, label=f"{text} {other_path}", file=other_path, func=other_func,
+                sha256=other.provenance["sha256"], role=role, fp8=fp8, device=device, table=table, sibling=sibling)
+        return compiled_files[key].fn
+
+    source = read_file(package, path)
+    try:
+        code = source.data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ProducerError(f"{role} {text!r}: {path} is not UTF-8 text") from None
+    compiled = compile_function(code, label=text, file=path, func=func, sha256=source.provenance["sha256"], role=role,
+                                fp8=fp8, device=device, table=table, sibling=sibling)
+    bindings = [compiled.binding] + [c.binding for c in compiled_files.values()]
+
+    def rebind(fmt: FP8Format) -> None:
+        for binding in bindings:
+            binding.rebind(fmt)
+
+    provenance = {"loader": "pkg", **source.provenance, "function": func,
+                  "bound": dict(compiled.binding.bound), "executed": list(compiled.executed)}
+    kernels = _kernels(compiled.binding.namespace) + tuple(k for c in compiled_files.values()
+                                                            for k in _kernels(c.binding.namespace))
+    return LoadedFunction(compiled.fn, text, provenance, uses_triton=bool(kernels), kernels=kernels, rebind=rebind)
 
 
 def prepare_to_run(loaded: LoadedFunction, fp8: FP8Format, device: torch.device) -> None:

@@ -108,14 +108,24 @@ def run_on_cpu(fn, args: tuple, kwargs: dict, *, grid):
 
 def scope_for(device: torch.device):
     """The scope a producer or reader runs in on `device`: cpu_kernels() on the CPU once Triton is imported
-    (a module that launches kernels has imported it) and is one whose internals were read, else none."""
+    (a module that launches kernels has imported it) and is one whose internals were read, else none. In
+    it, a grid runs all its programs at once where it can (grid_interpreter.py: the bytes of a sequential
+    run; a grid it cannot run so runs sequentially, with a one-line note saying why)."""
     if device.type != "cpu" or "triton" not in sys.modules:
         return contextlib.nullcontext()
     try:
         _internals()
     except ExactConversionError:  # require() refuses Triton producers here; others run without kernels
         return contextlib.nullcontext()
-    return cpu_kernels()
+    return _cpu_scope()
+
+
+@contextlib.contextmanager
+def _cpu_scope():
+    from .grid_interpreter import grid_at_once
+
+    with cpu_kernels(), grid_at_once():
+        yield
 
 
 def _exact_fp_to_fp(tl, handle_cls, original):

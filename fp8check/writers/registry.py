@@ -17,9 +17,9 @@ from ..cache import SKIP_PADDING, CacheBuffer, forget_slot, padded_slots, write_
 from ..errors import CheckerError, ProducerError, first_line, one_line, raised_at
 from ..inputs import Inputs, check_slots
 from ..isolation import Limits, phase, run_isolated
-from ..sources import GIT_PREFIX
+from ..sources import AITER_SRC_PREFIX, GIT_PREFIX
 from ..spec import CacheSpec
-from .files import FILE_PREFIX, VLLM_FILE_PREFIX, load_writer
+from .files import FILE_PREFIX, PKG_PREFIX, PRESET_PREFIX, VLLM_FILE_PREFIX, load_writer
 from .producer import EXTRA_KEYWORDS, Producer, reported_provenance
 
 def always() -> tuple[bool, str]:
@@ -113,8 +113,7 @@ REGISTRY: dict[str, Entry] = _entries()
 # The default baseline: the real aiter op where it can run, its PyTorch emulation `reference` elsewhere.
 AUTO = "auto"
 # Names whose code comes from the user's files: untrusted, run in a child process unless --in-process.
-AITER_SRC_PREFIX = "aiter-src:"  # aiter's C++ op built from the user's source for the CPU (aiter_cpu/)
-UNTRUSTED_PREFIXES = (FILE_PREFIX, VLLM_FILE_PREFIX, GIT_PREFIX, AITER_SRC_PREFIX)
+UNTRUSTED_PREFIXES = (FILE_PREFIX, VLLM_FILE_PREFIX, GIT_PREFIX, PKG_PREFIX, PRESET_PREFIX, AITER_SRC_PREFIX)
 DEFAULT_ISOLATION = Limits()
 
 
@@ -146,6 +145,16 @@ def _not_here(*args, **kwargs) -> None:
     raise CheckerError("an isolated producer's code runs only in its child process")
 
 
+def _preset(name: str, checkout) -> Producer:
+    """`preset:PROJECT/NAME`, a writer a project table declares (projects/compose.py)."""
+    from ..projects.compose import cpu_check, load
+
+    done = load(name, "writer", checkout=checkout)
+    return Producer(name, f"{done.preset.description} from {done.loaded.origin.describe()}", done.fn,
+                    keywords=frozenset(EXTRA_KEYWORDS), provenance=done.provenance, check=cpu_check(done.loaded),
+                    triton=bool(done.loaded.kernels()))
+
+
 def resolve(name: str, *, fp8=None, repo=None, isolation: Limits | None = DEFAULT_ISOLATION) -> Producer:
     """The producer a name stands for: a registry name, `auto`, or code from a file (`file:`, `vllm-file:`,
     either with `git:REV:PATH` read from `repo`). `fp8` (an FP8Format) names the format vllm-file's
@@ -157,7 +166,9 @@ def resolve(name: str, *, fp8=None, repo=None, isolation: Limits | None = DEFAUL
     if untrusted(name) and isolation is not None:
         return Producer(name, f"{name} (run in a child process)", _not_here, isolation=isolation,
                         repo=None if repo is None else str(repo))
-    if name.startswith((FILE_PREFIX, VLLM_FILE_PREFIX)):
+    if name.startswith(PRESET_PREFIX):  # `repo`: a clone of the project's repository (--checkout)
+        return _preset(name, repo)
+    if name.startswith((FILE_PREFIX, VLLM_FILE_PREFIX, PKG_PREFIX)):
         return load_writer(name, fp8=fp8, repo=repo)
     if name.startswith(AITER_SRC_PREFIX):
         from ..aiter_cpu.producer import load as load_aiter_source

@@ -1,19 +1,16 @@
-"""`vllm-file:PATH[:FUNC]`: one function of a vLLM source file, run as it is, without vLLM installed.
+"""One function of a project's source file, run as it is, without the project installed: the loader of
+`vllm-file:PATH[:FUNC]` (vLLM's table), `pkg:` and `preset:` (any project's table, projects/*.toml).
 
-A vLLM source file (e.g. `vllm/v1/attention/ops/rocm_aiter_mla_sparse.py`, SPEC.md section 6b) starts
-with imports of vLLM itself and module-level platform code. None of that is executed. The file is
-parsed with `ast`; FUNC and the module-level functions, kernels and constants it needs (transitively,
-found with `symtable`) are compiled, unmodified and at their own line numbers, into a fresh namespace
-where vLLM's platform names are bound to the run:
-
-- `FP8_DTYPE` and `current_platform` (`fp8_dtype()`, `is_rocm()` true iff e4m3fnuz, i.e. a gfx94x
-  device, `is_cuda()`, `is_fp8_fnuz()`) follow the FP8 format of the run (`--fp8`);
-- `tl` / `triton` are the real Triton; `torch`, `F` (torch.nn.functional) and standard-library
-  imports the file makes are imported as the file says;
-- for readers, where the file does not define them usably: `cdiv` (also as `vllm.utils.math_utils`
-  for imports inside function bodies), `current_workspace_manager()` (get_simultaneous returns new
-  NaN-filled tensors), `_decode_cu_count()` (256 on the CPU, vLLM's own fallback; the GPU's count on
-  CUDA), `logger`.
+A project's source file (e.g. vLLM's `vllm/v1/attention/ops/rocm_aiter_mla_sparse.py`, SPEC.md section
+6b) starts with imports of the project itself and module-level platform code. None of that is executed.
+The file is parsed with `ast`; FUNC and the module-level functions, kernels and constants it needs
+(transitively, found with `symtable`) are compiled, unmodified and at their own line numbers, into a
+fresh namespace where the names the project table binds are bound to the run (projects/table.py):
+`[bind]` names whatever the file says (vLLM: `FP8_DTYPE` and `current_platform`, which follow each
+run's `--fp8`), `[fallback]` names where the file does not define them usably (vLLM: `cdiv`,
+`current_workspace_manager()`, `_decode_cu_count()`, `logger`, ...), and `[shims]` modules served to
+imports inside function bodies. `tl` / `triton` are the real Triton; `torch` and standard-library
+imports the file makes are imported as the file says.
 
 A name the loader cannot provide is refused in one line naming the file, the function and the name.
 """
@@ -24,8 +21,6 @@ import ast
 import builtins
 import hashlib
 import linecache
-import logging
-import math
 import symtable
 import sys
 import types
@@ -35,111 +30,41 @@ from typing import Callable
 import torch
 
 from ..errors import ProducerError
-from ..spec import FP8Format
+from ..projects.standins import RunFacts
+from ..projects.table import BindTable
+from ..spec import FP8Format, Layout
 
-CPU_CU_COUNT = 256  # vLLM's own fallback in _decode_cu_count when no GPU answers (gfx950's count)
 ALLOWED_IMPORT_ROOTS = frozenset(sys.stdlib_module_names) | {"torch", "triton", "numpy"}
-PLATFORM_METHODS = ("fp8_dtype", "is_rocm", "is_cuda", "is_fp8_fnuz")
-
-
-class Platform:
-    """vLLM's `current_platform`, as far as a writer or reader needs it, for one FP8 format."""
-
-    def __init__(self, fp8: FP8Format):
-        self.fp8 = fp8
-
-    def fp8_dtype(self) -> torch.dtype:
-        return self.fp8.torch_dtype()
-
-    def is_rocm(self) -> bool:
-        return self.fp8 is FP8Format.E4M3FNUZ  # vLLM picks fnuz iff the arch is gfx94x (SPEC.md section 4)
-
-    def is_cuda(self) -> bool:
-        return not self.is_rocm()
-
-    def is_fp8_fnuz(self) -> bool:
-        return self.fp8 is FP8Format.E4M3FNUZ
-
-    def describe(self) -> str:
-        return f"fp8check stand-in: fp8_dtype() = {self.fp8_dtype()}, is_rocm() = {self.is_rocm()}"
-
-
-class Workspace:
-    """vLLM's workspace manager: every request gets new tensors on the run's device (NaN-filled floats,
-    so a reader that reads what it never wrote shows up)."""
-
-    def __init__(self, device: torch.device):
-        self.device = device
-
-    def get_simultaneous(self, *requests):
-        return tuple(_poisoned(shape, dtype, self.device) for shape, dtype in requests)
-
-
-def _poisoned(shape, dtype, device):
-    if dtype.is_floating_point:
-        return torch.full(shape, math.nan, dtype=dtype, device=device)
-    return torch.full(shape, -1, dtype=dtype, device=device)
-
-
-def _cdiv(a, b):
-    return -(a // -b)
-
-
-def _cu_count(device: torch.device) -> Callable[[], int]:
-    def _decode_cu_count() -> int:
-        if device.type == "cuda":
-            return torch.cuda.get_device_properties(device).multi_processor_count
-        return CPU_CU_COUNT
-
-    return _decode_cu_count
-
-
-def _fallbacks(device: torch.device) -> dict[str, tuple[object, str]]:
-    """Names provided when the file does not define them usably: name -> (value, how it is described)."""
-    import torch.nn.functional as F
-    import triton
-    import triton.language as tl
-
-    logger = logging.getLogger("fp8check.vllm_file")
-    workspace = Workspace(device)
-    return {
-        "tl": (tl, f"triton.language (Triton {triton.__version__})"),
-        "triton": (triton, f"triton (Triton {triton.__version__})"),
-        "torch": (torch, f"torch {torch.__version__}"),
-        "F": (F, "torch.nn.functional"),
-        "cdiv": (_cdiv, "fp8check's cdiv(a, b) = -(a // -b)"),
-        "current_workspace_manager": (lambda: workspace,
-                                      f"fp8check stand-in: get_simultaneous returns new tensors on {device}"),
-        "_decode_cu_count": (_cu_count(device), f"fp8check stand-in: {CPU_CU_COUNT} on the CPU, the GPU's count on CUDA"),
-        "logger": (logger, "logging.getLogger('fp8check.vllm_file')"),
-        "init_logger": (logging.getLogger, "logging.getLogger"),
-    }
-
-
-# vLLM modules a function body may import from, and the names each provides.
-SHIM_MODULES = {
-    "vllm.utils.math_utils": ("cdiv",),
-    "vllm.triton_utils": ("tl", "triton"),
-    "vllm.platforms": ("current_platform",),
-    "vllm.v1.worker.workspace": ("current_workspace_manager",),
-    "vllm.logger": ("init_logger",),
-}
 
 
 @dataclass
 class Binding:
-    """The namespace a vLLM function runs in, and what was bound in it."""
+    """The namespace a project's function runs in, and what was bound in it."""
 
     namespace: dict
-    platform: Platform
+    facts: RunFacts
+    table: BindTable
+    sibling: Callable
+    names: tuple[str, ...] = ()  # the bound names in the namespace
+    shims: dict = field(default_factory=dict)  # module name -> the module object served to body imports
     bound: dict[str, str] = field(default_factory=dict)  # name -> what it is, for reports
-    uses_fp8_dtype: bool = False
+    kernels: list = field(default_factory=list)  # Triton kernels of sibling functions
 
-    def rebind(self, fp8: FP8Format) -> None:
-        """Bind the platform names to another FP8 format (a writer is bound to each run's --fp8)."""
-        self.platform.fp8 = fp8
-        if self.uses_fp8_dtype:
-            self.namespace["FP8_DTYPE"] = fp8.torch_dtype()
+    def fill(self) -> None:
+        """(Re)make every bound value for the current facts (a writer is bound to each run's spec)."""
+        values = {name: self.table.lookup(name).make(self.facts, self.sibling) for name in self.names}
+        self.namespace.update(values)
+        for module, names in self.table.shims.items():
+            for name in names:
+                value = values[name] if name in values else self.table.lookup(name).make(self.facts, self.sibling)
+                setattr(self.shims[module], name, value)
+
+    def rebind(self, fp8: FP8Format, layout: Layout | None = None) -> None:
+        """Bind the run facts to another FP8 format (and layout)."""
+        self.facts.fp8 = fp8
+        if layout is not None:
+            self.facts.layout = layout
+        self.fill()
 
 
 @dataclass(frozen=True)
@@ -213,9 +138,6 @@ def definitions(tree: ast.Module, source: str, filename: str) -> dict[str, list[
     return defs
 
 
-ALWAYS_BOUND = ("FP8_DTYPE", "current_platform")  # platform facts: the run decides them, never the file
-
-
 @dataclass
 class Plan:
     """What will run: the file's statements (by identity), imports of single aliases, bound names."""
@@ -232,8 +154,9 @@ class Plan:
 class Resolver:
     """Finds, for FUNC, every top-level definition it needs, and what must be bound instead."""
 
-    def __init__(self, defs: dict[str, list[Definition]], fallbacks: dict):
-        self.defs, self.fallbacks = defs, fallbacks
+    def __init__(self, defs: dict[str, list[Definition]], table: BindTable):
+        self.defs, self.table = defs, table
+        self.fallbacks = table.fallbacks
         self.plan = Plan()
         self.done: set[str] = set()
 
@@ -241,7 +164,7 @@ class Resolver:
         if name in self.done:
             return
         self.done.add(name)
-        if name in ALWAYS_BOUND:
+        if name in self.table.always:
             self.plan.bound[name] = "platform"
             return
         definition = self.defs.get(name, [None])[-1]  # the last binding is the one a call sees
@@ -290,29 +213,31 @@ class Resolver:
                     else ast.Import(names=[alias]))
             self.plan.imports.append(ast.copy_location(node, stmt))
             return
-        shim_names = SHIM_MODULES.get(module, ())
+        shim_names = self.table.shims.get(module, ())
         provided = alias.name if isinstance(stmt, ast.ImportFrom) else None
         if provided in shim_names and provided == name or name in self.fallbacks:
-            self.plan.bound[name] = "fallback" if name not in ALWAYS_BOUND else "platform"
+            self.plan.bound[name] = "fallback"
             return
         raise Missing(name, chain, f"imported from {module}")
 
     def _body_imports(self, node: ast.stmt, chain: tuple[str, ...]) -> None:
-        """`from vllm.X import Y` inside a function body runs at call time: it must be a shim we serve."""
+        """`from ROOT.X import Y` inside a function body runs at call time: it must be a shim we serve."""
+        root = self.table.root
         for sub in ast.walk(node):
-            if isinstance(sub, ast.ImportFrom) and sub.module and sub.module.split(".")[0] == "vllm":
+            if isinstance(sub, ast.ImportFrom) and sub.module and sub.module.split(".")[0] == root and not sub.level:
                 for alias in sub.names:
-                    if alias.name not in SHIM_MODULES.get(sub.module, ()):
+                    if alias.name not in self.table.shims.get(sub.module, ()):
                         raise Missing(f"{sub.module}.{alias.name}", chain)
                     self.plan.bound[alias.name] = "shim"
-            elif isinstance(sub, ast.Import) and any(a.name.split(".")[0] == "vllm" for a in sub.names):
-                raise Missing(next(a.name for a in sub.names if a.name.startswith("vllm")), chain)
+            elif isinstance(sub, ast.Import) and any(a.name.split(".")[0] == root for a in sub.names):
+                raise Missing(next(a.name for a in sub.names if a.name.split(".")[0] == root), chain)
 
     def _platform_attributes(self, node: ast.stmt, chain: tuple[str, ...]) -> None:
+        checked = {name: bound.attributes for name, bound in self.table.always.items() if bound.attributes is not None}
         for sub in ast.walk(node):
             if (isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name)
-                    and sub.value.id == "current_platform" and sub.attr not in PLATFORM_METHODS):
-                raise Missing(f"current_platform.{sub.attr}", chain)
+                    and sub.value.id in checked and sub.attr not in checked[sub.value.id]):
+                raise Missing(f"{sub.value.id}.{sub.attr}", chain)
 
 
 def _importer(shims: dict[str, types.ModuleType]) -> Callable:
@@ -326,15 +251,6 @@ def _importer(shims: dict[str, types.ModuleType]) -> Callable:
     return __import__
 
 
-def _describe(name: str, fallbacks: dict, platform: Platform, fp8_given: bool) -> str:
-    origin = "from --fp8" if fp8_given else "from each run's --fp8"
-    if name == "FP8_DTYPE":
-        return f"{platform.fp8_dtype()} {origin}"
-    if name == "current_platform":
-        return f"{platform.describe()} ({origin})"
-    return fallbacks[name][1]
-
-
 @dataclass(frozen=True)
 class Compiled:
     fn: Callable
@@ -342,7 +258,7 @@ class Compiled:
     executed: tuple[str, ...]
 
 
-def _plan(source: str, *, filename: str, label: str, file: str, func: str, role: str, fallbacks: dict):
+def _plan(source: str, *, filename: str, label: str, file: str, func: str, role: str, table: BindTable):
     """(tree, plan): what of the file FUNC needs, or one ProducerError line naming the missing name."""
     try:
         tree = ast.parse(source, filename=filename)
@@ -351,50 +267,64 @@ def _plan(source: str, *, filename: str, label: str, file: str, func: str, role:
         raise ProducerError(f"{role} {label!r}: {file} is not valid Python (line {exc.lineno}: {exc.msg})") from None
     if not any(d.kind == "def" for d in defs.get(func, [])):
         raise ProducerError(f"{role} {label!r}: {file} has no top-level function {func!r}")
-    resolver = Resolver(defs, fallbacks)
+    resolver = Resolver(defs, table)
     try:
         resolver.need(func)
     except Missing as missing:
         detail = f" ({missing.detail})" if missing.detail else ""
         via = f" through {' -> '.join(missing.chain[:-1])}" if len(missing.chain) > 2 else ""
         raise ProducerError(f"{role} {label!r}: {file}: {func} needs {missing.name!r}{detail}{via}, which the"
-                            " vllm-file loader cannot provide") from None
+                            f" {_provider(table)} cannot provide") from None
     return tree, resolver.plan
 
 
-def _namespace(plan: Plan, platform: Platform, fallbacks: dict, *, filename: str, sha256: str) -> dict:
-    """A fresh module namespace: the bound names, and an `__import__` serving vLLM shim modules to imports
-    inside function bodies (nothing is added to sys.modules)."""
-    def value(name):
-        return platform if name == "current_platform" else fallbacks[name][0]
+def _provider(table: BindTable) -> str:
+    return "vllm-file loader" if table.project == "vllm" else f"{table.project} project table"
 
-    values = {name: platform.fp8_dtype() if name == "FP8_DTYPE" else value(name) for name in plan.bound}
-    shims = {}
-    for module, names in SHIM_MODULES.items():
-        shims[module] = types.ModuleType(module)
-        for name in names:
-            setattr(shims[module], name, value(name))
-    return {"__name__": f"fp8check_vllm_file_{sha256[:16]}", "__file__": filename,
-            "__builtins__": {**vars(builtins), "__import__": _importer(shims)}, **values}
+
+def _no_sibling(path: str, func: str):
+    raise ProducerError(f"{func} from {path}: this file's origin cannot provide other files of its project")
+
+
+def vllm_table() -> BindTable:
+    from ..projects.table import project
+
+    return project("vllm").table
 
 
 def compile_function(source: str, *, label: str, file: str, func: str, sha256: str, role: str,
-                     fp8: FP8Format | None, device: torch.device | None = None) -> Compiled:
-    """FUNC of `source` and everything it needs, compiled into a fresh namespace (see the module doc)."""
+                     fp8: FP8Format | None, device: torch.device | None = None, table: BindTable | None = None,
+                     layout: Layout | None = None, sibling: Callable | None = None,
+                     strip_asserts: bool = False) -> Compiled:
+    """FUNC of `source` and everything it needs, compiled into a fresh namespace where the names the
+    project table binds are bound to the run (see the module doc; the default table is vLLM's).
+    `sibling(path, func)` loads another function of the same release (`function =` bindings);
+    `strip_asserts` compiles as `python -O` does (a launcher that asserts it runs on a GPU)."""
+    table = (table or vllm_table()).for_file(file)
     filename = f"<fp8check {label} sha256:{sha256[:12]}>"  # never a real path: no stale on-disk reads
-    fallbacks = _fallbacks(device or torch.device("cuda" if torch.cuda.is_available() else "cpu"))
-    tree, plan = _plan(source, filename=filename, label=label, file=file, func=func, role=role, fallbacks=fallbacks)
-    platform = Platform(fp8 or FP8Format.E4M3FN)
-    namespace = _namespace(plan, platform, fallbacks, filename=filename, sha256=sha256)
+    tree, plan = _plan(source, filename=filename, label=label, file=file, func=func, role=role, table=table)
+    facts = RunFacts(fp8 or FP8Format.E4M3FN, layout, device or torch.device("cuda" if torch.cuda.is_available() else "cpu"))
+    shims = {module: types.ModuleType(module) for module in table.shims}
+    namespace = {"__name__": f"fp8check_project_file_{sha256[:16]}", "__file__": filename,
+                 "__builtins__": {**vars(builtins), "__import__": _importer(shims)}}
+    binding = Binding(namespace, facts, table, sibling or _no_sibling, tuple(plan.bound), shims)
+    binding.fill()
     futures = [s for s in tree.body if isinstance(s, ast.ImportFrom) and s.module == "__future__"]
     body = futures + plan.imports + [s for s in tree.body if id(s) in plan.statements]
     # Triton reads kernel source through inspect: it must see exactly the text that was hashed and compiled.
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     try:
-        exec(compile(ast.Module(body=body, type_ignores=[]), filename, "exec"), namespace)
+        exec(compile(ast.Module(body=body, type_ignores=[]), filename, "exec", optimize=1 if strip_asserts else -1),
+             namespace)
     except Exception as exc:
         raise ProducerError(f"{role} {label!r}: {file}: the definitions {func} needs failed to run:"
                             f" {type(exc).__name__}: {exc}") from exc
-    binding = Binding(namespace, platform, uses_fp8_dtype="FP8_DTYPE" in plan.bound)
-    binding.bound.update({name: _describe(name, fallbacks, platform, fp8 is not None) for name in sorted(plan.bound)})
+    origin = "from --fp8" if fp8 is not None else "from each run's --fp8"
+    for name in sorted(plan.bound):
+        value, text = namespace.get(name), table.lookup(name).describe
+        if isinstance(value, torch.dtype):
+            text = f"{value} {origin}"
+        elif hasattr(value, "describe"):
+            text = f"{value.describe()} ({origin})"
+        binding.bound[name] = text
     return Compiled(namespace[func], binding, tuple(plan.executed))

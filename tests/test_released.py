@@ -1,0 +1,100 @@
+"""`pkg:NAME==VERSION:PATH[:FUNC]`: a released wheel fetched by pip without dependencies into the cache
+folder, its hash checked, one file read out of it. The network is not reachable from the tests: pip
+downloads a wheel built here from a local folder (`--no-index --find-links`)."""
+
+from __future__ import annotations
+
+import hashlib
+import zipfile
+
+import pytest
+
+from fp8check.errors import ProducerError
+from fp8check.released import Package, read_file, split_pkg
+
+OPS = "def writer(k, kv_cache, slot_mapping, quant_block_size, scale_fmt):\n    return None\n"
+
+
+def build_wheel(folder, name="demo_kernels", version="1.0", ops=OPS):
+    """A minimal valid pure-Python wheel holding demo_kernels/ops.py."""
+    folder.mkdir(parents=True, exist_ok=True)
+    wheel = folder / f"{name}-{version}-py3-none-any.whl"
+    info = f"{name}-{version}.dist-info"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr(f"{name}/__init__.py", "")
+        archive.writestr(f"{name}/ops.py", ops)
+        archive.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+        archive.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        archive.writestr(f"{info}/RECORD", "")
+    return wheel
+
+
+def test_a_file_of_a_released_wheel_is_fetched_hashed_and_kept(tmp_path, monkeypatch):
+    monkeypatch.setenv("FP8CHECK_CACHE_DIR", str(tmp_path / "cache"))
+    wheel = build_wheel(tmp_path / "index")
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    source = read_file(Package("demo-kernels", "1.0", digest, find_links=str(tmp_path / "index")), "demo_kernels/ops.py")
+    assert source.data == OPS.encode()
+    assert source.provenance == {"file": "demo_kernels/ops.py", "package": "demo-kernels==1.0",
+                                 "wheel": wheel.name, "wheel_sha256": digest, "wheel_pinned": "yes",
+                                 "sha256": hashlib.sha256(OPS.encode()).hexdigest()}
+    assert (tmp_path / "cache" / "wheels" / "demo_kernels-1.0" / wheel.name).read_bytes() == wheel.read_bytes()
+    wheel.unlink()  # the second read needs no index: the cache folder holds the wheel
+    assert read_file(Package("demo-kernels", "1.0", digest), "demo_kernels/ops.py").data == OPS.encode()
+
+
+def test_a_wheel_whose_hash_is_not_the_pinned_one_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setenv("FP8CHECK_CACHE_DIR", str(tmp_path / "cache"))
+    wheel = build_wheel(tmp_path / "index")
+    actual = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    with pytest.raises(ProducerError) as error:
+        read_file(Package("demo-kernels", "1.0", "0" * 64, find_links=str(tmp_path / "index")), "demo_kernels/ops.py")
+    assert str(error.value) == (f"pkg:demo-kernels==1.0: {wheel.name} has sha256 {actual}, the pinned hash is"
+                                f" {'0' * 64}: refused")
+
+
+def test_an_unpinned_wheel_records_its_hash_and_a_missing_file_is_one_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("FP8CHECK_CACHE_DIR", str(tmp_path / "cache"))
+    wheel = build_wheel(tmp_path / "index")
+    package = Package("demo-kernels", "1.0", find_links=str(tmp_path / "index"))
+    source = read_file(package, "demo_kernels/ops.py")
+    assert source.provenance["wheel_sha256"] == hashlib.sha256(wheel.read_bytes()).hexdigest()
+    assert "wheel_pinned" not in source.provenance
+    with pytest.raises(ProducerError, match=r"^pkg:demo-kernels==1.0: demo_kernels-1.0-py3-none-any.whl holds no"
+                                            r" file demo_kernels/missing.py$"):
+        read_file(package, "demo_kernels/missing.py")
+
+
+def test_a_version_no_index_holds_is_pips_own_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("FP8CHECK_CACHE_DIR", str(tmp_path / "cache"))
+    build_wheel(tmp_path / "index")
+    with pytest.raises(ProducerError, match=r"^pkg:demo-kernels==2.0: pip download failed: ERROR: .*demo-kernels==2.0"):
+        read_file(Package("demo-kernels", "2.0", find_links=str(tmp_path / "index")), "demo_kernels/ops.py")
+
+
+def test_pkg_names_split_into_package_version_path_and_function():
+    assert split_pkg("pkg:sglang==0.5.23:sglang/kernels/ops/kvcache/dsa_index_k_cache.py:_set_k_and_s_triton") == (
+        "sglang", "0.5.23", "sglang/kernels/ops/kvcache/dsa_index_k_cache.py", "_set_k_and_s_triton")
+    assert split_pkg("pkg:vllm==0.33.0:vllm/v1/attention/ops/rocm_aiter_mla_sparse.py") == (
+        "vllm", "0.33.0", "vllm/v1/attention/ops/rocm_aiter_mla_sparse.py", None)
+    with pytest.raises(ProducerError, match="expected pkg:NAME==VERSION:PATH"):
+        split_pkg("pkg:sglang:path.py")
+
+
+def test_a_pkg_writer_runs_from_the_wheel_bound_by_its_project_table(tmp_path, monkeypatch):
+    """A wheel named vllm holding the vLLM-shaped test kernel (tests/kernels, a stand-in): `pkg:` binds it
+    with vLLM's table, exactly as `vllm-file:` does, and the bytes are the reference's."""
+    from pathlib import Path
+
+    from fp8check.api import compare_writers
+
+    monkeypatch.setenv("FP8CHECK_CACHE_DIR", str(tmp_path / "cache"))
+    ops = (Path(__file__).parent / "kernels" / "rocm_indexer_ops.py").read_text()
+    build_wheel(tmp_path / "index", name="vllm", version="1.0", ops=ops)
+    read_file(Package("vllm", "1.0", find_links=str(tmp_path / "index")), "vllm/ops.py")  # fetched once, kept
+    result = compare_writers("pkg:vllm==1.0:vllm/ops.py:indexer_k_quant_and_cache_triton", "reference", block=16,
+                             num_blocks=2, head_dim=128, fp8="e4m3fn", scale_fmt="ue8m0", layout="shuffle")
+    assert result.identical
+    provenance = result.check.result.candidate.provenance
+    assert (provenance["loader"], provenance["package"], provenance["function"]) == (
+        "pkg", "vllm==1.0", "indexer_k_quant_and_cache_triton")
