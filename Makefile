@@ -95,18 +95,14 @@ vllm-wheel-table: $(STAMP)
 
 # Not part of `make test`: aiter's real C++ op built for the CPU from an aiter source (`aiter-src:`) against
 # `reference` (every case must be IDENTICAL), then the seed's Triton columns. AITER_SRC: an aiter checkout
-# or an unpacked amd-aiter wheel's aiter_meta/ folder; without it, the released wheel is downloaded (no
-# dependencies, once) and unpacked.
+# or an unpacked amd-aiter wheel's aiter_meta/ folder; without it, the released wheel (downloaded by pip
+# without dependencies into fp8check's cache folder, once).
 AITER_VERSION ?= 0.1.7.post2.dev18
-AITER_DIR := .cache/amd-aiter-$(AITER_VERSION)
-AITER_SRC ?=
-AITER_TABLE_SRC = $(if $(AITER_SRC),$(AITER_SRC),$(AITER_DIR))
+AITER_SRC ?= pkg:amd-aiter==$(AITER_VERSION)
 aiter-src-table: $(STAMP)
-	test -n "$(AITER_SRC)" || test -d $(AITER_DIR)/aiter_meta || ( $(PY) -m pip download -q --no-deps amd-aiter==$(AITER_VERSION) -d $(AITER_DIR) \
-	  && $(PY) -c "import glob, zipfile; zipfile.ZipFile(glob.glob('$(AITER_DIR)/amd_aiter-*.whl')[0]).extractall('$(AITER_DIR)')" )
-	$(PY) bench/aiter_src_table.py $(AITER_TABLE_SRC) --candidates reference --slots sequential,shuffled,padded,sparse --expect-identical
-	$(PY) bench/aiter_src_table.py $(AITER_TABLE_SRC) --candidates reference --inputs specials,mixed --specials-inf-nan --expect-identical
-	$(PY) bench/aiter_src_table.py $(AITER_TABLE_SRC) --candidates triton,triton-buggy --inputs normal
+	$(PY) bench/aiter_src_table.py $(AITER_SRC) --candidates reference --slots sequential,shuffled,padded,sparse --expect-identical
+	$(PY) bench/aiter_src_table.py $(AITER_SRC) --candidates reference --inputs specials,mixed --specials-inf-nan --expect-identical
+	$(PY) bench/aiter_src_table.py $(AITER_SRC) --candidates triton,triton-buggy --inputs normal
 
 clean:
 	rm -rf $(VENV) .venv-triton-* .pytest_cache .hypothesis *.egg-info

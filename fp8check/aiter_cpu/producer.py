@@ -2,7 +2,8 @@
 the CPU (build.py, runtime/) and run as a producer.
 
 PATH is an aiter checkout, the `aiter_meta/` folder of an unpacked `amd-aiter` wheel (or the wheel's
-unpacked root), or `git:REV:PATH` (a revision of the checkout at PATH, exported first). `--fp8` picks
+unpacked root), `git:REV:PATH` (a revision of the checkout at PATH, exported first), or
+`pkg:amd-aiter==VERSION` (the released wheel, downloaded without dependencies and unpacked once). `--fp8` picks
 the arch the op is compiled for, as on a GPU: e4m3fnuz -> gfx942 (MI300), e4m3fn -> gfx950 (MI355).
 The SHUFFLE layout comes from the op's own `preshuffle` where it has one; otherwise the op writes
 row-major and the checkout's own `aiter/ops/shuffle.py` `shuffle_weight` runs on the written rows.
@@ -15,8 +16,10 @@ import ctypes
 import hashlib
 import os
 import re
+import shutil
 import subprocess
 import tempfile
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +27,7 @@ import torch
 
 from .. import disk_cache
 from ..errors import ProducerError
-from ..sources import AITER_SRC_PREFIX
+from ..sources import AITER_SRC_PREFIX, PKG_PREFIX
 from ..spec import FP8Format, Layout
 from . import build, compiler as compilers
 from .entries import ENTRIES, Form
@@ -72,6 +75,31 @@ def _git_export(text: str) -> tuple[Path, str]:
     return target, commit
 
 
+def _released(text: str) -> tuple[Path, str]:
+    """`pkg:amd-aiter==VERSION`: the released wheel (fetched once by released.py), unpacked once."""
+    from ..released import Package, fetch_wheel
+
+    name, _, version = text[len(PKG_PREFIX):].partition("==")
+    if not name or not version:
+        raise ProducerError(f"aiter-src:{text}: expected aiter-src:pkg:amd-aiter==VERSION")
+    wheel, digest = fetch_wheel(Package(name, version))
+    target = disk_cache.entry("aiter-src-wheel", digest)
+    if target is None:
+        target = Path(tempfile.mkdtemp(prefix="fp8check-aiter-wheel-"))
+    if not (target / "aiter_meta" / OP_FILE).is_file():
+        staging = Path(tempfile.mkdtemp(prefix="fp8check-aiter-wheel-"))
+        with zipfile.ZipFile(wheel) as archive:
+            members = [m for m in archive.namelist() if m.startswith(("aiter_meta/csrc/", "aiter_meta/3rdparty/",
+                                                                      "aiter/ops/shuffle.py"))]
+            archive.extractall(staging, members)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.replace(staging, target)
+        except OSError:  # unpacked by another process first
+            shutil.rmtree(staging, ignore_errors=True)
+    return target / "aiter_meta", f"{name}=={version} (wheel {wheel.name}, sha256 {digest})"
+
+
 def _revision(root: Path) -> str:
     try:  # a checkout: the folder is the top of its git repository
         out = subprocess.run(["git", "-C", str(root), "rev-parse", "--show-toplevel", "HEAD"], capture_output=True,
@@ -90,7 +118,9 @@ def _revision(root: Path) -> str:
 
 def locate(text: str) -> Checkout:
     """The aiter source a producer name points at; ProducerError saying what is missing otherwise."""
-    if text.startswith("git:"):
+    if text.startswith(PKG_PREFIX):
+        root, revision = _released(text)
+    elif text.startswith("git:"):
         root, revision = _git_export(text)
     else:
         root, revision = Path(text), ""
