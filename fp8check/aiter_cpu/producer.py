@@ -261,15 +261,14 @@ def writer_for(checkout: Checkout):
         shuffle = (layout or Layout.SHUFFLE.value) == Layout.SHUFFLE.value
         k_in = k.to(torch.bfloat16).contiguous()
         slots = slot_mapping.to(torch.int64).contiguous()
+        after = shuffle and not checkout.form.preshuffle
+        head_dim = k.shape[1]
+        before = kv_cache.view(kv_cache.shape[0], -1)[:, : kv_cache.shape[1] * head_dim].clone() if after else None
         library.run(k_in, kv_cache, slots, quant_block_size, scale_fmt or "", shuffle and checkout.form.preshuffle)
-        if shuffle and not checkout.form.preshuffle:
-            shuffle_weight = _shuffle_weight(checkout)
-            head_dim = k.shape[1]
-            block_size = kv_cache.shape[1]
-            values = kv_cache.view(kv_cache.shape[0], -1)[:, :block_size * head_dim]
-            rows = values.view(fp8_dtype).view(kv_cache.shape[0], block_size, head_dim)
-            for b in range(kv_cache.shape[0]):
-                rows[b].copy_(shuffle_weight(rows[b].clone(), layout=(16, 16)).view(block_size, head_dim))
+        if after:  # as the `aiter` producer does: only written tokens' bytes take shuffled values
+            from ..writers.adapters.aiter import shuffle_written
+
+            shuffle_written(kv_cache, slots, before, head_dim, _shuffle_weight(checkout), fp8_dtype)
 
     return writer
 
