@@ -59,7 +59,7 @@ doctor: $(STAMP)
 	$(VENV)/bin/fp8check doctor
 
 test: $(STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest -n auto
 
 # A non-editable install into a fresh venv, fp8check run from another folder (.ci/test-install).
 test-install: $(STAMP)
@@ -71,14 +71,11 @@ gate: $(STAMP)
 gate-gpu: $(STAMP)
 	$(VENV)/bin/fp8check gate configs/gpu.toml --device cuda
 
+# Every case of bench/cases.py on this machine's CPU, each figure printed with its target (a few
+# minutes); then the exact interpreter's cost per program. On a GPU: `$(PY) bench/run.py --device cuda`.
 bench: $(STAMP)
-	$(PY) bench/stages.py --merge bench/results/h200-2026-11-30.json
-	$(PY) bench/diagnose.py
-	$(PY) bench/parity.py
+	$(PY) bench/run.py
 	$(PY) bench/interpreter.py
-	$(PY) bench/gate.py
-	$(PY) bench/isolation.py
-	$(PY) bench/reader_isolation.py
 
 # Not part of `make test`: downloads vLLM's released wheel (no dependencies, about 336 MB, once) and runs
 # the seed table on its real writer file, on this machine. The pre-fix copy is the same file without the

@@ -37,7 +37,7 @@ def buffer_bytes(spec: CacheSpec) -> int:
 def run_bytes(spec: CacheSpec, num_tokens: int) -> int:
     """Memory a compare of `num_tokens` tokens needs at its peak: two poisoned buffers plus one more
     (the diff's byte mask, or a buffer's copy into or out of shared memory), and K (bf16) with the fp32
-    intermediates of its generation (bench/memory.py measures the real peak against this)."""
+    intermediates of its generation (bench/cases.py measures a compare's real peak)."""
     return 3 * buffer_bytes(spec) + num_tokens * (16 * spec.head_dim + 64)
 
 

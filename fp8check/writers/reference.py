@@ -104,7 +104,7 @@ def make_writer(profile: Profile):
                fp8_dtype=torch.float8_e4m3fn, layout=None):
         spec = spec_of_call(k, kv_cache, quant_block_size, scale_fmt, fp8_dtype, layout)
         # token by token the same bytes; in chunks, the fp32 and int64 intermediates stay bounded
-        # (whole-K intermediates were ~10x the caches and K: bench/isolation.py)
+        # (whole-K intermediates would be ~10x the caches and K; bench/cases.py measures the peak)
         for start in range(0, k.shape[0], CHUNK_TOKENS):
             chunk = slice(start, start + CHUNK_TOKENS)
             codes, scales = quantize(

@@ -10,8 +10,8 @@ differently from the PyTorch ops:
 - ue8m0 `2 ** ceil(log2(s))` from the bits (no log2/exp2 rounding), inf and NaN kept;
 - clamp to +-max, a NaN value to -max (aiter's v_med3_f32(NaN, -max, max)), then the FP8 cast (saturating, round-to-nearest-even: SPEC.md
   section 4; under the interpreter, fp8check's exact conversion does it).
-One program covers TOKENS tokens of one quant group. `bench/gpu_verify.py` and tests/test_reference_triton.py
-prove the bytes equal to the PyTorch reference; reference_device.py proves it again at first use.
+One program covers TOKENS tokens of one quant group. tests/test_perf_paths.py proves the bytes equal to
+the PyTorch reference under the interpreter; reference_device.py proves it again at first use on a GPU.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from .interpreter import cpu_kernels
 from ..spec import FP8Format, Layout, ScaleFormat
 from .reference import spec_of_call
 
-TOKENS_PER_PROGRAM = {"cpu": 256, "cuda": 16}  # cuda: measured best on an H200 (docs/PERFORMANCE.md)
+TOKENS_PER_PROGRAM = {"cpu": 256, "cuda": 16}  # cuda: the fastest tiling on an H200 (docs/PERFORMANCE.md)
 
 
 def _quant_and_cache(
@@ -96,7 +96,9 @@ def check(spec, device: torch.device) -> None:
 
 
 def launch(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *, fp8_dtype=torch.float8_e4m3fn,
-           layout=None, view_as_fp8: bool = True) -> None:
+           layout=None, view_as_fp8: bool = True, tokens: int | None = None) -> None:
+    """`tokens`: tokens per program, a power of two (default TOKENS_PER_PROGRAM for the device); the
+    bytes are the same for every tiling, only the time differs."""
     spec = spec_of_call(k, kv_cache, quant_block_size, scale_fmt, fp8_dtype, layout)
     num_tokens = k.shape[0]
     values = kv_cache.view(spec.num_blocks, spec.block_bytes)[:, : spec.value_bytes]
@@ -104,7 +106,7 @@ def launch(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *, fp8_dtype=
         values = values.view(fp8_dtype)
     scales = kv_cache.view(-1).view(torch.float32)
     on_cpu = k.device.type == "cpu"
-    tokens = TOKENS_PER_PROGRAM["cpu" if on_cpu else "cuda"]
+    tokens = tokens or TOKENS_PER_PROGRAM["cpu" if on_cpu else "cuda"]
     grid = (triton.cdiv(num_tokens, tokens),)
     with cpu_kernels() if on_cpu else contextlib.nullcontext():  # on the CPU: the exact interpreter
         _kernel[grid](
