@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.fp8check-installed
 
-.PHONY: compare test test-install test-triton-matrix torch-plan gate gate-gpu bench table parity doctor clean vllm-wheel-table ecosystem
+.PHONY: compare test test-install test-triton-matrix torch-plan gate gate-gpu bench table parity doctor clean vllm-wheel-table ecosystem aiter-src-table
 
 # Which torch build: the machine decides, TORCH_INDEX=cpu|cu126|cu128|rocm6.4|... overrides. No NVIDIA or
 # AMD GPU here: PyTorch's CPU-only index and a `+cpu` pin, so no CUDA package is ever downloaded (a plain
@@ -22,6 +22,12 @@ $(STAMP): pyproject.toml
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q $(TORCH_PIN) 2>/dev/null \
 	  || $(PY) -m pip install -q $(TORCH_SPEC)
 	$(PY) -m pip install -q -e '.[test]'
+	# aiter-src (aiter's C++ op built for the CPU) needs clang >= 20; its tests skip without one. Where
+	# none is found and apt-get can install (root on Debian: clang-22 from bookworm-security), it does.
+	$(PY) -c "from fp8check.aiter_cpu.compiler import find; raise SystemExit(find() is None)" \
+	  || { command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] && apt-get update -q >/dev/null \
+	       && DEBIAN_FRONTEND=noninteractive apt-get install -y -q clang-22 >/dev/null; } \
+	  || echo "no clang >= 20: the aiter-src tests will be skipped"
 	touch $(STAMP)
 
 # What the set-up would install for torch here, installing nothing (pip's dry-run report; no nvidia-* on a CPU machine).
@@ -83,6 +89,17 @@ vllm-wheel-table: $(STAMP)
 	sed 's/\[:, : block_size \* head_dim\]\.view(FP8_DTYPE)$$/[:, : block_size * head_dim]/' $(VLLM_DIR)/$(VLLM_OPS) > $(VLLM_DIR)/pre-fix.py
 	! cmp -s $(VLLM_DIR)/$(VLLM_OPS) $(VLLM_DIR)/pre-fix.py
 	$(VENV)/bin/fp8check table --buggy vllm-file:$(VLLM_DIR)/pre-fix.py --fixed vllm-file:$(VLLM_DIR)/$(VLLM_OPS)
+
+# Not part of `make test`: aiter's real C++ op built for the CPU from an aiter source (`aiter-src:`) against
+# `reference` (every case must be IDENTICAL), then the seed's Triton columns. AITER_SRC: an aiter checkout
+# or an unpacked amd-aiter wheel's aiter_meta/ folder; without it, the released wheel (downloaded by pip
+# without dependencies into fp8check's cache folder, once).
+AITER_VERSION ?= 0.1.7.post2.dev18
+AITER_SRC ?= pkg:amd-aiter==$(AITER_VERSION)
+aiter-src-table: $(STAMP)
+	$(PY) bench/aiter_src_table.py $(AITER_SRC) --candidates reference --slots sequential,shuffled,padded,sparse --expect-identical
+	$(PY) bench/aiter_src_table.py $(AITER_SRC) --candidates reference --inputs specials,mixed --specials-inf-nan --expect-identical
+	$(PY) bench/aiter_src_table.py $(AITER_SRC) --candidates triton,triton-buggy --inputs normal
 
 clean:
 	rm -rf $(VENV) .venv-triton-* .pytest_cache .hypothesis *.egg-info

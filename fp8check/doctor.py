@@ -131,6 +131,7 @@ def triton_exact_checks() -> tuple[Check, ...]:
 def versions() -> tuple[tuple[str, str], ...]:
     import torch
 
+    from .aiter_cpu import compiler
     from .device import versions as package_versions
 
     found = package_versions()
@@ -143,6 +144,7 @@ def versions() -> tuple[tuple[str, str], ...]:
         ("torch", f"{found['torch']} ({build})"),
         ("triton", found["triton"]),
         ("fp8check", found["fp8check"]),
+        ("clang (aiter-src)", compiler.status()[1]),
     )
 
 

@@ -135,13 +135,32 @@ def test_pow2_ceil_is_exact_at_and_around_powers_of_two():
 @pytest.mark.parametrize("profile", PROFILES, ids=lambda p: p.name)
 def test_inf_in_k_gives_an_inf_scale(profile, scale_fmt):
     # s = inf / 448 = inf, and 2^ceil(log2(inf)) = inf. Values: 2 * fl(1/inf) = 2 * 0 = 0 (aiter) and
-    # 2 / inf = 0 (vllm) -> 0x00; inf * 0 and inf / inf are NaN -> 0x7F on fn, 0x80 on fnuz.
+    # 2 / inf = 0 (vllm) -> 0x00; inf * 0 and inf / inf are NaN: vllm writes the NaN code (0x7F on fn,
+    # 0x80 on fnuz); aiter's clamp v_med3_f32(NaN, -max, max) gives -max (0xFE on fn, 0xFF on fnuz).
+    nan_fn, nan_fnuz = (0xFE, 0xFF) if profile is AITER else (0x7F, 0x80)
     codes, scales = quantize(row(math.inf, 2.0), profile, FN, scale_fmt)
     assert scales.tolist() == [[math.inf]]
-    assert codes[0, :2].tolist() == [0x7F, 0x00]
+    assert codes[0, :2].tolist() == [nan_fn, 0x00]
     codes, scales = quantize(row(math.inf, 2.0), profile, FNUZ, scale_fmt)
     assert scales.tolist() == [[math.inf]]
-    assert codes[0, :2].tolist() == [0x80, 0x00]
+    assert codes[0, :2].tolist() == [nan_fnuz, 0x00]
+
+
+@pytest.mark.parametrize("fmt, minus_max", [(FN, 0xFE), (FNUZ, 0xFF)], ids=["e4m3fn", "e4m3fnuz"])
+def test_aiter_amax_drops_nan_and_writes_the_nan_element_as_minus_max(fmt, minus_max):
+    # aiter's IEEE-mode v_max3_f32 / fmaxf ignore the NaN: the scale is that of the other elements
+    # (amax 7 -> s = 7/max), they quantize as without the NaN, and the NaN element clamps to -max.
+    k = row(0.0, 7.0, -3.5)
+    k[0, 0] = math.nan
+    codes, scales = quantize(k, AITER, fmt, FP32)
+    expected_scale = torch.tensor(7.0) / torch.tensor(fmt.max)
+    assert scales.tolist() == [[expected_scale.item()]]
+    clean, _ = quantize(row(0.0, 7.0, -3.5), AITER, fmt, FP32)
+    assert codes[0, 0].item() == minus_max
+    assert torch.equal(codes[0, 1:], clean[0, 1:])
+    # vLLM's writer keeps the NaN: the whole group's scale is NaN
+    _, vllm_scales = quantize(k, VLLM, fmt, FP32)
+    assert math.isnan(vllm_scales.item())
 
 
 def test_scale_per_quant_group():

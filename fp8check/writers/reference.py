@@ -26,6 +26,9 @@ class Profile:
     reciprocal: bool  # value = x * fl(1/s) instead of x / s
     flush_denormals: bool  # fp32 denormal inputs become (signed) zero
     description: str
+    # aiter's IEEE-mode v_max3_f32 / fmaxf amax drops a NaN input, and its clamp v_med3_f32(NaN, -max,
+    # max) gives -max: a NaN (or inf * 0) value is written as -max (docs/NUMERICS.md).
+    ieee_amax_and_clamp: bool = False
 
     def divisor(self, fmt: FP8Format) -> float:
         return self.divisor_fn if fmt is FP8Format.E4M3FN else self.divisor_fnuz
@@ -34,6 +37,7 @@ class Profile:
 AITER = Profile(
     "aiter", FP8Format.E4M3FN.max, FP8Format.E4M3FNUZ.max, reciprocal=True, flush_denormals=True,
     description="aiter C++ op + shuffle_weight (PyTorch emulation): DIV = format max, x * (1/s), clamp, FTZ",
+    ieee_amax_and_clamp=True,
 )
 VLLM = Profile(
     "vllm", FP8Format.E4M3FN.vllm_divisor, FP8Format.E4M3FNUZ.vllm_divisor, reciprocal=False, flush_denormals=False,
@@ -59,7 +63,10 @@ def quantize(
     x = k.to(torch.float32).view(num_tokens, head_dim // quant_block_size, quant_block_size)
     if profile.flush_denormals:
         x = torch.where(x.abs() < FP32_MIN_NORMAL, torch.copysign(torch.zeros_like(x), x), x)
-    amax = x.abs().amax(dim=-1)
+    magnitude = x.abs()
+    if profile.ieee_amax_and_clamp:
+        magnitude = torch.where(torch.isnan(magnitude), torch.zeros_like(magnitude), magnitude)
+    amax = magnitude.amax(dim=-1)
     # Divide by tensors only: on CUDA, PyTorch turns `tensor / python_scalar` into a multiplication by
     # the scalar's reciprocal (measured on an H200: 57% of quotients off by an ulp), which is not the
     # IEEE division every writer specifies. Tensor / tensor is a true division on every device.
@@ -71,6 +78,8 @@ def quantize(
         y = x * (torch.ones_like(scale) / scale).unsqueeze(-1)
     else:
         y = x / scale.unsqueeze(-1)
+    if profile.ieee_amax_and_clamp:
+        y = torch.where(torch.isnan(y), torch.full_like(y, -fmt.max), y)
     return fp8.encode(y, fmt).view(num_tokens, head_dim), scale
 
 

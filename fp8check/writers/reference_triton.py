@@ -4,11 +4,11 @@ The PyTorch emulation in reference.py is the oracle (and the writer on the CPU);
 the same bytes ~70x faster on a GPU. Every step is written so that compiled Triton cannot round it
 differently from the PyTorch ops:
 - FTZ from the exponent bits (no float compare that an FTZ mode could change);
-- amax with NaN carried explicitly (a GPU `max` drops NaN operands, torch's amax keeps them);
+- amax drops NaN operands, as aiter's IEEE-mode v_max3_f32 / fmaxf do (and a GPU `max` does);
 - `amax / DIV` and `1 / s` with `tl.math.div_rn` (compiled `/` is an approximate division on NVIDIA,
   SPEC.md section 3), the value `x * (1/s)`: one IEEE multiplication;
 - ue8m0 `2 ** ceil(log2(s))` from the bits (no log2/exp2 rounding), inf and NaN kept;
-- clamp to +-max with NaN kept, then the FP8 cast (saturating, round-to-nearest-even: SPEC.md
+- clamp to +-max, a NaN value to -max (aiter's v_med3_f32(NaN, -max, max)), then the FP8 cast (saturating, round-to-nearest-even: SPEC.md
   section 4; under the interpreter, fp8check's exact conversion does it).
 One program covers TOKENS tokens of one quant group. tests/test_perf_paths.py proves the bytes equal to
 the PyTorch reference under the interpreter; reference_device.py proves it again at first use on a GPU.
@@ -59,10 +59,9 @@ def _aiter_quant_and_cache(
     bits = x.to(tl.int32, bitcast=True)
     # FTZ: an fp32 denormal (exponent field 0) becomes a zero of its sign
     x = tl.where((bits & 0x7F800000) == 0, (bits & -2147483648).to(tl.float32, bitcast=True), x)
-    amax = tl.reduce(tl.abs(x), 1, tl.standard._elementwise_max)
-    has_nan = tl.reduce((x != x).to(tl.int32), 1, tl.standard._elementwise_max)
-    nan = tl.full([TOKENS], 0x7FC00000, tl.int32).to(tl.float32, bitcast=True)
-    clamped = tl.where(has_nan != 0, nan, tl.maximum(amax, 1e-4))
+    magnitude = tl.abs(x)
+    amax = tl.reduce(tl.where(magnitude != magnitude, 0.0, magnitude), 1, tl.standard._elementwise_max)
+    clamped = tl.maximum(amax, 1e-4)
     scale = tl.math.div_rn(clamped, tl.full([TOKENS], DIV, tl.float32))
     if UE8M0:
         sbits = scale.to(tl.int32, bitcast=True)
@@ -71,7 +70,7 @@ def _aiter_quant_and_cache(
         scale = tl.where(finite, (exponent << 23).to(tl.float32, bitcast=True), scale)
     inverse = tl.math.div_rn(tl.full([TOKENS], 1.0, tl.float32), scale)
     y = x * inverse[:, None]
-    y = tl.where(y != y, y, tl.minimum(tl.maximum(y, -FP8_MAX), FP8_MAX))
+    y = tl.where(y != y, -FP8_MAX, tl.minimum(tl.maximum(y, -FP8_MAX), FP8_MAX))
     block = slot // block_size
     t = (slot % block_size)[:, None]
     if SHUFFLE:

@@ -17,7 +17,7 @@ from ..cache import SKIP_PADDING, CacheBuffer, forget_slot, padded_slots, write_
 from ..errors import CheckerError, ProducerError, first_line, one_line, raised_at
 from ..inputs import Inputs, check_slots
 from ..isolation import Limits, phase, run_isolated
-from ..sources import GIT_PREFIX
+from ..sources import AITER_SRC_PREFIX, GIT_PREFIX
 from ..spec import CacheSpec
 from .files import FILE_PREFIX, PKG_PREFIX, PRESET_PREFIX, VLLM_FILE_PREFIX, load_writer
 from .producer import EXTRA_KEYWORDS, Producer, reported_provenance
@@ -113,7 +113,7 @@ REGISTRY: dict[str, Entry] = _entries()
 # The default baseline: the real aiter op where it can run, its PyTorch emulation `reference` elsewhere.
 AUTO = "auto"
 # Names whose code comes from the user's files: untrusted, run in a child process unless --in-process.
-UNTRUSTED_PREFIXES = (FILE_PREFIX, VLLM_FILE_PREFIX, GIT_PREFIX, PKG_PREFIX, PRESET_PREFIX)
+UNTRUSTED_PREFIXES = (FILE_PREFIX, VLLM_FILE_PREFIX, GIT_PREFIX, PKG_PREFIX, PRESET_PREFIX, AITER_SRC_PREFIX)
 DEFAULT_ISOLATION = Limits()
 
 
@@ -170,12 +170,16 @@ def resolve(name: str, *, fp8=None, repo=None, isolation: Limits | None = DEFAUL
         return _preset(name, repo)
     if name.startswith((FILE_PREFIX, VLLM_FILE_PREFIX, PKG_PREFIX)):
         return load_writer(name, fp8=fp8, repo=repo)
+    if name.startswith(AITER_SRC_PREFIX):
+        from ..aiter_cpu.producer import load as load_aiter_source
+
+        return load_aiter_source(name, fp8=fp8)
     if name == AUTO:
         return _auto()
     entry = REGISTRY.get(name)
     if entry is None:
         raise ProducerError(f"unknown producer {name!r}; known: {', '.join(names())}, {AUTO}, file:PATH:FUNC,"
-                            " vllm-file:PATH[:FUNC]")
+                            " vllm-file:PATH[:FUNC], aiter-src:PATH")
     ok, reason = entry.availability()
     if not ok:
         raise ProducerError(f"producer {name!r} is unavailable: {reason}")

@@ -1,0 +1,154 @@
+"""Inline AMDGPU asm -> calls of the runtime's instruction emulator (runtime/src/isa_runner.cpp).
+
+Clang compiles the staged sources for x86-64, so an `asm` statement with AMDGPU instructions cannot stay:
+each one whose parts parse is replaced by a block that copies every operand into an emulated register
+(`hipcpu::isa::output` / `input(constraint, name, expr)`) and hands the template text to `hipcpu_run_asm`, which
+runs the instructions it knows and stops the run naming any other one, when executed. The template
+expression is kept as written (string literals, or macros standing for them), and the line count is
+kept so that compiler messages point at the original lines. Statements that do not parse are left as
+they are: clang then rejects them where they are emitted.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_ASM = re.compile(r"\b(?:asm|__asm__|__asm)\b(?:\s+(?:volatile|__volatile__|__volatile|goto|inline))*\s*\(")
+
+
+@dataclass(frozen=True)
+class AsmOperand:
+    name: str | None
+    constraint: str  # the C string literal, quotes included
+    expr: str
+
+
+@dataclass(frozen=True)
+class AsmStatement:
+    start: int  # offset of `asm`
+    end: int  # offset after the closing `)` (and a following `;` if any)
+    template: str
+    outputs: tuple[AsmOperand, ...]
+    inputs: tuple[AsmOperand, ...]
+
+
+def _skip_string(text: str, i: int) -> int:
+    quote = text[i]
+    i += 1
+    while i < len(text) and text[i] != quote:
+        i += 2 if text[i] == "\\" else 1
+    return i + 1
+
+
+def _split_top(text: str, separator: str) -> list[str] | None:
+    """`text` split at `separator` outside (), [], {} and string literals; None if unbalanced."""
+    parts, depth, start, i = [], 0, 0, 0
+    while i < len(text):
+        c = text[i]
+        if c in "\"'":
+            i = _skip_string(text, i)
+            continue
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+            if depth < 0:
+                return None
+        elif c == separator and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+        i += 1
+    if depth != 0:
+        return None
+    parts.append(text[start:])
+    return parts
+
+
+_OPERAND = re.compile(r"^\s*(?:\[\s*(\w+)\s*\])?\s*(\"(?:[^\"\\]|\\.)*\")\s*\((.*)\)\s*$", re.S)
+
+
+def _operands(section: str) -> tuple[AsmOperand, ...] | None:
+    if not section.strip():
+        return ()
+    items = _split_top(section, ",")
+    if items is None:
+        return None
+    out = []
+    for item in items:
+        match = _OPERAND.match(item)
+        if match is None:
+            return None
+        out.append(AsmOperand(match.group(1), match.group(2), match.group(3)))
+    return tuple(out)
+
+
+def _closing(text: str, open_paren: int) -> int | None:
+    depth, i = 0, open_paren
+    while i < len(text):
+        c = text[i]
+        if c in "\"'":
+            i = _skip_string(text, i)
+            continue
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    return None
+
+
+def find_statements(text: str) -> list[AsmStatement]:
+    statements = []
+    for match in _ASM.finditer(text):
+        open_paren = match.end() - 1
+        close = _closing(text, open_paren)
+        if close is None:
+            continue
+        parts = _split_top(text[open_paren + 1:close].replace("\\\n", " "), ":")  # macro continuations out
+        if parts is None or len(parts) < 2 or len(parts) > 4 or not parts[0].strip():
+            continue  # basic asm without operands: nothing in the op's headers; left as written
+        outputs, inputs = _operands(parts[1]), _operands(parts[2]) if len(parts) > 2 else ()
+        if outputs is None or inputs is None:
+            continue
+        end = close + 1
+        semicolon = re.match(r"\s*;", text[end:])
+        if semicolon:
+            end += semicolon.end()
+        statements.append(AsmStatement(match.start(), end, parts[0].strip(), outputs, inputs))
+    return statements
+
+
+def _name(op: AsmOperand) -> str:
+    return f'"{op.name}"' if op.name else "nullptr"
+
+
+def replacement(statement: AsmStatement, original: str) -> str:
+    """The C++ block standing for one asm statement, followed by the newlines it spanned."""
+    operands = [*statement.outputs, *statement.inputs]
+    if operands:
+        # outputs bind to the lvalue (written back); inputs are copied (a vector element is fine there)
+        items = ", ".join(
+            f"::hipcpu::isa::{'output' if i < len(statement.outputs) else 'input'}({op.constraint}, {_name(op)}, ({op.expr}))"
+            for i, op in enumerate(operands))
+        call = (f"{{ ::hipcpu::isa::AsmOperand hipcpu_asm_ops_[] = {{{items}}}; "
+                f"hipcpu_run_asm({statement.template}, hipcpu_asm_ops_, {len(operands)}); }}")
+    else:
+        call = f"{{ hipcpu_run_asm({statement.template}, nullptr, 0); }}"
+    call = " ".join(line.strip().rstrip("\\") for line in call.splitlines())
+    escaped = original.count("\\\n")
+    return call + " \\\n" * escaped + "\n" * (original.count("\n") - escaped)
+
+
+def rewrite(text: str) -> tuple[str, int]:
+    """(text with every parsable asm statement replaced, how many were replaced)."""
+    statements = find_statements(text)
+    out, last = [], 0
+    for statement in statements:
+        out.append(text[last:statement.start])
+        out.append(replacement(statement, text[statement.start:statement.end]))
+        last = statement.end
+    out.append(text[last:])
+    return "".join(out), len(statements)
