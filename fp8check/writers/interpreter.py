@@ -209,6 +209,18 @@ def _restore(state: dict) -> None:
 _MISSING = object()
 
 
+def _scalar_index_fix(original):
+    """Triton before 3.9 turns a scalar into a Python int by int() of its one-element array, which numpy
+    2.4 refuses ("only 0-dimensional arrays can be converted"): a loop bound or index taken from a kernel
+    argument then fails. .item() reads the one element under every numpy."""
+
+    def patch_lang_tensor(tensor, scope):
+        original(tensor, scope)
+        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.item()))
+
+    return patch_lang_tensor
+
+
 @contextlib.contextmanager
 def cpu_kernels():
     """Within the block: kernels launched on CPU tensors run in the exact interpreter (run_on_cpu), those on
@@ -237,7 +249,9 @@ def cpu_kernels():
         return interpreted(self.fn)(*args, **kwargs)
 
     load, store = _mask_fix(handle_cls, builder.create_masked_load, builder.create_masked_store)
-    patches = [(builder, "create_fp_to_fp", _exact_fp_to_fp(tl, handle_cls, builder.create_fp_to_fp)),
+    patches = [(interpreter, "_patch_lang_tensor", _scalar_index_fix(interpreter._patch_lang_tensor))] \
+        if hasattr(interpreter, "_patch_lang_tensor") else []
+    patches += [(builder, "create_fp_to_fp", _exact_fp_to_fp(tl, handle_cls, builder.create_fp_to_fp)),
                (builder, "create_masked_load", load), (builder, "create_masked_store", store),
                (jit_function, "run", launch(jit_run)), (jit_function, "__call__", device_call),
                (interpreted, "run", launch(interpreted_run))]
