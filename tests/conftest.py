@@ -65,13 +65,19 @@ def no_real_libraries(monkeypatch):
 DEVICE_COMMANDS = ("compare", "table", "parity")
 
 
+def on_cpu(argv) -> list[str]:
+    """The command line with `--device cpu` added where the command takes a device and argv names none."""
+    argv = [str(a) for a in argv]
+    if argv and argv[0] in DEVICE_COMMANDS and not any(a == "--device" or a.startswith("--device=") for a in argv):
+        argv += ["--device", "cpu"]
+    return argv
+
+
 def run(capsys, *argv: str) -> tuple[int, str, str]:
     """The command line, in-process: (exit code, stdout, stderr); on the CPU unless argv names a device."""
     from fp8check.cli import main
 
-    if argv and argv[0] in DEVICE_COMMANDS and not any(a == "--device" or a.startswith("--device=") for a in argv):
-        argv = (*argv, "--device", "cpu")
-    code = main(list(argv))
+    code = main(on_cpu(argv))
     out, err = capsys.readouterr()
     return code, out, err
 

@@ -9,6 +9,7 @@ import json
 import shutil
 from pathlib import Path
 
+from conftest import on_cpu
 import pytest
 
 from fp8check.aiter_cpu import compiler as compilers
@@ -25,7 +26,7 @@ def build_cache(tmp_path_factory, monkeypatch):
 
 def run(capsys, *args) -> tuple[int, str, str]:
     try:
-        code = main(list(args))
+        code = main(on_cpu(args))
     except SystemExit as exc:
         code = exc.code
     out, err = capsys.readouterr()

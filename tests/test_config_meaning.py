@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+from conftest import on_cpu
 import pytest
 
 from fp8check import gate_config
@@ -29,7 +30,7 @@ def config(tmp_path, text: str, name: str = "gate.toml") -> Path:
 
 
 def run(capsys, *argv) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
+    code = main(on_cpu(argv))
     out, err = capsys.readouterr()
     return code, out, err
 

@@ -7,6 +7,7 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from conftest import on_cpu
 import pytest
 
 from fp8check.cli import main
@@ -47,7 +48,7 @@ PLANTED = "compare:reference-vllm~reference:e4m3fn-fp32:b64-h128-q128-n3-shuffle
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
+    code = main(on_cpu(argv))
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -379,7 +380,7 @@ def test_compare_writes_junit_json_to_stdout_and_markdown(capsys, tmp_path):
     assert payload["kind"] == "compare" and payload["passed"] is False and payload["diff_bytes"] == 7
     assert payload["verdict"].startswith("DIFFERENT: 7 of 25344 bytes differ")
     (case,) = junit_cases(junit)
-    assert case.get("name") == PLANTED  # the id the same case has in a gate
+    assert case.get("name") == f"{PLANTED}:cpu"  # the id the same case has in a gate (run() names the CPU)
     assert case.find("failure").get("message").startswith("DIFFERENT: 7 of 25344")
     assert "### fp8check compare: FAIL" in markdown.read_text()
     assert "first mismatch" in err  # the report went to stderr
@@ -399,7 +400,7 @@ def test_table_quiet_and_junit(capsys, tmp_path):
     assert code == 0
     assert out == "PASS: the fixed wrapper matches byte for byte; the buggy wrapper differs\n"
     (case,) = junit_cases(junit)
-    assert case.get("name") == "table:triton-buggy+triton~auto:e4m3fn-ue8m0:b64-h128-q128-n2-shuffle:normal-sequential-s0"
+    assert case.get("name") == "table:triton-buggy+triton~auto:e4m3fn-ue8m0:b64-h128-q128-n2-shuffle:normal-sequential-s0:cpu"
 
 
 def test_unwritable_report_paths_fail_before_running(capsys, tmp_path):

@@ -9,6 +9,7 @@ import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from conftest import on_cpu
 import pytest
 
 from fp8check import golden
@@ -19,7 +20,7 @@ OUTPUTS = {"--json": "r.json", "--junit": "r.xml", "--markdown": "r.md"}
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
+    code = main(on_cpu(argv))
     out, err = capsys.readouterr()
     return code, out, err
 

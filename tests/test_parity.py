@@ -8,6 +8,7 @@ import os
 import struct
 from pathlib import Path
 
+from conftest import on_cpu
 import pytest
 import torch
 from safetensors.torch import save_file
@@ -33,7 +34,7 @@ def reader_plugin(func: str = "paged_mqa_logits", file: str = "linear_reader.py"
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:
     """Exit code, stdout with its whitespace collapsed (rich wraps at the terminal's width), stderr."""
-    code = main(list(argv))
+    code = main(on_cpu(argv))
     out, err = capsys.readouterr()
     return code, " ".join(out.split()), err
 

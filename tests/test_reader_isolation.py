@@ -10,6 +10,7 @@ import os
 import time
 from pathlib import Path
 
+from conftest import on_cpu
 import pytest
 import torch
 
@@ -63,7 +64,7 @@ def reader_args(spec) -> tuple:
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
+    code = main(on_cpu(argv))
     out, err = capsys.readouterr()
     return code, " ".join(out.split()), err
 

@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from conftest import on_cpu
 import pytest
 import torch
 
@@ -31,7 +32,7 @@ NEXT_N = 2
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
+    code = main(on_cpu(argv))
     out, err = capsys.readouterr()
     return code, out, err
 
