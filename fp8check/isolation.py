@@ -24,6 +24,7 @@ freeing or re-pointing the tensors it was given, crashes); a hostile pull reques
 
 from __future__ import annotations
 
+import faulthandler
 import importlib
 import json
 import os
@@ -290,6 +291,9 @@ def _child_main(conn, target: str, args: tuple, memory_bytes: int | None, forked
     except (OSError, ValueError):
         pass
     sys.stdout = sys.stderr
+    # A crash of the code under test is reported by the parent from the exit signal, in one line; a
+    # fault handler inherited from the parent (pytest enables one) would print a raw trace as well.
+    faulthandler.disable()
     if forked:
         # libgomp is not fork-safe: measured, a forked child's first parallel torch op hangs forever
         # when the parent had used its OpenMP threads. One thread avoids the pool.
@@ -317,8 +321,8 @@ def _child_main(conn, target: str, args: tuple, memory_bytes: int | None, forked
         conn.close()
         sys.stdout.flush()
         sys.stderr.flush()
-    finally:
-        os._exit(0)
+    finally:  # end now, as multiprocessing ends a forked worker: no atexit handler or lingering thread of the
+        os._exit(0)  # code under test runs, and nothing it started outlives the report by more than the kill
 
 
 def _origin(exc: BaseException | None) -> dict:
