@@ -407,3 +407,15 @@ def test_semantics_check_refuses_the_stock_interpreters_int1_masks(stock_interpr
     ok, reason = interpreter.check_semantics()
     assert not ok
     assert "cannot run the semantics kernel" in reason and "mask has unsupported dtype" in reason
+
+
+def test_a_files_bound_names_follow_the_runs_device():
+    """Loaded for one device (a GPU machine's default), run on another: vLLM's workspace stand-in
+    allocates where the run's tensors are."""
+    reader = f"vllm-file:{OPS}:rocm_fp8_paged_mqa_logits_triton"
+    loaded = load_function(reader, fp8=FP8Format.E4M3FN, device=torch.device("meta"))
+    names = loaded.fn.__globals__
+    assert names["current_workspace_manager"]().get_simultaneous(((2, 3), torch.float32))[0].device.type == "meta"
+    prepare_to_run(loaded, FP8Format.E4M3FN, torch.device("cpu"))
+    (workspace,) = names["current_workspace_manager"]().get_simultaneous(((2, 3), torch.float32))
+    assert workspace.device.type == "cpu" and workspace.shape == (2, 3)

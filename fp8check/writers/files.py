@@ -188,9 +188,9 @@ def _load_pkg(text: str, *, role: str, fp8, default_function, device) -> LoadedF
                                 fp8=fp8, device=device, table=table, sibling=sibling)
     bindings = [compiled.binding] + [c.binding for c in compiled_files.values()]
 
-    def rebind(fmt: FP8Format) -> None:
+    def rebind(fmt: FP8Format, device: torch.device | None = None) -> None:
         for binding in bindings:
-            binding.rebind(fmt)
+            binding.rebind(fmt, device=device)
 
     provenance = {"loader": "pkg", **source.provenance, "function": func,
                   "bound": dict(compiled.binding.bound), "executed": list(compiled.executed)}
@@ -202,7 +202,10 @@ def _load_pkg(text: str, *, role: str, fp8, default_function, device) -> LoadedF
 def prepare_to_run(loaded: LoadedFunction, fp8: FP8Format, device: torch.device) -> None:
     """Before a loaded function runs: on the CPU its Triton kernels run only in the proven exact
     interpreter (compiled semantics, exact `fp8` conversion, interpreter.cpu_kernels), else
-    ExactConversionError (a ProducerError, one line)."""
+    ExactConversionError (a ProducerError, one line). The file's bound names follow the run's device (a
+    workspace stand-in allocates there)."""
+    if loaded.rebind is not None:
+        loaded.rebind(fp8, device=device)
     if device.type != "cpu" or "triton" not in sys.modules:
         if loaded.uses_triton:
             require_triton_format(fp8, device)
@@ -245,7 +248,7 @@ def load_writer(text: str, *, fp8: FP8Format | None = None, repo: Path | None = 
 
 def _rebinding(fn: Callable, rebind: Callable, keywords: frozenset[str]) -> Callable:
     def writer(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *, fp8_dtype, **extra):
-        rebind(FP8Format.from_torch_dtype(fp8_dtype))
+        rebind(FP8Format.from_torch_dtype(fp8_dtype), device=kv_cache.device)
         passed = {**extra, "fp8_dtype": fp8_dtype}
         fn(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, **{key: passed[key] for key in passed if key in keywords})
 

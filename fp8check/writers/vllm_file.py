@@ -59,11 +59,13 @@ class Binding:
                 value = values[name] if name in values else self.table.lookup(name).make(self.facts, self.sibling)
                 setattr(self.shims[module], name, value)
 
-    def rebind(self, fp8: FP8Format, layout: Layout | None = None) -> None:
-        """Bind the run facts to another FP8 format (and layout)."""
+    def rebind(self, fp8: FP8Format, layout: Layout | None = None, device: torch.device | None = None) -> None:
+        """Bind the run facts to another FP8 format (and layout, and device)."""
         self.facts.fp8 = fp8
         if layout is not None:
             self.facts.layout = layout
+        if device is not None:
+            self.facts.device = torch.device(device)
         self.fill()
 
 
