@@ -40,15 +40,13 @@ def _block_diff(a_ptr, b_ptr, value_out, scale_out, first_out, block_bytes, valu
     tl.store(first_out + block, tl.minimum(first_offset, block_bytes).to(tl.int64))
 
 
-def _launch(jitted, grid: tuple, device: torch.device, *args, **kwargs) -> None:
-    """`jitted` compiled on a GPU; on the CPU in fp8check's interpreter scope (tests prove the counts there)."""
+def _kernel(jitted, device: torch.device):
+    """`jitted` compiled on a GPU; under Triton's interpreter on the CPU (tests prove the counts there)."""
     if device.type != "cpu":
-        jitted[grid](*args, **kwargs)
-        return
-    from .writers.interpreter import cpu_kernels
+        return jitted
+    from triton.runtime.interpreter import InterpretedFunction
 
-    with cpu_kernels():
-        jitted[grid](*args, **kwargs)
+    return InterpretedFunction(jitted.fn)
 
 
 def block_diff(a: torch.Tensor, b: torch.Tensor, value_bytes: int, scale_bytes: int):
@@ -59,8 +57,8 @@ def block_diff(a: torch.Tensor, b: torch.Tensor, value_bytes: int, scale_bytes: 
     scale = torch.empty_like(value)
     first = torch.empty_like(value)
     if num_blocks:
-        _launch(_block_diff, (num_blocks,), a.device, a, b, value, scale, first, block_bytes, value_bytes,
-                value_bytes + scale_bytes, CHUNK=CHUNK, num_warps=4)
+        _kernel(_block_diff, a.device)[(num_blocks,)](a, b, value, scale, first, block_bytes, value_bytes,
+                                                      value_bytes + scale_bytes, CHUNK=CHUNK, num_warps=4)
     return value, scale, first
 
 
@@ -113,6 +111,7 @@ def summary(value: torch.Tensor, scale: torch.Tensor, first: torch.Tensor, a_buf
     a launch and a dispatch): cache_diff, differing_blocks, guard_diff, first block, its first offset,
     then 4 bytes of each whole buffer (guard | cache | guard) at that offset's byte or scale word."""
     out = torch.empty(13, dtype=torch.int64, device=value.device)
-    _launch(_summary, (1,), value.device, value, scale, first, a_buffer, b_buffer, out, value.numel(), guard,
-            a_buffer.numel() - 2 * guard, block_bytes, value_bytes, BLOCKS=BLOCKS, GUARD_CHUNK=GUARD_CHUNK, num_warps=4)
+    _kernel(_summary, value.device)[(1,)](value, scale, first, a_buffer, b_buffer, out, value.numel(), guard,
+                                          a_buffer.numel() - 2 * guard, block_bytes, value_bytes, BLOCKS=BLOCKS,
+                                          GUARD_CHUNK=GUARD_CHUNK, num_warps=4)
     return out

@@ -16,6 +16,7 @@ from fp8check.diff import diff_caches
 from fp8check.spec import CacheSpec, FP8Format, Layout, ScaleFormat
 from fp8check.writers import registry
 from fp8check.writers.interpreter import check as interpreter_check
+from fp8check.writers.interpreter import cpu_kernels
 from fp8check.writers.reference import aiter_writer
 
 CPU = torch.device("cpu")
@@ -38,7 +39,8 @@ def test_diff_kernel_counts_equal_torch_counts(num_blocks, block_bytes, value_by
 
     a, b = random_pair(num_blocks, block_bytes, flips, seed=num_blocks + flips)
     b[1] = a[1]  # one equal block
-    value, scale, first = block_diff(a, b, value_bytes, block_bytes - value_bytes)
+    with cpu_kernels():  # the CUDA diff kernels, under fp8check's interpreter scope on CPU tensors
+        value, scale, first = block_diff(a, b, value_bytes, block_bytes - value_bytes)
     differs = a != b
     assert value.tolist() == differs[:, :value_bytes].sum(dim=1).tolist()
     assert scale.tolist() == differs[:, value_bytes:].sum(dim=1).tolist()
@@ -261,9 +263,10 @@ def test_cuda_summary_program_equals_the_torch_formulation(written, flips, guard
     at = torch.where(at < guard, at, at + other.flat.numel())
     other.buffer[at] ^= 0x5A
     expected = diff_caches(SPEC, written, other)
-    value, scale, first = block_diff(written.flat, other.flat, SPEC.value_bytes, SPEC.scale_bytes)
-    numbers = summary(value, scale, first, written.buffer, other.buffer, guard, SPEC.block_bytes,
-                      SPEC.value_bytes).tolist()
+    with cpu_kernels():
+        value, scale, first = block_diff(written.flat, other.flat, SPEC.value_bytes, SPEC.scale_bytes)
+        numbers = summary(value, scale, first, written.buffer, other.buffer, guard, SPEC.block_bytes,
+                          SPEC.value_bytes).tolist()
     got = from_summary(SPEC, value, scale, numbers)
     assert (got.cache_diff, got.differing_blocks, got.guard_diff) == \
         (expected.cache_diff, expected.differing_blocks, expected.guard_diff)
