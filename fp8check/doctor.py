@@ -131,7 +131,7 @@ def triton_exact_checks() -> tuple[Check, ...]:
 def versions() -> tuple[tuple[str, str], ...]:
     import torch
 
-    from .aiter_cpu import compiler
+    from .writers.aiter_cpu import compiler
     from .device import versions as package_versions
 
     found = package_versions()

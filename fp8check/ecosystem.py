@@ -20,8 +20,8 @@ from typing import Callable
 import torch
 
 from .errors import ConfigError, UserError, first_line
-from .projects.compose import PRESET_PREFIX, origin_for
-from .projects.table import Preset, project, preset as find_preset
+from .writers.projects.compose import PRESET_PREFIX, origin_for
+from .writers.projects.table import Preset, project, preset as find_preset
 from .spec import CacheSpec, FP8Format, Layout, ScaleFormat
 
 STATUSES = ("identical", "different", "pass", "fault", "skipped", "error")  # a run's status, in JSON

@@ -27,7 +27,7 @@ VLLM_FILE_PREFIX = "vllm-file:"  # vllm-file:PATH[:FUNC], one function of a vLLM
 GOLDEN_PREFIX = "golden:"  # golden:FILE, bytes recorded by `fp8check record`
 PKG_PREFIX = "pkg:"  # pkg:NAME==VERSION:PATH[:FUNC], one function of a file of a released wheel (released.py)
 PRESET_PREFIX = "preset:"  # preset:PROJECT/NAME, a writer or reader a project table declares (projects/)
-AITER_SRC_PREFIX = "aiter-src:"  # aiter-src:PATH, aiter's C++ op built from an aiter source for the CPU (aiter_cpu/)
+AITER_SRC_PREFIX = "aiter-src:"  # aiter-src:PATH, aiter's C++ op built from an aiter source for the CPU (writers/aiter_cpu/)
 
 
 @dataclass(frozen=True)

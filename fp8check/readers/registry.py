@@ -131,7 +131,7 @@ def resolve(name: str, *, spec: CacheSpec, repo=None, isolation: Limits | None =
         return Reader(name, f"{name} (run in a child process)", _not_here, isolation=isolation,
                       repo=None if repo is None else str(repo), spec=spec)
     if name.startswith(PRESET_PREFIX):  # `repo`: a clone of the project's repository (--checkout)
-        from ..projects.compose import cpu_check, load
+        from ..writers.projects.compose import cpu_check, load
 
         done = load(name, "reader", checkout=repo)
         done.loaded.rebind(spec.fp8, spec.layout)

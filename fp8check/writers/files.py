@@ -156,7 +156,7 @@ def _load_vllm(text: str, *, role: str, fp8, default_function: str, repo, device
 def _load_pkg(text: str, *, role: str, fp8, default_function, device) -> LoadedFunction:
     """`pkg:NAME==VERSION:PATH[:FUNC]`: FUNC of PATH in the released wheel, bound by the package's project
     table (projects/*.toml; a package without one gets only the standard library, torch and Triton)."""
-    from ..projects.table import BindTable, for_package
+    from .projects.table import BindTable, for_package
     from ..released import Package, read_file, split_pkg
     from .vllm_file import compile_function
 

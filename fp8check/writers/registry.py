@@ -147,7 +147,7 @@ def _not_here(*args, **kwargs) -> None:
 
 def _preset(name: str, checkout) -> Producer:
     """`preset:PROJECT/NAME`, a writer a project table declares (projects/compose.py)."""
-    from ..projects.compose import cpu_check, load
+    from .projects.compose import cpu_check, load
 
     done = load(name, "writer", checkout=checkout)
     return Producer(name, f"{done.preset.description} from {done.loaded.origin.describe()}", done.fn,
@@ -171,7 +171,7 @@ def resolve(name: str, *, fp8=None, repo=None, isolation: Limits | None = DEFAUL
     if name.startswith((FILE_PREFIX, VLLM_FILE_PREFIX, PKG_PREFIX)):
         return load_writer(name, fp8=fp8, repo=repo)
     if name.startswith(AITER_SRC_PREFIX):
-        from ..aiter_cpu.producer import load as load_aiter_source
+        from .aiter_cpu.producer import load as load_aiter_source
 
         return load_aiter_source(name, fp8=fp8)
     if name == AUTO:

@@ -30,8 +30,8 @@ from typing import Callable
 import torch
 
 from ..errors import ProducerError
-from ..projects.standins import RunFacts
-from ..projects.table import BindTable
+from .projects.standins import RunFacts
+from .projects.table import BindTable
 from ..spec import FP8Format, Layout
 
 ALLOWED_IMPORT_ROOTS = frozenset(sys.stdlib_module_names) | {"torch", "triton", "numpy"}
@@ -289,7 +289,7 @@ def _no_sibling(path: str, func: str):
 
 
 def vllm_table() -> BindTable:
-    from ..projects.table import project
+    from .projects.table import project
 
     return project("vllm").table
 

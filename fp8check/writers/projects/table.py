@@ -25,7 +25,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Callable
 
-from ..errors import ConfigError
+from ...errors import ConfigError
 from .standins import CHECKED_ATTRIBUTES, RUN_FACTS, STANDINS, RunFacts
 
 BINDING_KINDS = ("value", "run", "standin", "function", "attrs")
@@ -206,9 +206,9 @@ _PROJECTS: dict[str, Project] = {}
 
 
 def projects() -> dict[str, Project]:
-    """The shipped project tables, by name (fp8check/projects/*.toml)."""
+    """The shipped project tables, by name (fp8check/writers/projects/*.toml)."""
     if not _PROJECTS:
-        from ..config import load_toml
+        from ...config import load_toml
 
         folder = resources.files(__package__)
         for item in sorted(folder.iterdir(), key=lambda p: p.name):
@@ -224,7 +224,7 @@ _FILES: dict[str, Project] = {}
 def project(name: str) -> Project:
     """A shipped project by name, or a project table file (`PATH.toml`: the user's own tables)."""
     if name.endswith(".toml"):
-        from ..config import load_toml
+        from ...config import load_toml
 
         path = Path(name).resolve()
         if str(path) not in _FILES:

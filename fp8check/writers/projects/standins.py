@@ -14,7 +14,7 @@ from typing import Callable
 
 import torch
 
-from ..spec import FP8Format, Layout
+from ...spec import FP8Format, Layout
 
 CPU_CU_COUNT = 256  # vLLM's own fallback in _decode_cu_count when no GPU answers (gfx950's count)
 

@@ -27,8 +27,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import disk_cache
-from ..errors import ProducerError
+from ... import disk_cache
+from ...errors import ProducerError
 from . import asm_rewrite
 from .compiler import Compiler
 

@@ -12,7 +12,7 @@ import subprocess
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ..errors import UserError
+from ...errors import UserError
 
 MIN_MAJOR = 20
 INSTALL_HINT = ("install clang 20 or newer: `apt-get install clang-22` (Debian bookworm-security, Ubuntu via"

@@ -21,9 +21,9 @@ from typing import Callable
 
 import torch
 
-from ..errors import ConfigError, ProducerError
-from ..sources import PRESET_PREFIX, Source, read_source
-from ..spec import FP8Format, Layout
+from ...errors import ConfigError, ProducerError
+from ...sources import PRESET_PREFIX, Source, read_source
+from ...spec import FP8Format, Layout
 from .table import Preset, Project, project, preset as find_preset
 
 
@@ -45,7 +45,7 @@ class Origin:
             source = read_source(str(full), error=ProducerError)
             return Source(source.data, f"{self.project.name} checkout {self.checkout}:{path}",
                           {**source.provenance, "file": path, "checkout": str(self.checkout)})
-        from ..released import Package, read_file
+        from ...released import Package, read_file
 
         p = self.project
         return read_file(Package(p.package, p.version, p.sha256, p.wheel, self.find_links), path)
@@ -68,7 +68,7 @@ class Loaded:
     def function(self, path: str, func: str, *, role: str, label: str):
         key = (path, func)
         if key not in self.functions:
-            from ..writers.vllm_file import compile_function
+            from ..vllm_file import compile_function
 
             source = self.origin.read(path)
             self.files[path] = source.provenance
@@ -87,7 +87,7 @@ class Loaded:
             compiled.binding.rebind(fp8, layout)
 
     def kernels(self) -> tuple:
-        from ..writers.files import _kernels
+        from ..files import _kernels
 
         return tuple(k for c in self.functions.values() for k in _kernels(c.binding.namespace))
 
@@ -256,7 +256,7 @@ def load(name: str, role: str, *, checkout=None, find_links=None) -> LoadedPrese
 def cpu_check(loaded: Loaded) -> Callable:
     """Before a run on the CPU: the preset's Triton kernels run only in the proven exact interpreter."""
     def check(spec, device) -> None:
-        from ..writers.files import LoadedFunction, prepare_to_run
+        from ..files import LoadedFunction, prepare_to_run
 
         kernels = loaded.kernels()
         prepare_to_run(LoadedFunction(None, "", {}, uses_triton=bool(kernels), kernels=kernels), spec.fp8, device)

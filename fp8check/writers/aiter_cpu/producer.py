@@ -25,10 +25,10 @@ from pathlib import Path
 
 import torch
 
-from .. import disk_cache
-from ..errors import ProducerError
-from ..sources import AITER_SRC_PREFIX, PKG_PREFIX
-from ..spec import FP8Format, Layout
+from ... import disk_cache
+from ...errors import ProducerError
+from ...sources import AITER_SRC_PREFIX, PKG_PREFIX
+from ...spec import FP8Format, Layout
 from . import build, compiler as compilers
 from .entries import ENTRIES, Form
 
@@ -77,7 +77,7 @@ def _git_export(text: str) -> tuple[Path, str]:
 
 def _released(text: str) -> tuple[Path, str]:
     """`pkg:amd-aiter==VERSION`: the released wheel (fetched once by released.py), unpacked once."""
-    from ..released import Package, fetch_wheel
+    from ...released import Package, fetch_wheel
 
     name, _, version = text[len(PKG_PREFIX):].partition("==")
     if not name or not version:
@@ -266,7 +266,7 @@ def writer_for(checkout: Checkout):
         before = kv_cache.view(kv_cache.shape[0], -1)[:, : kv_cache.shape[1] * head_dim].clone() if after else None
         library.run(k_in, kv_cache, slots, quant_block_size, scale_fmt or "", shuffle and checkout.form.preshuffle)
         if after:  # as the `aiter` producer does: only written tokens' bytes take shuffled values
-            from ..writers.adapters.aiter import shuffle_written
+            from ..adapters.aiter import shuffle_written
 
             shuffle_written(kv_cache, slots, before, head_dim, _shuffle_weight(checkout), fp8_dtype)
 
@@ -297,7 +297,7 @@ def provenance(checkout: Checkout, fmt: FP8Format | None) -> dict:
 
 def load(name: str, *, fp8: FP8Format | None = None):
     """The Producer for `aiter-src:...`; with `fp8` the op is built (or taken from the cache) and checked now."""
-    from ..writers.producer import EXTRA_KEYWORDS, Producer
+    from ..producer import EXTRA_KEYWORDS, Producer
 
     checkout = locate(name[len(PREFIX):])
     if fp8 is not None:
