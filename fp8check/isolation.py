@@ -163,19 +163,22 @@ def run_isolated(target: str, args: tuple, *, limits: Limits, label: str, start_
     child.start()
     send.close()
     try:
-        status, where = _collect(child, receive.fileno(), limits.timeout_s, label)
+        status, where = _collect(child, receive.fileno(), limits.timeout_s, label,
+                                 on_status=lambda: [t.clone() for t in tensors])
     finally:
         _end(child)
         receive.close()
-    for tensor in tensors:
-        tensor.set_(tensor.clone())
+    # the bytes judged are the ones there when the child reported: nothing it left running changes them later
+    snapshot = status.pop("_snapshot", None) if isinstance(status, dict) else None
+    for i, tensor in enumerate(tensors):
+        tensor.set_(snapshot[i] if snapshot is not None else tensor.clone())
     return _outcome(status, where, child.exitcode, label, limits)
 
 
 START_LIMIT_S = 120.0  # the child's own start, before it reports its first phase
 
 
-def _collect(child, fd: int, timeout_s: float, label: str) -> tuple[dict | None, str]:
+def _collect(child, fd: int, timeout_s: float, label: str, on_status=None) -> tuple[dict | None, str]:
     """(the child's final status or None, its last phase) once it has ended; a hang is killed here.
 
     The pipe is read without blocking, so a half-sent frame never holds the deadline. The child's end is
@@ -186,7 +189,7 @@ def _collect(child, fd: int, timeout_s: float, label: str) -> tuple[dict | None,
     # (a spawned interpreter importing torch and fp8check, seconds on a GPU machine) is fp8check's, and
     # has a limit of its own.
     deadline = time.monotonic() + max(timeout_s, START_LIMIT_S)
-    state = {"status": None, "where": "starting", "rest": b""}
+    state = {"status": None, "where": "starting", "rest": b"", "on_status": on_status}
     eof = False
     while True:
         if state["where"] != "starting" and "started" not in state:
@@ -222,6 +225,8 @@ def _take(state: dict, data: bytes) -> None:
             state["where"] = str(message["phase"])
         elif "status" in message:
             state["status"] = message
+            if state.get("on_status") is not None:
+                message["_snapshot"] = state["on_status"]()
 
 
 def _end(child) -> None:
@@ -316,13 +321,12 @@ def _child_main(conn, target: str, args: tuple, memory_bytes: int | None, forked
                   else {"status": "error", "message": str(exc), **_origin(cause)})
     except BaseException as exc:  # noqa: BLE001 - whatever the user's code raised, reported as one line
         status = {"status": "memory" if _out_of_memory(exc) else "raised", "message": first_line(exc), **_origin(exc)}
-    try:
-        _send(conn.fileno(), status)
-        conn.close()
-        sys.stdout.flush()
-        sys.stderr.flush()
-    finally:  # end now, as multiprocessing ends a forked worker: no atexit handler or lingering thread of the
-        os._exit(0)  # code under test runs, and nothing it started outlives the report by more than the kill
+    _send(conn.fileno(), status)
+    conn.close()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # returning ends the child as multiprocessing ends its workers; the parent judged the bytes as they were
+    # at the report, and kills whatever the code under test left running
 
 
 def _origin(exc: BaseException | None) -> dict:
