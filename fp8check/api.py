@@ -8,7 +8,7 @@ used). Keywords are the CLI's options under their config names (`block`,
 (options.py), plus `k` / `slot_mapping` tensors to use instead of generated inputs.
 
 Triton kernels given CPU tensors run under Triton's CPU interpreter, made exact by fp8check's FP8
-conversion (SPEC.md section 6); on GPU tensors they compile. CPU and GPU calls mix in one process.
+conversion (docs/NUMERICS.md); on GPU tensors they compile. CPU and GPU calls mix in one process.
 """
 
 from __future__ import annotations

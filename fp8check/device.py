@@ -44,7 +44,7 @@ FNUZ_ON_NVIDIA = ("e4m3fnuz (fp8e4b8) is not supported by Triton on NVIDIA GPUs;
 
 def require_triton_format(fmt, device) -> None:
     """A Triton kernel compiled for `device` can write `fmt` (an FP8Format): compiled Triton on NVIDIA has no
-    fp8e4b8 (SPEC.md section 6), so e4m3fnuz there is NotRunnableHere, one line, for every Triton writer."""
+    fp8e4b8 (docs/NUMERICS.md), so e4m3fnuz there is NotRunnableHere, one line, for every Triton writer."""
     import torch
 
     if device.type == "cuda" and fmt.value == "e4m3fnuz" and torch.version.hip is None:

@@ -232,7 +232,7 @@ def _describe(record: dict) -> str:
 
 def plan(config: EcosystemConfig) -> list[tuple[Preset, dict]]:
     """Every run of the sweep, in order: (preset, its record with the spec filled in and status unset).
-    The shuffle layout exists only for block sizes that are multiples of 16 (SPEC.md section 2)."""
+    The shuffle layout exists only for block sizes that are multiples of 16 (docs/NUMERICS.md)."""
     runs = []
     valid = [(b, l) for b in config.block_sizes for l in config.layouts if not (l == "shuffle" and b % 16)]
     for key in config.writers:

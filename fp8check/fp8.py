@@ -1,4 +1,4 @@
-"""Exact FP8 (E4M3) encoding and decoding, both formats (SPEC.md section 4).
+"""Exact FP8 (E4M3) encoding and decoding, both formats (docs/NUMERICS.md).
 
 encode() is what hardware does on a saturating cast: clamp to +-max, then round to nearest, ties to
 even. It never calls torch's float -> fp8 cast, whose out-of-range behaviour changed between torch
@@ -99,7 +99,7 @@ def code_distance(a: torch.Tensor, b: torch.Tensor, fmt: FP8Format) -> torch.Ten
     return torch.where(nan_a & nan_b, torch.zeros_like(distance), distance)
 
 
-# ---- scale words (SPEC.md section 2; ue8m0x4: SPEC.md section 9) ------------------------------------------
+# ---- scale words (docs/NUMERICS.md; ue8m0x4: docs/NUMERICS.md) ------------------------------------------
 
 UE8M0_BIAS = 127
 UE8M0_NAN = 0xFF

@@ -19,7 +19,7 @@ class Distribution(enum.Enum):
     NORMAL = "normal"
     UNIFORM = "uniform"
     OUTLIERS = "outliers"  # a few huge elements per row: the rest quantize into the subnormals
-    UE8M0_BOUNDARY = "ue8m0-boundary"  # amax on DIV * 2^k and one bf16 ulp either side (SPEC.md section 3)
+    UE8M0_BOUNDARY = "ue8m0-boundary"  # amax on DIV * 2^k and one bf16 ulp either side (docs/NUMERICS.md)
     TIES = "ties"  # x / s on FP8 rounding midpoints
     TINY = "tiny"  # zero rows, amax below the 1e-4 scale floor, fp32 denormals
     SPECIALS = "specials"  # -0.0 and +0.0 mixed in; inf / NaN only with inf_nan (the real writers disagree)

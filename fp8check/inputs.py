@@ -108,7 +108,7 @@ def _outliers(num_tokens: int, head_dim: int, generator: torch.Generator) -> tor
 
 
 def _divisors(fp8: FP8Format) -> torch.Tensor:
-    """The DIVs real writers use on this format (SPEC.md section 3): 448 on e4m3fn; 240 (aiter) and
+    """The DIVs real writers use on this format (docs/NUMERICS.md): 448 on e4m3fn; 240 (aiter) and
     224 (vLLM) on e4m3fnuz."""
     return torch.tensor(list(dict.fromkeys([fp8.max, fp8.vllm_divisor])))
 

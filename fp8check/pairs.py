@@ -3,7 +3,7 @@
 Every function takes uint8 tensors of the two caches' bytes (baseline, candidate; any shape, any device)
 and answers with a bool tensor of the same shape; `pair_table` turns a test into a lookup over all 65536
 pairs, the fast form on big chunks. Used by the diagnosis (which cause fits a byte) and the budget (how
-far apart two codes are). SPEC.md sections 4-5 for the facts.
+far apart two codes are). docs/NUMERICS.md-5 for the facts.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def byte_local(fmt: FP8Format, base: torch.Tensor, cand: torch.Tensor) -> torch.
     return torch.where(always, 1, torch.where(one_code_apart(base, cand, fmt), 2, 0)).to(torch.uint8)
 
 
-# ---- integer conversion of the quotient (SPEC.md section 5) ------------------------------------------------
+# ---- integer conversion of the quotient (docs/NUMERICS.md) ------------------------------------------------
 
 
 def cast_match(y: torch.Tensor, base: torch.Tensor, cand: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

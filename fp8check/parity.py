@@ -1,5 +1,5 @@
 """Top-K parity, end to end: writer -> cache bytes -> reader -> indexer logits -> top-K (the seed's
-second and third tables; SPEC.md section 7, README "Top-K parity").
+second and third tables; docs/NUMERICS.md, README "Top-K parity").
 
 Each writer runs ONCE on max(ctx) tokens of one paged sequence; the sequence of each ctx row is the
 first ctx tokens of it (the same blocks, the same block table). The reader runs once per writer on a

@@ -1,4 +1,4 @@
-"""The one description of an indexer K cache: formats, layout and all byte math (SPEC.md section 2)."""
+"""The one description of an indexer K cache: formats, layout and all byte math (docs/NUMERICS.md)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from typing import Any
 
 from .errors import SpecError
 
-# vLLM's divisor on e4m3fnuz (SPEC.md section 3): its ROCm writers divide by 224, not the format's max 240.
+# vLLM's divisor on e4m3fnuz (docs/NUMERICS.md): its ROCm writers divide by 224, not the format's max 240.
 VLLM_FNUZ_DIVISOR = 224.0
 SCALE_FLOOR = 1e-4  # s = max(amax, 1e-4) / DIV in every real writer
 # The farthest two FP8 codes may be apart and still be excused. Real writers differ by 1 code (rounding)
-# or a doubled scale (SPEC.md section 3); 8 leaves room for that while a NaN against a number (255
+# or a doubled scale (docs/NUMERICS.md); 8 leaves room for that while a NaN against a number (255
 # apart) or the seed's integer conversion can never be excused.
 MAX_CODE_DISTANCE = 8  # the largest --max-code-distance budget
 
@@ -78,7 +78,7 @@ class Layout(enum.Enum):
 
     @property
     def planar(self) -> bool:
-        """Values region, then scales region (SPEC.md section 2)."""
+        """Values region, then scales region (docs/NUMERICS.md)."""
         return self is not Layout.INTERLEAVED
 
 
@@ -171,7 +171,7 @@ class CacheSpec:
         """The layer of a multi-layer buffer the writer is handed (the middle one: layers before and after)."""
         return self.layers // 2
 
-    # ---- byte math (scalar; SPEC.md section 2) -------------------------------------------------
+    # ---- byte math (scalar; docs/NUMERICS.md) -------------------------------------------------
     def value_offset(self, token: int, dim: int) -> int:
         """Byte of value (token, dim) inside its block."""
         if self.layout is Layout.LINEAR:

@@ -501,3 +501,34 @@ def test_a_reader_fault_names_the_layout_the_reader_reads(written, reads):
     assert f"it reads the cache as {reads} (fp8check's exact reader reading {reads} agrees with it) where" \
            f" {written.value} was written" in text
     assert result.to_json()["reader_reads"] == reads
+
+
+def test_bare_parity_passes_and_still_shows_the_buggy_column(capsys):
+    """`fp8check parity` with no options: the seed's two columns, the uint8 wrapper expected to fail."""
+    code, out, err = run(capsys, "parity", "--ctx", "1024,4096", "--heads", "4", "--topk", "512")
+    assert code == 0, err
+    assert "triton-buggy: FAIL, as expected" in out and "triton: PASS" in out
+
+
+def test_a_narrow_log_gets_every_column(capsys):
+    """Piped into an 80-column CI log, the table wraps into one table per writer rather than cutting columns."""
+    import io
+
+    from rich.console import Console
+
+    from fp8check.parity import run_parity
+    from fp8check.prepare import Request, prepare_parity
+    from fp8check.report.parity import render
+
+    request = Request.of("parity", {"ctx": [1024, 4096], "heads": 4, "topk": 512, "device": "cpu"}, where="test")
+    run = prepare_parity(request)
+    sides = dict(run.sides)
+    baseline = sides.pop("baseline")
+    result = run_parity(run.spec, run.config, baseline=baseline, writers=list(sides.values()), reader=run.reader,
+                        inputs=run.inputs, device=run.device)
+    for width in (80, 200):
+        out = io.StringIO()
+        Console(file=out, width=width, color_system=None).print(render(result))
+        text = out.getvalue()
+        assert max(len(line) for line in text.splitlines()) <= width
+        assert text.count("max_rel") == 2 and text.count("bad/N") == 2 and "triton-buggy" in text

@@ -78,7 +78,7 @@ def _value_counts(spec: CacheSpec, mask: torch.Tensor, runs: tuple[int, torch.Te
     if length == qbs and torch.equal(run_index.view(-1), torch.arange(run_index.numel(), device=mask.device)):
         return count_true(mask.reshape(-1, qbs))  # linear: unit u is row u of the mask
     if spec.layout is Layout.SHUFFLE and length == 16 and qbs // 8 <= 255 and mask.is_contiguous():
-        # shuffle (16 x 16 tiles, SPEC.md section 2): in each of its dim tiles a unit is one 16-byte row (two
+        # shuffle (16 x 16 tiles, docs/NUMERICS.md): in each of its dim tiles a unit is one 16-byte row (two
         # int64 words) of its token tile. The tile view sums 8 bools per int64 lane without a gathered copy
         # (~2x faster than gathering the runs); unit_runs found exactly these runs in spec.value_index.
         tiles = mask.view(n, spec.block_size // 16, spec.groups_per_token, qbs // 16, 16, 16)

@@ -14,7 +14,7 @@ from .claims import Claim, note, unit_claim
 from .frame import Frame
 from .model import Category
 
-# DIVs seen in real writers (SPEC.md section 3): both formats' max, vLLM's e4m3fnuz divisor, e5m2's max.
+# DIVs seen in real writers (docs/NUMERICS.md): both formats' max, vLLM's e4m3fnuz divisor, e5m2's max.
 E5M2_MAX = 57344.0
 KNOWN_DIVISORS = tuple(sorted({*(f.max for f in FP8Format), *(f.vllm_divisor for f in FP8Format), E5M2_MAX},
                               reverse=True))
@@ -105,7 +105,7 @@ def _classify(frame: Frame, units: torch.Tensor) -> _ScaleKinds:
     rounded_down = torch.zeros_like(ratio_units)
     if frame.spec.scale_fmt.power_of_two:
         # a writer that rounds log2(s) down halves every group whose s is no power of two; a divisor change
-        # halves at most log2(240/224) = 10% of them (SPEC.md section 3)
+        # halves at most log2(240/224) = 10% of them (docs/NUMERICS.md)
         halved = ratio_units & ~pow2 & ~swapped & ~floor & (ratio == 0.5)
         if 2 * int(halved.sum()) >= int(frame.mapped.sum()):
             rounded_down = halved

@@ -240,7 +240,7 @@ def _cast_columns(s: _Sample, r: torch.Tensor, cols, k_sampled: torch.Tensor | N
 
 
 def _judge_integer_cast(s: _Sample, rows: torch.Tensor, screen: bool) -> tuple[torch.Tensor, dict]:
-    """Units whose bytes are x/s converted to an integer (SPEC.md section 5)."""
+    """Units whose bytes are x/s converted to an integer (docs/NUMERICS.md)."""
     k_sampled = None
     if not screen and rows.numel() > PROBE_UNITS:  # most of them fit: gather k's sampled columns once
         k_sampled = s.frame.k.view(-1, s.frame.spec.quant_block_size)[:, s.columns].float()

@@ -1,1 +1,1 @@
-"""Readers: code that turns cache bytes into the indexer's logits (SPEC.md section 7)."""
+"""Readers: code that turns cache bytes into the indexer's logits (docs/NUMERICS.md)."""

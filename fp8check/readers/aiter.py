@@ -1,4 +1,4 @@
-"""ROCm aiter's paged MQA logits kernel as the reader `aiter` (SPEC.md section 7).
+"""ROCm aiter's paged MQA logits kernel as the reader `aiter` (docs/NUMERICS.md).
 
 `deepgemm_fp8_paged_mqa_logits(q_fp8, kv_cache, weights, out_logits, context_lens, block_tables,
 max_model_len, ...)` lives in `aiter.ops.triton.pa_mqa_logits` (newer trees:

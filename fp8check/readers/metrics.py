@@ -1,4 +1,4 @@
-"""The truth and the metrics of `fp8check parity`, defined once (SPEC.md section 7; README "Top-K parity").
+"""The truth and the metrics of `fp8check parity`, defined once (docs/NUMERICS.md; README "Top-K parity").
 
 Pure functions on tensors; nothing here runs a writer or a reader.
 
@@ -37,7 +37,7 @@ def quantize_q(q: torch.Tensor, fmt: FP8Format) -> torch.Tensor:
 
 
 def visible_tokens(ctx: int, next_n: int) -> list[int]:
-    """Tokens query row n of a ctx-token sequence sees: ctx - next_n + n + 1 (MTP, SPEC.md section 7)."""
+    """Tokens query row n of a ctx-token sequence sees: ctx - next_n + n + 1 (MTP, docs/NUMERICS.md)."""
     return [ctx - next_n + n + 1 for n in range(next_n)]
 
 

@@ -1,4 +1,4 @@
-"""What a reader must not do, checked on every read (SPEC.md section 9, "Reader obligations").
+"""What a reader must not do, checked on every read (docs/NUMERICS.md, "Reader obligations").
 
 - Masked positions: query row n of a ctx-token sequence with next_n MTP rows sees positions up to
   ctx - next_n + n; every position after that, up to max_model_len, must come back -inf. A finite logit

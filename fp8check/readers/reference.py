@@ -1,8 +1,8 @@
 """fp8check's own reader: the paged indexer logits from cache bytes, decoded exactly, in float64.
 
-It reads the cache through the CacheSpec's layout (SPEC.md section 2), so it reads what a writer of
+It reads the cache through the CacheSpec's layout (docs/NUMERICS.md), so it reads what a writer of
 that spec wrote; the parity truth is this reader on the baseline writer's bytes (readers/metrics.py).
-It takes vLLM's reader signature (SPEC.md section 7) and returns float64 logits (plugins return fp32).
+It takes vLLM's reader signature (docs/NUMERICS.md) and returns float64 logits (plugins return fp32).
 """
 
 from __future__ import annotations

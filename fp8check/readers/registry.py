@@ -1,6 +1,6 @@
 """The reader registry: one frozen entry per name, plus readers from files, and the one place readers run.
 
-A reader has vLLM's signature (SPEC.md section 7):
+A reader has vLLM's signature (docs/NUMERICS.md):
 `fn(q_fp8 [B, next_n, H, D], kv_cache uint8 [num_blocks, block_size, 1, D + 4*D/qbs], weights fp32
 [B*next_n, H], context_lens int32 [B], block_tables int32 [B, max_blocks], max_model_len)
 -> logits [B*next_n, max_model_len]`.

@@ -34,28 +34,25 @@ def _title(result: ParityResult) -> Text:
     return text
 
 
-def _cells(result: ParityResult, i: int, ctx: int) -> list:
+def _groups(result: ParityResult) -> list[tuple[list, list]]:
+    """(headers, per-row cells) of each writer's columns, then the reader check's."""
+    c, k = result.config, result.config.topk
+    groups = []
+    for col in result.columns:
+        groups.append(([Text(f"{col.name}\nrecall @{k}"), f"positional @{k}", "max_rel", "bad/N"],
+                       [[_recall_cell(m, c.min_recall), fraction(m.positional), rel(m.max_rel), f"{m.bad}/{m.n}"]
+                        for m in col.rows]))
+    if result.reader_check is not None:
+        groups.append(([Text(f"reader check recall @{k}"), "max_rel"],
+                       [[_recall_cell(m, c.min_recall), rel(m.max_rel)] for m in result.reader_check]))
+    return groups
+
+
+def _grid(result: ParityResult, groups: list[tuple[list, list]]) -> Table:
     c = result.config
-    cells: list = [str(ctx)]
-    for col in result.columns:
-        m = col.rows[i]
-        cells += [_recall_cell(m, c.min_recall), fraction(m.positional), rel(m.max_rel), f"{m.bad}/{m.n}"]
-    if result.reader_check is not None:
-        m = result.reader_check[i]
-        cells += [_recall_cell(m, c.min_recall), rel(m.max_rel)]
-    cells.append(Text("vacuous", style="dim") if c.vacuous(ctx) else "")
-    return cells
-
-
-def table(result: ParityResult) -> Table:
-    k = result.config.topk
-    headers: list = ["ctx"]
-    for col in result.columns:
-        headers += [Text(f"{col.name}\nrecall @{k}"), f"positional @{k}", "max_rel", "bad/N"]
-    if result.reader_check is not None:
-        headers += [Text(f"reader check recall @{k}"), "max_rel"]
-    headers.append("vacuous")
-    rows = [_cells(result, i, ctx) for i, ctx in enumerate(result.config.ctx)]
+    headers = ["ctx", *(h for hs, _ in groups for h in hs), "vacuous"]
+    rows = [[str(ctx), *(cell for _, cells in groups for cell in cells[i]),
+             Text("vacuous", style="dim") if c.vacuous(ctx) else ""] for i, ctx in enumerate(c.ctx)]
     grid = Table(box=box.SIMPLE_HEAD, collapse_padding=True)
     for j, header in enumerate(headers):  # numbers keep their width; headers wrap on narrow terminals
         words = str(header).split()  # a header word up to 16 wide stays whole (long file: names fold)
@@ -64,6 +61,27 @@ def table(result: ParityResult) -> Table:
     for row in rows:
         grid.add_row(*row)
     return grid
+
+
+class _Wrapped:
+    """The whole table where it fits the output's width (a CI log: 80 columns), else one table per writer:
+    columns are never cut off."""
+
+    def __init__(self, result: ParityResult):
+        groups = _groups(result)
+        self.whole = _grid(result, groups)
+        self.parts = [_grid(result, [group]) for group in groups]
+
+    def __rich_console__(self, console, options):
+        needed = sum(column.min_width + 2 for column in self.whole.columns)  # each cell padded by one space a side
+        if needed <= options.max_width or len(self.parts) < 2:
+            yield self.whole
+        else:
+            yield from self.parts
+
+
+def table(result: ParityResult) -> _Wrapped:
+    return _Wrapped(result)
 
 
 TONE = {"info": "dim", "warn": "bold yellow", "pass": "green", "fail": "bold red", "expected": "yellow"}

@@ -1,6 +1,6 @@
 """Triton kernels on CPU tensors: Triton's interpreter, with an exact float -> FP8 conversion, per kernel.
 
-The interpreter's own FP8 conversion is not exact (SPEC.md section 6: ties round away from zero, a
+The interpreter's own FP8 conversion is not exact (docs/NUMERICS.md: ties round away from zero, a
 mantissa carry into the exponent is lost, no saturation, NaN mishandled), so a CPU run of a Triton
 kernel is a byte oracle only once that conversion is replaced by clamp + round-to-nearest-even.
 
@@ -15,7 +15,7 @@ the `triton.language` attributes Triton's interpreter patches for device-functio
 restore itself (measured on Triton 3.9: 64 attributes of `triton.language.core` left patched, which
 would break a later compiled kernel). e4m3fnuz tensors reach the interpreter typed as e4m3fn and
 fp8check converts both ways in the format of the launch: Triton 3.6's interpreter has no fp8e4b8
-type at all ("fail to convert fp8e4b8 to ir type", SPEC.md section 9).
+type at all ("fail to convert fp8e4b8 to ir type", docs/NUMERICS.md).
 
 `check(fmt)` proves the conversion on known answers, `check_semantics()` proves the interpreter
 computes what vLLM-style kernels rely on as compiled Triton does, `require_any_kernel(fmt)` is both
@@ -267,7 +267,7 @@ def cpu_kernels():
         _SCOPE.update(depth=0, fnuz=False)
 
 
-# Known answers, written out by hand from the format definitions (SPEC.md section 4), not from encode():
+# Known answers, written out by hand from the format definitions (docs/NUMERICS.md), not from encode():
 # (fp32 input, e4m3fn byte, e4m3fnuz byte).
 KNOWN_ANSWERS: tuple[tuple[float, int, int], ...] = (
     (0.0, 0x00, 0x00),
@@ -422,13 +422,13 @@ def require_any_kernel(fmt: FP8Format) -> None:
 def compiled_caveat(spec) -> str | None:
     """Why a compiled kernel could write other bytes than this interpreter run, where fp8check knows a reason.
 
-    Compiled Triton on NVIDIA lowers fp32 `/` to an approximate division (SPEC.md section 3, docs/GPU.md);
+    Compiled Triton on NVIDIA lowers fp32 `/` to an approximate division (docs/NUMERICS.md, docs/GPU.md);
     the interpreter divides exactly. With fp32 scales every `x / s` is exposed; with ue8m0 `s` is a power
     of two, so only `amax / DIV` near DIV * 2^k can move the ceil (the ue8m0-boundary inputs).
     """
     if spec.scale_fmt.power_of_two:
         return None
-    return ("CPU interpreter run: a kernel compiled for NVIDIA that uses fp32 `/` (approximate there, SPEC.md"
+    return ("CPU interpreter run: a kernel compiled for NVIDIA that uses fp32 `/` (approximate there, docs/NUMERICS.md"
             " section 3) can differ from these bytes by one FP8 code on some values and in a scale's last bit;"
             " tl.math.div_rn is exact on both")
 

@@ -1,4 +1,4 @@
-"""Vectorized PyTorch emulations of the real writers' numerics (SPEC.md section 3).
+"""Vectorized PyTorch emulations of the real writers' numerics (docs/NUMERICS.md).
 
 Each profile is a frozen description; `quantize` turns bf16 rows into FP8 codes and fp32 scales, and
 `make_writer` wraps it in the de-facto writer signature. Same code on CPU and CUDA.

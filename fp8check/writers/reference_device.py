@@ -30,7 +30,7 @@ def _triton_can_run(spec: CacheSpec, device: torch.device) -> bool:
     if not spec.layout.planar or spec.scale_fmt is ScaleFormat.UE8M0X4:
         return False  # the kernel writes planar caches with fp32 words; the emulation writes every form
     if spec.fp8 is FP8Format.E4M3FNUZ and torch.version.hip is None:
-        return False  # compiled Triton on NVIDIA has no fp8e4b8 (SPEC.md section 6)
+        return False  # compiled Triton on NVIDIA has no fp8e4b8 (docs/NUMERICS.md)
     try:
         import triton  # noqa: F401
     except ImportError:

@@ -1,4 +1,4 @@
-"""The aiter profile (SPEC.md section 3, row 1) as a Triton kernel: the `reference` writer on CUDA.
+"""The aiter profile (docs/NUMERICS.md, row 1) as a Triton kernel: the `reference` writer on CUDA.
 
 The PyTorch emulation in reference.py is the oracle (and the writer on the CPU); this kernel computes
 the same bytes ~70x faster on a GPU. Every step is written so that compiled Triton cannot round it
@@ -6,9 +6,9 @@ differently from the PyTorch ops:
 - FTZ from the exponent bits (no float compare that an FTZ mode could change);
 - amax drops NaN operands, as aiter's IEEE-mode v_max3_f32 / fmaxf do (and a GPU `max` does);
 - `amax / DIV` and `1 / s` with `tl.math.div_rn` (compiled `/` is an approximate division on NVIDIA,
-  SPEC.md section 3), the value `x * (1/s)`: one IEEE multiplication;
+  docs/NUMERICS.md), the value `x * (1/s)`: one IEEE multiplication;
 - ue8m0 `2 ** ceil(log2(s))` from the bits (no log2/exp2 rounding), inf and NaN kept;
-- clamp to +-max, a NaN value to -max (aiter's v_med3_f32(NaN, -max, max)), then the FP8 cast (saturating, round-to-nearest-even: SPEC.md
+- clamp to +-max, a NaN value to -max (aiter's v_med3_f32(NaN, -max, max)), then the FP8 cast (saturating, round-to-nearest-even: docs/NUMERICS.md
   section 4; under the interpreter, fp8check's exact conversion does it).
 One program covers TOKENS tokens of one quant group. tests/test_perf_paths.py proves the bytes equal to
 the PyTorch reference under the interpreter; reference_device.py proves it again at first use on a GPU.

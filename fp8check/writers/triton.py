@@ -1,4 +1,4 @@
-"""fp8check's own Triton writer with the semantics of vLLM's ROCm Triton writer (SPEC.md section 3, row 2).
+"""fp8check's own Triton writer with the semantics of vLLM's ROCm Triton writer (docs/NUMERICS.md, row 2).
 
 Per token: amax over all head_dim (one scale per token), s = max(amax, 1e-4) / DIV (448 on e4m3fn,
 224 on e4m3fnuz), ue8m0 rounds s up to a power of two with log2/ceil/exp2, values are `x / s` with

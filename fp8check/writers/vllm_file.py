@@ -1,7 +1,7 @@
 """One function of a project's source file, run as it is, without the project installed: the loader of
 `vllm-file:PATH[:FUNC]` (vLLM's table), `pkg:` and `preset:` (any project's table, projects/*.toml).
 
-A project's source file (e.g. vLLM's `vllm/v1/attention/ops/rocm_aiter_mla_sparse.py`, SPEC.md section
+A project's source file (e.g. vLLM's `vllm/v1/attention/ops/rocm_aiter_mla_sparse.py`, docs/NUMERICS.md section
 6b) starts with imports of the project itself and module-level platform code. None of that is executed.
 The file is parsed with `ast`; FUNC and the module-level functions, kernels and constants it needs
 (transitively, found with `symtable`) are compiled, unmodified and at their own line numbers, into a

@@ -1,4 +1,4 @@
-"""ROCm aiter's `indexer_k_quant_and_cache` as the producer `aiter` (SPEC.md sections 1-3).
+"""ROCm aiter's `indexer_k_quant_and_cache` as the producer `aiter` (docs/NUMERICS.md-3).
 
 Newer aiter releases take a `preshuffle` keyword and write the SHUFFLE layout themselves; older ones
 take five arguments and write row-major, and the caller then applies
@@ -26,7 +26,7 @@ from .platform import Backend, Platform, probe
 
 NAME = "aiter"
 DISTRIBUTION = "amd-aiter"  # ROCm's aiter on PyPI; the PyPI name `aiter` is an unrelated package
-SHUFFLE_TILE = (16, 16)  # MFMA 16x16 tiles (SPEC.md section 2)
+SHUFFLE_TILE = (16, 16)  # MFMA 16x16 tiles (docs/NUMERICS.md)
 
 
 class Form(enum.Enum):
@@ -149,7 +149,7 @@ def shuffle_written(
 
     `before` is the value regions as they were before the op ([num_blocks, block_size*head_dim] uint8).
     Only the bytes of written tokens take shuffled values: a token with a negative slot writes nothing
-    (SPEC.md section 1), and shuffling a whole block would also move the bytes nobody wrote.
+    (docs/NUMERICS.md), and shuffling a whole block would also move the bytes nobody wrote.
     """
     num_blocks, block_size, _ = kv_cache.shape
     values = kv_cache.view(num_blocks, -1)[:, : block_size * head_dim]

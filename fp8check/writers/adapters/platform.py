@@ -1,5 +1,5 @@
 """What torch was built for and which accelerator it sees: the facts that decide which real writers
-can run and which FP8 format they write (SPEC.md section 4)."""
+can run and which FP8 format they write (docs/NUMERICS.md)."""
 
 from __future__ import annotations
 

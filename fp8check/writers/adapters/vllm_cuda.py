@@ -2,7 +2,7 @@
 
 Registered by importing `vllm._C` (schema: `(Tensor k, Tensor! kv_cache, Tensor slot_mapping,
 int quant_block_size, str kv_cache_dtype)`; the last argument is the scale format, a string). It writes
-row-major only, in the FP8 format its build targets (SPEC.md section 3).
+row-major only, in the FP8 format its build targets (docs/NUMERICS.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""vLLM's Triton writer `indexer_k_quant_and_cache_triton` as the producer `vllm-triton` (SPEC.md 1-3).
+"""vLLM's Triton writer `indexer_k_quant_and_cache_triton` as the producer `vllm-triton` (docs/NUMERICS.md 1-3).
 
 It lives in vLLM's ROCm sparse-MLA ops module (`vllm/v1/attention/ops/rocm_aiter_mla_sparse.py`;
 `vllm/attention/ops/` in older trees). vLLM chooses its FP8 format from the GPU (e4m3fnuz iff the arch

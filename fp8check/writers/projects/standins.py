@@ -53,7 +53,7 @@ class Platform:
         return self.fp8.torch_dtype()
 
     def is_rocm(self) -> bool:
-        return self.fp8 is FP8Format.E4M3FNUZ  # vLLM picks fnuz iff the arch is gfx94x (SPEC.md section 4)
+        return self.fp8 is FP8Format.E4M3FNUZ  # vLLM picks fnuz iff the arch is gfx94x (docs/NUMERICS.md)
 
     def is_cuda(self) -> bool:
         return not self.is_rocm()
