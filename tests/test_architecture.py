@@ -85,3 +85,15 @@ def test_no_import_cycles():
     for name in sorted(graph):
         if name not in state:
             visit(name, [name])
+
+
+def test_shipped_text_names_only_documents_users_have():
+    """Messages, notes and shipped configs point at docs/ files the repository has, never at a missing one."""
+    import re
+
+    root = PACKAGE.parent
+    for path in [*PACKAGE.rglob("*.py"), *PACKAGE.rglob("*.toml")]:
+        text = path.read_text()
+        assert "SPEC.md" not in text, path
+        for name in re.findall(r"docs/([A-Za-z_]+\.md)", text):
+            assert (root / "docs" / name).is_file(), f"{path} names docs/{name}"
