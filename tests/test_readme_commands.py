@@ -1,6 +1,7 @@
 """Every `fp8check` command the README shows in a code block runs as written: a verdict (exit 0 or 1),
 never a usage error. Commands naming other repositories (`git:BEFORE:`, `git:origin/main:`, a checkout
-at `../aiter`) need those repositories and are left out; the rest run from a folder that holds the files
+at `../aiter`) need those repositories, and `fp8check ecosystem` downloads released wheels (its offline
+subset is tests/test_ecosystem.py's): they are left out; the rest run from a folder that holds the files
 they name."""
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ def readme_blocks() -> list[list[str]]:
             blocks.append([])
         elif language in ("", "sh", "bash", "console"):
             line = line.strip().removeprefix("$ ")
-            if line.startswith("fp8check ") and "git:" not in line and ":../" not in line:
+            if line.startswith("fp8check ") and not any(x in line for x in ("git:", ":../", "ecosystem")):
                 blocks[-1].append(line.split("  #")[0].strip())
     return [block for block in blocks if block]
 
