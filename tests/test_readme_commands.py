@@ -45,3 +45,12 @@ def test_the_readme_commands_run_as_written(block, tmp_path):
                               env={**os.environ, "PYTHONPATH": str(ROOT)})
         assert done.returncode in (0, 1), f"{command}: exit {done.returncode}\n{done.stderr[-2000:]}"
         assert "error:" not in done.stderr, done.stderr[-2000:]
+
+
+def test_the_writer_contract_gives_the_blocks_byte_layout():
+    """Where the README tells users to write their own writer, it says where each byte of a block goes."""
+    text = (ROOT / "README.md").read_text()
+    contract = text[text.index("**Your function**"):text.index("**A vLLM source file as it is**")]
+    for fact in ("value region", "scale region", "block_size*head_dim + 4*(t*head_dim/qbs + j)", "t*head_dim + d",
+                 "(t//16)*16*head_dim + (d//16)*256 + (t%16)*16 +"):
+        assert fact in contract, fact
