@@ -78,7 +78,6 @@ def as_producer(writer: Callable, role: str):
 def compare_writers(candidate: str | Callable, baseline: str | Callable = "auto", *, k=None, slot_mapping=None,
                     **spec_and_inputs) -> Result:
     """Run both writers on the same K into fresh poisoned caches, diff the bytes, diagnose and decide."""
-    from .budget import Budget
     from .compare import check_compare
     from .inputs import Inputs
     from .prepare import Request, prepare
@@ -98,8 +97,7 @@ def compare_writers(candidate: str | Callable, baseline: str | Callable = "auto"
     _require_exact(run.spec, run.device)
     checked = check_compare(
         run.spec, baseline=run.sides["baseline"], candidate=run.sides["candidate"], inputs=run.inputs,
-        device=run.device, budget=Budget(**{key: request.values[key] for key in
-                                            ("max_diff_bytes", "max_diff_fraction", "max_code_distance")}),
+        device=run.device, budget=request.budget(),
         pad_slot=request.values["pad_slot"],
     )
     d = checked.result.diff

@@ -25,23 +25,16 @@ def run_request(kind: str, values: dict, *, where: str) -> Checked:
     request = Request.of(kind, given, where=where, stated=stated - set(CASE_ONLY))
     run = prepare_parity(request) if kind == "parity" else prepare(request)
     if kind == "compare":
-        from .budget import Budget
         from .compare import Expect, check_compare
 
-        budget = Budget(**{k: request.values[k] for k in ("max_diff_bytes", "max_diff_fraction", "max_code_distance")})
         return check_compare(run.spec, baseline=run.sides["baseline"], candidate=run.sides["candidate"],
-                             inputs=run.inputs, device=run.device, budget=budget,
+                             inputs=run.inputs, device=run.device, budget=request.budget(),
                              expect=Expect(values.get("expect", "same")), pad_slot=request.values["pad_slot"])
     if kind == "table":
         from .table import seed_table
 
         return seed_table(run.spec, **run.sides, inputs=run.inputs, device=run.device)
-    from .parity import run_parity
-
-    sides = dict(run.sides)
-    baseline = sides.pop("baseline")
-    return run_parity(run.spec, run.config, baseline=baseline, writers=list(sides.values()), reader=run.reader,
-                      inputs=run.inputs, device=run.device)
+    return run.run_parity()
 
 
 def run_case(case: Case, *, strict: bool = False) -> Outcome:

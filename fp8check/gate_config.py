@@ -40,7 +40,7 @@ from typing import Any
 from . import options
 from .config import find, load_toml
 from .errors import ConfigError, SpecError, UsageError
-from .sources import GOLDEN_PREFIX, is_git
+from .sources import FILE_PREFIX, GOLDEN_PREFIX, VLLM_FILE_PREFIX, is_git
 
 MAX_CASES = 10_000  # 10^6 cases took 72 s and 1 GB for --list alone
 
@@ -254,11 +254,11 @@ def _relative_to(values: dict, base: Path) -> dict:
     out = dict(values)
 
     def resolve(text):
-        for prefix in ("file:", "vllm-file:"):
+        for prefix in (FILE_PREFIX, VLLM_FILE_PREFIX):
             if isinstance(text, str) and text.startswith(prefix):
                 body = text[len(prefix):]
-                path, sep, func = body.rpartition(":") if prefix == "file:" else (body, "", "")
-                if prefix == "vllm-file:" and ":" in body and body.rpartition(":")[2].isidentifier():
+                path, sep, func = body.rpartition(":") if prefix == FILE_PREFIX else (body, "", "")
+                if prefix == VLLM_FILE_PREFIX and ":" in body and body.rpartition(":")[2].isidentifier():
                     path, sep, func = body.rpartition(":")
                 if path and not is_git(path) and not Path(path).is_absolute():
                     return f"{prefix}{base / path}{sep}{func}"

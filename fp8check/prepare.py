@@ -47,6 +47,12 @@ class Request:
     def flag(self, key: str) -> str:
         return options.option(key, self.command).flag
 
+    def budget(self):
+        """The compare's Budget from its budget options."""
+        from .budget import Budget
+
+        return Budget(**{key: self.values[key] for key in options.BUDGET})
+
     @property
     def golden(self) -> bool:
         return str(self.values.get("baseline", "")).startswith(GOLDEN_PREFIX)
@@ -60,6 +66,14 @@ class Prepared:
     sides: dict[str, Any]  # role -> Producer, or a golden baseline's recorded Side
     reader: Any = None  # parity: the reader under test
     config: Any = None  # parity: its ParityConfig
+
+    def run_parity(self, progress=None):
+        """A parity run (prepare_parity's): the baseline and the writer columns read by the reader."""
+        from .parity import run_parity
+
+        writers = [side for role, side in self.sides.items() if role != "baseline"]
+        return run_parity(self.spec, self.config, baseline=self.sides["baseline"], writers=writers,
+                          reader=self.reader, inputs=self.inputs, device=self.device, progress=progress)
 
 
 def spec_of(values: dict, num_blocks: int | None = None) -> CacheSpec:

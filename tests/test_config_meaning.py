@@ -11,11 +11,10 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import on_cpu
+from conftest import run
 import pytest
 
 from fp8check import gate_config
-from fp8check.cli import main
 from fp8check.errors import ConfigError, GoldenError, UsageError
 from fp8check.pytest_plugin import fp8check_cases
 
@@ -28,11 +27,6 @@ def config(tmp_path, text: str, name: str = "gate.toml") -> Path:
     path.write_text(text)
     return path
 
-
-def run(capsys, *argv) -> tuple[int, str, str]:
-    code = main(on_cpu(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.mark.parametrize("line, fragment", [

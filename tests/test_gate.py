@@ -7,7 +7,7 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from conftest import on_cpu
+from conftest import run
 import pytest
 
 from fp8check.cli import main
@@ -46,11 +46,6 @@ baseline = "reference"
 """
 PLANTED = "compare:reference-vllm~reference:e4m3fn-fp32:b64-h128-q128-n3-shuffle:normal-sequential-s0"
 
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(on_cpu(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture

@@ -9,20 +9,14 @@ import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from conftest import on_cpu
+from conftest import run
 import pytest
 
 from fp8check import golden
-from fp8check.cli import main
 
 SMALL = ("--block", "16", "--head-dim", "64", "--num-blocks", "2")
 OUTPUTS = {"--json": "r.json", "--junit": "r.xml", "--markdown": "r.md"}
 
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(on_cpu(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def assert_one_line_error(code: int, err: str, *fragments: str) -> None:

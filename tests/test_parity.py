@@ -516,16 +516,11 @@ def test_a_narrow_log_gets_every_column(capsys):
 
     from rich.console import Console
 
-    from fp8check.parity import run_parity
     from fp8check.prepare import Request, prepare_parity
     from fp8check.report.parity import render
 
     request = Request.of("parity", {"ctx": [1024, 4096], "heads": 4, "topk": 512, "device": "cpu"}, where="test")
-    run = prepare_parity(request)
-    sides = dict(run.sides)
-    baseline = sides.pop("baseline")
-    result = run_parity(run.spec, run.config, baseline=baseline, writers=list(sides.values()), reader=run.reader,
-                        inputs=run.inputs, device=run.device)
+    result = prepare_parity(request).run_parity()
     for width in (80, 200):
         out = io.StringIO()
         Console(file=out, width=width, color_system=None).print(render(result))

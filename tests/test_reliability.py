@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import on_cpu
+from conftest import run
 import pytest
 import torch
 from safetensors import safe_open
@@ -41,11 +41,6 @@ def hostile(target: str) -> str:
     file_name, _, func = target.partition(":")
     return f"file:{HOSTILE / file_name}:{func or 'writer'}"
 
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(on_cpu(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def against_reference(capsys, candidate: str, *options: str) -> tuple[int, str, str]:

@@ -14,11 +14,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import on_cpu
+from conftest import run
 import pytest
 import torch
 
-from fp8check.cli import main
 from fp8check.spec import CacheSpec, FP8Format, Layout, ScaleFormat
 from fp8check.writers import interpreter
 from fp8check.writers.files import load_function, prepare_to_run
@@ -30,11 +29,6 @@ FIX = ".view(FP8_DTYPE)\n"
 SMALL = ("--num-blocks", "2")
 NEXT_N = 2
 
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(on_cpu(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def run_json(capsys, tmp_path: Path, *argv: str) -> tuple[int, dict, str]:

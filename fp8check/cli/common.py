@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from ..sources import FILE_PREFIX, GIT_PREFIX, GOLDEN_PREFIX, VLLM_FILE_PREFIX
 from ..errors import ExitCode, UsageError, UserError
 
 
@@ -65,12 +66,12 @@ def reading_paths(kwargs: dict) -> tuple[Path, ...]:
         value = kwargs.get(name)
         for text in (str(value).split(",") if value is not None else ()):
             text = text.strip()
-            for prefix in ("golden:", "file:", "vllm-file:"):
+            for prefix in (GOLDEN_PREFIX, FILE_PREFIX, VLLM_FILE_PREFIX):
                 if text.startswith(prefix):
                     body = text[len(prefix):]
-                    text = body.rpartition(":")[0] if prefix != "golden:" and ":" in body else body
+                    text = body.rpartition(":")[0] if prefix != GOLDEN_PREFIX and ":" in body else body
                     break
-            if text and not text.startswith("git:"):
+            if text and not text.startswith(GIT_PREFIX):
                 found.append(Path(text))
     return tuple(found)
 

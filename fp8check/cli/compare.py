@@ -19,7 +19,6 @@ from .common import emit, handled, output_options, outputs_of, progress
 @handled
 def compare(all_blocks, debug, **opts):
     """Run two writers on the same K, diff their cache bytes block by block, and say why they differ."""
-    from ..budget import Budget
     from ..compare import check_compare
     from ..gate_config import compare_id
     from ..outcome import single
@@ -31,10 +30,9 @@ def compare(all_blocks, debug, **opts):
     limits = isolation_limits(opts)
     req = request("compare", opts)
     run = prepare(req, isolation=limits)
-    budget = Budget(**{key: req.values[key] for key in ("max_diff_bytes", "max_diff_fraction", "max_code_distance")})
     with progress(run.device, run.sides.values()):
         checked = check_compare(run.spec, baseline=run.sides["baseline"], candidate=run.sides["candidate"],
-                                inputs=run.inputs, device=run.device, budget=budget,
+                                inputs=run.inputs, device=run.device, budget=req.budget(),
                                 pad_slot=req.values["pad_slot"])
     outcomes = single(compare_id(req.values), checked, time.perf_counter() - start)
     emit(out, outcomes, render_compare(checked, all_blocks=all_blocks))

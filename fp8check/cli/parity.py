@@ -24,7 +24,6 @@ def parity(config_path, debug, **opts):
 
     from ..gate_config import parity_id
     from ..outcome import single
-    from ..parity import run_parity
     from ..prepare import prepare_parity
     from ..report import parity as report_parity
 
@@ -33,16 +32,11 @@ def parity(config_path, debug, **opts):
     limits = isolation_limits(opts)
     req = request("parity", opts, config_path)
     run = prepare_parity(req, isolation=limits)
-    sides = dict(run.sides)
-    baseline = sides.pop("baseline")
     err = Console(stderr=True)
     with Progress(console=err, transient=True, disable=not err.is_terminal) as bar:  # no bar in logs
         task = bar.add_task("parity", total=None)
-        result = run_parity(
-            run.spec, run.config, baseline=baseline, writers=list(sides.values()), reader=run.reader,
-            inputs=run.inputs, device=run.device,
-            progress=lambda label, done, total: bar.update(task, description=label, completed=done, total=total),
-        )
+        result = run.run_parity(
+            progress=lambda label, done, total: bar.update(task, description=label, completed=done, total=total))
     outcomes = single(parity_id(req.values), result, time.perf_counter() - start)
     emit(out, outcomes, report_parity.render(result))
     return outcomes.exit_code

@@ -27,7 +27,7 @@ import torch
 
 from ... import disk_cache
 from ...errors import ProducerError
-from ...sources import AITER_SRC_PREFIX, PKG_PREFIX
+from ...sources import AITER_SRC_PREFIX, GIT_PREFIX, PKG_PREFIX
 from ...spec import FP8Format, Layout
 from . import build, compiler as compilers
 from .entries import ENTRIES, Form
@@ -53,7 +53,7 @@ class Checkout:
 
 
 def _git_export(text: str) -> tuple[Path, str]:
-    rev, _, path = text[len("git:"):].partition(":")
+    rev, _, path = text[len(GIT_PREFIX):].partition(":")
     repo = Path(path or ".")
     try:
         commit = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", f"{rev}^{{commit}}"],
@@ -120,7 +120,7 @@ def locate(text: str) -> Checkout:
     """The aiter source a producer name points at; ProducerError saying what is missing otherwise."""
     if text.startswith(PKG_PREFIX):
         root, revision = _released(text)
-    elif text.startswith("git:"):
+    elif text.startswith(GIT_PREFIX):
         root, revision = _git_export(text)
     else:
         root, revision = Path(text), ""
@@ -276,7 +276,7 @@ def writer_for(checkout: Checkout):
 def provenance(checkout: Checkout, fmt: FP8Format | None) -> dict:
     compiler = compilers.find()
     commit = re.fullmatch(r"[0-9a-f]{40}", checkout.revision)
-    where = {"revision": "HEAD" if not checkout.label.startswith("git:") else checkout.label.split(":")[1],
+    where = {"revision": "HEAD" if not checkout.label.startswith(GIT_PREFIX) else checkout.label.split(":")[1],
              "commit": checkout.revision} if commit else {"release": checkout.revision}
     return {
         "function": "indexer_k_quant_and_cache",
