@@ -126,7 +126,8 @@ def _spec_and_inputs(request: Request, given_inputs, device):
         # generated inputs: at most num_slots tokens plus a quarter of padding (SlotPattern.PADDED)
         _check_memory(spec, spec.num_slots * 5 // 4 + 1, device, request, None)
         data = inputs_mod.generate(spec, seed=v["seed"], slots=inputs_mod.SlotPattern(v["slots"]),
-                                   distribution=inputs_mod.Distribution(v["inputs"]), inf_nan=v["specials_inf_nan"])
+                                   distribution=inputs_mod.Distribution(v["inputs"]), inf_nan=v["specials_inf_nan"],
+                                   device=device)
         inputs_mod.check_slots(spec, data.slot_mapping, f"generated inputs ({data.source})")
         return spec, data
     clash = [key for key in INPUT_FILE_EXCLUDES if key in request.stated]
@@ -182,6 +183,8 @@ def _check_memory(spec: CacheSpec, num_tokens: int, device, request: Request, re
         where = f"--input {v['input']}" if v.get("input") is not None else "k"
         sizes = f"{where}: its slot {top} makes {sizes}, and"
     require_memory(run_bytes(spec, num_tokens), device, f"{sizes} (two caches, the diff and K)")
+    if replay is None and device.type != "cpu" and v["inputs"] != "hashed":  # K drawn on the CPU, then copied
+        require_memory(num_tokens * 16 * spec.head_dim, "cpu", f"{sizes}: drawing K for --inputs {v['inputs']}")
 
 
 def resolve_producers(device, names: dict[str, str], spec: CacheSpec, repo: Path | None, *,

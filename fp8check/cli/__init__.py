@@ -14,13 +14,14 @@ import sys
 
 import click
 
+from .. import __version__
 from ..errors import ExitCode
 from . import compare, doctor, ecosystem, gate, parity, table
 from .common import fail, silence_stdout
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="fp8check", prog_name="fp8check")
+@click.version_option(__version__, prog_name="fp8check")
 def cli():
     """Byte-exact checks of FP8 indexer K-cache writers (DeepSeek-V3.2 sparse attention)."""
 
