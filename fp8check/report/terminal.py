@@ -85,7 +85,8 @@ def block_table(result: CompareResult, *, all_blocks: bool = False) -> Table | P
     if hidden:
         differ = result.diff.differing_blocks - sum(1 for b in shown if b.diff)
         table.add_row("...", f"{hidden} more blocks, {differ} differ", "", "")
-        table.caption = f"the first {MAX_ROWS // 2} and the {MAX_ROWS // 2} worst differing blocks (--all-blocks: all)"
+        table.caption = (f"the first {MAX_ROWS // 2} and the {MAX_ROWS // 2} worst differing blocks (--all-blocks: all)"
+                         if result.diff.differing_blocks else f"the first {len(shown)} blocks (--all-blocks: all)")
     return table
 
 
