@@ -41,9 +41,10 @@ TRITON_MATRIX ?= 3.6.0 3.9.0
 test-triton-matrix:
 	set -e; for v in $(TRITON_MATRIX); do \
 	  test -x .venv-triton-$$v/bin/python || $(PYTHON) -m venv .venv-triton-$$v; \
-	  .venv-triton-$$v/bin/python -m pip install -q $(TORCH_SPEC) triton==$$v; \
+	  .venv-triton-$$v/bin/python -m pip install -q $(TORCH_PIN) triton==$$v 2>/dev/null \
+	    || .venv-triton-$$v/bin/python -m pip install -q $(TORCH_SPEC) triton==$$v; \
 	  .venv-triton-$$v/bin/python -m pip install -q -e '.[test]' triton==$$v; \
-	  .venv-triton-$$v/bin/python -m pytest -p no:cacheprovider; \
+	  .venv-triton-$$v/bin/python -m pytest -n auto -p no:cacheprovider; \
 	done
 
 compare: $(STAMP)
