@@ -3,7 +3,7 @@
 `import fp8check` stays cheap: the API (`compare_writers`, `Result`) is imported on first use.
 """
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 __all__ = ["compare_writers", "Result", "testing"]
 

@@ -14,7 +14,7 @@ import sys
 
 import click
 
-from .. import __version__
+from .._version import __version__
 from ..errors import ExitCode
 from . import compare, doctor, ecosystem, gate, parity, table
 from .common import fail, silence_stdout
