@@ -40,6 +40,7 @@ from typing import Any
 from . import options
 from .config import find, load_toml
 from .errors import ConfigError, SpecError, UsageError
+from .prepare import run_id, spec_of
 from .sources import FILE_PREFIX, GOLDEN_PREFIX, VLLM_FILE_PREFIX, is_git
 
 MAX_CASES = 10_000  # 10^6 cases took 72 s and 1 GB for --list alone
@@ -47,9 +48,7 @@ MAX_CASES = 10_000  # 10^6 cases took 72 s and 1 GB for --list alone
 KINDS = ("compare", "table", "parity")
 EXPECT = ("same", "different", "scale-ulp")
 # Parity cases take `fp8check parity`'s options (lists: ctx, writers, expect_fail; they are not swept).
-PARITY_KEYS = ("ctx", "heads", "head_dim", "block", "qbs", "topk", "next_n", "fp8", "scale_fmt", "layout", "slots",
-               "inputs", "input", "seed",
-               "writers", "baseline", "reader", "rtol", "atol", "min_recall", "expect_fail", "device")
+PARITY_KEYS = options.PARITY_CASE_KEYS
 CASE_KEYS = {
     "compare": (*options.COMPARE_KEYS, "expect"),
     "table": options.TABLE_KEYS,
@@ -205,7 +204,7 @@ def _golden_case(values: dict, own: set, where: str, base: Path) -> Case:
     checked["expect"] = _expect(values, where)
     checked["golden_check"] = tuple(k for k in GOLDEN_SPEC_KEYS if k in own)
     checked["baseline"] = GOLDEN + str(file if is_git(file) or Path(file).is_absolute() else base / file)
-    return Case(compare_id(checked), "compare", _relative_to(checked, base), where)
+    return Case(run_id("compare", checked), "compare", _relative_to(checked, base), where)
 
 
 def _expect(values: dict, where: str) -> str:
@@ -220,14 +219,13 @@ def _case(kind: str, values: dict, where: str, base: Path, own: set) -> Case:
         return _golden_case(values, own, where, base)
     if kind == "parity":
         checked = _parity_values(values, where)
-        return Case(parity_id(checked), kind, _relative_to(checked, base), where)
+        return Case(run_id(kind, checked), kind, _relative_to(checked, base), where)
     checked = {**options.defaults(CASE_KEYS[kind] if kind == "table" else options.COMPARE_KEYS),
                **options.validate({k: v for k, v in values.items() if k != "expect"}, CASE_KEYS[kind], where)}
     if kind == "compare":
         checked["expect"] = _expect(values, where)
     _check_spec(checked, where)
-    case_id = compare_id(checked) if kind == "compare" else table_id(checked)
-    return Case(case_id, kind, _relative_to(checked, base), where)
+    return Case(run_id(kind, checked), kind, _relative_to(checked, base), where)
 
 
 def _check_spec(values: dict, where: str) -> None:
@@ -242,11 +240,6 @@ def _check_spec(values: dict, where: str) -> None:
             raise ConfigError(f"{where}: {key} = {values[key]!r}: golden files serve only as a compare's baseline")
 
 
-def spec_of(values: dict):
-    """The CacheSpec of a case's validated values (no replayed input)."""
-    from .prepare import spec_of as spec_of_values
-
-    return spec_of_values(values)
 
 
 def _relative_to(values: dict, base: Path) -> dict:
@@ -274,43 +267,6 @@ def _relative_to(values: dict, base: Path) -> dict:
     return out
 
 
-def _spec_part(v: dict) -> str:
-    if v.get("input") is not None:
-        shape = f"b{v['block']}-h{v['head_dim']}-q{v['qbs'] or 'auto'}-n{v['num_blocks'] or 'auto'}"
-        return f"{v['fp8']}-{v['scale_fmt']}:{shape}-{v['layout'] or 'auto'}:input={Path(v['input']).name}"
-    spec = spec_of(v)
-    shape = f"b{spec.block_size}-h{spec.head_dim}-q{spec.quant_block_size}-n{spec.num_blocks}-{spec.layout.value}"
-    inputs = f"{v['inputs']}{'+infnan' if v['specials_inf_nan'] else ''}-{v['slots']}-s{v['seed']}"
-    device = "" if v["device"] == "auto" else f":{v['device']}"
-    return f"{spec.fp8.value}-{spec.scale_fmt.value}:{shape}:{inputs}{device}"
-
-
-def _budget_tail(v: dict) -> str:
-    budget = [f"{name}{v[key]:g}" for key, name in (("max_diff_bytes", "bytes"), ("max_diff_fraction", "frac"),
-                                                    ("max_code_distance", "dist")) if v[key]]
-    return f":budget-{'-'.join(budget)}" if budget else ""
-
-
-def compare_id(v: dict, *, candidate: bool = True) -> str:
-    """`compare:CANDIDATE~BASELINE:FP8-SCALES:SHAPE:INPUTS[:BUDGET]`, from the case's parameters only; a
-    golden baseline's recording brings its spec and inputs: `compare:CANDIDATE~golden:NAME[:BUDGET]`.
-    Without the candidate (the test's own writer stands there): `vs-BASELINE:...`."""
-    if v["baseline"].startswith(GOLDEN):
-        against = f"golden:{Path(v['baseline'][len(GOLDEN):]).name}{_budget_tail(v)}"
-    else:
-        against = f"{v['baseline']}:{_spec_part(v)}{_budget_tail(v)}"
-    return f"compare:{v['candidate']}~{against}" if candidate else f"vs-{against}"
-
-
-def table_id(v: dict) -> str:
-    return f"table:{v['buggy']}+{v['fixed']}~{v['baseline']}:{_spec_part(v)}"
-
-
-def parity_id(v: dict) -> str:
-    def show(value) -> str:
-        return ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
-
-    return "parity:" + ":".join(f"{k}={show(v[k])}" for k in PARITY_KEYS if k in v)
 
 
 def select(cases: tuple[Case, ...], patterns: tuple[str, ...]) -> tuple[Case, ...]:

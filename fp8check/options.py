@@ -216,6 +216,10 @@ TABLE_KEYS = (*SPEC, "baseline", "buggy", "fixed")
 # with its own slot choices (a block table in order or shuffled)
 PARITY_KEYS = (*(k for k in SPEC if k not in ("num_blocks", "specials_inf_nan", "slots", "layers")), "baseline",
                *(k for k in PARITY if k != "parity_slots"), "slots")
+# the keys a parity gate case takes (parity's but --repo), in the order its id names them
+PARITY_CASE_KEYS = ("ctx", "heads", "head_dim", "block", "qbs", "topk", "next_n", "fp8", "scale_fmt", "layout", "slots",
+                    "inputs", "input", "seed", "writers", "baseline", "reader", "rtol", "atol", "min_recall",
+                    "expect_fail", "device")
 ALL = {**SPEC, **BUDGET, **CONVENTIONS, **PRODUCERS, **PARITY}
 COMMAND_LINE = ""  # `where` of values typed on the command line: errors name the flag
 COMMAND_KEYS = {"compare": COMPARE_KEYS, "table": TABLE_KEYS, "record": (*SPEC, "producer"), "parity": PARITY_KEYS}

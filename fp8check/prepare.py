@@ -57,6 +57,10 @@ class Request:
     def golden(self) -> bool:
         return str(self.values.get("baseline", "")).startswith(GOLDEN_PREFIX)
 
+    @property
+    def id(self) -> str:
+        return run_id(self.command, self.values)
+
 
 @dataclasses.dataclass(frozen=True)
 class Prepared:
@@ -86,6 +90,46 @@ def spec_of(values: dict, num_blocks: int | None = None) -> CacheSpec:
         fp8=FP8Format(values["fp8"]), scale_fmt=ScaleFormat(values["scale_fmt"]),
         layout=Layout(values["layout"]) if values["layout"] else None, layers=values.get("layers") or 1,
     )
+
+
+def _spec_part(v: dict) -> str:
+    if v.get("input") is not None:
+        shape = f"b{v['block']}-h{v['head_dim']}-q{v['qbs'] or 'auto'}-n{v['num_blocks'] or 'auto'}"
+        return f"{v['fp8']}-{v['scale_fmt']}:{shape}-{v['layout'] or 'auto'}:input={Path(v['input']).name}"
+    spec = spec_of(v)
+    shape = f"b{spec.block_size}-h{spec.head_dim}-q{spec.quant_block_size}-n{spec.num_blocks}-{spec.layout.value}"
+    inputs = f"{v['inputs']}{'+infnan' if v['specials_inf_nan'] else ''}-{v['slots']}-s{v['seed']}"
+    device = "" if v["device"] == "auto" else f":{v['device']}"
+    return f"{spec.fp8.value}-{spec.scale_fmt.value}:{shape}:{inputs}{device}"
+
+
+def _budget_tail(v: dict) -> str:
+    budget = [f"{name}{v[key]:g}" for key, name in (("max_diff_bytes", "bytes"), ("max_diff_fraction", "frac"),
+                                                    ("max_code_distance", "dist")) if v[key]]
+    return f":budget-{'-'.join(budget)}" if budget else ""
+
+
+def run_id(command: str, v: dict, *, candidate: bool = True) -> str:
+    """The id of a compare, table or parity run, from its parameters only: a gate case's id, and the
+    name of a single command's case in JSON and JUnit.
+    - `compare:CANDIDATE~BASELINE:FP8-SCALES:SHAPE:INPUTS[:BUDGET]`; a golden baseline's recording brings
+      its spec and inputs: `compare:CANDIDATE~golden:NAME[:BUDGET]`; without the candidate (a pytest
+      test's own writer stands there): `vs-BASELINE:...`;
+    - `table:BUGGY+FIXED~BASELINE:FP8-SCALES:SHAPE:INPUTS`;
+    - `parity:KEY=VALUE:...` over options.PARITY_CASE_KEYS."""
+    if command == "table":
+        return f"table:{v['buggy']}+{v['fixed']}~{v['baseline']}:{_spec_part(v)}"
+    if command == "parity":
+        return "parity:" + ":".join(f"{k}={_show(v[k])}" for k in options.PARITY_CASE_KEYS if k in v)
+    if v["baseline"].startswith(GOLDEN_PREFIX):
+        against = f"golden:{Path(v['baseline'][len(GOLDEN_PREFIX):]).name}{_budget_tail(v)}"
+    else:
+        against = f"{v['baseline']}:{_spec_part(v)}{_budget_tail(v)}"
+    return f"compare:{v['candidate']}~{against}" if candidate else f"vs-{against}"
+
+
+def _show(value) -> str:
+    return ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
 
 
 def golden_key() -> bytes | None:

@@ -64,7 +64,8 @@ def fp8check_cases(config: str | Path, *, candidate: bool = False) -> list:
     case's `candidate`, and an `expect = "different"` case is a strict xfail: it must keep failing.
     """
     from . import options
-    from .gate_config import GOLDEN, compare_id, load
+    from .gate_config import GOLDEN, load
+    from .prepare import run_id
 
     params, seen = [], set()
     for case in load(config).cases:
@@ -73,7 +74,7 @@ def fp8check_cases(config: str | Path, *, candidate: bool = False) -> list:
         keys = [*options.BUDGET, "baseline", *(("candidate",) if candidate else ())]
         if not case.values["baseline"].startswith(GOLDEN):  # a recording brings its own spec and inputs
             keys += options.SPEC
-        case_id = case.id if candidate else compare_id(case.values, candidate=False)
+        case_id = case.id if candidate else run_id("compare", case.values, candidate=False)
         if case_id in seen:
             continue
         seen.add(case_id)

@@ -20,7 +20,6 @@ from .common import emit, handled, output_options, outputs_of, progress
 def compare(all_blocks, debug, **opts):
     """Run two writers on the same K, diff their cache bytes block by block, and say why they differ."""
     from ..compare import check_compare
-    from ..gate_config import compare_id
     from ..outcome import single
     from ..prepare import prepare
     from ..report.terminal import render_compare
@@ -34,7 +33,7 @@ def compare(all_blocks, debug, **opts):
         checked = check_compare(run.spec, baseline=run.sides["baseline"], candidate=run.sides["candidate"],
                                 inputs=run.inputs, device=run.device, budget=req.budget(),
                                 pad_slot=req.values["pad_slot"])
-    outcomes = single(compare_id(req.values), checked, time.perf_counter() - start)
+    outcomes = single(req.id, checked, time.perf_counter() - start)
     emit(out, outcomes, render_compare(checked, all_blocks=all_blocks))
     return outcomes.exit_code
 

@@ -22,7 +22,6 @@ def parity(config_path, debug, **opts):
     """Top-K parity: each writer's bytes read back into indexer logits, top-K against the truth."""
     from rich.progress import Progress
 
-    from ..gate_config import parity_id
     from ..outcome import single
     from ..prepare import prepare_parity
     from ..report import parity as report_parity
@@ -37,6 +36,6 @@ def parity(config_path, debug, **opts):
         task = bar.add_task("parity", total=None)
         result = run.run_parity(
             progress=lambda label, done, total: bar.update(task, description=label, completed=done, total=total))
-    outcomes = single(parity_id(req.values), result, time.perf_counter() - start)
+    outcomes = single(req.id, result, time.perf_counter() - start)
     emit(out, outcomes, report_parity.render(result))
     return outcomes.exit_code

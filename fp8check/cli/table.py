@@ -20,7 +20,6 @@ from .common import emit, handled, output_options, outputs_of, progress
 @handled
 def table(config_path, all_blocks, debug, **opts):
     """The seed's table: buggy and fixed Triton wrappers against the C++ path, block by block."""
-    from ..gate_config import table_id
     from ..outcome import single
     from ..prepare import prepare
     from ..report.terminal import render_seed_table
@@ -33,6 +32,6 @@ def table(config_path, all_blocks, debug, **opts):
     run = prepare(req, isolation=limits)
     with progress(run.device, run.sides.values()):
         result = seed_table(run.spec, **run.sides, inputs=run.inputs, device=run.device)
-    outcomes = single(table_id(req.values), result, time.perf_counter() - start)
+    outcomes = single(req.id, result, time.perf_counter() - start)
     emit(out, outcomes, render_seed_table(result, all_blocks=all_blocks))
     return outcomes.exit_code
