@@ -22,10 +22,7 @@ pytestmark = pytest.mark.skipif(COMPILER is None, reason=f"no clang >= 20 ({comp
 class Kernels:
     def __init__(self, built: build.Built):
         self.built = built
-        self.host = ctypes.CDLL(str(built.host_library))
-        self.device = ctypes.CDLL(str(built.device_library))
-        self.device.hipcpu_error.restype = ctypes.c_char_p
-        self.device.hipcpu_undefined_reads.restype = ctypes.c_uint64
+        self.host, self.device = built.load()
 
     def call(self, name: str, *args) -> tuple[int, str | None, int]:
         self.device.hipcpu_reset()

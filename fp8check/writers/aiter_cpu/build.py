@@ -16,6 +16,7 @@ fp8check's cache folder, keyed by the sources, the runtime, the arch and the com
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import os
 import re
@@ -78,6 +79,16 @@ class Built:
     seconds: float  # 0.0 when it came from the cache
     asm_statements: int
     poisoned_builtins: int
+
+    def load(self) -> tuple[ctypes.CDLL, ctypes.CDLL]:
+        """(host library, device library) loaded into this process, with the runtime's own entry points
+        (hipcpu_reset, hipcpu_error, hipcpu_undefined_reads, hipcpu_instruction_counts) typed."""
+        host = ctypes.CDLL(str(self.host_library))
+        device = ctypes.CDLL(str(self.device_library))
+        device.hipcpu_error.restype = ctypes.c_char_p
+        device.hipcpu_undefined_reads.restype = ctypes.c_uint64
+        device.hipcpu_instruction_counts.restype = ctypes.POINTER(ctypes.c_uint64)
+        return host, device
 
 
 def runtime_digest() -> str:

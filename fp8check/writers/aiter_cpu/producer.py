@@ -171,11 +171,7 @@ class Library:
 
     def __init__(self, built: build.Built):
         self.built = built
-        self.host = ctypes.CDLL(str(built.host_library))
-        self.device = ctypes.CDLL(str(built.device_library))
-        self.device.hipcpu_error.restype = ctypes.c_char_p
-        self.device.hipcpu_undefined_reads.restype = ctypes.c_uint64
-        self.device.hipcpu_instruction_counts.restype = ctypes.POINTER(ctypes.c_uint64)
+        self.host, self.device = built.load()
         self.entry = self.host.fp8check_indexer_k_quant_and_cache
         self.entry.restype = ctypes.c_int
         self.entry.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_long] * 6 + [ctypes.c_char_p, ctypes.c_int]
