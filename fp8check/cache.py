@@ -34,11 +34,17 @@ def buffer_bytes(spec: CacheSpec) -> int:
     return 2 * guard_bytes(spec) + spec.num_blocks * spec.block_bytes
 
 
+def input_bytes(spec: CacheSpec, num_tokens: int) -> int:
+    """Memory the inputs of `num_tokens` tokens need while they are made: K (bf16) with the fp32
+    intermediates of its generation, and the slots."""
+    return num_tokens * (16 * spec.head_dim + 64)
+
+
 def run_bytes(spec: CacheSpec, num_tokens: int) -> int:
     """Memory a compare of `num_tokens` tokens needs at its peak: two poisoned buffers plus one more
-    (the diff's byte mask, or a buffer's copy into or out of shared memory), and K (bf16) with the fp32
-    intermediates of its generation (bench/cases.py measures a compare's real peak)."""
-    return 3 * buffer_bytes(spec) + num_tokens * (16 * spec.head_dim + 64)
+    (the diff's byte mask, or a buffer's copy into or out of shared memory), and the inputs as they are
+    made (input_bytes; bench/cases.py measures a compare's real peak)."""
+    return 3 * buffer_bytes(spec) + input_bytes(spec, num_tokens)
 
 
 def poison_at(position: torch.Tensor) -> torch.Tensor:

@@ -47,12 +47,10 @@ MAX_CASES = 10_000  # 10^6 cases took 72 s and 1 GB for --list alone
 
 KINDS = ("compare", "table", "parity")
 EXPECT = ("same", "different", "scale-ulp")
-# Parity cases take `fp8check parity`'s options (lists: ctx, writers, expect_fail; they are not swept).
-PARITY_KEYS = options.PARITY_CASE_KEYS
 CASE_KEYS = {
     "compare": (*options.COMPARE_KEYS, "expect"),
     "table": options.TABLE_KEYS,
-    "parity": PARITY_KEYS,
+    "parity": options.PARITY_CASE_KEYS,  # lists (ctx, writers, expect_fail) are not swept
 }
 # Product order: writers outermost, then the spec and inputs, so cases of one writer pair stay together.
 SWEEPABLE = {"compare": ("pairs", "candidate", "baseline", *options.SPEC, *options.BUDGET),
@@ -240,8 +238,6 @@ def _check_spec(values: dict, where: str) -> None:
             raise ConfigError(f"{where}: {key} = {values[key]!r}: golden files serve only as a compare's baseline")
 
 
-
-
 def _relative_to(values: dict, base: Path) -> dict:
     """Relative paths of file: producers and replayed inputs taken from the config's folder."""
     out = dict(values)
@@ -265,8 +261,6 @@ def _relative_to(values: dict, base: Path) -> dict:
     if out.get("input") is not None and not is_git(str(out["input"])) and not Path(out["input"]).is_absolute():
         out["input"] = base / out["input"]
     return out
-
-
 
 
 def select(cases: tuple[Case, ...], patterns: tuple[str, ...]) -> tuple[Case, ...]:

@@ -216,7 +216,7 @@ TABLE_KEYS = (*SPEC, "baseline", "buggy", "fixed")
 # with its own slot choices (a block table in order or shuffled)
 PARITY_KEYS = (*(k for k in SPEC if k not in ("num_blocks", "specials_inf_nan", "slots", "layers")), "baseline",
                *(k for k in PARITY if k != "parity_slots"), "slots")
-# the keys a parity gate case takes (parity's but --repo), in the order its id names them
+# the keys a parity gate case takes (`fp8check parity`'s but --repo), in the order its id names them
 PARITY_CASE_KEYS = ("ctx", "heads", "head_dim", "block", "qbs", "topk", "next_n", "fp8", "scale_fmt", "layout", "slots",
                     "inputs", "input", "seed", "writers", "baseline", "reader", "rtol", "atol", "min_recall",
                     "expect_fail", "device")
@@ -241,17 +241,6 @@ def validate(values: dict[str, Any], known: tuple[str, ...], where: str, command
     if unknown:
         raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(known)}")
     return {key: option(key, command).validate(value, where) for key, value in values.items()}
-
-
-def to_dests(values: dict[str, Any]) -> dict[str, Any]:
-    """Config keys -> the dest names build() takes."""
-    return {ALL[key].dest: value for key, value in values.items()}
-
-
-def from_dests(opts: dict[str, Any]) -> dict[str, Any]:
-    """The dest names of the options among `opts` -> config keys (other entries are left out)."""
-    by_dest = {o.dest: o.key for o in ALL.values() if o.key != "parity_slots"}
-    return {by_dest[dest]: value for dest, value in opts.items() if dest in by_dest}
 
 
 def click_options(keys, command: str = ""):

@@ -17,6 +17,7 @@ from typing import Callable
 
 import torch
 
+from . import options
 from .errors import InputError, UsageError
 from .inputs import Distribution, Inputs, load, make_k
 from .outcome import json_safe
@@ -31,8 +32,7 @@ from .writers import registry as producers
 from .writers.registry import Producer
 
 
-DEFAULT_CTX = (128, 512, 1024, 2048, 2049, 4096, 8192, 16384)  # the seed's rows
-DEFAULT_WRITERS = ("triton-buggy", "triton")  # the seed's BUGGY and FIXED columns
+DEFAULT_CTX = options.PARITY["ctx"].default  # the seed's rows
 DEFAULT_HEADS = 64  # DeepSeek-V3.2's indexer
 
 Progress = Callable[[str, int, int], None]  # (what runs now, steps done, steps in all)

@@ -218,7 +218,7 @@ def _golden(request: Request):
 
 def _check_memory(spec: CacheSpec, num_tokens: int, device, request: Request, replay) -> None:
     """Refuse a run whose caches, diff and inputs cannot fit, naming the options, before allocating them."""
-    from .cache import require_memory, run_bytes
+    from .cache import input_bytes, require_memory, run_bytes
 
     sizes = f"--num-blocks {spec.num_blocks}, --block {spec.block_size}, --head-dim {spec.head_dim}"
     v = request.values
@@ -228,7 +228,7 @@ def _check_memory(spec: CacheSpec, num_tokens: int, device, request: Request, re
         sizes = f"{where}: its slot {top} makes {sizes}, and"
     require_memory(run_bytes(spec, num_tokens), device, f"{sizes} (two caches, the diff and K)")
     if replay is None and device.type != "cpu" and v["inputs"] != "hashed":  # K drawn on the CPU, then copied
-        require_memory(num_tokens * 16 * spec.head_dim, "cpu", f"{sizes}: drawing K for --inputs {v['inputs']}")
+        require_memory(input_bytes(spec, num_tokens), "cpu", f"{sizes}: drawing K for --inputs {v['inputs']}")
 
 
 def resolve_producers(device, names: dict[str, str], spec: CacheSpec, repo: Path | None, *,
