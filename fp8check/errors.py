@@ -83,6 +83,13 @@ def one_line(text: object, limit: int = 400) -> str:
     return shown if len(shown) <= limit else shown[:limit] + "..."
 
 
+def failure(exc: BaseException, at: str | None = None) -> str:
+    """`Type: first line at FILE:LINE: source line`, one line: what a writer, reader or user file raised and
+    where in the user's code (`at`, default raised_at(exc); omitted when unknown)."""
+    at = raised_at(exc) if at is None else at
+    return one_line(first_line(exc)) + (f" at {at}" if at else "")
+
+
 def raised_at(exc: BaseException) -> str:
     """`FILE:LINE: source line` of the innermost frame of `exc` in the user's own code (not fp8check's, not
     the standard library's or an installed package's); "" when there is none."""

@@ -20,11 +20,11 @@ from typing import Callable
 
 import torch
 
-from ..errors import CheckerError, ProducerError, first_line, one_line, raised_at
+from ..errors import CheckerError, ProducerError, failure, one_line
 from ..isolation import Limits, phase, run_isolated
+from ..sources import FILE_PREFIX, PKG_PREFIX, PRESET_PREFIX, VLLM_FILE_PREFIX
 from ..spec import CacheSpec
 from .obligations import GuardedOutput
-from ..writers.files import FILE_PREFIX, PKG_PREFIX, PRESET_PREFIX, VLLM_FILE_PREFIX
 from ..writers.producer import Check, no_check, reported_provenance
 from ..writers.registry import DEFAULT_ISOLATION, Entry
 
@@ -194,9 +194,7 @@ def _read(reader: Reader, args: list[torch.Tensor], max_model_len: int,
     except ProducerError:
         raise
     except Exception as exc:
-        at = raised_at(exc)
-        raise ProducerError(f"reader {reader.name!r} raised {one_line(first_line(exc))}"
-                            + (f" at {at}" if at else "")) from exc
+        raise ProducerError(f"reader {reader.name!r} raised {failure(exc)}") from exc
     rows = args[0].shape[0] * args[0].shape[1]
     outside = guarded.outside_writes() if reader.fills_output else NO_OUTSIDE_WRITES
     return _checked_output(reader, logits, rows, max_model_len, device), outside

@@ -13,7 +13,6 @@ the function takes, so the runner never sniffs signatures.
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 import linecache
 import sys
@@ -25,10 +24,8 @@ from typing import Callable
 import torch
 
 from ..device import require_triton_format
-from ..errors import ProducerError, first_line, one_line, raised_at
-from ..sources import (  # noqa: F401 (re-exported)
-    FILE_PREFIX, GIT_PREFIX, PKG_PREFIX, PRESET_PREFIX, VLLM_FILE_PREFIX, Source, read_source,
-)
+from ..errors import ProducerError, failure, one_line
+from ..sources import FILE_PREFIX, GIT_PREFIX, PKG_PREFIX, VLLM_FILE_PREFIX, Source, read_source
 from ..spec import CacheSpec, FP8Format
 from .producer import DEFAULT_WRITER, EXTRA_KEYWORDS, Producer
 
@@ -89,11 +86,11 @@ def import_source(source: Source, label: str, role: str = "producer") -> types.M
     try:
         exec(compile(source.data, filename, "exec"), module.__dict__)
     except Exception as exc:  # the plugin's own code failed: name it and where, keep the cause for --debug
-        at = raised_at(exc)
+        at = None
         if isinstance(exc, SyntaxError) and exc.lineno:
             at = one_line(f"{exc.filename}:{exc.lineno}: {(exc.text or '').strip()}")
         raise ProducerError(f"{role} {label!r}: {source.provenance['file']} failed to import:"
-                            f" {one_line(first_line(exc))}" + (f" at {at}" if at else "")) from exc
+                            f" {failure(exc, at)}") from exc
     return module
 
 

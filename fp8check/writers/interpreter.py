@@ -235,7 +235,7 @@ def cpu_kernels():
         return
     tl, interpreter, jit_function, interpreted = _internals()
     builder, handle_cls = interpreter.InterpreterBuilder, interpreter.TensorHandle
-    jit_run, jit_call, interpreted_run = jit_function.run, jit_function.__call__, interpreted.run
+    jit_run, interpreted_run = jit_function.run, interpreted.run
 
     def launch(original):
         def run(self, *args, grid, warmup, **kwargs):

@@ -14,12 +14,12 @@ from typing import Callable
 import torch
 
 from ..cache import SKIP_PADDING, CacheBuffer, forget_slot, padded_slots, write_in_layer
-from ..errors import CheckerError, ProducerError, first_line, one_line, raised_at
+from ..errors import CheckerError, ProducerError, failure, one_line
 from ..inputs import Inputs, check_slots
 from ..isolation import Limits, phase, run_isolated
-from ..sources import AITER_SRC_PREFIX, GIT_PREFIX
+from ..sources import AITER_SRC_PREFIX, FILE_PREFIX, GIT_PREFIX, PKG_PREFIX, PRESET_PREFIX, VLLM_FILE_PREFIX
 from ..spec import CacheSpec
-from .files import FILE_PREFIX, PKG_PREFIX, PRESET_PREFIX, VLLM_FILE_PREFIX, load_writer
+from .files import load_writer
 from .producer import EXTRA_KEYWORDS, Producer, reported_provenance
 
 def always() -> tuple[bool, str]:
@@ -202,9 +202,7 @@ def _write(producer: Producer, spec: CacheSpec, k: torch.Tensor, cache: torch.Te
     except ProducerError:
         raise
     except Exception as exc:
-        at = raised_at(exc)
-        raise ProducerError(f"producer {producer.name!r} raised {one_line(first_line(exc))}"
-                            + (f" at {at}" if at else "")) from exc
+        raise ProducerError(f"producer {producer.name!r} raised {failure(exc)}") from exc
 
 
 def run_in_child(name: str, spec_json: str, repo: str | None, k: torch.Tensor, slot_mapping: torch.Tensor,

@@ -23,7 +23,7 @@ import triton.language as tl
 from ..errors import ProducerError
 from ..device import require_triton_format
 from .interpreter import cpu_kernels
-from ..spec import FP8Format, Layout, ScaleFormat
+from ..spec import Layout, ScaleFormat
 from .reference import spec_of_call
 
 TOKENS_PER_PROGRAM = {"cpu": 256, "cuda": 16}  # cuda: the fastest tiling on an H200 (docs/PERFORMANCE.md)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-import hashlib
 import linecache
 import symtable
 import sys
