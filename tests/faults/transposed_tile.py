@@ -1,0 +1,25 @@
+"""Planted fault: in the shuffle layout each 16x16 tile is written transposed: token t's dim d lands where
+token (t//16)*16 + d%16, dim (d//16)*16 + t%16 belongs (the row and column of the tile offset exchanged);
+scales are right. Every value byte of a written tile moves; a bug people write in the offset formula."""
+
+import torch
+
+from fp8check.cache import scatter_rows
+from fp8check.writers.reference import AITER, quantize, spec_of_call
+from fp8check.spec import Layout
+
+
+def writer(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *, fp8_dtype=torch.float8_e4m3fn, layout=None):
+    spec = spec_of_call(k, kv_cache, quant_block_size, scale_fmt, fp8_dtype, layout)
+    codes, scales = quantize(k, profile=AITER, fmt=spec.fp8, scale_fmt=spec.scale_fmt, quant_block_size=quant_block_size)
+    scatter_rows(spec, kv_cache, slot_mapping, codes, scales)  # right scales (and values, overwritten below)
+    if spec.layout is not Layout.SHUFFLE:
+        return
+    keep = slot_mapping >= 0
+    slots = slot_mapping[keep].to(torch.int64)
+    block, t = slots // spec.block_size, slots % spec.block_size
+    d = torch.arange(spec.head_dim, device=k.device)
+    t, d = t[:, None], d[None, :]
+    offset = (t // 16) * 16 * spec.head_dim + (d // 16) * 256 + (d % 16) * 16 + t % 16  # the fault: t%16 <-> d%16
+    blocks = kv_cache.view(spec.num_blocks, spec.block_bytes)
+    blocks[block[:, None], offset] = codes[keep]
