@@ -24,7 +24,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e '.[test]'
 	# aiter-src (aiter's C++ op built for the CPU) needs clang >= 20; its tests skip without one. Where
 	# none is found and apt-get can install (root on Debian: clang-22 from bookworm-security), it does.
-	$(PY) -c "from fp8check.writers.aiter_cpu.compiler import find; raise SystemExit(find() is None)" \
+	$(PY) -c "from fp8check.hip_cpu.compiler import find; raise SystemExit(find() is None)" \
 	  || { command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] && apt-get update -q >/dev/null \
 	       && DEBIAN_FRONTEND=noninteractive apt-get install -y -q clang-22 >/dev/null; } \
 	  || echo "no clang >= 20: the aiter-src tests will be skipped"
@@ -106,7 +106,7 @@ clean:
 	rm -rf $(VENV) .venv-triton-* .pytest_cache .hypothesis *.egg-info
 
 # Not part of `make test`: the ecosystem matrix on this machine. fp8check downloads each project's released
-# wheel without dependencies (pinned hashes, fp8check/writers/projects/*.toml) into its cache folder, once; FlagGems'
+# wheel without dependencies (pinned hashes, fp8check/code/projects/*.toml) into its cache folder, once; FlagGems'
 # writer and reader are only in its repository, so a clone at FLAGGEMS_REV goes to .cache/ (once).
 FLAGGEMS_REV ?= ed2508bcb
 FLAGGEMS_DIR := .cache/flaggems

@@ -73,13 +73,13 @@ class Case:
 # --- set-ups (not timed) ---------------------------------------------------------------------------
 
 def _spec(num_blocks: int, **changes):
-    from fp8check.spec import CacheSpec
+    from fp8check.core.spec import CacheSpec
 
     return CacheSpec(num_blocks=num_blocks, block_size=64, head_dim=128).replace(**changes)
 
 
 def _inputs(ctx: Context, spec):
-    from fp8check.inputs import generate
+    from fp8check.core.inputs import generate
 
     key = ("inputs", spec)
     if key not in ctx.memo:
@@ -88,7 +88,7 @@ def _inputs(ctx: Context, spec):
 
 
 def _side(ctx: Context, spec, producer):
-    from fp8check.compare import run_side
+    from fp8check.run.compare import run_side
 
     return run_side(producer, spec, _inputs(ctx, spec), _device(ctx))
 
@@ -100,10 +100,10 @@ def _device(ctx: Context):
 
 
 def _producer(name: str, *, isolated: bool = False):
-    from fp8check.writers import registry
+    from fp8check.producers import registry
 
     if name == "random":
-        from fp8check.writers.producer import Producer
+        from fp8check.core.producer import Producer
 
         return Producer("random", "random bytes", _random_writer)
     return registry.resolve(name, isolation=registry.DEFAULT_ISOLATION if isolated else None)
@@ -119,7 +119,7 @@ def _random_writer(k, kv_cache, slot_mapping, quant_block_size, scale_fmt):
 
 def compare_call(num_blocks: int, candidate: str) -> Call:
     def setup(ctx: Context):
-        from fp8check.compare import compare
+        from fp8check.run.compare import compare
 
         spec = _spec(num_blocks)
         data, device = _inputs(ctx, spec), _device(ctx)
@@ -135,7 +135,7 @@ def writer_call(num_blocks: int, name: str, *, isolated: bool = False, threads: 
     def setup(ctx: Context):
         import torch
 
-        from fp8check.writers import registry
+        from fp8check.producers import registry
 
         spec = _spec(num_blocks)
         data, device, producer = _inputs(ctx, spec), _device(ctx), _producer(name, isolated=isolated)
@@ -156,7 +156,7 @@ def writer_call(num_blocks: int, name: str, *, isolated: bool = False, threads: 
 def hashed_inputs_call(num_blocks: int) -> Call:
     """`--inputs hashed`: K from a counter-based hash, computed where the cache lives."""
     def setup(ctx: Context):
-        from fp8check.inputs import Distribution, generate
+        from fp8check.core.inputs import Distribution, generate
 
         spec = _spec(num_blocks)
         return lambda: generate(spec, seed=0, distribution=Distribution.HASHED, device=ctx.device)
@@ -168,8 +168,8 @@ def tiling_call(num_blocks: int, tokens: int) -> Call:
     """The fixed Triton writer's kernel alone (no fresh buffer, no clones, no checks) at `tokens` tokens
     per program: 256 B of K read, 8 B of slot and 132 B written per token."""
     def setup(ctx: Context):
-        from fp8check.cache import CacheBuffer
-        from fp8check.writers.triton import check, launch
+        from fp8check.core.cache import CacheBuffer
+        from fp8check.producers.triton import check, launch
 
         spec = _spec(num_blocks)
         check(spec, _device(ctx))
@@ -196,7 +196,7 @@ def _scenario_caches(ctx: Context, candidate: str, changes: dict):
 
 def diff_call(candidate: str, changes: dict) -> Call:
     def setup(ctx: Context):
-        from fp8check.diff import diff_caches
+        from fp8check.core.diff import diff_caches
 
         spec, base, cand = _scenario_caches(ctx, candidate, changes)
         return lambda: diff_caches(spec, base.buffer, cand.buffer)
@@ -223,7 +223,7 @@ def diagnosis_call(candidate: str, changes: dict) -> Call:
     """diagnose() given the diff's result, as the command line calls it after a differing diff."""
     def setup(ctx: Context):
         from fp8check.diagnose import diagnose
-        from fp8check.diff import diff_caches
+        from fp8check.core.diff import diff_caches
 
         spec, base, cand = _scenario_caches(ctx, candidate, changes)
         diff = diff_caches(spec, base.buffer, cand.buffer)
@@ -239,10 +239,10 @@ def diagnosis_call(candidate: str, changes: dict) -> Call:
 PEAK = """
 import json, sys, torch
 from pathlib import Path
-from fp8check.compare import compare
-from fp8check.inputs import generate
-from fp8check.spec import CacheSpec
-from fp8check.writers import registry
+from fp8check.run.compare import compare
+from fp8check.core.inputs import generate
+from fp8check.core.spec import CacheSpec
+from fp8check.producers import registry
 
 def status(key):
     line = next(l for l in Path("/proc/self/status").read_text().splitlines() if l.startswith(key + ":"))
@@ -300,7 +300,7 @@ DIFF_TARGETS = {  # seconds, where the docs state one
 
 
 def _changes(changes: dict) -> dict:
-    from fp8check.spec import ScaleFormat
+    from fp8check.core.spec import ScaleFormat
 
     return {key: ScaleFormat(value) if key == "scale_fmt" else value for key, value in changes.items()}
 

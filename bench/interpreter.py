@@ -66,11 +66,11 @@ def best_of(fn, repeats: int) -> tuple[float, object]:
 def bench_writer(writer: Writer, tokens: int, sequential_tokens: int) -> tuple[float, float, bool]:
     import torch
 
-    from fp8check.inputs import generate
-    from fp8check.spec import CacheSpec
-    from fp8check.writers import registry
-    from fp8check.writers.grid_interpreter import grid_at_once
-    from fp8check.writers.interpreter import cpu_kernels
+    from fp8check.core.inputs import generate
+    from fp8check.core.spec import CacheSpec
+    from fp8check.producers import registry
+    from fp8check.triton_cpu.grid import grid_at_once
+    from fp8check.triton_cpu.interpreter import cpu_kernels
 
     cpu = torch.device("cpu")
     producer = registry.resolve(writer.name, isolation=None)
@@ -101,10 +101,10 @@ def bench_writer(writer: Writer, tokens: int, sequential_tokens: int) -> tuple[f
 def bench_reader(ops: Path, ctx: int) -> tuple[float, float, bool]:
     import torch
 
-    from fp8check.readers import registry
-    from fp8check.spec import CacheSpec
-    from fp8check.writers.grid_interpreter import grid_at_once
-    from fp8check.writers.interpreter import cpu_kernels
+    from fp8check.producers import readers as registry
+    from fp8check.core.spec import CacheSpec
+    from fp8check.triton_cpu.grid import grid_at_once
+    from fp8check.triton_cpu.interpreter import cpu_kernels
 
     heads, head_dim, block_size = 64, 128, 64
     blocks = -(-ctx // block_size)

@@ -18,14 +18,14 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .errors import ProducerError
+from .core.errors import ProducerError
 
 
 def _require_exact(spec, device) -> None:
     """Any Triton kernel on the CPU runs under the exact conversion, proven first (not only fp8check's own)."""
     if device.type != "cpu" or "triton" not in sys.modules:
         return
-    from .writers.interpreter import require_any_kernel
+    from .triton_cpu.interpreter import require_any_kernel
 
     require_any_kernel(spec.fp8)
 
@@ -57,7 +57,7 @@ class Result:
 
 def as_producer(writer: Callable, role: str):
     """A producer from a callable with the writer signature."""
-    from .writers import registry
+    from .producers import registry
 
     if not callable(writer):
         raise ProducerError(f"{role} must be a producer name or a writer function, got {writer!r}")
@@ -78,9 +78,9 @@ def as_producer(writer: Callable, role: str):
 def compare_writers(candidate: str | Callable, baseline: str | Callable = "auto", *, k=None, slot_mapping=None,
                     **spec_and_inputs) -> Result:
     """Run both writers on the same K into fresh poisoned caches, diff the bytes, diagnose and decide."""
-    from .compare import check_compare
-    from .inputs import Inputs
-    from .prepare import Request, prepare
+    from .run.compare import check_compare
+    from .core.inputs import Inputs
+    from .run.prepare import Request, prepare
 
     names = {role: w for role, w in (("baseline", baseline), ("candidate", candidate)) if isinstance(w, str)}
     request = Request.of("compare", {**spec_and_inputs, **names}, where="compare_writers()")

@@ -63,9 +63,9 @@ def fp8check_cases(config: str | Path, *, candidate: bool = False) -> list:
     cases (a statement about their own candidate) are left out. With candidate=True each param holds its
     case's `candidate`, and an `expect = "different"` case is a strict xfail: it must keep failing.
     """
-    from . import options
-    from .gate_config import GOLDEN, load
-    from .prepare import run_id
+    from .run import options
+    from .run.gate_config import GOLDEN, load
+    from .run.prepare import run_id
 
     params, seen = [], set()
     for case in load(config).cases:

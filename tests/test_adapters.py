@@ -14,13 +14,13 @@ import pytest
 import torch
 from standins import aiter_standin, install, vllm_standin
 
-from fp8check.writers import registry as producers
-from fp8check.writers.adapters import aiter, vllm_cuda, vllm_triton
-from fp8check.writers.adapters.platform import Backend, Platform
+from fp8check.producers import registry as producers
+from fp8check.producers.adapters import aiter, vllm_cuda, vllm_triton
+from fp8check.producers.adapters.platform import Backend, Platform
 from fp8check.cli import main
-from fp8check.inputs import Inputs, SlotPattern, generate
-from fp8check.errors import ProducerError
-from fp8check.spec import CacheSpec, FP8Format, Layout, ScaleFormat
+from fp8check.core.inputs import Inputs, SlotPattern, generate
+from fp8check.core.errors import ProducerError
+from fp8check.core.spec import CacheSpec, FP8Format, Layout, ScaleFormat
 
 CPU = torch.device("cpu")
 # Stand-in ops run on the CPU, so the platforms they are tested on say so in torch_device.

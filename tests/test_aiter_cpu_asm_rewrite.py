@@ -1,8 +1,8 @@
-"""The inline-asm rewrite of staged HIP sources (fp8check/writers/aiter_cpu/asm_rewrite.py)."""
+"""The inline-asm rewrite of staged HIP sources (fp8check/hip_cpu/asm_rewrite.py)."""
 
 from __future__ import annotations
 
-from fp8check.writers.aiter_cpu.asm_rewrite import rewrite
+from fp8check.hip_cpu.asm_rewrite import rewrite
 
 
 def test_operands_become_outputs_and_inputs_in_gcc_numbering_with_names():

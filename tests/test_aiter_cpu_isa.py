@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 import torch
 
-from fp8check.writers.aiter_cpu import compiler as compilers
-from fp8check.writers.aiter_cpu.build import RUNTIME
+from fp8check.hip_cpu import compiler as compilers
+from fp8check.hip_cpu.build import RUNTIME
 
 HERE = Path(__file__).parent / "aiter_cpu"
 COMPILER = compilers.find()

@@ -1,4 +1,4 @@
-"""The HIP-on-CPU runtime (fp8check/writers/aiter_cpu/) on kernels written for these tests in aiter's style
+"""The HIP-on-CPU runtime (fp8check/hip_cpu/) on kernels written for these tests in aiter's style
 (tests/aiter_cpu/wave_kernels.cu): wave-64 geometry, DPP reductions, inline asm, early exits. Each
 result is checked against an independent computation in Python (torch for the numerics, the DPP rules
 written out here for the lane patterns)."""
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from fp8check.writers.aiter_cpu import build, compiler as compilers
+from fp8check.hip_cpu import build, compiler as compilers
 
 HERE = Path(__file__).parent / "aiter_cpu"
 COMPILER = compilers.find()

@@ -12,7 +12,7 @@ from pathlib import Path
 from conftest import on_cpu
 import pytest
 
-from fp8check.writers.aiter_cpu import compiler as compilers
+from fp8check.hip_cpu import compiler as compilers
 from fp8check.cli import main
 
 FAKE = Path(__file__).parent / "aiter_cpu" / "fake_aiter"

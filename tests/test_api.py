@@ -16,9 +16,9 @@ import pytest
 import torch
 
 import fp8check
-from fp8check.errors import ConfigError, GoldenError, ProducerError
+from fp8check.core.errors import ConfigError, GoldenError, ProducerError
 from fp8check.testing import assert_same_cache_bytes
-from fp8check.writers.reference import aiter_writer
+from fp8check.core.reference import aiter_writer
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

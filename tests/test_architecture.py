@@ -10,22 +10,19 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "fp8check"
 
-# Layer of each top-level module or subpackage, bottom (0) to top; a module may import only its own
+# Layer of each folder (or top-level module), bottom (0) to top; a module may import only its own
 # layer or lower ones. Modules not listed are a failure: a new module must be placed in the picture.
 LAYERS = {
-    "errors": 0, "outcome": 0, "_version": 0,
-    "spec": 1, "fp8": 1, "pairs": 1, "input_kinds": 1, "paths": 1,
-    "outputs": 2, "cache": 2, "inputs": 2, "disk_cache": 2, "hashed": 2, "hashed_kernel": 2, "device": 2, "options": 2,
-    "config": 2,
-    "sources": 3, "isolation": 3, "released": 3,
-    "writers": 4, "readers": 4,
-    "diff": 5, "diff_kernel": 5, "budget": 5, "diagnose": 5, "golden": 5,
-    "compare": 6, "table": 6, "doctor": 6, "parity": 6, "record": 6,
-    "prepare": 7, "gate_config": 7, "ecosystem": 7,
-    "gate": 8, "api": 8,
-    "testing": 9, "report": 9,
-    "pytest_plugin": 10, "cli": 10,
-    "__main__": 11, "__init__": 11,
+    "_version": 0,
+    "core": 1,  # facts, buffers, inputs, the diff, isolation, outcomes, errors
+    "diagnose": 2, "triton_cpu": 2, "hip_cpu": 2,  # causes; the exact Triton interpreter; aiter's CPU build
+    "code": 3,  # names, released packages, loading and binding other projects' code
+    "producers": 4,  # writers and readers behind the registry
+    "run": 5,  # options, requests and the use cases (compare, table, parity, record, doctor, gate)
+    "report": 6, "api": 6,
+    "testing": 7, "cli": 7,
+    "pytest_plugin": 8,
+    "__main__": 9, "__init__": 9,
 }
 
 

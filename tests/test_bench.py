@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from fp8check.cache import CacheBuffer
-from fp8check.inputs import SlotPattern, generate
-from fp8check.spec import CacheSpec
-from fp8check.writers.reference import aiter_writer
-from fp8check.writers.triton import check, launch
+from fp8check.core.cache import CacheBuffer
+from fp8check.core.inputs import SlotPattern, generate
+from fp8check.core.spec import CacheSpec
+from fp8check.core.reference import aiter_writer
+from fp8check.producers.triton import check, launch
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 

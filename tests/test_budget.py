@@ -8,13 +8,13 @@ import json
 import pytest
 import torch
 
-from fp8check import fp8
-from fp8check.writers import registry as producers
-from fp8check.budget import MAX_CODE_DISTANCE, Budget, BudgetError, check
+from fp8check.core import fp8
+from fp8check.producers import registry as producers
+from fp8check.core.budget import MAX_CODE_DISTANCE, Budget, BudgetError, check
 from fp8check.cli import main
-from fp8check.compare import compare
-from fp8check.inputs import generate
-from fp8check.spec import CacheSpec, FP8Format, ScaleFormat
+from fp8check.run.compare import compare
+from fp8check.core.inputs import generate
+from fp8check.core.spec import CacheSpec, FP8Format, ScaleFormat
 from conftest import run
 
 CPU = torch.device("cpu")

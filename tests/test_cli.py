@@ -11,9 +11,9 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
-from fp8check.writers import reference
-from fp8check.cache import CacheBuffer
-from fp8check.spec import CacheSpec
+from fp8check.core import reference
+from fp8check.core.cache import CacheBuffer
+from fp8check.core.spec import CacheSpec
 from conftest import run
 
 PLUGINS = Path(__file__).parent / "plugins"

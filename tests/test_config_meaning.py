@@ -14,8 +14,8 @@ from pathlib import Path
 from conftest import run
 import pytest
 
-from fp8check import gate_config
-from fp8check.errors import ConfigError, GoldenError, UsageError
+from fp8check.run import gate_config
+from fp8check.core.errors import ConfigError, GoldenError, UsageError
 from fp8check.pytest_plugin import fp8check_cases
 
 ROOT = Path(__file__).parent.parent

@@ -10,12 +10,12 @@ import torch
 
 from conftest import run
 from fp8check.api import compare_writers
-from fp8check.cache import poison_at
-from fp8check.compare import compare
+from fp8check.core.cache import poison_at
+from fp8check.run.compare import compare
 from fp8check.diagnose import Category, diagnose
-from fp8check.inputs import SlotPattern, generate
-from fp8check.spec import CacheSpec
-from fp8check.writers import registry as producers
+from fp8check.core.inputs import SlotPattern, generate
+from fp8check.core.spec import CacheSpec
+from fp8check.producers import registry as producers
 
 CPU = torch.device("cpu")
 FAULTS = Path(__file__).parent / "faults"
@@ -25,8 +25,8 @@ def no_negative_guard(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *,
                       layout=None):
     """Like SGLang's `_set_k_and_s_triton`: no `slot < 0` guard, every token is stored at its slot (a -1 lands
     on the last slot, as a negative index does)."""
-    from fp8check.cache import scatter_rows
-    from fp8check.writers.reference import AITER, quantize, spec_of_call
+    from fp8check.core.cache import scatter_rows
+    from fp8check.core.reference import AITER, quantize, spec_of_call
 
     spec = spec_of_call(k, kv_cache, quant_block_size, scale_fmt, fp8_dtype, layout)
     codes, scales = quantize(k, profile=AITER, fmt=spec.fp8, scale_fmt=spec.scale_fmt, quant_block_size=quant_block_size)

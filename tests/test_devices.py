@@ -40,8 +40,8 @@ def digest(result) -> str:
 def writer(candidate: str):
     """A producer name, or the user's function: one module, one kernel object, on every device."""
     if candidate == "user":
-        from fp8check.spec import FP8Format
-        from fp8check.writers.files import load_function
+        from fp8check.core.spec import FP8Format
+        from fp8check.code.load import load_function
 
         return load_function(USER, fp8=FP8Format.E4M3FN).fn
     return candidate
@@ -132,9 +132,9 @@ inputs = ["normal", "mixed"]
 @pytest.mark.cuda
 @pytest.mark.parametrize("first, second", [("cpu", "cuda"), ("cuda", "cpu")])
 def test_gate_mixes_cpu_and_cuda_cases_in_either_order(tmp_path, first, second):
-    from fp8check import gate_config
-    from fp8check.gate import run_gate
-    from fp8check.outcome import Status
+    from fp8check.run import gate_config
+    from fp8check.run.gate import run_gate
+    from fp8check.core.outcome import Status
 
     path = tmp_path / "mixed.toml"
     path.write_text(MIXED_GATE.format(first=json.dumps(first), second=json.dumps(second)))

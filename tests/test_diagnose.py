@@ -14,15 +14,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import run
-from fp8check import fp8, pairs
-from fp8check.writers import registry as producers
-from fp8check.cache import GUARD_ALIGN, CacheBuffer, poison, poison_at
+from fp8check.core import fp8, pairs
+from fp8check.producers import registry as producers
+from fp8check.core.cache import GUARD_ALIGN, CacheBuffer, poison, poison_at
 from fp8check.cli import main
-from fp8check.compare import compare
+from fp8check.run.compare import compare
 from fp8check.diagnose import EXAMPLES, Category, diagnose
-from fp8check.inputs import Distribution, SlotPattern, generate
+from fp8check.core.inputs import Distribution, SlotPattern, generate
 from fp8check.diagnose.words import describe_example, diagnosis_json, explain
-from fp8check.spec import CacheSpec, FP8Format, Layout, ScaleFormat
+from fp8check.core.spec import CacheSpec, FP8Format, Layout, ScaleFormat
 
 FAULTS = Path(__file__).parent / "faults"
 CPU = torch.device("cpu")

@@ -7,11 +7,11 @@ import struct
 import pytest
 import torch
 
-from fp8check import inputs
-from fp8check.writers import registry as producers
-from fp8check.cache import CacheBuffer, guard_bytes
-from fp8check.diff import diff_caches
-from fp8check.spec import CacheSpec, FP8Format, Region
+from fp8check.core import inputs
+from fp8check.producers import registry as producers
+from fp8check.core.cache import CacheBuffer, guard_bytes
+from fp8check.core.diff import diff_caches
+from fp8check.core.spec import CacheSpec, FP8Format, Region
 
 # block 32, head_dim 64, qbs 32: value region 32*64 = 2048 bytes, then 32 tokens * 2 groups * 4 = 256
 # scale bytes; block_bytes = 32 * (64 + 8) = 2304.
@@ -96,7 +96,7 @@ def test_one_planted_byte_is_found_at_its_coordinate(written, block, byte, token
 def test_planted_value_byte_is_the_written_token(written):
     # The planted coordinate names the token and dim the writer put there: the un-flipped byte is the
     # reference quantization of k[19 + 32, 37] (sequential slots: token i -> slot i).
-    from fp8check.writers import reference
+    from fp8check.core import reference
 
     data = inputs.generate(SPEC, seed=11)
     codes, _ = reference.quantize(
@@ -162,18 +162,18 @@ def test_count_true_matches_count_nonzero_on_slices(shape, cols):
     g = torch.Generator().manual_seed(0)
     mask = torch.rand(shape, generator=g) < 0.9
     mask[0] = True  # a full row: every lane at its maximum
-    from fp8check.diff import count_true
+    from fp8check.core.diff import count_true
 
     assert torch.equal(count_true(mask[:, cols]), torch.count_nonzero(mask[:, cols], dim=1))
 
 
 def test_interleaved_counts_values_and_scales_where_they_lie():
     # per-token records: token 3's scale word sits at 3 * 132 + 128, its dim 5 at 3 * 132 + 5
-    from fp8check.cache import CacheBuffer
-    from fp8check.diff import diff_caches
-    from fp8check.inputs import generate
-    from fp8check.spec import CacheSpec, Layout, Region
-    from fp8check.writers.reference import aiter_writer
+    from fp8check.core.cache import CacheBuffer
+    from fp8check.core.diff import diff_caches
+    from fp8check.core.inputs import generate
+    from fp8check.core.spec import CacheSpec, Layout, Region
+    from fp8check.core.reference import aiter_writer
 
     spec = CacheSpec(num_blocks=2, layout=Layout.INTERLEAVED)
     data = generate(spec, seed=1)
@@ -190,8 +190,8 @@ def test_interleaved_counts_values_and_scales_where_they_lie():
 
 
 def test_scales_one_ulp_apart_never_print_alike():
-    from fp8check.diff import Mismatch
-    from fp8check.spec import Coordinate, Region
+    from fp8check.core.diff import Mismatch
+    from fp8check.core.spec import Coordinate, Region
 
     a = struct.unpack("<f", struct.pack("<I", 0x3B949249))[0]
     b = struct.unpack("<f", struct.pack("<I", 0x3B949248))[0]

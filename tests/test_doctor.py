@@ -10,11 +10,11 @@ import pytest
 import torch
 from standins import aiter_standin, install
 
-from fp8check import doctor
-from fp8check.writers import registry as producers
-from fp8check.writers.adapters import aiter, platform
-from fp8check.writers.adapters.platform import Backend, Platform, fp8_for_arch
-from fp8check.spec import FP8Format
+from fp8check.run import doctor
+from fp8check.producers import registry as producers
+from fp8check.producers.adapters import aiter, platform
+from fp8check.producers.adapters.platform import Backend, Platform, fp8_for_arch
+from fp8check.core.spec import FP8Format
 from conftest import run
 
 MI355 = Platform(Backend.ROCM, True, "stand-in MI355X", "gfx950:sramecc+:xnack-", "cpu")
@@ -128,7 +128,7 @@ def test_require_an_unknown_name_is_a_usage_error(capsys):
 
 
 def test_triton_exact_reports_the_real_known_answer_check_per_format(capsys, tmp_path):
-    from fp8check.writers import interpreter
+    from fp8check.triton_cpu import interpreter
 
     code, payload = doctor_json(capsys, tmp_path, "--require", "triton-exact:e4m3fn")
     assert code == 0

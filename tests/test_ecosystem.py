@@ -12,11 +12,11 @@ import torch
 
 from fp8check.api import compare_writers
 from fp8check.cli import main
-from fp8check.ecosystem import read_config, run_ecosystem
-from fp8check.errors import ConfigError, UserError
-from fp8check.writers.projects.table import parse, projects
-from fp8check.spec import FP8Format, Layout
-from fp8check.writers.vllm_file import compile_function
+from fp8check.run.ecosystem import read_config, run_ecosystem
+from fp8check.core.errors import ConfigError, UserError
+from fp8check.code.projects.table import parse, projects
+from fp8check.core.spec import FP8Format, Layout
+from fp8check.code.bind import compile_function
 
 HERE = Path(__file__).parent
 STANDINS = "tests/projects/standins.toml"

@@ -14,8 +14,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fp8check import fp8
-from fp8check.spec import FP8Format
+from fp8check.core import fp8
+from fp8check.core.spec import FP8Format
 
 FN, FNUZ = FP8Format.E4M3FN, FP8Format.E4M3FNUZ
 BIAS = {FN: 7, FNUZ: 8}

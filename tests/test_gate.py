@@ -238,7 +238,7 @@ def test_bad_shards_are_refused(capsys, shard):
 
 
 def test_the_default_gate_covers_every_distribution_slot_pattern_and_format(capsys):
-    from fp8check.inputs import Distribution, SlotPattern
+    from fp8check.core.inputs import Distribution, SlotPattern
 
     ids = listed(capsys, "configs/ci.toml")
     assert len(ids) == len(set(ids)) >= 100
@@ -338,7 +338,7 @@ writers = ["triton-buggy"]
 
 
 def test_parity_cases_run_in_the_gate(capsys, tmp_path):
-    pytest.importorskip("fp8check.parity")
+    pytest.importorskip("fp8check.run.parity")
     path = tmp_path / "gate.toml"
     path.write_text(PARITY)
     junit = tmp_path / "p.xml"

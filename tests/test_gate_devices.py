@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import run
 
-from fp8check.writers import interpreter
+from fp8check.triton_cpu import interpreter
 
 FAULTS = Path(__file__).parent / "faults"
 

@@ -17,11 +17,12 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fp8check.inputs import generate
-from fp8check.readers import registry as readers
-from fp8check.spec import CacheSpec, FP8Format, Layout, ScaleFormat
-from fp8check.writers import interpreter, registry
-from fp8check.writers.grid_interpreter import available, grid_at_once
+from fp8check.core.inputs import generate
+from fp8check.producers import readers
+from fp8check.core.spec import CacheSpec, FP8Format, Layout, ScaleFormat
+from fp8check.triton_cpu import interpreter
+from fp8check.producers import registry
+from fp8check.triton_cpu.grid import available, grid_at_once
 
 sys.path.insert(0, str(Path(__file__).parent / "kernels"))
 import grid_cases as cases  # noqa: E402
@@ -259,7 +260,7 @@ _OPERATORS = ["+", "-", "*", "//", "%", "&", "|", "^", "<<", ">>", "<", "<=", ">
 @given(left=st.lists(st.integers(-2000, 2000), min_size=1, max_size=4), right=st.integers(-70, 70),
        operator=st.sampled_from(_OPERATORS), side=st.sampled_from(["vector op int", "int op vector", "vector op vector"]))
 def test_program_ints_compute_what_python_ints_compute(left, right, operator, side):
-    from fp8check.writers.grid_interpreter import ProgramBools, ProgramInts, Unsupported
+    from fp8check.triton_cpu.grid import ProgramBools, ProgramInts, Unsupported
 
     rights = [right + i for i in range(len(left))]
     expected = []

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from fp8check.cli import main
-from fp8check.isolation import FRAME_MARK, parse_frames
+from fp8check.core.isolation import FRAME_MARK, parse_frames
 
 HOSTILE = Path(__file__).parent / "hostile"
 SMALL = ("--block", "16", "--head-dim", "64", "--num-blocks", "2")

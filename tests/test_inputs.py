@@ -8,10 +8,10 @@ import json
 import pytest
 import torch
 
-from fp8check import fp8
+from fp8check.core import fp8
 from fp8check.cli import main
-from fp8check.inputs import Distribution, generate, make_k
-from fp8check.spec import CacheSpec, FP8Format
+from fp8check.core.inputs import Distribution, generate, make_k
+from fp8check.core.spec import CacheSpec, FP8Format
 
 SPEC = CacheSpec(num_blocks=4)
 

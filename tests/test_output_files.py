@@ -12,7 +12,7 @@ from pathlib import Path
 from conftest import run
 import pytest
 
-from fp8check import golden
+from fp8check.producers import golden
 
 SMALL = ("--block", "16", "--head-dim", "64", "--num-blocks", "2")
 OUTPUTS = {"--json": "r.json", "--junit": "r.xml", "--markdown": "r.md"}
@@ -150,7 +150,7 @@ def test_an_input_file_is_read_into_memory_so_truncating_it_changes_nothing(tmp_
     import torch
     from safetensors.torch import save_file
 
-    from fp8check.inputs import read_inputs
+    from fp8check.core.inputs import read_inputs
 
     path = tmp_path / "k.safetensors"
     k = torch.randn(32, 64).to(torch.bfloat16)

@@ -13,15 +13,16 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from fp8check import fp8, parity
+from fp8check.core import fp8
+from fp8check.run import parity
 from fp8check.cli import main
-from fp8check.errors import ProducerError
-from fp8check.inputs import Inputs
-from fp8check.readers import registry as readers
-from fp8check.readers.metrics import compare_logits, positional_at_k, recall_at_k, visible_tokens
-from fp8check.readers.reference import make_reader, paged_logits
-from fp8check.spec import CacheSpec, FP8Format, Layout
-from fp8check.writers import registry as producers
+from fp8check.core.errors import ProducerError
+from fp8check.core.inputs import Inputs
+from fp8check.producers import readers
+from fp8check.core.metrics import compare_logits, positional_at_k, recall_at_k, visible_tokens
+from fp8check.producers.reader_reference import make_reader, paged_logits
+from fp8check.core.spec import CacheSpec, FP8Format, Layout
+from fp8check.producers import registry as producers
 
 HERE = Path(__file__).parent
 CONFIG = HERE.parent / "configs" / "seed-parity.toml"
@@ -516,7 +517,7 @@ def test_a_narrow_log_gets_every_column(capsys):
 
     from rich.console import Console
 
-    from fp8check.prepare import Request, prepare_parity
+    from fp8check.run.prepare import Request, prepare_parity
     from fp8check.report.parity import render
 
     request = Request.of("parity", {"ctx": [1024, 4096], "heads": 4, "topk": 512, "device": "cpu"}, where="test")

@@ -10,14 +10,14 @@ import itertools
 import pytest
 import torch
 
-from fp8check import inputs
-from fp8check.cache import CacheBuffer
-from fp8check.diff import diff_caches
-from fp8check.spec import CacheSpec, FP8Format, Layout, ScaleFormat
-from fp8check.writers import registry
-from fp8check.writers.interpreter import check as interpreter_check
-from fp8check.writers.interpreter import cpu_kernels
-from fp8check.writers.reference import aiter_writer
+from fp8check.core import inputs
+from fp8check.core.cache import CacheBuffer
+from fp8check.core.diff import diff_caches
+from fp8check.core.spec import CacheSpec, FP8Format, Layout, ScaleFormat
+from fp8check.producers import registry
+from fp8check.triton_cpu.interpreter import check as interpreter_check
+from fp8check.triton_cpu.interpreter import cpu_kernels
+from fp8check.core.reference import aiter_writer
 
 CPU = torch.device("cpu")
 
@@ -35,7 +35,7 @@ def random_pair(num_blocks: int, block_bytes: int, flips: int, seed: int) -> tup
     (7, 2304, 2048, 500), (5, 8448, 8192, 3), (4, 132, 128, 40), (3, 2304, 2048, 0),
 ])
 def test_diff_kernel_counts_equal_torch_counts(num_blocks, block_bytes, value_bytes, flips):
-    from fp8check.diff_kernel import block_diff
+    from fp8check.core.diff_kernel import block_diff
 
     a, b = random_pair(num_blocks, block_bytes, flips, seed=num_blocks + flips)
     b[1] = a[1]  # one equal block
@@ -119,7 +119,7 @@ def test_triton_reference_bytes_equal_pytorch_reference(shape, fmt, scale_fmt, l
     ok, reason = interpreter_check(fmt)
     if not ok:
         pytest.skip(reason)
-    from fp8check.writers.reference_triton import launch
+    from fp8check.producers.reference_triton import launch
 
     block_size, head_dim, qbs = shape
     spec = CacheSpec(num_blocks=3, block_size=block_size, head_dim=head_dim, quant_block_size=qbs, fp8=fmt,
@@ -138,7 +138,7 @@ def test_known_answer_proof_catches_a_wrong_kernel(monkeypatch):
     """The start-up proof compares against the PyTorch bytes: a kernel that rounds differently fails it."""
     if not interpreter_check(FP8Format.E4M3FN)[0]:
         pytest.skip("no exact interpreter")
-    from fp8check.writers import reference_device, reference_triton
+    from fp8check.producers import reference_device, reference_triton
 
     spec = CacheSpec(num_blocks=2, block_size=16, head_dim=64, quant_block_size=64)
     assert reference_device.known_answer(spec, CPU)[0] == 0
@@ -153,7 +153,7 @@ def test_known_answer_proof_catches_a_wrong_kernel(monkeypatch):
 
 
 def test_reference_writes_with_pytorch_on_the_cpu():
-    from fp8check.writers import reference_device
+    from fp8check.producers import reference_device
 
     assert not reference_device.uses_triton(SPEC, CPU)
 
@@ -192,8 +192,8 @@ def test_hashed_inputs_are_the_documented_function_of_seed_and_position(seed):
 
 @pytest.mark.parametrize("num_tokens, head_dim", [(300, 128), (7, 48), (1, 16)])
 def test_hashed_kernel_bytes_equal_the_torch_ops(num_tokens, head_dim):
-    from fp8check.hashed import hashed_k, keys
-    from fp8check.hashed_kernel import launch
+    from fp8check.core.hashed import hashed_k, keys
+    from fp8check.core.hashed_kernel import launch
 
     expected = hashed_k(num_tokens, head_dim, 11)
     got = launch(num_tokens, head_dim, keys(11), CPU, interpret=True)
@@ -201,7 +201,7 @@ def test_hashed_kernel_bytes_equal_the_torch_ops(num_tokens, head_dim):
 
 
 def synthetic_diff(value_diff: list[int]):
-    from fp8check.diff import DiffResult
+    from fp8check.core.diff import DiffResult
 
     spec = CacheSpec(num_blocks=len(value_diff), block_size=16, head_dim=64, quant_block_size=64)
     values = torch.tensor(value_diff, dtype=torch.int64)
@@ -242,7 +242,7 @@ def test_all_blocks_renders_one_line_per_block():
 
 @pytest.mark.parametrize("num_bytes", [0, 1, 255, 256, 257, 3 * 8448 + 512])
 def test_poison_by_period_equals_the_formula(num_bytes):
-    from fp8check.cache import poison, poison_at
+    from fp8check.core.cache import poison, poison_at
 
     assert torch.equal(poison(num_bytes), poison_at(torch.arange(num_bytes)))
 
@@ -251,8 +251,8 @@ def test_poison_by_period_equals_the_formula(num_bytes):
 def test_cuda_summary_program_equals_the_torch_formulation(written, flips, guard_flips):
     """The one-program summary CUDA diffs end with (totals, guards, first mismatch), run here under the
     interpreter, gives the same DiffResult as the torch ops of the CPU path."""
-    from fp8check.diff import from_summary
-    from fp8check.diff_kernel import block_diff, summary
+    from fp8check.core.diff import from_summary
+    from fp8check.core.diff_kernel import block_diff, summary
 
     other = CacheBuffer(SPEC, written.buffer.clone())
     g = torch.Generator().manual_seed(flips + guard_flips)

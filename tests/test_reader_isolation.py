@@ -14,16 +14,16 @@ from conftest import on_cpu
 import pytest
 import torch
 
-import fp8check.parity
-import fp8check.readers.metrics as metrics
-from fp8check import parity
+import fp8check.run.parity
+import fp8check.core.metrics as metrics
+from fp8check.run import parity
 from fp8check.cli import main
-from fp8check.errors import UserError
-from fp8check.inputs import Inputs
-from fp8check.isolation import IsolatedError, Limits
-from fp8check.readers import registry as readers
-from fp8check.spec import CacheSpec, FP8Format, Layout, ScaleFormat
-from fp8check.writers import registry as producers
+from fp8check.core.errors import UserError
+from fp8check.core.inputs import Inputs
+from fp8check.core.isolation import IsolatedError, Limits
+from fp8check.producers import readers
+from fp8check.core.spec import CacheSpec, FP8Format, Layout, ScaleFormat
+from fp8check.producers import registry as producers
 
 HERE = Path(__file__).parent
 HOSTILE = HERE / "hostile"
@@ -167,7 +167,7 @@ def test_a_reader_that_hangs_is_killed_after_the_timeout(func):
 
 
 def test_a_reader_monkeypatching_fp8checks_metrics_cannot_change_the_verdict(capsys, tmp_path):
-    before = (metrics.compare_logits, metrics.recall_at_k, fp8check.parity.compare_logits)
+    before = (metrics.compare_logits, metrics.recall_at_k, fp8check.run.parity.compare_logits)
     out_json = tmp_path / "parity.json"
     code, out, err = run(capsys, "parity", *SMALL, "--reader", hostile("reader_monkeypatch.py:paged_mqa_logits"),
                          "--json", str(out_json))
@@ -176,11 +176,11 @@ def test_a_reader_monkeypatching_fp8checks_metrics_cannot_change_the_verdict(cap
     assert payload["passed"] is False and payload["reader_fault"] is True
     scored = [r for r in payload["reader_check"] + payload["records"] if not r["vacuous"]]
     assert scored and all(r["recall"] < 1 for r in scored)  # constant logits rank nothing: scored as such
-    assert (metrics.compare_logits, metrics.recall_at_k, fp8check.parity.compare_logits) == before
+    assert (metrics.compare_logits, metrics.recall_at_k, fp8check.run.parity.compare_logits) == before
 
 
 def test_the_same_monkeypatching_reader_in_process_passes_which_is_why_readers_are_isolated(monkeypatch):
-    for module, attribute in ((metrics, "compare_logits"), (metrics, "recall_at_k"), (fp8check.parity, "compare_logits")):
+    for module, attribute in ((metrics, "compare_logits"), (metrics, "recall_at_k"), (fp8check.run.parity, "compare_logits")):
         monkeypatch.setattr(module, attribute, getattr(module, attribute))  # restored after the test
     spec = spec_for()
     reader = readers.resolve(hostile("reader_monkeypatch.py:paged_mqa_logits"), spec=spec, isolation=None)

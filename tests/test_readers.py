@@ -6,13 +6,13 @@ import pytest
 import torch
 from standins import aiter_reader_standin, install
 
-from fp8check import parity
-from fp8check.errors import ProducerError
-from fp8check.readers import aiter as aiter_reader
-from fp8check.readers import registry as readers
-from fp8check.spec import CacheSpec, Layout
-from fp8check.writers import registry as producers
-from fp8check.writers.adapters.platform import Backend, Platform
+from fp8check.run import parity
+from fp8check.core.errors import ProducerError
+from fp8check.producers.adapters import aiter_reader
+from fp8check.producers import readers
+from fp8check.core.spec import CacheSpec, Layout
+from fp8check.producers import registry as producers
+from fp8check.producers.adapters.platform import Backend, Platform
 
 CPU = torch.device("cpu")
 MI355 = Platform(Backend.ROCM, True, "stand-in MI355X", "gfx950:sramecc+:xnack-", "cpu")  # stand-in runs on the CPU
@@ -175,7 +175,7 @@ def test_default_reader_check_fails_aiter_017_at_every_case(monkeypatch):
 def test_a_reader_file_that_fills_a_buffer_is_guarded_in_either_process(isolated):
     from pathlib import Path
 
-    from fp8check.isolation import Limits
+    from fp8check.core.isolation import Limits
 
     name = f"file:{Path(__file__).parent / 'readers' / 'aiter_017_standin.py'}:paged_mqa_logits"
     spec = CacheSpec(block_size=1)

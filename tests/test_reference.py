@@ -9,13 +9,13 @@ import struct
 import pytest
 import torch
 
-from fp8check import inputs
-from fp8check.writers import reference
-from fp8check.writers import registry as producers
-from fp8check.cache import CacheBuffer, poison
-from fp8check.compare import compare
-from fp8check.writers.reference import AITER, VLLM
-from fp8check.spec import CacheSpec, FP8Format, Layout, ScaleFormat
+from fp8check.core import inputs
+from fp8check.core import reference
+from fp8check.producers import registry as producers
+from fp8check.core.cache import CacheBuffer, poison
+from fp8check.run.compare import compare
+from fp8check.core.reference import AITER, VLLM
+from fp8check.core.spec import CacheSpec, FP8Format, Layout, ScaleFormat
 from conftest import aiter_shuffle
 
 FN, FNUZ = FP8Format.E4M3FN, FP8Format.E4M3FNUZ

@@ -9,8 +9,8 @@ import zipfile
 
 import pytest
 
-from fp8check.errors import ProducerError
-from fp8check.released import Package, read_file, split_pkg
+from fp8check.core.errors import ProducerError
+from fp8check.code.released import Package, read_file, split_pkg
 
 OPS = "def writer(k, kv_cache, slot_mapping, quant_block_size, scale_fmt):\n    return None\n"
 

@@ -19,16 +19,17 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
-from fp8check import golden, inputs
-from fp8check.budget import MAX_CODE_DISTANCE, Budget, check
-from fp8check.cache import CacheBuffer, buffer_bytes, fill_poison, guard_bytes, poison, poison_at
+from fp8check.producers import golden
+from fp8check.core import inputs
+from fp8check.core.budget import MAX_CODE_DISTANCE, Budget, check
+from fp8check.core.cache import CacheBuffer, buffer_bytes, fill_poison, guard_bytes, poison, poison_at
 from fp8check.cli import main
-from fp8check.compare import compare
-from fp8check.diff import diff_caches
-from fp8check.errors import InputError
-from fp8check.isolation import IsolatedError, Limits, run_isolated
-from fp8check.spec import CacheSpec, Layout
-from fp8check.writers import registry as producers
+from fp8check.run.compare import compare
+from fp8check.core.diff import diff_caches
+from fp8check.core.errors import InputError
+from fp8check.core.isolation import IsolatedError, Limits, run_isolated
+from fp8check.core.spec import CacheSpec, Layout
+from fp8check.producers import registry as producers
 
 ROOT = Path(__file__).parent.parent
 HOSTILE = Path(__file__).parent / "hostile"
@@ -112,14 +113,14 @@ def test_a_writer_over_its_memory_limit_is_exit_2(capsys):
 
 
 def test_monkeypatching_fp8check_from_a_plugin_cannot_change_the_verdict(capsys, tmp_path):
-    import fp8check.diff
+    import fp8check.core.diff
 
-    before = fp8check.diff.diff_caches
+    before = fp8check.core.diff.diff_caches
     code, out, err = against_reference(capsys, hostile("monkeypatch.py"), "--json", str(tmp_path / "r.json"))
     assert code == 1, err
     assert "DIFFERENT: 2097 of 2176 bytes differ" in out  # zeros, except where the reference wrote 0x00
     assert json.loads((tmp_path / "r.json").read_text())["identical"] is False
-    assert fp8check.diff.diff_caches is before
+    assert fp8check.core.diff.diff_caches is before
 
 
 @pytest.mark.parametrize("func", ["free_storage", "rebind"])
@@ -194,7 +195,7 @@ def test_a_spawned_child_shares_the_tensors_too():
     data = inputs.generate(spec, seed=0)
     expected = producers.run(producers.resolve(name, isolation=None), spec, data, CPU)
     buffer = CacheBuffer.allocate(spec, CPU)
-    report = run_isolated("fp8check.writers.registry:run_in_child",
+    report = run_isolated("fp8check.producers.registry:run_in_child",
                           (name, spec.to_json(), None, data.k.clone(), data.slot_mapping.clone(), buffer.buffer),
                           limits=Limits(timeout_s=120), label=f"producer {name!r}", start_method="spawn")
     assert report["provenance"]["function"] == "writer"
@@ -348,7 +349,7 @@ def test_a_slot_outside_the_cache_is_refused_before_any_producer_runs(capsys, tm
 
 
 def test_fp8checks_triton_writer_never_writes_outside_its_buffer():
-    from fp8check.writers import triton as triton_writer
+    from fp8check.producers import triton as triton_writer
 
     spec = TINY
     k = k_of(3, spec.head_dim)
@@ -510,7 +511,7 @@ def test_a_checker_error_stays_exit_3_with_debug(capsys, monkeypatch):
     def broken(*args, **kwargs):
         raise ZeroDivisionError("a bug in the checker")
 
-    monkeypatch.setattr("fp8check.compare.diff_caches", broken)  # stands for a bug of fp8check itself
+    monkeypatch.setattr("fp8check.run.compare.diff_caches", broken)  # stands for a bug of fp8check itself
     code, _, err = run(capsys, "compare", *SMALL, "--debug")
     assert code == 3
     assert "Traceback" in err and "fp8check: internal error: ZeroDivisionError: a bug in the checker" in err

@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 
-from fp8check.spec import CacheSpec, Coordinate, FP8Format, Layout, Region, ScaleFormat, SpecError
+from fp8check.core.spec import CacheSpec, Coordinate, FP8Format, Layout, Region, ScaleFormat, SpecError
 from conftest import aiter_shuffle
 
 
@@ -233,9 +233,9 @@ def test_interleaved_is_linear_at_block_size_one(head_dim, qbs):
 
 def test_interleaved_block_is_block_size_one_blocks_back_to_back():
     # the reference writer's interleaved cache of 3 blocks x 64 holds the bytes of its linear cache of 192 x 1
-    from fp8check.cache import CacheBuffer
-    from fp8check.inputs import generate
-    from fp8check.writers.reference import aiter_writer
+    from fp8check.core.cache import CacheBuffer
+    from fp8check.core.inputs import generate
+    from fp8check.core.reference import aiter_writer
 
     interleaved = CacheSpec(num_blocks=3, layout=Layout.INTERLEAVED)
     per_token = CacheSpec(num_blocks=192, block_size=1)
@@ -249,7 +249,7 @@ def test_interleaved_block_is_block_size_one_blocks_back_to_back():
 
 
 def test_ue8m0x4_words_are_four_biased_exponents():
-    from fp8check.fp8 import decode_scales, encode_scales
+    from fp8check.core.fp8 import decode_scales, encode_scales
 
     scales = torch.tensor([2.0**-7, 2.0**-22, 1.0, 2.0**10, float("nan"), float("inf")])
     words = encode_scales(scales, ScaleFormat.UE8M0X4)

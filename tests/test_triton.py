@@ -8,15 +8,15 @@ import numpy as np
 import pytest
 import torch
 
-from fp8check import fp8
-from fp8check.writers import interpreter as triton_exact
-from fp8check.writers import registry as producers
-from fp8check.cache import CacheBuffer, guard_bytes, poison
+from fp8check.core import fp8
+from fp8check.triton_cpu import interpreter as triton_exact
+from fp8check.producers import registry as producers
+from fp8check.core.cache import CacheBuffer, guard_bytes, poison
 from fp8check.cli import main
-from fp8check.compare import compare
-from fp8check.inputs import Inputs, SlotPattern, generate
-from fp8check.spec import CacheSpec, FP8Format, Layout, ScaleFormat
-from fp8check.table import seed_table
+from fp8check.run.compare import compare
+from fp8check.core.inputs import Inputs, SlotPattern, generate
+from fp8check.core.spec import CacheSpec, FP8Format, Layout, ScaleFormat
+from fp8check.run.table import seed_table
 
 CPU = torch.device("cpu")
 
@@ -93,7 +93,7 @@ def test_stock_interpreter_would_report_false_mismatches(stock_interpreter_conve
     spec = CacheSpec(num_blocks=2, block_size=64, head_dim=128)
     data = generate(spec, seed=0)
     buffer = CacheBuffer.allocate(spec, CPU)
-    from fp8check.writers.triton import fixed_writer
+    from fp8check.producers.triton import fixed_writer
 
     fixed_writer(data.k, buffer.cache, data.slot_mapping, 128, "ue8m0")  # enters the scope itself
     reference = producers.run(producers.resolve("reference"), spec, data, CPU)

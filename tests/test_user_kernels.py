@@ -18,9 +18,9 @@ from conftest import run
 import pytest
 import torch
 
-from fp8check.spec import CacheSpec, FP8Format, Layout, ScaleFormat
-from fp8check.writers import interpreter
-from fp8check.writers.files import load_function, prepare_to_run
+from fp8check.core.spec import CacheSpec, FP8Format, Layout, ScaleFormat
+from fp8check.triton_cpu import interpreter
+from fp8check.code.load import load_function, prepare_to_run
 
 KERNELS = Path(__file__).parent / "kernels"
 OPS = KERNELS / "rocm_indexer_ops.py"
@@ -225,8 +225,8 @@ def test_writer_follows_each_runs_fp8(capsys, tmp_path):
 
 def reader_inputs(block_size: int, fp8: FP8Format):
     """A LINEAR cache written by the reference writer, one query, and the float64 truth of its logits."""
-    from fp8check import inputs as inputs_mod
-    from fp8check.writers.registry import resolve, run as run_writer
+    from fp8check.core import inputs as inputs_mod
+    from fp8check.producers.registry import resolve, run as run_writer
 
     spec = CacheSpec(num_blocks=4, block_size=block_size, head_dim=64, quant_block_size=64, fp8=fp8,
                      scale_fmt=ScaleFormat.FP32, layout=Layout.LINEAR)

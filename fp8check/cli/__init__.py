@@ -15,7 +15,7 @@ import sys
 import click
 
 from .._version import __version__
-from ..errors import ExitCode
+from ..core.errors import ExitCode
 from . import compare, doctor, ecosystem, gate, parity, table
 from .common import fail, silence_stdout
 

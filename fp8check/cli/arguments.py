@@ -8,13 +8,13 @@ from pathlib import Path
 
 import click
 
-from ..errors import ConfigError, UsageError
+from ..core.errors import ConfigError, UsageError
 
 
 def command_options(command: str):
     """The click options of a command's keys (prepare.KEYS), from the one option table, plus --debug and
     the isolation options."""
-    from .. import options
+    from ..run import options
 
     def decorate(fn):
         fn = click.option("--debug", is_flag=True, help="Show tracebacks.")(fn)
@@ -25,7 +25,7 @@ def command_options(command: str):
 
 def isolation_options(fn):
     """How code from files (file:, vllm-file:, git:) runs: in a child process, under these limits."""
-    from ..isolation import DEFAULT_TIMEOUT_S
+    from ..core.isolation import DEFAULT_TIMEOUT_S
 
     options = [
         click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_TIMEOUT_S,
@@ -44,7 +44,7 @@ def isolation_options(fn):
 
 def isolation_limits(opts: dict):
     """Pop the isolation options from `opts`: the Limits for writers from files, or None (--in-process)."""
-    from ..isolation import Limits
+    from ..core.isolation import Limits
 
     timeout_s, memory_mib, in_process = opts.pop("timeout_s"), opts.pop("memory_limit_mib"), opts.pop("in_process")
     if not math.isfinite(timeout_s):  # click's FloatRange lets nan through
@@ -55,8 +55,8 @@ def isolation_limits(opts: dict):
 def request(command: str, opts: dict, config_path: Path | None = None):
     """The command's Request: its options under their config keys, a [section] of `--config` filling the
     ones left at their default; stated = typed on the command line or set in the config."""
-    from .. import options
-    from ..prepare import KEYS, Request
+    from ..run import options
+    from ..run.prepare import KEYS, Request
 
     ctx = click.get_current_context()
     defaults = (click.core.ParameterSource.DEFAULT, click.core.ParameterSource.DEFAULT_MAP)
@@ -68,7 +68,7 @@ def request(command: str, opts: dict, config_path: Path | None = None):
             stated.add(key)
     where = options.COMMAND_LINE
     if config_path is not None:
-        from ..config import find, load_toml
+        from ..core.config import find, load_toml
 
         path = find(config_path)
         section = load_toml(path).get(command)

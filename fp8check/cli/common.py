@@ -13,8 +13,8 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from ..sources import FILE_PREFIX, GIT_PREFIX, GOLDEN_PREFIX, VLLM_FILE_PREFIX
-from ..errors import ExitCode, UsageError, UserError
+from ..code.names import FILE_PREFIX, GIT_PREFIX, GOLDEN_PREFIX, VLLM_FILE_PREFIX
+from ..core.errors import ExitCode, UsageError, UserError
 
 
 def fail(message: str, code: ExitCode) -> int:
@@ -79,7 +79,7 @@ def reading_paths(kwargs: dict) -> tuple[Path, ...]:
 def checked_outputs(kwargs: dict) -> tuple[dict[str, Path], UsageError | None]:
     """(option -> path of every output file asked for that passes outputs.check_output, the first
     refusal or None): the outputs that pass still receive the run's error when another is refused."""
-    from ..outputs import check_output
+    from ..core.outputs import check_output
 
     reading = reading_paths(kwargs)
     targets, problem = {}, None
@@ -98,8 +98,8 @@ def checked_outputs(kwargs: dict) -> tuple[dict[str, Path], UsageError | None]:
 
 def _failed(message: str, code: ExitCode, targets: dict[str, Path], kwargs: dict, command: str) -> int:
     """The one line on stderr, and the same error in each report file asked for (report/formats.py)."""
-    from ..outcome import Outcome, Outcomes
-    from ..outputs import write_output
+    from ..core.outcome import Outcome, Outcomes
+    from ..core.outputs import write_output
     from ..report.formats import BY_NAME
 
     run = Outcomes(command, (Outcome(command, command, code, None, message, 0.0),), 1, 0.0, batch=False)
@@ -166,7 +166,7 @@ def outputs_of(kwargs: dict) -> dict:
 
 
 def _write(path: Path, text: str, option: str, *, append: bool = False) -> None:
-    from ..outputs import write_output
+    from ..core.outputs import write_output
 
     write_output(path, text, option=option, append=append)
 

@@ -19,9 +19,9 @@ from .common import emit, handled, output_options, outputs_of, progress
 @handled
 def compare(all_blocks, debug, **opts):
     """Run two writers on the same K, diff their cache bytes block by block, and say why they differ."""
-    from ..compare import check_compare
-    from ..outcome import single
-    from ..prepare import prepare
+    from ..run.compare import check_compare
+    from ..core.outcome import single
+    from ..run.prepare import prepare
     from ..report.terminal import render_compare
 
     out = outputs_of(opts)
@@ -45,10 +45,10 @@ def compare(all_blocks, debug, **opts):
 @handled
 def record(out_path, debug, **opts):
     """Run one writer and save its inputs and cache bytes (a golden file)."""
-    from .. import golden
-    from ..outcome import single
-    from ..prepare import golden_key, prepare
-    from ..record import record as record_run
+    from ..producers import golden
+    from ..core.outcome import single
+    from ..run.prepare import golden_key, prepare
+    from ..run.record import record as record_run
 
     out = outputs_of(opts)
     golden.check_output_path(out_path, "--out")

@@ -10,7 +10,7 @@ from .common import emit, handled, output_options, outputs_of
 
 
 def _requirements(ctx, param, values):
-    from ..doctor import requirable
+    from ..run.doctor import requirable
 
     known = requirable()
     unknown = [v for v in values if v not in known]
@@ -28,8 +28,8 @@ def _requirements(ctx, param, values):
 @handled
 def doctor(required, debug, **opts):
     """What can run here: every producer and why not, versions, device, FP8 format, Triton exactness."""
-    from .. import doctor as doctor_mod
-    from ..outcome import single
+    from ..run import doctor as doctor_mod
+    from ..core.outcome import single
     from ..report import doctor as doctor_report
 
     out = outputs_of(opts)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 from rich.console import Console
 
-from ..device import DEVICE_CHOICES
-from ..errors import ExitCode, UsageError
+from ..core.device import DEVICE_CHOICES
+from ..core.errors import ExitCode, UsageError
 from .common import emit, handled, output_options, outputs_of
 
 
@@ -34,9 +34,9 @@ def ecosystem(config_path, checkouts, device, debug, **opts):
     """Every preset writer against the exact reference, every preset reader against the exact reader."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from ..device import resolve_device
-    from ..ecosystem import read_config, run_ecosystem
-    from ..outcome import single
+    from ..core.device import resolve_device
+    from ..run.ecosystem import read_config, run_ecosystem
+    from ..core.outcome import single
     from ..report import ecosystem as report
 
     out = outputs_of(opts)

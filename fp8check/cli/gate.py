@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 from rich.console import Console
 
-from ..device import DEVICE_CHOICES
-from ..errors import ExitCode, UsageError
+from ..core.device import DEVICE_CHOICES
+from ..core.errors import ExitCode, UsageError
 from .common import emit, handled, output_options, outputs_of, show
 
 
@@ -28,8 +28,8 @@ def gate(config_path, shard, fail_fast, list_only, patterns, device, strict, deb
     """Run every case of a gate config (a TOML file, or a built-in name such as `ci`) in one process."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from .. import gate_config
-    from ..gate import run_gate
+    from ..run import gate_config
+    from ..run.gate import run_gate
     from ..report.gate import render_gate
 
     out = outputs_of(opts)

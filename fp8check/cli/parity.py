@@ -22,8 +22,8 @@ def parity(config_path, debug, **opts):
     """Top-K parity: each writer's bytes read back into indexer logits, top-K against the truth."""
     from rich.progress import Progress
 
-    from ..outcome import single
-    from ..prepare import prepare_parity
+    from ..core.outcome import single
+    from ..run.prepare import prepare_parity
     from ..report import parity as report_parity
 
     out = outputs_of(opts)

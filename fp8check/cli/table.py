@@ -20,10 +20,10 @@ from .common import emit, handled, output_options, outputs_of, progress
 @handled
 def table(config_path, all_blocks, debug, **opts):
     """The seed's table: buggy and fixed Triton wrappers against the C++ path, block by block."""
-    from ..outcome import single
-    from ..prepare import prepare
+    from ..core.outcome import single
+    from ..run.prepare import prepare
     from ..report.terminal import render_seed_table
-    from ..table import seed_table
+    from ..run.table import seed_table
 
     out = outputs_of(opts)
     start = time.perf_counter()

@@ -6,7 +6,7 @@ the quotient x/s be recomputed where a cause needs it. Collect -> decide -> desc
 
 - collect (`frame`): the differing blocks as units (one token's quant group: qbs value bytes + one scale),
   all geometry from CacheSpec and cache.py;
-- decide: stages, each a pure function returning claims (`claims`), the byte-pair tests in `fp8check.pairs`;
+- decide: stages, each a pure function returning claims (`claims`), the byte-pair tests in `fp8check.core.pairs`;
   `combine` adds them up and checks that every differing byte is attributed exactly once; `decide` turns
   counts into typed facts;
 - describe: diagnose/words.py renders the facts as sentences (nothing here is prose).
@@ -28,7 +28,7 @@ Precedence (the first cause that fits takes the bytes; docs/NUMERICS.md for the 
 5. `unknown`, with examples.
 """
 
-from ..errors import CheckerError
+from ..core.errors import CheckerError
 from .model import EXAMPLES, Category, Cause, Diagnosis, Example
 
 DiagnosisError = CheckerError  # the diagnosis' own bookkeeping failed: a checker error, exit 3

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from .. import fp8, pairs
+from ..core import fp8, pairs
 from .claims import Bytes, Claim
 from .frame import Frame, other_layout
 from .model import Category

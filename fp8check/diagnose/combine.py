@@ -9,11 +9,11 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..cache import CacheBuffer
-from ..diff import DiffResult
-from ..errors import CheckerError
-from ..inputs import Inputs
-from ..spec import CacheSpec
+from ..core.cache import CacheBuffer
+from ..core.diff import DiffResult
+from ..core.errors import CheckerError
+from ..core.inputs import Inputs
+from ..core.spec import CacheSpec
 from . import bytewise, scales, systemic, where
 from .claims import Claim
 from .decide import cause_facts, example

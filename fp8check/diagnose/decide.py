@@ -10,10 +10,10 @@ import math
 
 import torch
 
-from .. import fp8, pairs
-from ..cache import CacheBuffer
-from ..diff import Mismatch, mismatch_at
-from ..spec import SCALE_FLOOR, CacheSpec, Layout, Region
+from ..core import fp8, pairs
+from ..core.cache import CacheBuffer
+from ..core.diff import Mismatch, mismatch_at
+from ..core.spec import SCALE_FLOOR, CacheSpec, Layout, Region
 from .frame import Frame, other_layout
 from .model import Category, Example
 from .scales import KNOWN_DIVISORS

@@ -11,11 +11,11 @@ from dataclasses import dataclass
 
 import torch
 
-from ..cache import CacheBuffer, guard_bytes, poison_at
-from ..diff import DiffResult, count_true
-from ..fp8 import decode_scales
-from ..inputs import Inputs
-from ..spec import CacheSpec, Layout
+from ..core.cache import CacheBuffer, guard_bytes, poison_at
+from ..core.diff import DiffResult, count_true
+from ..core.fp8 import decode_scales
+from ..core.inputs import Inputs
+from ..core.spec import CacheSpec, Layout
 
 # Blocks compared per step when counting differing bytes per unit: the step's bool mask (17 MB at 8448-byte
 # blocks) stays in the CPU cache; measured on 2 cores, 16384 blocks: ~31 ms, against ~57 ms for one whole-

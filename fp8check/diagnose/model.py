@@ -6,8 +6,8 @@ import enum
 from dataclasses import dataclass, field
 
 
-from ..outcome import json_safe
-from ..spec import Coordinate
+from ..core.outcome import json_safe
+from ..core.spec import Coordinate
 
 EXAMPLES = 3  # examples kept per cause
 

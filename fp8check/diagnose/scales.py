@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import torch
 
-from ..fp8 import decode_scales
-from ..spec import SCALE_FLOOR, FP8Format, ScaleFormat
+from ..core.fp8 import decode_scales
+from ..core.spec import SCALE_FLOOR, FP8Format, ScaleFormat
 from .claims import Claim, note, unit_claim
 from .frame import Frame
 from .model import Category

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import torch
 
-from .. import pairs
-from ..diff import count_true
-from ..spec import Layout
+from ..core import pairs
+from ..core.diff import count_true
+from ..core.spec import Layout
 from .claims import Claim, note, unit_claim
 from .frame import Frame, other_arrangement, other_layout
 from .model import Category

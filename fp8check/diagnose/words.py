@@ -10,7 +10,7 @@ import math
 
 from .model import Category, Cause, Diagnosis, Example
 from .scales import E5M2_MAX
-from ..spec import CacheSpec, FP8Format, Layout, Region
+from ..core.spec import CacheSpec, FP8Format, Layout, Region
 
 NUMERICS = "docs/NUMERICS.md"
 MOVED = " (the values of those groups move with their scale)"

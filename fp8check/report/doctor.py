@@ -6,7 +6,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from ..doctor import DoctorReport
+from ..run.doctor import DoctorReport
 
 
 def _status(ok: bool, good: str = "available", bad: str = "unavailable") -> Text:

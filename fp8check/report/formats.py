@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from ..outcome import Outcomes
+from ..core.outcome import Outcomes
 from . import json, junit, markdown
 
 

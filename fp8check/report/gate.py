@@ -6,7 +6,7 @@ from __future__ import annotations
 from rich.console import Group
 from rich.text import Text
 
-from ..outcome import Outcomes, Status
+from ..core.outcome import Outcomes, Status
 
 STYLE = {Status.PASSED: "green", Status.FAILED: "bold red", Status.ERROR: "bold magenta", Status.SKIPPED: "yellow"}
 LABEL = {Status.PASSED: "PASS ", Status.FAILED: "FAIL ", Status.ERROR: "ERROR", Status.SKIPPED: "SKIP "}

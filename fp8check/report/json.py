@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 
-from ..device import versions
-from ..outcome import Outcome, Outcomes, Status, json_safe
+from ..core.device import versions
+from ..core.outcome import Outcome, Outcomes, Status, json_safe
 
 SCHEMA_VERSION = 2
 

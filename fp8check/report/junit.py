@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from ..outcome import Outcomes, Status
+from ..core.outcome import Outcomes, Status
 
 
 def render(run: Outcomes) -> str:

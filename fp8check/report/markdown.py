@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..outcome import Outcomes, Status
+from ..core.outcome import Outcomes, Status
 
 ICON = {Status.PASSED: "✅", Status.FAILED: "❌", Status.ERROR: "⚠️", Status.SKIPPED: "⏭️"}
 MAX_PASSED_ROWS = 50  # larger gates list their failures and errors, and count the passes

@@ -8,8 +8,8 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from ..parity import ParityResult, fraction, rel
-from ..readers.metrics import Metrics
+from ..run.parity import ParityResult, fraction, rel
+from ..core.metrics import Metrics
 from .terminal import describe_provenance, side_label
 
 

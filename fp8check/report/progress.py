@@ -13,7 +13,7 @@ MIN_PROGRAMS = 64  # smaller grids finish in well under a second (about 2.4 ms p
 @contextlib.contextmanager
 def interpreter_progress(console: Console):
     """Within the block, each interpreted kernel launch of more than MIN_PROGRAMS programs shows a bar."""
-    from ..writers.interpreter import program_listener
+    from ..triton_cpu.interpreter import program_listener
 
     with Progress(TextColumn("Triton interpreter"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                   console=console, transient=True) as progress:

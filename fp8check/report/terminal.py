@@ -6,11 +6,11 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from ..compare import CompareCheck, CompareResult
+from ..run.compare import CompareCheck, CompareResult
 from ..diagnose import Diagnosis
 from ..diagnose.words import block_ranges, describe_example, explain, percent
-from ..diff import BlockDiff, DiffResult
-from ..spec import CacheSpec
+from ..core.diff import BlockDiff, DiffResult
+from ..core.spec import CacheSpec
 
 MAX_ROWS = 16  # larger caches show their differing blocks first, then one summary row
 

@@ -5,8 +5,8 @@ import dataclasses
 
 import torch
 
-from fp8check.cache import scatter_rows
-from fp8check.writers.reference import AITER, quantize, spec_of_call
+from fp8check.core.cache import scatter_rows
+from fp8check.core.reference import AITER, quantize, spec_of_call
 
 WRONG = dataclasses.replace(AITER, divisor_fn=240.0, divisor_fnuz=448.0)  # the fault: the other format's max
 

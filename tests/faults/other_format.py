@@ -3,10 +3,10 @@ as when the cache is viewed as the wrong torch dtype. Diagnosed as `fp8-format`.
 
 import torch
 
-from fp8check import fp8
-from fp8check.cache import scatter_rows
-from fp8check.writers.reference import AITER, quantize, spec_of_call
-from fp8check.spec import FP8Format
+from fp8check.core import fp8
+from fp8check.core.cache import scatter_rows
+from fp8check.core.reference import AITER, quantize, spec_of_call
+from fp8check.core.spec import FP8Format
 
 
 def writer(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *, fp8_dtype=torch.float8_e4m3fn, layout=None):

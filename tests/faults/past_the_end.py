@@ -4,7 +4,7 @@ zeroes 16 bytes past it (into the guard bytes fp8check puts after every cache). 
 
 import torch
 
-from fp8check.writers.reference import aiter_writer
+from fp8check.core.reference import aiter_writer
 
 TAIL = 16
 

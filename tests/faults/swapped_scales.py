@@ -3,8 +3,8 @@ the values are right. Diagnosed as `scale-swap`."""
 
 import torch
 
-from fp8check.cache import scatter_rows
-from fp8check.writers.reference import AITER, quantize, spec_of_call
+from fp8check.core.cache import scatter_rows
+from fp8check.core.reference import AITER, quantize, spec_of_call
 
 
 def writer(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *, fp8_dtype=torch.float8_e4m3fn, layout=None):

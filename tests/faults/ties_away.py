@@ -3,9 +3,9 @@ conversion; SPEC.md section 6). Run it on ties inputs. Diagnosed as `rounding`."
 
 import torch
 
-from fp8check import fp8
-from fp8check.cache import scatter_rows
-from fp8check.writers.reference import AITER, FP32_MIN_NORMAL, quantize, spec_of_call
+from fp8check.core import fp8
+from fp8check.core.cache import scatter_rows
+from fp8check.core.reference import AITER, FP32_MIN_NORMAL, quantize, spec_of_call
 
 
 def writer(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *, fp8_dtype=torch.float8_e4m3fn, layout=None):

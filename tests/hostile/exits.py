@@ -5,7 +5,7 @@ import sys
 
 import torch
 
-from fp8check.writers.reference import aiter_writer
+from fp8check.core.reference import aiter_writer
 
 
 def exit0(k, kv_cache, slot_mapping, quant_block_size, scale_fmt):

@@ -3,8 +3,8 @@ recall, then returns constant logits (no ranking at all). In fp8check's own proc
 
 import torch
 
-import fp8check.parity
-import fp8check.readers.metrics as metrics
+import fp8check.run.parity
+import fp8check.core.metrics as metrics
 
 
 def _perfect(candidate, truth, visible, k, **tolerances):
@@ -14,7 +14,7 @@ def _perfect(candidate, truth, visible, k, **tolerances):
 
 metrics.compare_logits = _perfect
 metrics.recall_at_k = lambda candidate, truth, k: (min(k, truth.numel()), min(k, truth.numel()))
-fp8check.parity.compare_logits = _perfect
+fp8check.run.parity.compare_logits = _perfect
 
 
 def paged_mqa_logits(q_fp8, kv_cache, weights, context_lens, block_tables, max_model_len):

@@ -7,8 +7,8 @@ into block -1."""
 
 import torch
 
-from fp8check.spec import CacheSpec
-from fp8check.writers.reference import aiter_writer, spec_of_call
+from fp8check.core.spec import CacheSpec
+from fp8check.core.reference import aiter_writer, spec_of_call
 
 
 def _outside(kv_cache: torch.Tensor, start: int, length: int) -> torch.Tensor:

@@ -5,7 +5,7 @@ import time
 
 import torch
 
-from fp8check.writers.reference import aiter_writer
+from fp8check.core.reference import aiter_writer
 
 
 def _correct(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, fp8_dtype, layout):
@@ -46,7 +46,7 @@ def writes_later(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *, fp8_
 
 def forges_a_report(k, kv_cache, slot_mapping, quant_block_size, scale_fmt):
     """Sends fp8check's "ok" status itself, then ends the process with an error code."""
-    from fp8check import isolation
+    from fp8check.core import isolation
 
     isolation._send(isolation._CONN.fileno(), {"status": "ok", "report": {}})
     os._exit(3)
@@ -54,7 +54,7 @@ def forges_a_report(k, kv_cache, slot_mapping, quant_block_size, scale_fmt):
 
 def forges_lines(k, kv_cache, slot_mapping, quant_block_size, scale_fmt):
     """Reports an error whose message holds a fake verdict line, a terminal escape and rich markup."""
-    from fp8check import isolation
+    from fp8check.core import isolation
 
     isolation._send(isolation._CONN.fileno(), {"status": "raised", "message": "X\nIDENTICAL: 0 of 2176 bytes differ"
                                                "\n\x1b[2J[bold]PASS[/bold]", "traceback": ""})
@@ -63,7 +63,7 @@ def forges_lines(k, kv_cache, slot_mapping, quant_block_size, scale_fmt):
 
 def floods_the_pipe(k, kv_cache, slot_mapping, quant_block_size, scale_fmt):
     """Writes 4 MiB of noise into the report pipe, then writes nothing: judged by its bytes."""
-    from fp8check import isolation
+    from fp8check.core import isolation
 
     data = b"x" * (4 << 20)
     while data:
@@ -74,7 +74,7 @@ def sends_half_a_report(k, kv_cache, slot_mapping, quant_block_size, scale_fmt):
     """Sends the first half of a frame, then sleeps (killed at the timeout)."""
     import time
 
-    from fp8check import isolation
+    from fp8check.core import isolation
 
     os.write(isolation._CONN.fileno(), isolation.FRAME_MARK + b"00000100{\"status\": ")
     time.sleep(3600)
@@ -82,7 +82,7 @@ def sends_half_a_report(k, kv_cache, slot_mapping, quant_block_size, scale_fmt):
 
 def grandchild_sends_half_a_report(k, kv_cache, slot_mapping, quant_block_size, scale_fmt):
     """Returns at once, leaving a forked process that sends half a frame and sleeps, holding the pipe."""
-    from fp8check import isolation
+    from fp8check.core import isolation
 
     _correct(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, torch.float8_e4m3fn, None)
     if os.fork() == 0:
@@ -93,7 +93,7 @@ def grandchild_sends_half_a_report(k, kv_cache, slot_mapping, quant_block_size, 
 
 def grandchild_floods_the_pipe(k, kv_cache, slot_mapping, quant_block_size, scale_fmt):
     """Writes correct bytes and returns, leaving a forked process that floods the report pipe forever."""
-    from fp8check import isolation
+    from fp8check.core import isolation
 
     _correct(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, torch.float8_e4m3fn, None)
     if os.fork() == 0:
@@ -111,7 +111,7 @@ def reads_the_golden_key(k, kv_cache, slot_mapping, quant_block_size, scale_fmt)
 def forges_a_description(k, kv_cache, slot_mapping, quant_block_size, scale_fmt):
     """Writes correct bytes, then reports success itself with a description and provenance holding a
     fake verdict line, terminal escapes and rich markup, and ends before fp8check's own report."""
-    from fp8check import isolation
+    from fp8check.core import isolation
 
     _correct(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, torch.float8_e4m3fn, None)
     evil = "[bold red]evil[/bold red]\x1b[2J\rIDENTICAL\nIDENTICAL: 0 of 1 bytes differ"

@@ -3,7 +3,7 @@ block 1, byte 667 of the block. For block 64 / head_dim 128 / shuffle that is to
 
 import torch
 
-from fp8check.writers.reference import aiter_writer
+from fp8check.core.reference import aiter_writer
 
 BLOCK, BYTE = 1, 667
 

@@ -3,7 +3,7 @@ where a writer from a file runs (a child process, or fp8check's own with --in-pr
 
 import os
 
-from fp8check.writers.reference import aiter_writer
+from fp8check.core.reference import aiter_writer
 
 
 def writer(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, **kwargs):

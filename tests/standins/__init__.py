@@ -10,9 +10,9 @@ from __future__ import annotations
 import sys
 from types import ModuleType
 
-from fp8check.writers import reference
-from fp8check.cache import scatter_rows
-from fp8check.spec import CacheSpec, FP8Format, Layout, ScaleFormat
+from fp8check.core import reference
+from fp8check.core.cache import scatter_rows
+from fp8check.core.spec import CacheSpec, FP8Format, Layout, ScaleFormat
 
 
 def package(name: str, **attrs) -> ModuleType:

@@ -13,8 +13,8 @@ from types import ModuleType
 
 import torch
 
-from fp8check.readers import reference
-from fp8check.spec import CacheSpec, FP8Format, Layout
+from fp8check.producers import reader_reference as reference
+from fp8check.core.spec import CacheSpec, FP8Format, Layout
 
 from . import package
 

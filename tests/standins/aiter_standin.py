@@ -5,7 +5,7 @@
 - older aiter: the same op without `preshuffle`, writing row-major, plus
   `aiter.ops.shuffle.shuffle_weight(x, layout=(16, 16))`;
 - the PyPI package named `aiter` (asynchronous iterator helpers): a package with no `ops`.
-Numerics: fp8check.writers.reference.AITER. The FP8 format is fixed per stand-in, as the real op's is per GPU.
+Numerics: fp8check.core.reference.AITER. The FP8 format is fixed per stand-in, as the real op's is per GPU.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from types import ModuleType
 
 import torch
 
-from fp8check.writers import reference
-from fp8check.spec import FP8Format, Layout
+from fp8check.core import reference
+from fp8check.core.spec import FP8Format, Layout
 
 from conftest import aiter_shuffle
 

@@ -5,7 +5,7 @@
   block_size > 1, row-major when 1;
 - `torch.ops._C_cache_ops.indexer_k_quant_and_cache` after `import vllm._C`: row-major only, registered
   here as a real torch op with vLLM's schema (the scale format is a `str`, never None).
-Numerics: fp8check.writers.reference.VLLM. The FP8 format is fixed per stand-in, as vLLM's is per GPU.
+Numerics: fp8check.core.reference.VLLM. The FP8 format is fixed per stand-in, as vLLM's is per GPU.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from types import ModuleType, SimpleNamespace
 
 import torch
 
-from fp8check.writers import reference
-from fp8check.spec import FP8Format, Layout
+from fp8check.core import reference
+from fp8check.core.spec import FP8Format, Layout
 
 from . import package, write_rows
 

@@ -1,0 +1,264 @@
+"""Presets: a project's writer or reader as calls of its released functions, declared in its table.
+
+`preset:PROJECT/NAME` names one (projects/*.toml, `[[writer]]` / `[[reader]]`). Its files come from
+the project's released wheel (released.py, hash pinned in the table) or, with `--checkout PROJECT=PATH`,
+from a clone of its repository; each function is compiled unmodified with the project's bindings
+(writers/vllm_file.py). The preset is then a plain function with fp8check's signature:
+
+- a writer `(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *, fp8_dtype, layout)`;
+- a reader `(q_fp8, kv_cache, weights, context_lens, block_tables, max_model_len)`.
+
+Each step's arguments are names from a closed vocabulary (ARGUMENTS below: the run's tensors and views
+of them), outputs of earlier steps, or TOML literals (`{ value = X }` for a string, `{ none = true }`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+from ...core.errors import ConfigError, ProducerError
+from ..names import PRESET_PREFIX, Source, read_source
+from ...core.spec import FP8Format, Layout
+from .table import Preset, Project, project, preset as find_preset
+
+
+
+# ---- where a project's files come from ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Origin:
+    """A release (the pinned wheel) or a local clone of the project's repository."""
+
+    project: Project
+    checkout: Path | None = None
+    find_links: str | None = None
+
+    def read(self, path: str) -> Source:
+        if self.checkout is not None:
+            full = self.checkout / self.project.checkout_prefix / path
+            source = read_source(str(full), error=ProducerError)
+            return Source(source.data, f"{self.project.name} checkout {self.checkout}:{path}",
+                          {**source.provenance, "file": path, "checkout": str(self.checkout)})
+        from ..released import Package, read_file
+
+        p = self.project
+        return read_file(Package(p.package, p.version, p.sha256, p.wheel, self.find_links), path)
+
+    def describe(self) -> str:
+        if self.checkout is not None:
+            return f"{self.project.name} checkout {self.checkout}"
+        return f"{self.project.package}=={self.project.version} (wheel)"
+
+
+@dataclass
+class Loaded:
+    """Compiled functions of one origin, and every binding to rebind before a run."""
+
+    origin: Origin
+    strip_asserts: bool = False
+    functions: dict = field(default_factory=dict)  # (path, func) -> Compiled
+    files: dict = field(default_factory=dict)  # path -> provenance of its bytes
+
+    def function(self, path: str, func: str, *, role: str, label: str):
+        key = (path, func)
+        if key not in self.functions:
+            from ..bind import compile_function
+
+            source = self.origin.read(path)
+            self.files[path] = source.provenance
+            try:
+                text = source.data.decode("utf-8")
+            except UnicodeDecodeError:
+                raise ProducerError(f"{role} {label!r}: {path} is not UTF-8 text") from None
+            self.functions[key] = compile_function(
+                text, label=f"{label} {path}", file=path, func=func, sha256=source.provenance["sha256"], role=role,
+                fp8=None, table=self.origin.project.table, strip_asserts=self.strip_asserts,
+                sibling=lambda p, f: self.function(p, f, role=role, label=label).fn)
+        return self.functions[key]
+
+    def rebind(self, fp8: FP8Format, layout: Layout | None) -> None:
+        for compiled in list(self.functions.values()):
+            compiled.binding.rebind(fp8, layout)
+
+    def kernels(self) -> tuple:
+        from ..load import _kernels
+
+        return tuple(k for c in self.functions.values() for k in _kernels(c.binding.namespace))
+
+
+# ---- arguments ----------------------------------------------------------------------------------------
+
+
+def _writer_args(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, fp8_dtype) -> dict[str, Callable]:
+    nb, bs, row = kv_cache.shape
+    head_dim = k.shape[-1]
+    groups = head_dim // quant_block_size
+    live = slot_mapping >= 0
+
+    def values4d():
+        return kv_cache.reshape(-1).view(fp8_dtype).as_strided((nb, bs, 1, head_dim), (bs * row, head_dim, head_dim, 1))
+
+    def scales4d():  # fp32 [num_blocks, block_size, 1, groups]: each block's scale region
+        flat = kv_cache.reshape(-1).view(torch.float32)
+        return flat.as_strided((nb, bs, 1, groups), (bs * row // 4, groups, groups, 1),
+                               flat.storage_offset() + bs * head_dim // 4)
+
+    return {
+        "k": lambda: k,
+        "k.3d": lambda: k[:, None, :],
+        "k.live.3d": lambda: k[live][:, None, :].contiguous(),
+        "cache": lambda: kv_cache,
+        "cache.pages": lambda: kv_cache.view(nb, bs * row),
+        "cache.4d": lambda: kv_cache.view(nb, bs, 1, row),
+        "cache.values4d": values4d,
+        "cache.scales4d": scales4d,
+        "slot_mapping": lambda: slot_mapping,
+        "slot_mapping.live": lambda: slot_mapping[live].contiguous(),
+        "quant_block_size": lambda: quant_block_size,
+        "scale_fmt": lambda: scale_fmt,
+        "block_size": lambda: bs,
+        "head_dim": lambda: head_dim,
+        "fp8_dtype": lambda: fp8_dtype,
+        # Slots as decode steps (one sequence per written token): sequence i has kv length slot % bs + 1,
+        # one query token, and a one-entry block table [slot // bs]; the writer puts it at exactly its slot.
+        "decode.cu_seqlen_q": lambda: torch.arange(int(live.sum()) + 1, dtype=torch.int32, device=k.device),
+        "decode.kv_seqlens": lambda: (slot_mapping[live] % bs + 1).to(torch.int32),
+        "decode.block_offsets": lambda: (slot_mapping[live] // bs).to(torch.int32).view(-1, 1),
+        "decode.max_q_seqlen": lambda: 1,
+    }
+
+
+def _reader_args(q_fp8, kv_cache, weights, context_lens, block_tables, max_model_len) -> dict[str, Callable]:
+    next_n = q_fp8.shape[1]
+    return {
+        "q_fp8": lambda: q_fp8,
+        "kv_cache": lambda: kv_cache,
+        "kv_cache.fp8": lambda: kv_cache.view(q_fp8.dtype),
+        "weights": lambda: weights,
+        "context_lens": lambda: context_lens,
+        "context_lens.per_row": lambda: (context_lens.view(-1, 1) - next_n + 1 +
+                                         torch.arange(next_n, device=context_lens.device)).to(torch.int32),
+        "block_tables": lambda: block_tables,
+        "max_model_len": lambda: max_model_len,
+    }
+
+
+FILLS = {"-inf": float("-inf"), "nan": float("nan"), "zero": 0.0}
+
+
+def _argument(value, env: dict, vocabulary: dict[str, Callable], where: str):
+    if isinstance(value, dict):
+        if value.get("none"):
+            return None
+        if "value" in value:
+            return value["value"]
+        raise ProducerError(f"{where}: an argument table must be {{ value = X }} or {{ none = true }}, got {value}")
+    if not isinstance(value, str):
+        return value
+    if value in env:
+        return env[value]
+    if value in vocabulary:
+        return vocabulary[value]()
+    raise ProducerError(f"{where}: unknown argument {value!r}; known: {', '.join(sorted(vocabulary))}, or a step's out")
+
+
+def _run_steps(preset: Preset, loaded: Loaded, label: str, vocabulary: dict, env: dict):
+    result = None
+    for step in preset.steps:
+        fn = loaded.function(step.file, step.call, role=preset.role, label=label).fn
+        where = f"{preset.role} {label!r} step {step.call}"
+        args = [_argument(a, env, vocabulary, where) for a in step.args]
+        kwargs = {name: _argument(a, env, vocabulary, where) for name, a in step.kwargs}
+        result = fn(*args, **kwargs)
+        if len(step.out) == 1:
+            env[step.out[0]] = result
+        elif step.out:
+            if not isinstance(result, (tuple, list)) or len(result) != len(step.out):
+                raise ProducerError(f"{where}: returned {type(result).__name__}, expected {len(step.out)} values"
+                                    f" ({', '.join(step.out)})")
+            env.update(zip(step.out, result))
+    return env[preset.returns] if preset.returns else result
+
+
+# ---- loading a preset ---------------------------------------------------------------------------------
+
+
+def split_preset(name: str) -> str:
+    return name[len(PRESET_PREFIX):] if name.startswith(PRESET_PREFIX) else name
+
+
+def origin_for(preset: Preset, checkout: str | Path | None, find_links: str | None = None) -> Origin:
+    """Where the preset's files come from; ProducerError when it needs a clone and none is given."""
+    proj = project(preset.project)
+    if checkout is None and proj.local is not None:
+        checkout = proj.local
+    if checkout is None and preset.needs_checkout:
+        raise ProducerError(f"preset:{preset.key}: its files are in {proj.name}'s repository only (no release holds"
+                            f" them): give --checkout {proj.name}=PATH")
+    if checkout is not None and not Path(checkout).is_dir():
+        raise ProducerError(f"preset:{preset.key}: --checkout {proj.name}={checkout} is not a folder")
+    return Origin(proj, Path(checkout) if checkout is not None else None, find_links)
+
+
+@dataclass(frozen=True)
+class LoadedPreset:
+    fn: Callable
+    preset: Preset
+    loaded: Loaded
+    provenance: dict
+
+
+def load(name: str, role: str, *, checkout=None, find_links=None) -> LoadedPreset:
+    """`preset:PROJECT/NAME` (a writer or reader, `role`) -> its function with fp8check's signature,
+    compiled from its origin (the pinned wheel, or `checkout`, a clone of the project's repository)."""
+    try:
+        preset = find_preset(split_preset(name), role)
+    except ConfigError as exc:
+        raise ProducerError(str(exc)) from None
+    origin = origin_for(preset, checkout, find_links)
+    loaded = Loaded(origin, strip_asserts=preset.strip_asserts is not None)
+    label = f"{PRESET_PREFIX}{preset.key}"
+    for step in preset.steps:  # compile everything now: a missing name fails at load, not mid-run
+        loaded.function(step.file, step.call, role=preset.role, label=label)
+
+    if preset.role == "writer":
+        def fn(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *, fp8_dtype, layout=None):
+            loaded.rebind(FP8Format.from_torch_dtype(fp8_dtype), Layout(layout) if layout else None)
+            vocabulary = _writer_args(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, fp8_dtype)
+            _run_steps(preset, loaded, label, vocabulary, {})
+    else:
+        def fn(q_fp8, kv_cache, weights, context_lens, block_tables, max_model_len):
+            vocabulary = _reader_args(q_fp8, kv_cache, weights, context_lens, block_tables, max_model_len)
+            rows = q_fp8.shape[0] * q_fp8.shape[1]
+            env = {out: torch.full((rows, max_model_len), FILLS[fill], dtype=torch.float32, device=kv_cache.device)
+                   for out, fill in preset.outputs}
+            return _run_steps(preset, loaded, label, vocabulary, env)
+
+    digest = hashlib.sha256("".join(p.get("sha256", "") for p in loaded.files.values()).encode()).hexdigest()
+    provenance = {"loader": "preset", "preset": preset.key, "origin": origin.describe(),
+                  "function": " then ".join(s.call for s in preset.steps), "sha256": digest,
+                  "files": {path: f"sha256 {p.get('sha256', '?')[:16]}" for path, p in loaded.files.items()},
+                  "bound": {name: text for c in loaded.functions.values() for name, text in c.binding.bound.items()}}
+    if preset.strip_asserts:
+        provenance["asserts"] = f"compiled out (python -O): {preset.strip_asserts}"
+    wheel = next((p for p in loaded.files.values() if "wheel" in p), None)
+    if wheel is not None:
+        provenance["wheel"] = f"{wheel['wheel']} sha256 {wheel['wheel_sha256']}"
+    return LoadedPreset(fn, preset, loaded, provenance)
+
+
+def cpu_check(loaded: Loaded) -> Callable:
+    """Before a run on the CPU: the preset's Triton kernels run only in the proven exact interpreter."""
+    def check(spec, device) -> None:
+        from ..load import LoadedFunction, prepare_to_run
+
+        kernels = loaded.kernels()
+        prepare_to_run(LoadedFunction(None, "", {}, uses_triton=bool(kernels), kernels=kernels), spec.fp8, device)
+
+    return check

@@ -1,0 +1,253 @@
+"""Project tables (projects/*.toml): how the names a project's file takes from its own project are bound,
+where its released files come from, and the writers and readers it offers (presets).
+
+A table has
+- `[project]`: `name`, the pip `package` and `version` of the release, the pinned `wheel` file name and
+  its `sha256`, the import `root` of the project's own modules, and `checkout_prefix` (the folder of a
+  clone of its repository that holds the package, e.g. `src` for FlagGems);
+- `[bind]`: names bound whatever the file says (platform facts), `[fallback]`: names bound only where
+  the file does not define them usably. Each value is one of
+  `{ value = X }` (a TOML value), `{ run = FACT }` (a fact of each run: standins.RUN_FACTS),
+  `{ standin = NAME, ... }` (something fp8check provides: standins.STANDINS), `{ function = "PATH:FUNC" }`
+  (another function of the same release, loaded the same way), `{ attrs = { A = BINDING, ... } }` (an
+  object with those attributes), and `call = true` on any of them (a function of no arguments that
+  returns it);
+- `[shims]`: the project's modules that function bodies import from at call time, and the bound names
+  each provides;
+- `[[writer]]` / `[[reader]]`: presets, each one or more `[[writer.step]]` calls of the project's
+  functions with their arguments (projects/compose.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Callable
+
+from ...core.errors import ConfigError
+from .standins import CHECKED_ATTRIBUTES, RUN_FACTS, STANDINS, RunFacts
+
+BINDING_KINDS = ("value", "run", "standin", "function", "attrs")
+
+
+@dataclass(frozen=True)
+class Bound:
+    """One bound name: how its value is made for a run, and what it is (for reports)."""
+
+    name: str
+    describing: Callable[[], str]  # what it is, for reports (lazy: naming Triton's version imports Triton)
+    make: Callable[[RunFacts, Callable], object]  # (facts, sibling loader) -> value
+    attributes: tuple[str, ...] | None = None  # the attributes a file may use, where they are checked
+    source: str | None = None  # `function =` bindings: the file that defines it (where it is not bound)
+
+    @property
+    def describe(self) -> str:
+        return self.describing()
+
+
+@dataclass(frozen=True)
+class BindTable:
+    project: str
+    root: str  # the import root of the project's own modules ("vllm")
+    always: dict[str, Bound] = field(default_factory=dict)
+    fallbacks: dict[str, Bound] = field(default_factory=dict)
+    shims: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def lookup(self, name: str) -> Bound:
+        return self.always.get(name) or self.fallbacks[name]
+
+    def for_file(self, path: str) -> "BindTable":
+        """The table as a file sees it: a function it defines itself is never bound from it."""
+        always = {k: b for k, b in self.always.items() if b.source != path}
+        return self if len(always) == len(self.always) else BindTable(self.project, self.root, always,
+                                                                       self.fallbacks, self.shims)
+
+
+@dataclass(frozen=True)
+class Step:
+    file: str
+    call: str
+    args: tuple = ()
+    kwargs: tuple = ()  # (name, argument) pairs
+    out: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A writer or reader of a project, declared as one or more calls of its released functions."""
+
+    project: str
+    name: str
+    role: str  # "writer" | "reader"
+    description: str
+    steps: tuple[Step, ...]
+    returns: str | None = None  # readers: the value that is the logits
+    outputs: tuple = ()  # readers: (name, fill) buffers allocated before the calls ([B*next_n, max_model_len])
+    fp8: tuple[str, ...] = ("e4m3fn", "e4m3fnuz")
+    layouts: tuple[str, ...] = ("linear", "shuffle")
+    block_sizes: tuple[int, ...] | None = None  # None: any
+    scale_fmts: tuple[str, ...] = ("ue8m0", "fp32")
+    needs_checkout: bool = False  # its files are in the project's repository only (no release holds them)
+    strip_asserts: str | None = None  # why its asserts are compiled out (python -O), or None
+
+    @property
+    def key(self) -> str:
+        return f"{self.project}/{self.name}"  # `project` is the table's name or its file's path
+
+
+@dataclass(frozen=True)
+class Project:
+    name: str
+    package: str
+    version: str
+    wheel: str | None
+    sha256: str | None
+    table: BindTable
+    presets: tuple[Preset, ...]
+    checkout_prefix: str = ""
+    repository: str = ""
+    local: Path | None = None  # a table from a file may name a folder holding its files (`local = DIR`)
+
+
+def _binding(where: str, name: str, spec) -> Bound:
+    if not isinstance(spec, dict) or sum(k in spec for k in BINDING_KINDS) != 1:
+        raise ConfigError(f"{where}: {name} must be a table with one of {', '.join(BINDING_KINDS)}")
+    call = bool(spec.get("call", False))
+    attributes = None
+    if "value" in spec:
+        value = spec["value"]
+        make, describe = (lambda facts, sibling: value), lambda: f"{value!r} (project table)"
+    elif "run" in spec:
+        fact = RUN_FACTS.get(spec["run"])
+        if fact is None:
+            raise ConfigError(f"{where}: {name}: unknown run fact {spec['run']!r}; known: {', '.join(RUN_FACTS)}")
+        make, describe = (lambda facts, sibling, f=fact[0]: f(facts)), lambda: fact[1]
+    elif "standin" in spec:
+        entry = STANDINS.get(spec["standin"])
+        if entry is None:
+            raise ConfigError(f"{where}: {name}: unknown stand-in {spec['standin']!r}; known: {', '.join(STANDINS)}")
+        params = {k: v for k, v in spec.items() if k not in ("standin", "call")}
+        make = lambda facts, sibling, e=entry[0], p=params: e(facts, p)  # noqa: E731
+        describe = entry[1]
+        attributes = CHECKED_ATTRIBUTES.get(spec["standin"])
+    elif "function" in spec:
+        path, sep, func = str(spec["function"]).rpartition(":")
+        if not sep or not path or not func.isidentifier():
+            raise ConfigError(f"{where}: {name}: function must be 'PATH:FUNC', got {spec['function']!r}")
+        make, describe = (lambda facts, sibling, p=path, f=func: sibling(p, f)), lambda: f"{func} from {path} (same release)"
+        return Bound(name, describe, make, None, path)
+    else:
+        attrs = spec["attrs"]
+        if not isinstance(attrs, dict):
+            raise ConfigError(f"{where}: {name}: attrs must be a table")
+        members = {k: _binding(where, f"{name}.{k}", v) for k, v in attrs.items()}
+
+        def make(facts, sibling, members=members):
+            from types import SimpleNamespace
+
+            return SimpleNamespace(**{k: b.make(facts, sibling) for k, b in members.items()})
+
+        def describe(members=members):
+            return "fp8check stand-in object: " + ", ".join(f"{k} = {b.describe}" for k, b in members.items())
+        attributes = tuple(members)
+    if call:
+        inner, inner_describe = make, describe
+        make = lambda facts, sibling, inner=inner: (lambda *a, **k: inner(facts, sibling))  # noqa: E731
+        describe = lambda: f"a function returning {inner_describe()}"  # noqa: E731
+    return Bound(name, describe, make, attributes)
+
+
+def _tuple(value) -> tuple:
+    return tuple(value) if isinstance(value, list) else (value,)
+
+
+def _step(where: str, raw: dict) -> Step:
+    unknown = set(raw) - {"file", "call", "args", "kwargs", "out"}
+    if unknown or "file" not in raw or "call" not in raw:
+        raise ConfigError(f"{where}: a step needs file and call (and may have args, kwargs, out); got {sorted(raw)}")
+    kwargs = raw.get("kwargs", {})
+    return Step(raw["file"], raw["call"], tuple(raw.get("args", [])), tuple(kwargs.items()), _tuple(raw.get("out", [])))
+
+
+def _preset(where: str, project: str, role: str, raw: dict) -> Preset:
+    steps = tuple(_step(f"{where} {role} {raw.get('name')}", s) for s in raw.get("step", []))
+    if not steps or "name" not in raw:
+        raise ConfigError(f"{where}: every [[{role}]] needs a name and at least one [[{role}.step]]")
+    outputs = tuple((k, v) for k, v in raw.get("outputs", {}).items())
+    return Preset(project, raw["name"], role, raw.get("description", ""), steps, raw.get("returns"), outputs,
+                  _tuple(raw.get("fp8", ["e4m3fn", "e4m3fnuz"])), _tuple(raw.get("layouts", ["linear", "shuffle"])),
+                  _tuple(raw["block_sizes"]) if "block_sizes" in raw else None,
+                  _tuple(raw.get("scale_fmts", ["ue8m0", "fp32"])), bool(raw.get("needs_checkout", False)),
+                  raw.get("strip_asserts"))
+
+
+def parse(data: dict, where: str, folder: Path | None = None) -> Project:
+    """A project table's contents (`folder`: where a table file lies, for its `local` folder)."""
+    head = data.get("project")
+    if not isinstance(head, dict) or not {"name", "package", "version", "root"} <= set(head):
+        raise ConfigError(f"{where}: [project] needs name, package, version and root")
+    name = head["name"]
+    always = {k: _binding(where, k, v) for k, v in data.get("bind", {}).items()}
+    fallbacks = {k: _binding(where, k, v) for k, v in data.get("fallback", {}).items()}
+    shims = {k: tuple(v) for k, v in data.get("shims", {}).items()}
+    if "bindings_from" in head:  # another project's names, under this table's own
+        other = project(head["bindings_from"]).table
+        always, fallbacks, shims = {**other.always, **always}, {**other.fallbacks, **fallbacks}, {**other.shims, **shims}
+    table = BindTable(name, head["root"], always, fallbacks, shims)
+    owner = where if where.endswith(".toml") and folder is not None else name  # presets of a table file: by its path
+    presets = tuple(_preset(where, owner, role, raw) for role in ("writer", "reader") for raw in data.get(role, []))
+    local = (folder / head["local"]) if "local" in head and folder is not None else None
+    return Project(name, head["package"], head["version"], head.get("wheel"), head.get("sha256"), table, presets,
+                   head.get("checkout_prefix", ""), head.get("repository", ""), local)
+
+
+_PROJECTS: dict[str, Project] = {}
+
+
+def projects() -> dict[str, Project]:
+    """The shipped project tables, by name (fp8check/code/projects/*.toml)."""
+    if not _PROJECTS:
+        from ...core.config import load_toml
+
+        folder = resources.files(__package__)
+        for item in sorted(folder.iterdir(), key=lambda p: p.name):
+            if item.name.endswith(".toml"):
+                project = parse(load_toml(Path(str(item))), item.name)
+                _PROJECTS[project.name] = project
+    return _PROJECTS
+
+
+_FILES: dict[str, Project] = {}
+
+
+def project(name: str) -> Project:
+    """A shipped project by name, or a project table file (`PATH.toml`: the user's own tables)."""
+    if name.endswith(".toml"):
+        from ...core.config import load_toml
+
+        path = Path(name).resolve()
+        if str(path) not in _FILES:
+            _FILES[str(path)] = parse(load_toml(path), name, path.parent)
+        return _FILES[str(path)]
+    found = projects().get(name)
+    if found is None:
+        raise ConfigError(f"unknown project {name!r}; known: {', '.join(projects())}")
+    return found
+
+
+def for_package(package: str) -> Project | None:
+    """The project whose table binds a package's files (pkg:NAME==...), if fp8check has one."""
+    wanted = package.lower().replace("_", "-")
+    return next((p for p in projects().values() if p.package.lower().replace("_", "-") == wanted), None)
+
+
+def preset(key: str, role: str) -> Preset:
+    """`PROJECT/NAME` -> the project's writer or reader (`role`) of that name; PROJECT is a shipped
+    project's name or the path of a project table (`tables/mine.toml/NAME`)."""
+    name, _, entry = key.rpartition("/")
+    found = next((p for p in project(name).presets if p.name == entry and p.role == role), None)
+    if found is None:
+        known = ", ".join(p.key for p in project(name).presets if p.role == role) or "none"
+        raise ConfigError(f"unknown {role} preset {key!r}; {name}'s {role}s: {known}")
+    return found

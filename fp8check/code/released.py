@@ -1,0 +1,138 @@
+"""`pkg:NAME==VERSION:PATH[:FUNC]`: one file of a project's released wheel, fetched, hashed, extracted.
+
+The wheel is downloaded without its dependencies by pip itself (`python -m pip download --no-deps`)
+into fp8check's cache folder (disk_cache.py: `<cache>/wheels/NAME-VERSION/`), so a second run reads it
+from there. Its sha256 is checked against the one a project table pins (projects/*.toml); an unpinned
+wheel's sha256 is recorded in the provenance of every report. Only PATH is read out of the wheel (a zip
+archive); nothing is installed, nothing of the package is imported. fp8check carries no copy of any
+project's code: this is how it gets the bytes that run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..core import disk_cache
+from ..core.errors import ProducerError, UserError
+from .names import PKG_PREFIX, Source
+
+
+@dataclass(frozen=True)
+class Package:
+    """A released version of a package, and where pip may look for it (None: pip's own configuration)."""
+
+    name: str
+    version: str
+    sha256: str | None = None  # the wheel's pinned hash; None: recorded, not checked
+    wheel: str | None = None  # the pinned wheel's file name (its tags pick the platform to download for)
+    find_links: str | None = None  # a folder of wheels (`pip download --no-index --find-links DIR`)
+
+    @property
+    def label(self) -> str:
+        return f"{self.name}=={self.version}"
+
+
+def split_pkg(text: str, error: type[UserError] = ProducerError) -> tuple[str, str, str, str | None]:
+    """`pkg:NAME==VERSION:PATH[:FUNC]` -> (NAME, VERSION, PATH, FUNC or None)."""
+    body = text[len(PKG_PREFIX):] if text.startswith(PKG_PREFIX) else text
+    requirement, sep, rest = body.partition(":")
+    name, eq, version = requirement.partition("==")
+    if not sep or not eq or not name or not version or not rest:
+        raise error(f"{text!r}: expected pkg:NAME==VERSION:PATH[:FUNC]")
+    path, sep, func = rest.rpartition(":")
+    if sep and func.isidentifier() and path:
+        return name, version, path, func
+    return name, version, rest, None
+
+
+def _normal(name: str) -> str:
+    return name.lower().replace("-", "_").replace(".", "_")
+
+
+def _wheels(folder: Path, package: Package) -> list[Path]:
+    prefix = f"{_normal(package.name)}-{package.version}-"
+    return sorted(p for p in folder.glob("*.whl") if _normal(p.name).startswith(_normal(prefix)))
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _platform_args(wheel: str | None) -> list[str]:
+    """pip's target options for a pinned binary wheel (e.g. a cp311 manylinux wheel fetched by Python 3.12)."""
+    if wheel is None:
+        return []
+    from packaging.utils import parse_wheel_filename
+
+    tags = sorted(parse_wheel_filename(wheel)[3], key=str)
+    tag = tags[0]
+    if tag.platform == "any":
+        return []
+    args = ["--only-binary=:all:", "--platform", tag.platform, "--abi", tag.abi]
+    if tag.interpreter.startswith("cp") and tag.interpreter[2:].isdigit():
+        digits = tag.interpreter[2:]
+        args += ["--implementation", "cp", "--python-version", f"{digits[0]}.{digits[1:]}"]
+    return args
+
+
+def _download(package: Package, folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check", "-q",
+               package.label, "-d", str(folder), *_platform_args(package.wheel)]
+    if package.find_links is not None:
+        command += ["--no-index", "--find-links", package.find_links]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        lines = [line for line in done.stderr.strip().splitlines() if line.startswith("ERROR")] or \
+            done.stderr.strip().splitlines() or [f"exit {done.returncode}"]
+        raise ProducerError(f"pkg:{package.label}: pip download failed: {lines[-1]}")
+
+
+def fetch_wheel(package: Package) -> tuple[Path, str]:
+    """(wheel file, its sha256): from the cache folder, else downloaded into it; a pinned hash must match."""
+    root = disk_cache.root()
+    folder = (root / "wheels" / f"{_normal(package.name)}-{package.version}") if root is not None else \
+        Path(tempfile.mkdtemp(prefix="fp8check-wheel-"))
+    found = _wheels(folder, package) if folder.is_dir() else []
+    if package.wheel is not None:
+        found = [p for p in found if p.name == package.wheel]
+    if not found:
+        _download(package, folder)
+        found = _wheels(folder, package)
+        if package.wheel is not None:
+            found = [p for p in found if p.name == package.wheel] or found
+    if not found:
+        raise ProducerError(f"pkg:{package.label}: pip downloaded no wheel of {package.label} into {folder}")
+    wheel = found[0]
+    digest = _sha256(wheel)
+    if package.sha256 is not None and digest != package.sha256:
+        raise ProducerError(f"pkg:{package.label}: {wheel.name} has sha256 {digest}, the pinned hash is"
+                            f" {package.sha256}: refused")
+    return wheel, digest
+
+
+def read_file(package: Package, path: str) -> Source:
+    """PATH from the released wheel, with its provenance (package, wheel, both hashes)."""
+    wheel, wheel_sha = fetch_wheel(package)
+    try:
+        with zipfile.ZipFile(wheel) as archive:
+            data = archive.read(path)
+    except KeyError:
+        raise ProducerError(f"pkg:{package.label}: {wheel.name} holds no file {path}") from None
+    except zipfile.BadZipFile:
+        raise ProducerError(f"pkg:{package.label}: {wheel.name} is not a zip archive") from None
+    provenance = {"file": path, "package": package.label, "wheel": wheel.name, "wheel_sha256": wheel_sha,
+                  "sha256": hashlib.sha256(data).hexdigest()}
+    if package.sha256 is not None:
+        provenance["wheel_pinned"] = "yes"
+    return Source(data, f"pkg:{package.label}:{path}", provenance)

@@ -1,0 +1,111 @@
+"""The bottom layer: every error a user can cause, the checker's own failure, and the exit codes.
+
+A `UserError` (bad options, inputs, specs, configs, budgets, devices, producers that cannot load or
+run) is exit 2 with its one-line message. Anything else raised inside fp8check is a checker error,
+exit 3, with or without `--debug`. A verdict is never an exception: it is exit 0 or 1.
+"""
+
+from __future__ import annotations
+
+import enum
+import sysconfig
+import traceback
+from pathlib import Path
+
+
+class ExitCode(enum.IntEnum):
+    """The one table of exit codes (README: "Exit codes")."""
+
+    OK = 0  # identical, within budget, or the check passed
+    DIFFER = 1  # a byte verdict failed
+    USAGE = 2  # bad usage, input, config, or a producer that cannot load or run
+    INTERNAL = 3  # an error of fp8check itself
+    INTERRUPTED = 130  # Ctrl-C (128 + SIGINT, the shell's convention)
+
+
+class UserError(Exception):
+    """Something the user can fix; the message is one line naming what is wrong."""
+
+
+class SpecError(UserError, ValueError):
+    """An impossible or inconsistent cache description; the message names the field."""
+
+
+class InputError(UserError, ValueError):
+    """Inputs that cannot be read or do not fit the spec."""
+
+
+class GoldenError(InputError):
+    """A golden file that is damaged, foreign or inconsistent with the options."""
+
+
+class ProducerError(UserError, RuntimeError):
+    """A writer or reader that cannot be found, loaded or run; one line naming it. Never a mismatch."""
+
+
+class NotRunnableHere(ProducerError):
+    """This machine cannot run the case at all (e4m3fnuz on an NVIDIA GPU, a format this Triton's
+    interpreter cannot hold): a gate reports the case skipped with this line (failed under --strict)."""
+
+
+class DeviceError(UserError, RuntimeError):
+    """The device asked for is not there."""
+
+
+class ConfigError(UserError, ValueError):
+    """A TOML config that cannot be read or holds a bad value; the message names the file and key."""
+
+
+class BudgetError(UserError, ValueError):
+    """An impossible budget; the message names the option."""
+
+
+class UsageError(UserError):
+    """Options that cannot be combined, or an output path that cannot be written."""
+
+
+class CheckerError(AssertionError):
+    """fp8check contradicted itself (e.g. the diagnosis lost a byte): exit 3, never a verdict."""
+
+
+def first_line(exc: BaseException) -> str:
+    """`Type: first line of the message` (or just the type), for one-line reports of foreign errors."""
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
+
+
+def one_line(text: object, limit: int = 400) -> str:
+    """`text` as one printable line: its first line, control characters (terminal escapes, carriage
+    returns) written as \\xNN, at most `limit` characters. For text that code under test chose."""
+    lines = str(text).strip().splitlines()
+    first = lines[0] if lines else ""
+    shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in first)
+    return shown if len(shown) <= limit else shown[:limit] + "..."
+
+
+def failure(exc: BaseException, at: str | None = None) -> str:
+    """`Type: first line at FILE:LINE: source line`, one line: what a writer, reader or user file raised and
+    where in the user's code (`at`, default raised_at(exc); omitted when unknown)."""
+    at = raised_at(exc) if at is None else at
+    return one_line(first_line(exc)) + (f" at {at}" if at else "")
+
+
+def raised_at(exc: BaseException) -> str:
+    """`FILE:LINE: source line` of the innermost frame of `exc` in the user's own code (not fp8check's, not
+    the standard library's or an installed package's); "" when there is none."""
+    import linecache
+
+    not_user_code = tuple(str(Path(p).resolve()) for p in {
+        str(Path(__file__).parents[1]), *(sysconfig.get_paths()[k] for k in ("stdlib", "purelib", "platlib"))})
+    found = ""
+    for frame, line in traceback.walk_tb(exc.__traceback__):
+        name = frame.f_code.co_filename
+        try:
+            resolved = str(Path(name).resolve())
+        except (OSError, ValueError):
+            resolved = name
+        if resolved.startswith(not_user_code) or name.startswith("<frozen"):
+            continue
+        source = linecache.getline(name, line, frame.f_globals).strip()
+        found = f"{name}:{line}" + (f": {source}" if source else "")
+    return one_line(found) if found else ""

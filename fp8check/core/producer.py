@@ -1,0 +1,71 @@
+"""What a loaded writer is, and what running one produced.
+
+A writer is `fn(k, kv_cache, slot_mapping, quant_block_size, scale_fmt)` writing the uint8 cache
+`[num_blocks, block_size, head_dim + 4*head_dim/qbs]` in place. A `Producer` is a loaded writer with
+what the runner needs to know about it: whether it is an emulation, what it checks before running,
+which of the optional keywords `fp8_dtype` / `layout` it takes, and where its code came from. A `Side`
+is one producer's finished run (or a golden file's recorded bytes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+
+from .errors import one_line
+from .cache import CacheBuffer
+from .isolation import Limits
+from .spec import CacheSpec
+
+Writer = Callable[..., None]
+Check = Callable[[CacheSpec, torch.device], None]
+EXTRA_KEYWORDS = ("fp8_dtype", "layout")  # optional keywords a writer may accept
+DEFAULT_WRITER = "indexer_k_quant_and_cache_triton"  # the function `vllm-file:PATH` names without `:FUNC`
+
+
+def no_check(spec: CacheSpec, device: torch.device) -> None:
+    """The check of a writer (or reader) that can run any spec on any device."""
+    return None
+
+
+@dataclass(frozen=True)
+class Producer:
+    name: str
+    description: str
+    writer: Writer
+    emulated: bool = False  # a PyTorch emulation of a writer that is not itself running
+    check: Check = no_check  # raises ProducerError when this spec cannot run on this device
+    keywords: frozenset[str] = frozenset()  # the subset of EXTRA_KEYWORDS the writer accepts
+    provenance: dict = field(default_factory=dict)  # file, function, revision, sha256 of code from files
+    triton: bool = False  # runs Triton kernels: on the CPU in the exact interpreter (interpreter.compiled_caveat)
+    # Run in a child process under these limits (code from files); None: in this process. An isolated
+    # Producer holds no code: the child loads it by `name` (git names read from `repo`).
+    isolation: Limits | None = None
+    repo: str | None = None
+
+
+@dataclass(frozen=True)
+class Side:
+    """One producer's run: its name, whether it is an emulation, and the cache it wrote."""
+
+    name: str
+    description: str
+    emulated: bool
+    buffer: CacheBuffer
+    provenance: dict = field(default_factory=dict)  # what ran: file, function, revision, commit, sha256, bound
+    triton: bool = False  # ran Triton kernels (on the CPU: in the exact interpreter)
+
+
+def reported_provenance(reported) -> dict:
+    """What a child said its code was, kept to the shape provenance has: strings, and one level of
+    name -> string mappings (vllm-file's bound names), each one printable line of at most 1000 characters."""
+    if not isinstance(reported, dict):
+        return {}
+
+    def text(value) -> str:
+        return one_line(value, 1000)  # no line breaks or terminal escapes from a child into a report
+
+    return {text(key): ({text(k): text(v) for k, v in value.items()} if isinstance(value, dict) else text(value))
+            for key, value in reported.items()}

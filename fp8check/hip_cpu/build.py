@@ -1,0 +1,379 @@
+"""Build HIP sources for the CPU: two clang passes over the same staged translation unit, as HIP itself
+compiles it, and the hipcpu runtime (runtime/).
+
+- host pass (`-x hip`): the host code as on a ROCm machine; `<<<>>>` launches become clang's own stubs
+  calling hipLaunchKernel, and clang's module constructor registers each kernel's name;
+- device pass (`-x hip -fcuda-is-device`, x86-64 target): exactly the kernels the host code launches and
+  the device functions they call, with host/device overload pairs resolved to the device side by clang;
+- a generated trampoline per kernel unpacks hipLaunchKernel's argument array (from the kernel's mangled
+  parameter types); host and device objects go into two shared objects so that the two sides' copies of
+  one function never meet.
+
+Staging copies the sources and rewrites inline asm (asm_rewrite.py); every AMDGPU builtin the runtime
+does not emulate becomes a poison value (runtime/include/hipcpu/device.hpp). The build is cached under
+fp8check's cache folder, keyed by the sources, the runtime, the arch and the compiler.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..core import disk_cache
+from ..core.errors import ProducerError
+from . import asm_rewrite
+from .compiler import Compiler
+
+RUNTIME = Path(__file__).parent / "runtime"
+ARCHES = ("gfx942", "gfx950")
+CACHE_KIND = "aiter-cpu"
+# Flags of every pass. Contraction off: a*b+c is never fused into one rounding (stated in provenance).
+COMMON_FLAGS = ("-std=c++20", "-O3", "-ffp-contract=off", "-fhip-new-launch-api", "-fnative-half-type",
+                "-Wno-everything")
+TYPE_MAP = {  # demangled scalar parameter types a trampoline can pass by value
+    "bool": "bool", "char": "char", "signed char": "signed char", "unsigned char": "unsigned char",
+    "short": "short", "unsigned short": "unsigned short", "int": "int", "unsigned int": "unsigned int",
+    "long": "long", "unsigned long": "unsigned long", "long long": "long long",
+    "unsigned long long": "unsigned long long", "float": "float", "double": "double", "__bf16": "__bf16",
+    "_Float16": "_Float16",
+}
+
+
+class BuildError(ProducerError):
+    """The sources did not build for the CPU (the compiler's first error is in the message)."""
+
+
+@dataclass(frozen=True)
+class Unit:
+    """What to build: a folder of staged sources (copied and rewritten), the file that is the translation
+    unit (relative to it), include folders inside it, and macros."""
+
+    root: Path
+    files: tuple[str, ...]  # relative paths to stage (headers and sources)
+    main: str  # the translation unit, relative to root
+    include_dirs: tuple[str, ...]  # relative to root
+    defines: tuple[str, ...] = ()
+    extra_text: str = ""  # appended to the translation unit (an entry point)
+    system_includes: tuple[str, ...] = ()  # absolute folders searched after the staged ones (not staged)
+    link_flags: tuple[str, ...] = ()  # for the host library
+    key_extra: str = ""  # what else the build depends on (e.g. the PyTorch version it links)
+
+
+@dataclass(frozen=True)
+class Built:
+    host_library: Path  # load this one (it needs the device library next to it)
+    device_library: Path
+    arch: str
+    compiler: str
+    kernels: tuple[str, ...]
+    key: str
+    seconds: float  # 0.0 when it came from the cache
+    asm_statements: int
+    poisoned_builtins: int
+
+    def load(self) -> tuple[ctypes.CDLL, ctypes.CDLL]:
+        """(host library, device library) loaded into this process, with the runtime's own entry points
+        (hipcpu_reset, hipcpu_error, hipcpu_undefined_reads, hipcpu_instruction_counts) typed."""
+        host = ctypes.CDLL(str(self.host_library))
+        device = ctypes.CDLL(str(self.device_library))
+        device.hipcpu_error.restype = ctypes.c_char_p
+        device.hipcpu_undefined_reads.restype = ctypes.c_uint64
+        device.hipcpu_instruction_counts.restype = ctypes.POINTER(ctypes.c_uint64)
+        return host, device
+
+
+def runtime_digest() -> str:
+    """The runtime's sources and the build steps themselves (this file, the asm rewriter)."""
+    h = hashlib.sha256()
+    for path in [*sorted(RUNTIME.rglob("*")), Path(__file__), Path(asm_rewrite.__file__)]:
+        if path.is_file():
+            h.update(path.name.encode())
+            h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def unit_digest(unit: Unit) -> str:
+    h = hashlib.sha256()
+    for rel in sorted(unit.files):
+        h.update(rel.encode())
+        h.update((unit.root / rel).read_bytes())
+    h.update(repr((unit.main, unit.include_dirs, unit.defines, unit.extra_text, unit.system_includes,
+                   unit.link_flags, unit.key_extra)).encode())
+    return h.hexdigest()
+
+
+def _cc1(compiler: Compiler, source: Path, output: Path, cwd: Path) -> list[str]:
+    """The compiler's own -cc1 command line for a C++ compile of `source` (system include paths included)."""
+    probe = cwd / "probe.cpp"  # a C++ file name: the driver's plain C++ command, no CUDA wrapper headers
+    probe.write_text("")
+    result = subprocess.run([*compiler.command, "-###", "-std=c++20", "-O3", "-fPIC", "-c", str(probe), "-o",
+                             str(output)], capture_output=True, text=True, cwd=cwd)
+    lines = [line for line in result.stderr.splitlines() if '"-cc1"' in line]
+    if result.returncode != 0 or not lines:
+        raise BuildError(f"cannot ask {compiler.description} for its compile command: {result.stderr.strip()[:300]}")
+    command = shlex.split(lines[-1])
+    command[command.index(str(probe))] = str(source)
+    return command
+
+
+def _run(command: list[str], cwd: Path, what: str) -> None:
+    result = subprocess.run(command, capture_output=True, text=True, cwd=cwd)
+    if result.returncode != 0:
+        errors = [line for line in result.stderr.splitlines() if "error" in line] or result.stderr.splitlines()
+        raise BuildError(f"{what} failed: {(errors[0] if errors else 'no message').strip()[:400]}")
+
+
+_LLVM_LABEL = re.compile(r'__asm\s*\(\s*"(llvm\.[\w.]+)"\s*\)')
+
+
+def llvm_stub(intrinsic: str) -> str:
+    return "hipcpu_llvm_" + intrinsic.replace(".", "_")
+
+
+def _stage(unit: Unit, staged: Path) -> tuple[int, set[str]]:
+    """Copies the unit's files into `staged` with inline asm rewritten, and each function bound to an LLVM
+    AMDGPU intrinsic by an asm label (`__asm("llvm.amdgcn...")`) bound to a stub that stops the run naming
+    the intrinsic; (asm statements, builtin names and `llvm.` intrinsics)."""
+    asm_count, builtins = 0, set()
+    for rel in unit.files:
+        text = (unit.root / rel).read_text(errors="surrogateescape")
+        if "asm" in text:
+            builtins.update(_LLVM_LABEL.findall(text))
+            text = _LLVM_LABEL.sub(lambda m: f'__asm("{llvm_stub(m.group(1))}")', text)
+            text, n = asm_rewrite.rewrite(text)
+            asm_count += n
+        builtins.update(re.findall(r"\b__builtin_amdgcn_\w+|\b__ocml_\w+", text))
+        if rel == unit.main and unit.extra_text:
+            text += "\n" + unit.extra_text
+        target = staged / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, errors="surrogateescape")
+    return asm_count, builtins
+
+
+def emulated_builtins() -> set[str]:
+    text = (RUNTIME / "include" / "hipcpu" / "device.hpp").read_text()
+    return set(re.findall(r"#define (__builtin_amdgcn_\w+)", text))
+
+
+def _poison_header(builtins: set[str], path: Path) -> int:
+    ocml = sorted(name for name in builtins if name.startswith("__ocml_"))
+    names = sorted(name for name in builtins - emulated_builtins() if name.startswith("__builtin_amdgcn_"))
+    intrinsics = sorted(name for name in builtins if name.startswith("llvm."))
+    stubs = ['#include "hipcpu/device.hpp"']
+    stubs += [f'extern "C" void {llvm_stub(n)}() {{ hipcpu_fail("LLVM intrinsic not emulated", "{n}"); }}'
+              for n in intrinsics]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    (path.parent.parent / "llvm_stubs.cpp").write_text("\n".join(stubs) + "\n")
+    lines = ["// Generated: the AMDGPU builtins the staged sources name and the runtime does not emulate.",
+             "#pragma once"]
+    for name in ocml:  # __ocml_<fn>_f32 -> <fn>f, _f64 -> <fn>, _f16 -> <fn>f in float
+        match = re.fullmatch(r"__ocml_(\w+?)_(f16|f32|f64)", name)
+        if match is None:
+            continue
+        fn, kind = match.groups()
+        fn = {"native_recip": "recip", "native_rsqrt": "rsqrt"}.get(fn, fn.removeprefix("native_"))
+        if fn in ("recip", "rsqrt"):  # no libm function of that name
+            value = {"recip": "(a + ...)", "rsqrt": "::sqrt((a + ...))"}[fn]
+            call = {"f32": f"(float)(1.0 / {value})", "f64": f"1.0 / {value}",
+                    "f16": f"(_Float16)(1.0f / (float){value})"}[kind]
+            lines.append(f"HIPCPU_OCML({name}, {call})")
+            continue
+        call = {"f32": f"::{fn}f(a...)", "f64": f"::{fn}(a...)", "f16": f"(_Float16)::{fn}f((float)a...)"}[kind]
+        lines.append(f"HIPCPU_OCML({name}, {call})")
+    for name in names:
+        sized = re.search(r"_b(8|16|32|64|96|128)$", name)
+        kind = f"PoisonOf<{int(sized.group(1)) // 8}>" if sized else "Poison"
+        lines.append(f'#define {name}(...) (::hipcpu::{kind}("{name}"))')
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+    return len(names) + len(intrinsics)
+
+
+def _tools(compiler: Compiler) -> Path:
+    """The folder of the compiler's own LLVM tools (llvm-nm, llvm-cxxfilt): where the real binary lies."""
+    return Path(os.path.realpath(shutil.which(compiler.command[0]) or compiler.command[0])).parent
+
+
+def _symbols(compiler: Compiler, obj: Path, cwd: Path) -> list[tuple[str, str]]:
+    nm = shutil.which("llvm-nm", path=str(_tools(compiler))) or shutil.which("nm")
+    out = subprocess.run([nm, "--defined-only", str(obj)], capture_output=True, text=True, cwd=cwd).stdout
+    return [(parts[1], parts[2]) for parts in (line.split() for line in out.splitlines()) if len(parts) == 3]
+
+
+def _demangle(compiler: Compiler, names: list[str]) -> list[str]:
+    tool = shutil.which("llvm-cxxfilt", path=str(_tools(compiler))) or shutil.which("c++filt")
+    out = subprocess.run([tool], input="\n".join(names) + "\n", capture_output=True, text=True).stdout
+    return out.splitlines()
+
+
+def _parameters(demangled: str) -> list[str]:
+    """The top-level parameter types of a demangled function name."""
+    depth, end = 0, len(demangled) - 1
+    while end >= 0 and demangled[end] != ")":
+        end -= 1
+    for start in range(end, -1, -1):
+        c = demangled[start]
+        depth += c == ")"
+        depth -= c == "("
+        if depth == 0:
+            break
+    inner, params, depth, cur = demangled[start + 1:end], [], 0, ""
+    for c in inner:
+        depth += c in "<(["
+        depth -= c in ">)]"
+        if c == "," and depth == 0:
+            params.append(cur.strip())
+            cur = ""
+        else:
+            cur += c
+    if cur.strip():
+        params.append(cur.strip())
+    return [] if params == ["void"] else params
+
+
+def _parameter_types(signature: str) -> list[str] | None:
+    """C++ types a trampoline passes for each parameter; None when one cannot be passed by value here."""
+    if not signature.endswith(")"):
+        return None  # not demangled
+    types = []
+    for param in _parameters(signature):
+        if param.endswith(("*", "&")):
+            types.append("void*")
+        elif param in TYPE_MAP:
+            types.append(TYPE_MAP[param])
+        else:
+            return None
+    return types
+
+
+def _trampolines(kernels: list[str], demangled: list[str]) -> str:
+    """One trampoline per kernel whose parameters are pointers and scalars. A kernel with any other
+    parameter (a struct or enum by value) gets none: launching it stops the run naming it."""
+    lines = ["// Generated: one trampoline per kernel, unpacking hipLaunchKernel's argument array.",
+             'struct hipcpu_kernel_entry { const char* name; void (*trampoline)(void**); };']
+    for i, (name, signature) in enumerate(zip(kernels, demangled)):
+        types = _parameter_types(signature)
+        if types is None:
+            lines.append(f'#define hipcpu_trampoline_{i} nullptr')
+            continue
+        decl = ", ".join(types)
+        lines.append(f'extern "C" void hipcpu_kernel_{i}({decl}) __asm__("{name}");')
+        call = ", ".join(f"*static_cast<{t}*>(a[{j}])" for j, t in enumerate(types))
+        lines.append(f"static void hipcpu_trampoline_{i}(void** a) {{ hipcpu_kernel_{i}({call}); }}")
+    entries = ", ".join(f'{{"{name}", hipcpu_trampoline_{i}}}' for i, name in enumerate(kernels))
+    lines.append(f'extern "C" const hipcpu_kernel_entry hipcpu_kernels[] = {{{entries}{", " if entries else ""}{{nullptr, nullptr}}}};')
+    lines.append(f'extern "C" const int hipcpu_kernel_count = {len(kernels)};')
+    return "\n".join(lines) + "\n"
+
+
+def _compile_passes(compiler: Compiler, unit: Unit, arch: str, work: Path) -> None:
+    staged, gen = work / "staged", work / "gen"
+    base = _cc1(compiler, staged / unit.main, work / "x.o", work)
+    if "-ferror-limit" in base:
+        base[base.index("-ferror-limit") + 1] = "0"  # every error, so that one failed build names them all
+    includes = ["-include", "hipcpu/prelude.hpp", "-I", str(RUNTIME / "include"), "-I", str(gen)]
+    includes += [arg for d in unit.include_dirs for arg in ("-I", str(staged / d))]
+    includes += [arg for d in unit.system_includes for arg in ("-isystem", d)]
+    defines = [f"-D{d}" for d in unit.defines]
+    (work / "empty.bin").write_bytes(b"")
+    passes = {
+        "host": ["-fcuda-include-gpubinary", str(work / "empty.bin")],
+        "device": ["-fcuda-is-device", "-fvisibility=hidden", f"-D__{arch}__", "-D__GFX9__",
+                   ],
+    }
+    procs = []
+    for name, extra in passes.items():
+        command = list(base)
+        command[command.index("-x") + 1] = "hip"
+        command[command.index("-o") + 1] = str(work / f"{name}.o")
+        position = command.index("-x")
+        command[position:position] = [*COMMON_FLAGS, "-aux-triple", command[command.index("-triple") + 1],
+                                      *extra, *includes, *defines]
+        procs.append((name, subprocess.Popen(command, cwd=work, stderr=subprocess.PIPE, text=True)))
+    for name, proc in procs:  # the two passes run side by side
+        _, err = proc.communicate()
+        (work / f"{name}.log").write_text(err)
+        if proc.returncode != 0:
+            errors = [line for line in err.splitlines() if "error" in line] or err.splitlines()
+            raise BuildError(f"the {name} pass failed: {' | '.join(e.strip()[:300] for e in errors[:3]) or 'no message'}")
+
+
+def _kernels(compiler: Compiler, work: Path) -> list[str]:
+    """Kernels the host code launches (their handles are data in host.o) that the device pass compiled."""
+    handles = {name for kind, name in _symbols(compiler, work / "host.o", work) if kind in "VvDdBbRr"}
+    functions = {name for kind, name in _symbols(compiler, work / "device.o", work) if kind in "TtWw"}
+    return sorted(handles & functions)
+
+
+def _builtins(compiler: Compiler) -> list[str]:
+    """compiler-rt's builtins archive (bf16 conversions such as __truncsfbf2 that gcc 12's libgcc lacks)."""
+    out = subprocess.run([*compiler.command, "-print-libgcc-file-name", "--rtlib=compiler-rt"], capture_output=True,
+                         text=True).stdout.strip()
+    return [out] if out and Path(out).is_file() else []
+
+
+def device_name(key: str) -> str:
+    """The device library's file name and soname: unique per build, because the dynamic loader takes a
+    library already loaded under the same soname (another arch's build) for the one asked for."""
+    return f"libhipcpu-device-{key}.so"
+
+
+def _link(compiler: Compiler, arch: str, work: Path, out: Path, key: str, unit: Unit) -> None:
+    flags = ["-std=c++20", "-O3", "-fPIC", "-ffp-contract=off", "-I", str(RUNTIME / "include")]
+    arch_flags = [f'-DHIPCPU_ARCH="{arch}"'] + (["-DHIPCPU_GFX942"] if arch == "gfx942" else [])
+    src = RUNTIME / "src"
+    _run([*compiler.command, *flags, "-fvisibility=hidden", *arch_flags, "-shared", "-o", str(out / device_name(key)),
+          str(work / "device.o"), str(work / "trampolines.cpp"), str(work / "gen" / "llvm_stubs.cpp"), str(src / "device.cpp"), str(src / "isa_runner.cpp"),
+          *_builtins(compiler), f"-Wl,-soname,{device_name(key)}", "-Wl,-Bsymbolic"], work, "linking the device library")
+    _run([*compiler.command, *flags, *arch_flags, "-shared", "-o", str(out / "host.so"), str(work / "host.o"),
+          str(src / "host.cpp"), str(out / device_name(key)), *_builtins(compiler), *unit.link_flags, "-Wl,-rpath,$ORIGIN", "-Wl,-Bsymbolic"], work,
+         "linking the host library")
+
+
+def build(unit: Unit, arch: str, compiler: Compiler) -> Built:
+    """The unit built for `arch` (cached); BuildError naming the first compiler error otherwise."""
+    if arch not in ARCHES:
+        raise BuildError(f"unknown arch {arch!r}; known: {', '.join(ARCHES)}")
+    fields = {"unit": unit_digest(unit), "runtime": runtime_digest(), "arch": arch, "compiler": list(compiler.command),
+              "compiler_version": compiler.version}
+    key = disk_cache.key_of(fields)[:32]
+    cached = disk_cache.entry(CACHE_KIND, key)
+    if cached is not None and (cached / "built.txt").is_file():
+        info = (cached / "built.txt").read_text().splitlines()
+        return Built(cached / "host.so", cached / device_name(key), arch, compiler.description, tuple(info[2:]), key, 0.0,
+                     int(info[0]), int(info[1]))
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="fp8check-aiter-cpu-") as tmp:
+        work = Path(tmp)
+        asm_count, builtins = _stage(unit, work / "staged")
+        poisoned = _poison_header(builtins, work / "gen" / "hipcpu" / "poison.hpp")
+        _compile_passes(compiler, unit, arch, work)
+        kernels = _kernels(compiler, work)
+        (work / "trampolines.cpp").write_text(_trampolines(kernels, _demangle(compiler, kernels)))
+        out = work / "out"
+        out.mkdir()
+        _link(compiler, arch, work, out, key, unit)
+        (out / "built.txt").write_text("\n".join([str(asm_count), str(poisoned), *kernels]) + "\n")
+        final = cached if cached is not None else Path(tempfile.mkdtemp(prefix="fp8check-aiter-cpu-build-"))
+        final.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f"{key}.", dir=final.parent))
+        for f in out.iterdir():
+            shutil.copy2(f, staging / f.name)
+        try:
+            os.replace(staging, final)  # whole or not at all
+        except OSError:  # another process built the same key first: keep its build
+            shutil.rmtree(staging, ignore_errors=True)
+            if not (final / "built.txt").is_file():
+                raise
+    return Built(final / "host.so", final / device_name(key), arch, compiler.description, tuple(kernels), key,
+                 time.perf_counter() - started, asm_count, poisoned)

@@ -1,0 +1,79 @@
+"""The clang that builds HIP sources for the CPU: found on PATH or where LLVM packages install it; version
+20 or newer (aiter's opus headers need clang 20's
+`__bf16` and `_BitInt`)."""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from functools import lru_cache
+
+from ..core.errors import UserError
+
+MIN_MAJOR = 20
+INSTALL_HINT = ("install clang 20 or newer: `apt-get install clang-22` (Debian bookworm-security, Ubuntu via"
+                " apt.llvm.org)")
+
+
+class CompilerMissing(UserError):
+    """No clang >= 20 was found (exit 2, with how to install one)."""
+
+
+@dataclass(frozen=True)
+class Compiler:
+    command: tuple[str, ...]  # argv prefix of the C++ driver
+    version: str  # "22.1.8"
+    description: str  # one line for provenance and doctor
+
+    @property
+    def major(self) -> int:
+        return int(self.version.split(".")[0])
+
+
+def _version(command: tuple[str, ...]) -> str | None:
+    try:
+        out = subprocess.run([*command, "--version"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    match = re.search(r"clang version (\d+\.\d+\.\d+)", out)
+    return match.group(1) if match else None
+
+
+def _candidates() -> list[tuple[str, ...]]:
+    names = [f"clang++-{major}" for major in range(30, MIN_MAJOR - 1, -1)] + ["clang++"]
+    found = [(path,) for path in (shutil.which(name) for name in names) if path]
+    found += [(path,) for path in sorted(glob.glob("/usr/lib/llvm-*/bin/clang++"), reverse=True)]
+    return found
+
+
+@lru_cache(maxsize=1)
+def find() -> Compiler | None:
+    """The newest usable clang found, or None."""
+    best = None
+    for command in _candidates():
+        version = _version(command)
+        if version is None or int(version.split(".")[0]) < MIN_MAJOR:
+            continue
+        candidate = Compiler(command, version, f"clang {version} ({' '.join(os.path.basename(c) for c in command)})")
+        if best is None or candidate.major > best.major:
+            best = candidate
+    return best
+
+
+def require() -> Compiler:
+    compiler = find()
+    if compiler is None:
+        raise CompilerMissing(f"aiter-src needs clang >= {MIN_MAJOR} and none was found; {INSTALL_HINT}")
+    return compiler
+
+
+def status() -> tuple[bool, str]:
+    """(found, one line) for `fp8check doctor`."""
+    compiler = find()
+    if compiler is None:
+        return False, f"no clang >= {MIN_MAJOR} found; {INSTALL_HINT}"
+    return True, compiler.description

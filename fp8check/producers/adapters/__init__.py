@@ -1,0 +1,91 @@
+"""Producers around real writers that may or may not be installed (aiter, vLLM).
+
+Each adapter module offers `availability() -> (ok, reason)` that never raises and imports the real
+library only when called, and `producer()` that builds the registry's Producer or raises
+ProducerError with the same reason. Nothing here runs at import time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, TypeVar
+
+from ...core.errors import first_line
+
+T = TypeVar("T")
+
+
+class Unavailable(Exception):
+    """A real writer that cannot be used here; the message is one line saying why."""
+
+
+def import_vllm():
+    """(the vllm module, its version), or Unavailable saying why."""
+    import importlib
+    import importlib.metadata
+
+    try:
+        module = importlib.import_module("vllm")
+    except ModuleNotFoundError as exc:
+        if exc.name == "vllm":
+            raise Unavailable("vLLM is not installed") from None
+        raise Unavailable(f"import vllm failed: {first_line(exc)}") from None
+    except Exception as exc:  # vLLM's own import code failed: keep its cause
+        raise Unavailable(f"import vllm failed: {first_line(exc)}") from None
+    try:
+        version = importlib.metadata.version("vllm")
+    except importlib.metadata.PackageNotFoundError:
+        version = str(getattr(module, "__version__", "unknown version"))
+    return module, version
+
+
+@dataclass(frozen=True)
+class FoundFunction:
+    """A real library's function, where it was found, and the library's version."""
+
+    fn: Callable[..., None]
+    where: str  # module.function
+    version: str
+
+
+def find_function(modules, function: str, library: str, version: str) -> FoundFunction:
+    """The first of `modules` (names, in order) with a callable `function`, or Unavailable listing why
+    each one was not it: a missing module (the candidate, or a package above it), an import that failed
+    in the library's own code, a module without the function."""
+    import importlib
+
+    problems = []
+    for name in modules:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name is not None and (name == exc.name or name.startswith(exc.name + ".")):
+                problems.append(f"no {name}")
+            else:
+                problems.append(f"import {name} failed: {first_line(exc)}")
+            continue
+        except Exception as exc:  # the library failed in its own import code (platform checks, deps)
+            problems.append(f"import {name} failed: {first_line(exc)}")
+            continue
+        fn = getattr(module, function, None)
+        if callable(fn):
+            return FoundFunction(fn, f"{name}.{function}", version)
+        problems.append(f"{name} has no {function}")
+    raise Unavailable(f"{library} {version} has no usable {function}: {'; '.join(problems)}")
+
+
+def availability_of(load: Callable[[], T], require: Callable, *, found: Callable[[T], str],
+                    ready: Callable, platform, probe: Callable) -> tuple[bool, str]:
+    """(ok, one-line reason) of a real writer: can it be imported (`load`), can it run on `platform`
+    (or, when None, what `probe()` finds) (`require`)? `found(x)` names what was imported,
+    `ready(x, platform)` says what will run. Never raises."""
+    try:
+        loaded = load()
+    except Unavailable as exc:
+        return False, str(exc)
+    platform = platform or probe()
+    try:
+        require(platform)
+    except Unavailable as exc:
+        return False, f"{found(loaded)} found, but {exc}"
+    return True, ready(loaded, platform)

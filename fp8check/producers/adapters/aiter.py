@@ -1,0 +1,216 @@
+"""ROCm aiter's `indexer_k_quant_and_cache` as the producer `aiter` (docs/NUMERICS.md-3).
+
+Newer aiter releases take a `preshuffle` keyword and write the SHUFFLE layout themselves; older ones
+take five arguments and write row-major, and the caller then applies
+`aiter.ops.shuffle.shuffle_weight(x, layout=(16, 16))` to each block's value region viewed as
+[block_size, head_dim] FP8. Both forms are driven here; the producer's description says which ran.
+The op picks its FP8 format from the GPU: e4m3fnuz on gfx94x (MI300/MI325), e4m3fn elsewhere.
+"""
+
+from __future__ import annotations
+
+import enum
+import importlib
+import importlib.metadata
+import inspect
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from ...core.errors import ProducerError
+from ...core.producer import Producer
+from ...core.spec import CacheSpec, Layout, default_layout
+from . import Unavailable, availability_of, first_line
+from .platform import Backend, Platform, probe
+
+NAME = "aiter"
+DISTRIBUTION = "amd-aiter"  # ROCm's aiter on PyPI; the PyPI name `aiter` is an unrelated package
+SHUFFLE_TILE = (16, 16)  # MFMA 16x16 tiles (docs/NUMERICS.md)
+
+
+class Form(enum.Enum):
+    """How an aiter release produces the SHUFFLE layout."""
+
+    PRESHUFFLE = "preshuffle keyword"
+    SHUFFLE_AFTER = "row-major + shuffle_weight"
+
+
+@dataclass(frozen=True)
+class AiterAPI:
+    op: Callable[..., None]
+    form: Form
+    shuffle_weight: Callable[..., torch.Tensor] | None  # only for Form.SHUFFLE_AFTER
+    version: str
+
+
+def installed_version(module) -> str:
+    try:
+        return importlib.metadata.version(DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        return str(getattr(module, "__version__", "unknown version"))
+
+
+def _lookalike(module) -> str:
+    """Why an importable `aiter` without `aiter.ops` is not ROCm's aiter, naming what it is."""
+    where = getattr(module, "__file__", None) or "no file"
+    owners = importlib.metadata.packages_distributions().get("aiter", [])
+    names = {owner.lower().replace("_", "-") for owner in owners}
+    if DISTRIBUTION in names:
+        return f"aiter ({DISTRIBUTION}, {where}) has no aiter.ops: the installation is broken"
+    found = f"distribution {', '.join(sorted(owners))}, {where}" if owners else where
+    return (
+        f"the installed 'aiter' ({found}) has no aiter.ops: it is the unrelated PyPI package 'aiter'"
+        f" (asynchronous iterator helpers), not ROCm's aiter kernel library (pip package {DISTRIBUTION})"
+    )
+
+
+def _import(name: str):
+    try:
+        return importlib.import_module(name)
+    except Exception as exc:  # a broken install raises anything from its own import code: keep it
+        raise Unavailable(f"import {name} failed: {first_line(exc)}") from None
+
+
+def _accepts_preshuffle(op: Callable) -> bool:
+    try:
+        return "preshuffle" in inspect.signature(op).parameters
+    except (TypeError, ValueError):  # a compiled op without a Python signature: the five-argument form
+        return False
+
+
+def import_aiter():
+    """The aiter module, or Unavailable saying why (not installed, or its own import code failed)."""
+    try:
+        return importlib.import_module("aiter")
+    except ModuleNotFoundError as exc:
+        if exc.name == "aiter":
+            raise Unavailable(
+                f"aiter is not installed (ROCm's kernel library, pip package {DISTRIBUTION}; needs a ROCm GPU)"
+            ) from None
+        raise Unavailable(f"import aiter failed: {first_line(exc)}") from None
+    except Exception as exc:  # a broken install raises anything from its own import code: keep it
+        raise Unavailable(f"import aiter failed: {first_line(exc)}") from None
+
+
+def load_api() -> AiterAPI:
+    """The installed aiter's op and the form it takes; Unavailable with the reason otherwise."""
+    module = import_aiter()
+    try:
+        cache = importlib.import_module("aiter.ops.cache")
+    except ModuleNotFoundError as exc:
+        if exc.name == "aiter.ops":
+            raise Unavailable(_lookalike(module)) from None
+        raise Unavailable(f"aiter {installed_version(module)}: import aiter.ops.cache failed: {first_line(exc)}") from None
+    except Exception as exc:
+        raise Unavailable(f"aiter {installed_version(module)}: import aiter.ops.cache failed: {first_line(exc)}") from None
+    version = installed_version(module)
+    op = getattr(cache, "indexer_k_quant_and_cache", None)
+    if not callable(op):
+        raise Unavailable(f"aiter {version} has no aiter.ops.cache.indexer_k_quant_and_cache (too old for DeepSeek-V3.2)")
+    if _accepts_preshuffle(op):
+        return AiterAPI(op, Form.PRESHUFFLE, None, version)
+    shuffle_weight = getattr(_import("aiter.ops.shuffle"), "shuffle_weight", None)
+    if not callable(shuffle_weight):
+        raise Unavailable(
+            f"aiter {version}: indexer_k_quant_and_cache has no preshuffle keyword and"
+            " aiter.ops.shuffle.shuffle_weight is missing"
+        )
+    return AiterAPI(op, Form.SHUFFLE_AFTER, shuffle_weight, version)
+
+
+def require_rocm(platform: Platform) -> None:
+    if platform.backend is not Backend.ROCM:
+        raise Unavailable(
+            f"it needs a ROCm device, and this torch {torch.__version__} is a {platform.backend.value} build"
+            " (torch.version.hip is None)"
+        )
+    if not platform.gpu:
+        raise Unavailable("it needs a ROCm device, and torch sees none (torch.cuda.is_available() is False)")
+
+
+def availability(platform: Platform | None = None) -> tuple[bool, str]:
+    """(ok, one-line reason). Never raises."""
+    return availability_of(
+        load_api, require_rocm, found=lambda api: f"aiter {api.version}",
+        ready=lambda api, p: (
+            f"aiter {api.version} ({api.form.value}) on {p.arch}: writes {p.fp8.value}"
+            " (e4m3fnuz on gfx94x, e4m3fn elsewhere)"
+        ),
+        platform=platform, probe=probe,
+    )
+
+
+def shuffle_written(
+    kv_cache: torch.Tensor, slot_mapping: torch.Tensor, before: torch.Tensor, head_dim: int,
+    shuffle_weight: Callable[..., torch.Tensor], fp8_dtype: torch.dtype,
+) -> None:
+    """Turn the row-major value regions the five-argument op wrote into the SHUFFLE layout, in place.
+
+    `before` is the value regions as they were before the op ([num_blocks, block_size*head_dim] uint8).
+    Only the bytes of written tokens take shuffled values: a token with a negative slot writes nothing
+    (docs/NUMERICS.md), and shuffling a whole block would also move the bytes nobody wrote.
+    """
+    num_blocks, block_size, _ = kv_cache.shape
+    values = kv_cache.view(num_blocks, -1)[:, : block_size * head_dim]
+    written = torch.zeros(num_blocks * block_size, dtype=torch.uint8, device=kv_cache.device)
+    written[slot_mapping[slot_mapping >= 0]] = 1
+    written = written.view(num_blocks, block_size, 1).expand(num_blocks, block_size, head_dim).contiguous()
+
+    def shuffled(rows: torch.Tensor) -> torch.Tensor:
+        # One call for all blocks: shuffle_weight views its input as (-1, N/16, 16, D/32, 2, 16), so a
+        # leading block dimension shuffles each [block_size, head_dim] block on its own.
+        out = shuffle_weight(rows.view(fp8_dtype), layout=SHUFFLE_TILE)
+        return out.contiguous().view(torch.uint8).view(num_blocks, -1)
+
+    rows = values.reshape(num_blocks, block_size, head_dim).contiguous()
+    keep = shuffled(written) != 0
+    values.copy_(torch.where(keep, shuffled(rows), before))
+
+
+@dataclass(frozen=True)
+class AiterWriter:
+    """The de-facto writer signature around aiter's op, for one platform."""
+
+    api: AiterAPI
+    platform: Platform
+
+    def check(self, spec: CacheSpec, device: torch.device) -> None:
+        self.platform.require_device(NAME, device, "the ROCm GPU")
+        self.platform.require_format(NAME, spec.fp8)
+        if self.api.form is Form.SHUFFLE_AFTER and spec.layout is Layout.SHUFFLE and spec.head_dim % 32:
+            raise ProducerError(
+                f"producer {NAME!r} (aiter {self.api.version}, {self.api.form.value}): shuffle_weight with layout"
+                f" (16, 16) needs head_dim % 32 == 0, got {spec.head_dim}"
+            )
+
+    def __call__(self, k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *, fp8_dtype=None, layout=None):
+        fp8_dtype = fp8_dtype or self.platform.fp8.torch_dtype()
+        if layout is None:
+            layout = default_layout(kv_cache.shape[1]).value
+        shuffle = layout == Layout.SHUFFLE.value
+        scale_arg = scale_fmt or ""  # the op takes a string; anything but "ue8m0" means fp32 scales
+        if self.api.form is Form.PRESHUFFLE:
+            self.api.op(k, kv_cache, slot_mapping, quant_block_size, scale_arg, preshuffle=shuffle)
+            return
+        head_dim = k.shape[-1]
+        before = kv_cache.view(kv_cache.shape[0], -1)[:, : kv_cache.shape[1] * head_dim].clone() if shuffle else None
+        self.api.op(k, kv_cache, slot_mapping, quant_block_size, scale_arg)
+        if shuffle:
+            shuffle_written(kv_cache, slot_mapping, before, head_dim, self.api.shuffle_weight, fp8_dtype)
+
+
+def make_producer(api: AiterAPI, platform: Platform) -> Producer:
+    writer = AiterWriter(api, platform)
+    return Producer(
+        NAME,
+        f"aiter {api.version} indexer_k_quant_and_cache ({api.form.value}) on {platform.arch}",
+        writer, check=writer.check, keywords=frozenset({"fp8_dtype", "layout"}),
+    )
+
+
+def producer() -> Producer:
+    ok, reason = availability()
+    if not ok:
+        raise ProducerError(f"producer {NAME!r} is unavailable: {reason}")
+    return make_producer(load_api(), probe())

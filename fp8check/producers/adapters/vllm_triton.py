@@ -1,0 +1,67 @@
+"""vLLM's Triton writer `indexer_k_quant_and_cache_triton` as the producer `vllm-triton` (docs/NUMERICS.md 1-3).
+
+It lives in vLLM's ROCm sparse-MLA ops module (`vllm/v1/attention/ops/rocm_aiter_mla_sparse.py`;
+`vllm/attention/ops/` in older trees). vLLM chooses its FP8 format from the GPU (e4m3fnuz iff the arch
+contains gfx94) and its layout from the block size (SHUFFLE when block_size > 1, else row-major).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ...core.errors import ProducerError
+from ...core.producer import Producer
+from ...core.spec import CacheSpec, default_layout
+from . import FoundFunction, availability_of, find_function, import_vllm
+from .platform import Platform, probe, require_gpu
+
+NAME = "vllm-triton"
+FUNCTION = "indexer_k_quant_and_cache_triton"
+MODULES = ("vllm.v1.attention.ops.rocm_aiter_mla_sparse", "vllm.attention.ops.rocm_aiter_mla_sparse")
+
+
+def load() -> FoundFunction:
+    _, version = import_vllm()
+    return find_function(MODULES, FUNCTION, "vLLM", version)
+
+
+def availability(platform: Platform | None = None) -> tuple[bool, str]:
+    """(ok, one-line reason). Never raises."""
+    return availability_of(
+        load, require_gpu, found=lambda f: f"vLLM {f.version}",
+        ready=lambda f, p: f"vLLM {f.version}: {f.where} on {p.arch} ({p.fp8.value})",
+        platform=platform, probe=probe,
+    )
+
+
+@dataclass(frozen=True)
+class VllmTritonWriter:
+    found: FoundFunction
+    platform: Platform
+
+    def check(self, spec: CacheSpec, device: torch.device) -> None:
+        self.platform.require_device(NAME, device)
+        self.platform.require_format(NAME, spec.fp8, writer="vLLM")
+        expected = default_layout(spec.block_size)
+        if spec.layout is not expected:
+            raise ProducerError(
+                f"producer {NAME!r}: vLLM writes the {expected.value} layout for block_size {spec.block_size},"
+                f" not {spec.layout.value}: leave --layout at its default"
+            )
+
+    def __call__(self, k, kv_cache, slot_mapping, quant_block_size, scale_fmt):
+        self.found.fn(k, kv_cache, slot_mapping, quant_block_size, scale_fmt)
+
+
+def make_producer(found: FoundFunction, platform: Platform) -> Producer:
+    writer = VllmTritonWriter(found, platform)
+    return Producer(NAME, f"vLLM {found.version} {found.where} on {platform.arch}", writer, check=writer.check)
+
+
+def producer() -> Producer:
+    ok, reason = availability()
+    if not ok:
+        raise ProducerError(f"producer {NAME!r} is unavailable: {reason}")
+    return make_producer(load(), probe())

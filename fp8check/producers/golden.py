@@ -1,0 +1,216 @@
+"""Golden files: a producer's inputs and cache bytes in one safetensors file, checksummed.
+
+Tensors: `k` (bf16 [T, head_dim]), `slot_mapping` (int64 [T]), `kv_cache` (uint8
+[num_blocks, block_size*(head_dim + 4*head_dim/qbs)]) and `guards` (uint8 [2 * guard bytes]: the zones
+before and after the cache, as the producer left them). String metadata: `format`, `spec` (JSON),
+`producer`, `emulated`, the versions (`torch`, `triton`, `fp8check`, ...), and one checksum:
+`sha256`, or `hmac-sha256` when recorded with a key (FP8CHECK_GOLDEN_KEY), over every other metadata
+key and value, then each tensor's name, dtype, shape and bytes.
+safetensors holds raw bytes only: nothing is ever unpickled.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from ..core.cache import CacheBuffer, buffer_bytes, equals_poison, guard_bytes
+from ..core.errors import GoldenError
+from ..core.isolation import GOLDEN_KEY_VARIABLE
+from ..core.outputs import replace_atomically
+from ..core.inputs import Inputs, check_slots, load_bytes
+from ..core.paths import read_regular
+from ..core.spec import CacheSpec, SpecError
+
+FORMAT = "fp8check-golden/2"
+TENSORS = ("k", "slot_mapping", "kv_cache", "guards")
+CHECKSUMS = ("sha256", "hmac-sha256")
+
+
+@dataclass(frozen=True)
+class Golden:
+    spec: CacheSpec
+    producer: str
+    emulated: bool
+    inputs: Inputs
+    kv_cache: torch.Tensor  # uint8 [num_blocks, block_bytes]
+    guards: torch.Tensor  # uint8 [2 * guard_bytes(spec)]
+    metadata: dict[str, str]
+
+
+def checksum(tensors: dict[str, torch.Tensor], metadata: dict[str, str], key: bytes | None = None) -> str:
+    """sha256 (or HMAC-SHA256 with `key`) over every metadata key but the checksums, then the tensors."""
+    h = hmac.new(key, digestmod=hashlib.sha256) if key else hashlib.sha256()
+    covered = {name: value for name, value in metadata.items() if name not in CHECKSUMS}
+    h.update(json.dumps(covered, sort_keys=True).encode() + b"\n")
+    for name in TENSORS:
+        tensor = tensors[name].detach().cpu().contiguous()
+        h.update(f"{name} {tensor.dtype} {list(tensor.shape)}\n".encode())
+        h.update(tensor.view(torch.uint8).numpy().tobytes())
+    return h.hexdigest()
+
+
+def check_output_path(path: Path, option: str = "--out") -> None:
+    """Only a regular file or a new name in an existing folder: never a device node, a symlink, a folder."""
+    from ..core.outputs import check_output
+
+    check_output(path, option=option)
+
+
+def write(path: Path, *, spec: CacheSpec, producer: str, emulated: bool, inputs: Inputs,
+          buffer: CacheBuffer, versions: dict[str, str], key: bytes | None = None,
+          provenance: dict | None = None) -> None:
+    """Record a producer's run. A run that wrote outside its cache, or nothing at all, is refused.
+
+    The file is written next to `path` under a temporary name, then moved over it in one step (outputs.py)."""
+    from safetensors.torch import save_file
+
+    check_output_path(path)
+    stray = buffer.guard_writes()
+    if stray:
+        raise GoldenError(f"producer {producer!r} wrote {stray} bytes outside the cache; not recorded")
+    if buffer.cache_untouched():
+        raise GoldenError(f"producer {producer!r} wrote nothing into the cache; not recorded")
+    tensors = {
+        "k": inputs.k.detach().cpu().contiguous(), "slot_mapping": inputs.slot_mapping.detach().cpu().contiguous(),
+        "kv_cache": buffer.flat.detach().cpu().contiguous(), "guards": buffer.guards.detach().cpu().contiguous(),
+    }
+    metadata = {**versions, "format": FORMAT, "spec": spec.to_json(), "producer": producer,
+                "emulated": json.dumps(emulated)}
+    if provenance:  # what ran: file, function, git revision and commit, sha256, bound names
+        metadata["producer_provenance"] = json.dumps(provenance, sort_keys=True)
+    metadata["hmac-sha256" if key else "sha256"] = checksum(tensors, metadata, key)
+    replace_atomically(path, lambda temporary: save_file(tensors, str(temporary), metadata=metadata), option="--out")
+
+
+def _metadata(data: bytes, path: Path) -> dict[str, str]:
+    """The `__metadata__` of a safetensors file's header (8 bytes of little-endian length, then JSON)."""
+    length = int.from_bytes(data[:8], "little") if len(data) >= 8 else -1
+    try:
+        if not 0 < length <= len(data) - 8:
+            raise ValueError("header length out of range")
+        header = json.loads(data[8:8 + length])
+        metadata = header.get("__metadata__") or {}
+        if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
+            raise ValueError("metadata is not a table of strings")
+    except (ValueError, AttributeError) as exc:
+        raise GoldenError(f"{path}: not a readable safetensors file ({exc})") from None
+    return dict(metadata)
+
+
+def _verify(path: Path, tensors: dict[str, torch.Tensor], metadata: dict[str, str], key: bytes | None) -> None:
+    if key is None and "hmac-sha256" in metadata:
+        raise GoldenError(f"{path}: signed with a key (hmac-sha256); set FP8CHECK_GOLDEN_KEY to verify it")
+    if key is not None and "hmac-sha256" not in metadata:
+        raise GoldenError(f"{path}: not signed, and FP8CHECK_GOLDEN_KEY is set: only signed recordings are trusted")
+    name = "hmac-sha256" if key else "sha256"
+    if not hmac.compare_digest(checksum(tensors, metadata, key), str(metadata.get(name, ""))):
+        raise GoldenError(f"{path}: checksum mismatch: the file was modified or damaged after recording"
+                          + (" (or signed with another key)" if key else ""))
+
+
+def _check_shapes(path: Path, spec: CacheSpec, tensors: dict[str, torch.Tensor]) -> None:
+    k, slot_mapping, kv_cache, guards = (tensors[name] for name in TENSORS)
+    expected = (spec.num_blocks, spec.block_bytes)
+    if kv_cache.dtype != torch.uint8 or tuple(kv_cache.shape) != expected:
+        raise GoldenError(f"{path}: kv_cache is {kv_cache.dtype} {list(kv_cache.shape)}, spec needs uint8 {list(expected)}")
+    if guards.dtype != torch.uint8 or tuple(guards.shape) != (2 * guard_bytes(spec),):
+        raise GoldenError(f"{path}: guards is {guards.dtype} {list(guards.shape)}, spec needs uint8 [{2 * guard_bytes(spec)}]")
+    if k.dtype != torch.bfloat16 or k.dim() != 2 or k.shape[1] != spec.head_dim:
+        raise GoldenError(f"{path}: k is {k.dtype} {list(k.shape)}, spec needs bf16 [T, {spec.head_dim}]")
+    if slot_mapping.dtype != torch.int64 or tuple(slot_mapping.shape) != (k.shape[0],):
+        raise GoldenError(f"{path}: slot_mapping is {slot_mapping.dtype} {list(slot_mapping.shape)}, needs int64 [{k.shape[0]}]")
+
+
+def trusted_key() -> bytes | None:
+    """The one rule for FP8CHECK_GOLDEN_KEY, in every command, the API and the pytest plugin: when it is
+    set, recordings are signed with it (record) and only recordings signed with it are read."""
+    key = os.environ.get(GOLDEN_KEY_VARIABLE)
+    return key.encode() if key else None
+
+
+def load_trusted(text: str, repo: Path | None = None) -> tuple[Golden, Path, dict]:
+    """The one loader of golden files: `text` is a path or `git:REV:PATH` (read from `repo`); the file is
+    read whole into memory and verified with trusted_key(). Returns (golden, path named, git provenance
+    or {})."""
+    from ..code.names import is_git, read_source
+
+    if is_git(text):
+        source = read_source(text, repo, error=GoldenError)
+        origin = {key: source.provenance[key] for key in ("revision", "commit", "repository")}
+        return read(Path(source.provenance["file"]), trusted_key(), data=source.data), Path(text), origin
+    return read(Path(text), trusted_key()), Path(text), {}
+
+
+def read(path: Path, key: bytes | None = None, *, data: bytes | None = None) -> Golden:
+    """A verified recording: format, spec, tensors, shapes, checksum (HMAC with `key`), guard zones, then
+    the slots. `data`: the file's bytes, when already read (else read here, whole, into memory)."""
+    data = read_regular(path, error=GoldenError) if data is None else data
+    tensors = load_bytes(data, path)
+    metadata = _metadata(data, path)
+    if metadata.get("format") != FORMAT:
+        raise GoldenError(f"{path}: not an fp8check golden file (metadata format is {metadata.get('format')!r})"
+                          + ("; recorded by an older fp8check: record it again" if metadata.get("format") ==
+                             "fp8check-golden/1" else ""))
+    try:
+        spec = CacheSpec.from_dict(json.loads(metadata["spec"]))
+    except (KeyError, TypeError, json.JSONDecodeError, SpecError) as exc:
+        raise GoldenError(f"{path}: golden metadata 'spec' is unusable ({exc})") from None
+    missing = [name for name in TENSORS if name not in tensors]
+    if missing:
+        raise GoldenError(f"{path}: golden file lacks tensor(s) {', '.join(missing)}")
+    unknown = sorted(set(tensors) - set(TENSORS))
+    if unknown:
+        raise GoldenError(f"{path}: golden file holds unknown tensor(s) {', '.join(unknown)}")
+    _check_shapes(path, spec, tensors)
+    _verify(path, tensors, metadata, key)
+    _check_guards(path, spec, tensors["guards"])
+    inputs = Inputs(tensors["k"].contiguous(), tensors["slot_mapping"].contiguous(), f"replayed from golden {path.name}")
+    check_slots(spec, inputs.slot_mapping, str(path))
+    return Golden(spec, metadata.get("producer", "?"), metadata.get("emulated") == "true", inputs,
+                  tensors["kv_cache"], tensors["guards"], metadata)
+
+
+def _check_guards(path: Path, spec: CacheSpec, guards: torch.Tensor) -> None:
+    """`record` refuses a run that wrote outside the cache: recorded guard zones hold the poison fill."""
+    g = guard_bytes(spec)
+    if not (equals_poison(guards[:g], 0) and equals_poison(guards[g:], buffer_bytes(spec) - g)):
+        raise GoldenError(f"{path}: its guard zones do not hold the poison fill that every recording has:"
+                          " the file was forged or damaged")
+
+
+def check_options(path: Path, spec: CacheSpec, given: dict[str, tuple[str, object]]) -> None:
+    """Spec options typed on the command line must agree with the spec the golden file was recorded with.
+
+    `given`: spec field -> (flag, value) for each option given explicitly; enum fields as their values.
+    """
+    recorded = spec.to_dict()
+    for field, (flag, value) in given.items():
+        if value != recorded[field]:
+            raise GoldenError(f"{flag} {value} contradicts {path}, recorded with {field} {recorded[field]}")
+
+
+def as_side(golden: Golden, path: Path, device):
+    """The recorded bytes as a finished baseline Side for compare(), named after the recording producer."""
+    from ..core.producer import Side
+
+    recorded = json.loads(golden.metadata.get("producer_provenance", "{}"))
+    provenance = {"recorded_by": recorded} if recorded else {}
+    return Side(f"{golden.producer} (golden {path.name})", f"recorded in {path}", golden.emulated,
+                as_buffer(golden, device), provenance)
+
+
+def as_buffer(golden: Golden, device) -> CacheBuffer:
+    """The recorded bytes in a buffer: the guard zones as recorded (a fresh allocation's poison)."""
+    buffer = CacheBuffer.allocate(golden.spec, device)
+    g = buffer.guard_bytes
+    buffer.flat.copy_(golden.kv_cache.to(device))
+    buffer.buffer[:g].copy_(golden.guards[:g].to(device))
+    buffer.buffer[-g:].copy_(golden.guards[g:].to(device))
+    return buffer

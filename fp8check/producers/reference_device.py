@@ -1,0 +1,91 @@
+"""The `reference` writer: the PyTorch emulation of aiter's op, or its compiled Triton twin on a GPU.
+
+On CUDA the PyTorch ops take ~13 ms for 1M tokens, ~70x the Triton writer; reference_triton.py computes
+the same bytes in one kernel. It is used only once proven: at the first call per (spec shape, format,
+layout, scale format, device) it writes a known-answer cache (every adversarial input distribution,
+inf and NaN included, padding slots) with both and must match the PyTorch bytes exactly (a pass is
+remembered in the cache folder under everything it depends on: `proof_fields`); otherwise,
+or where compiled Triton cannot run (no Triton, e4m3fnuz on NVIDIA), the PyTorch emulation writes.
+The CPU always uses the PyTorch emulation: it is the oracle. The proof runs the PyTorch ops on the GPU,
+not on the CPU: measured on the H200, an invalid operation (inf / inf in x / s) gives a NaN with the sign
+bit set on an x86 CPU and without it on the GPU, so the two write 0xFF and 0x7F for the same input.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+
+from ..core.cache import CacheBuffer
+from ..core.spec import CacheSpec, FP8Format, ScaleFormat
+from ..core.reference import aiter_writer, spec_of_call
+
+PROOF_BLOCKS = 4  # known-answer cache: 4 blocks, a quarter of the slots padding
+
+
+def _triton_can_run(spec: CacheSpec, device: torch.device) -> bool:
+    if device.type != "cuda":
+        return False
+    if not spec.layout.planar or spec.scale_fmt is ScaleFormat.UE8M0X4:
+        return False  # the kernel writes planar caches with fp32 words; the emulation writes every form
+    if spec.fp8 is FP8Format.E4M3FNUZ and torch.version.hip is None:
+        return False  # compiled Triton on NVIDIA has no fp8e4b8 (docs/NUMERICS.md)
+    try:
+        import triton  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def known_answer(spec: CacheSpec, device: torch.device) -> tuple[int, int]:
+    """(differing bytes, bytes compared) between the Triton kernel and the PyTorch emulation on a small
+    cache of this spec's shape, written from every adversarial distribution with inf and NaN."""
+    from ..core.inputs import Distribution, SlotPattern, generate
+    from .reference_triton import launch
+
+    small = spec.replace(num_blocks=PROOF_BLOCKS)
+    data = generate(small, seed=20261130, slots=SlotPattern.PADDED, distribution=Distribution.MIXED, inf_nan=True)
+    data = data.to(device)
+    expected = CacheBuffer.allocate(small, device)
+    got = CacheBuffer.allocate(small, device)
+    aiter_writer(data.k, expected.cache, data.slot_mapping, small.quant_block_size, small.scale_fmt.writer_arg,
+                 fp8_dtype=small.fp8.torch_dtype(), layout=small.layout.value)
+    launch(small, data.k, got.cache, data.slot_mapping)
+    differ = int((expected.buffer != got.buffer).sum())
+    return differ, expected.buffer.numel()
+
+
+def _known_answer_matches(spec: CacheSpec, device: torch.device) -> bool:
+    try:
+        differ, _ = known_answer(spec, device)
+    except Exception:  # a kernel that cannot compile or run here is simply not used
+        return False
+    return differ == 0
+
+
+@functools.lru_cache(maxsize=None)
+def _proven(spec: CacheSpec, device: torch.device) -> bool:
+    """The known answer, run once per (spec shape, device) in a process."""
+    return _known_answer_matches(spec, device)
+
+
+def uses_triton(spec: CacheSpec, device: torch.device) -> bool:
+    """Whether `reference` writes this spec on this device with the compiled kernel (proving it once)."""
+    shape_key = spec.replace(num_blocks=1)  # the proof depends on everything but the cache's length
+    return _triton_can_run(spec, device) and _proven(shape_key, torch.device(device))
+
+
+def writer(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *, fp8_dtype=torch.float8_e4m3fn, layout=None):
+    """aiter's numerics (reference.AITER): the Triton kernel on a GPU once proven, else PyTorch ops."""
+    spec = spec_of_call(k, kv_cache, quant_block_size, scale_fmt, fp8_dtype, layout)
+    if not uses_triton(spec, k.device):
+        aiter_writer(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, fp8_dtype=fp8_dtype, layout=layout)
+        return
+    from ..core.inputs import slot_numbers
+    from .reference_triton import launch
+
+    mapped, top, _ = slot_numbers(slot_mapping, spec.num_slots)  # one Triton kernel on CUDA, no torch max
+    if mapped and top >= spec.num_slots:  # the emulation's own refusal
+        raise ValueError(f"slot {top} is outside the cache ({spec.num_slots} slots)")
+    launch(spec, k, kv_cache, slot_mapping)

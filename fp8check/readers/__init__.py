@@ -1,1 +1,0 @@
-"""Readers: code that turns cache bytes into the indexer's logits (docs/NUMERICS.md)."""

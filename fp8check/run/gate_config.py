@@ -1,0 +1,339 @@
+"""A gate config: defaults, a matrix and explicit cases, expanded into cases with stable ids.
+
+    [defaults]            # any case key; applies to every case that knows it
+    num_blocks = 2
+    [matrix]              # compare cases; every list expands as a product
+    candidate = "triton"
+    inputs = ["normal", "ties"]
+    pairs = [{baseline = "reference", candidate = "triton"}]   # baseline/candidate pairs
+    [[case]]              # explicit cases: kind = "compare" (default), "table" or "parity"
+    candidate = "triton-buggy"
+    expect = "different"  # a known-bad writer must keep failing
+
+Every key of every table is validated by the option table the CLI is built from (options.py), the
+keys of [defaults] included, each with its type (a wrong-typed value is called wrong-typed, with its
+key); an error names the file, the case and the key. Paths (`file:PATH:FUNC`, `golden:FILE`, `input`)
+are relative to the config's folder; `git:REV:PATH` works in each of them.
+
+What the tables mean, in `fp8check gate` and in `fp8check_cases` (the pytest plugin) alike:
+- [defaults] gives values to every case that takes the key (a golden baseline's case excepted: the
+  recording brings its spec and inputs);
+- [matrix] is one compare case like a [[case]]: each list in it expands as a product;
+- `expect` belongs to the case that states it, i.e. to that case's candidate. In pytest, where the
+  test brings its own writer, `fp8check_cases(CONFIG)` replaces each case's candidate by that writer:
+  cases that then differ only in their candidate are one case, and `expect = "different"` cases (a
+  statement about their own candidate) are left out; with `candidate=True` every case keeps its
+  candidate and its expectation.
+A config makes at most MAX_CASES cases; a bigger product is refused before it is built.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import itertools
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import options
+from ..core.config import find, load_toml
+from ..core.errors import ConfigError, SpecError, UsageError
+from .prepare import run_id, spec_of
+from ..code.names import FILE_PREFIX, GOLDEN_PREFIX, VLLM_FILE_PREFIX, is_git
+
+MAX_CASES = 10_000  # 10^6 cases took 72 s and 1 GB for --list alone
+
+KINDS = ("compare", "table", "parity")
+EXPECT = ("same", "different", "scale-ulp")
+CASE_KEYS = {
+    "compare": (*options.COMPARE_KEYS, "expect"),
+    "table": options.TABLE_KEYS,
+    "parity": options.PARITY_CASE_KEYS,  # lists (ctx, writers, expect_fail) are not swept
+}
+# Product order: writers outermost, then the spec and inputs, so cases of one writer pair stay together.
+SWEEPABLE = {"compare": ("pairs", "candidate", "baseline", *options.SPEC, *options.BUDGET),
+             "table": ("baseline", "buggy", "fixed", *options.SPEC), "parity": ()}
+ALL_KEYS = tuple(dict.fromkeys(k for keys in CASE_KEYS.values() for k in keys))
+
+
+@dataclass(frozen=True)
+class Case:
+    """One case of a gate: its stable id, its kind, its validated values (config keys) and where it came from."""
+
+    id: str
+    kind: str
+    values: dict[str, Any] = field(hash=False)
+    source: str  # `FILE [[case]] #3`, for error messages
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    path: Path
+    cases: tuple[Case, ...]
+
+
+def load(text: str | Path, *, device: str | None = None) -> GateConfig:
+    """Read, validate and expand a gate config given by path or built-in name; `device` (gate --device)
+    replaces the device every case names."""
+    path = find(text)
+    data = load_toml(path)
+    unknown = sorted(set(data) - {"defaults", "matrix", "case"})
+    if unknown:
+        raise ConfigError(f"{path}: unknown table(s) {', '.join(unknown)}; known: defaults, matrix, case")
+    defaults = _table(data.get("defaults", {}), f"{path} [defaults]")
+    _check_defaults(defaults, f"{path} [defaults]")
+    entries: list[tuple[str, dict]] = []
+    if "matrix" in data:
+        entries.append((f"{path} [matrix]", {"kind": "compare", **_table(data["matrix"], f"{path} [matrix]")}))
+    cases = data.get("case", [])
+    if not isinstance(cases, list):
+        raise ConfigError(f"{path}: `case` must be an array of tables ([[case]])")
+    entries += [(f"{path} [[case]] #{i + 1}", _table(entry, f"{path} [[case]] #{i + 1}")) for i, entry in enumerate(cases)]
+    if not entries:
+        raise ConfigError(f"{path}: no cases: add a [matrix] or [[case]] table")
+    if device is not None:
+        defaults["device"] = device
+        entries = [(where, {**entry, "device": device}) for where, entry in entries]
+    counted = 0
+    for where, entry in entries:  # the cap, before any product is built
+        counted += _count(entry, defaults, where)
+        if counted > MAX_CASES:
+            raise ConfigError(f"{where}: the config makes more than {MAX_CASES:,} cases ({counted:,} so far);"
+                              " sweep fewer values or split it into several configs")
+    expanded = [case for where, entry in entries for case in _expand(entry, defaults, where, path.parent)]
+    seen: dict[str, str] = {}
+    for case in expanded:
+        if case.id in seen:
+            raise ConfigError(f"{case.source}: case {case.id} is also made by {seen[case.id]}")
+        seen[case.id] = case.source
+    return GateConfig(path, tuple(expanded))
+
+
+def _table(value: Any, where: str) -> dict:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: must be a table")
+    return dict(value)
+
+
+def _check_defaults(defaults: dict, where: str) -> None:
+    """Every key of [defaults] is a case key, and its one value (lists are swept in [matrix] and [[case]]
+    only; list options such as parity's ctx excepted) passes its option, named with its key."""
+    unknown = [k for k in defaults if k not in ALL_KEYS]
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(ALL_KEYS)}")
+    for key, value in defaults.items():
+        if key == "expect":
+            _expect({"expect": value}, where)
+        else:  # each case checks its own kind's rules again (parity's slots are a block table's order)
+            options.option(key).validate(value, where)
+
+
+def _merged(entry: dict, defaults: dict, where: str) -> tuple[str, dict, dict]:
+    """(kind, the entry's own keys, the entry over the defaults it takes), with unknown keys refused."""
+    kind = entry.get("kind", "compare")
+    if kind not in KINDS:
+        raise ConfigError(f"{where}: kind = {kind!r}: expected one of {', '.join(KINDS)}")
+    body = {k: v for k, v in entry.items() if k != "kind"}
+    known = (*CASE_KEYS[kind], *(("pairs",) if kind == "compare" else ()))
+    unknown = [k for k in body if k not in known]
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)} for a {kind} case; known: {', '.join(known)}")
+    merged = {**{k: v for k, v in defaults.items() if k in CASE_KEYS[kind]}, **body}
+    if "pairs" in merged and not isinstance(merged["pairs"], list):
+        raise ConfigError(f"{where}: pairs must be an array of tables of baseline and candidate,"
+                          f" got {type(merged['pairs']).__name__} {merged['pairs']!r}")
+    return kind, body, merged
+
+
+def _count(entry: dict, defaults: dict, where: str) -> int:
+    kind, _, merged = _merged(entry, defaults, where)
+    return math.prod(len(merged[k]) for k in SWEEPABLE[kind] if isinstance(merged.get(k), list))
+
+
+def _expand(entry: dict, defaults: dict, where: str, base: Path) -> list[Case]:
+    kind, body, merged = _merged(entry, defaults, where)
+    swept = [k for k in SWEEPABLE[kind] if isinstance(merged.get(k), list)]
+    axes = [_axis(k, merged[k], where) for k in swept]
+    cases = []
+    for combo in itertools.product(*axes):
+        values = {k: v for k, v in merged.items() if k not in swept}
+        for k, v in zip(swept, combo):
+            values.update(v if k == "pairs" else {k: v})
+        cases.append(_case(kind, values, where, base, own=set(body)))
+    return cases
+
+
+def _axis(key: str, values: list, where: str) -> list:
+    if not values:
+        raise ConfigError(f"{where}: {key} is an empty list")
+    if key == "pairs":
+        for pair in values:
+            if not isinstance(pair, dict) or set(pair) - {"baseline", "candidate"}:
+                raise ConfigError(f"{where}: pairs must hold tables of baseline and candidate, got {pair!r}")
+    return values
+
+
+def _parity_values(values: dict, where: str) -> dict:
+    for key in ("ctx", "writers"):
+        if values.get(key) == []:
+            raise ConfigError(f"{where}: {key} is an empty list")
+    return options.validate(values, options.PARITY_KEYS, where, "parity")
+
+
+GOLDEN = GOLDEN_PREFIX
+GOLDEN_SPEC_KEYS = ("num_blocks", "block", "head_dim", "qbs", "fp8", "scale_fmt", "layout")
+GOLDEN_INPUT_KEYS = ("seed", "slots", "inputs", "specials_inf_nan", "input")
+
+
+def _golden_case(values: dict, own: set, where: str, base: Path) -> Case:
+    """A compare against bytes recorded by `fp8check record`: the file holds the spec and the inputs. Spec keys
+    the case itself gives are checked against the recording when it runs ([defaults] do not apply)."""
+    replayed = [k for k in GOLDEN_INPUT_KEYS if k in own]
+    if replayed:
+        raise ConfigError(f"{where}: {', '.join(replayed)} cannot be combined with baseline = {values['baseline']!r}:"
+                          " the recorded inputs are replayed")
+    checked = {**options.defaults(options.COMPARE_KEYS),
+               **options.validate({k: v for k, v in values.items() if k != "expect"}, CASE_KEYS["compare"], where)}
+    file = checked["baseline"][len(GOLDEN):]
+    if not file:
+        raise ConfigError(f"{where}: baseline = 'golden:' needs a file")
+    checked["expect"] = _expect(values, where)
+    checked["golden_check"] = tuple(k for k in GOLDEN_SPEC_KEYS if k in own)
+    checked["baseline"] = GOLDEN + str(file if is_git(file) or Path(file).is_absolute() else base / file)
+    return Case(run_id("compare", checked), "compare", _relative_to(checked, base), where)
+
+
+def _expect(values: dict, where: str) -> str:
+    expect = values.get("expect", "same")
+    if expect not in EXPECT:
+        raise ConfigError(f"{where}: expect = {expect!r}: expected one of {', '.join(EXPECT)}")
+    return expect
+
+
+def _case(kind: str, values: dict, where: str, base: Path, own: set) -> Case:
+    if kind == "compare" and str(values.get("baseline", "")).startswith(GOLDEN):
+        return _golden_case(values, own, where, base)
+    if kind == "parity":
+        checked = _parity_values(values, where)
+        return Case(run_id(kind, checked), kind, _relative_to(checked, base), where)
+    checked = {**options.defaults(CASE_KEYS[kind] if kind == "table" else options.COMPARE_KEYS),
+               **options.validate({k: v for k, v in values.items() if k != "expect"}, CASE_KEYS[kind], where)}
+    if kind == "compare":
+        checked["expect"] = _expect(values, where)
+    _check_spec(checked, where)
+    return Case(run_id(kind, checked), kind, _relative_to(checked, base), where)
+
+
+def _check_spec(values: dict, where: str) -> None:
+    """Build the case's CacheSpec now, so an impossible cache fails before anything runs."""
+    if values.get("input") is None:  # else the replayed file decides num_blocks; checked when the case runs
+        try:
+            spec_of(values)
+        except SpecError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+    for key in ("candidate", "buggy", "fixed", "baseline"):  # a compare's golden baseline is handled above
+        if str(values.get(key, "")).startswith(GOLDEN):
+            raise ConfigError(f"{where}: {key} = {values[key]!r}: golden files serve only as a compare's baseline")
+
+
+def _relative_to(values: dict, base: Path) -> dict:
+    """Relative paths of file: producers and replayed inputs taken from the config's folder."""
+    out = dict(values)
+
+    def resolve(text):
+        for prefix in (FILE_PREFIX, VLLM_FILE_PREFIX):
+            if isinstance(text, str) and text.startswith(prefix):
+                body = text[len(prefix):]
+                path, sep, func = body.rpartition(":") if prefix == FILE_PREFIX else (body, "", "")
+                if prefix == VLLM_FILE_PREFIX and ":" in body and body.rpartition(":")[2].isidentifier():
+                    path, sep, func = body.rpartition(":")
+                if path and not is_git(path) and not Path(path).is_absolute():
+                    return f"{prefix}{base / path}{sep}{func}"
+        return text
+
+    for key in ("baseline", "candidate", "buggy", "fixed", "reader"):
+        if key in out:
+            out[key] = resolve(out[key])  # (a golden baseline was resolved by _golden_case)
+    if "writers" in out:
+        out["writers"] = type(out["writers"])(resolve(w) for w in out["writers"])
+    if out.get("input") is not None and not is_git(str(out["input"])) and not Path(out["input"]).is_absolute():
+        out["input"] = base / out["input"]
+    return out
+
+
+def select(cases: tuple[Case, ...], patterns: tuple[str, ...]) -> tuple[Case, ...]:
+    """Cases whose id matches one of the expressions; all when none is given. An expression has pytest's
+    -k grammar: words joined by `and`, `or`, `not` and parentheses; a word matches an id that contains
+    it, or that it matches as a glob (`*`, `?`)."""
+    if not patterns:
+        return cases
+    matchers = [_expression(p) for p in patterns]
+    return tuple(c for c in cases if any(m(c.id) for m in matchers))
+
+
+def _expression(text: str):
+    """`text` (pytest's -k grammar) -> a predicate over case ids; a UsageError names what is wrong."""
+    tokens = re.findall(r"\(|\)|[^\s()]+", text)
+    position = 0
+
+    def peek():
+        return tokens[position] if position < len(tokens) else None
+
+    def take():
+        nonlocal position
+        position += 1
+        return tokens[position - 1]
+
+    def disjunction():
+        terms = [conjunction()]
+        while peek() == "or":
+            take()
+            terms.append(conjunction())
+        return lambda case_id: any(t(case_id) for t in terms)
+
+    def conjunction():
+        terms = [negation()]
+        while peek() == "and":
+            take()
+            terms.append(negation())
+        return lambda case_id: all(t(case_id) for t in terms)
+
+    def negation():
+        token = peek()
+        if token == "not":
+            take()
+            inner = negation()
+            return lambda case_id: not inner(case_id)
+        if token == "(":
+            take()
+            inner = disjunction()
+            if peek() != ")":
+                raise UsageError(f"-k {text!r}: expected ')' at word {position + 1}")
+            take()
+            return inner
+        if token is None or token in (")", "and", "or"):
+            raise UsageError(f"-k {text!r}: expected a word, 'not' or '(' at word {position + 1}"
+                             " (the grammar is pytest's: words, and, or, not, parentheses)")
+        word = take()
+        return lambda case_id: word in case_id or fnmatch.fnmatchcase(case_id, word)
+
+    matcher = disjunction()
+    if peek() is not None:
+        raise UsageError(f"-k {text!r}: unexpected {peek()!r} at word {position + 1}"
+                         " (the grammar is pytest's: words, and, or, not, parentheses)")
+    return matcher
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """`K/N` -> (K, N) with 1 <= K <= N."""
+    k, sep, n = text.partition("/")
+    if not (sep and k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n)):
+        raise UsageError(f"--shard {text!r}: expected K/N with 1 <= K <= N, e.g. 2/4")
+    return int(k), int(n)
+
+
+def shard(cases: tuple[Case, ...], k: int, n: int) -> tuple[Case, ...]:
+    """Shard K of N: every N-th case from the K-th, in config order; the N shards hold every case once."""
+    return cases[k - 1 :: n]

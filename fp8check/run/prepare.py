@@ -1,0 +1,275 @@
+"""One path from a request to a run: the spec, the inputs, the device and the producers of every role.
+
+A `Request` is a command's option values under their config keys, validated by the one option table
+(options.py), and the keys that were stated (typed on the command line, set in a gate case, passed to
+the API). `prepare()` turns it into a `Prepared` run: the CLI, the gate and the API all call it. A
+compare's baseline may be `golden:FILE`: the recording then brings the spec, the inputs and the bytes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from ..core import inputs as inputs_mod
+from . import options
+from ..core.device import resolve_device
+from ..core.errors import UsageError
+from ..code.names import GOLDEN_PREFIX, materialize
+from ..core.spec import CacheSpec, FP8Format, Layout, ScaleFormat, default_quant_block_size
+
+DEFAULT_NUM_BLOCKS = 3
+KNOWN_BAD = ("triton-buggy",)  # the seed's uint8 wrapper: parity's default columns expect it to fail
+KEYS = options.COMMAND_KEYS
+ROLES = {"compare": ("baseline", "candidate"), "table": ("baseline", "buggy", "fixed"), "record": ("producer",)}
+# with a golden baseline the recording holds the spec and the inputs: stated spec keys must agree with it,
+# input keys cannot be stated at all
+GOLDEN_SPEC_KEYS = {"num_blocks": "num_blocks", "block": "block_size", "head_dim": "head_dim",
+                    "qbs": "quant_block_size", "fp8": "fp8", "scale_fmt": "scale_fmt", "layout": "layout"}
+GOLDEN_INPUT_KEYS = ("seed", "slots", "inputs", "specials_inf_nan", "input")
+INPUT_FILE_EXCLUDES = ("seed", "slots", "inputs", "specials_inf_nan")  # --input replays its own inputs
+
+
+@dataclasses.dataclass(frozen=True)
+class Request:
+    command: str  # compare, table, record or parity
+    values: dict[str, Any]  # every option of the command under its config key, defaults filled
+    stated: frozenset[str]  # the keys given explicitly
+
+    @classmethod
+    def of(cls, command: str, given: dict[str, Any], *, where: str, stated=None) -> "Request":
+        """Validate `given` (config keys) against the command's options; the rest take their defaults."""
+        keys = KEYS[command]
+        values = {**options.defaults(keys, command), **options.validate(given, keys, where, command)}
+        return cls(command, values, frozenset(given if stated is None else stated))
+
+    def flag(self, key: str) -> str:
+        return options.option(key, self.command).flag
+
+    def budget(self):
+        """The compare's Budget from its budget options."""
+        from ..core.budget import Budget
+
+        return Budget(**{key: self.values[key] for key in options.BUDGET})
+
+    @property
+    def golden(self) -> bool:
+        return str(self.values.get("baseline", "")).startswith(GOLDEN_PREFIX)
+
+    @property
+    def id(self) -> str:
+        return run_id(self.command, self.values)
+
+
+@dataclasses.dataclass(frozen=True)
+class Prepared:
+    spec: CacheSpec
+    inputs: Any  # inputs.Inputs, or parity.QueryInputs
+    device: Any  # torch.device
+    sides: dict[str, Any]  # role -> Producer, or a golden baseline's recorded Side
+    reader: Any = None  # parity: the reader under test
+    config: Any = None  # parity: its ParityConfig
+
+    def run_parity(self, progress=None):
+        """A parity run (prepare_parity's): the baseline and the writer columns read by the reader."""
+        from .parity import run_parity
+
+        writers = [side for role, side in self.sides.items() if role != "baseline"]
+        return run_parity(self.spec, self.config, baseline=self.sides["baseline"], writers=writers,
+                          reader=self.reader, inputs=self.inputs, device=self.device, progress=progress)
+
+
+def spec_of(values: dict, num_blocks: int | None = None) -> CacheSpec:
+    """The CacheSpec the values describe (config keys); `num_blocks` overrides theirs."""
+    head_dim = values["head_dim"]
+    qbs = values["qbs"]
+    return CacheSpec(
+        num_blocks=num_blocks or values.get("num_blocks") or DEFAULT_NUM_BLOCKS, block_size=values["block"],
+        head_dim=head_dim, quant_block_size=qbs if qbs is not None else default_quant_block_size(head_dim),
+        fp8=FP8Format(values["fp8"]), scale_fmt=ScaleFormat(values["scale_fmt"]),
+        layout=Layout(values["layout"]) if values["layout"] else None, layers=values.get("layers") or 1,
+    )
+
+
+def _spec_part(v: dict) -> str:
+    if v.get("input") is not None:
+        shape = f"b{v['block']}-h{v['head_dim']}-q{v['qbs'] or 'auto'}-n{v['num_blocks'] or 'auto'}"
+        return f"{v['fp8']}-{v['scale_fmt']}:{shape}-{v['layout'] or 'auto'}:input={Path(v['input']).name}"
+    spec = spec_of(v)
+    shape = f"b{spec.block_size}-h{spec.head_dim}-q{spec.quant_block_size}-n{spec.num_blocks}-{spec.layout.value}"
+    inputs = f"{v['inputs']}{'+infnan' if v['specials_inf_nan'] else ''}-{v['slots']}-s{v['seed']}"
+    device = "" if v["device"] == "auto" else f":{v['device']}"
+    return f"{spec.fp8.value}-{spec.scale_fmt.value}:{shape}:{inputs}{device}"
+
+
+def _budget_tail(v: dict) -> str:
+    budget = [f"{name}{v[key]:g}" for key, name in (("max_diff_bytes", "bytes"), ("max_diff_fraction", "frac"),
+                                                    ("max_code_distance", "dist")) if v[key]]
+    return f":budget-{'-'.join(budget)}" if budget else ""
+
+
+def run_id(command: str, v: dict, *, candidate: bool = True) -> str:
+    """The id of a compare, table or parity run, from its parameters only: a gate case's id, and the
+    name of a single command's case in JSON and JUnit.
+    - `compare:CANDIDATE~BASELINE:FP8-SCALES:SHAPE:INPUTS[:BUDGET]`; a golden baseline's recording brings
+      its spec and inputs: `compare:CANDIDATE~golden:NAME[:BUDGET]`; without the candidate (a pytest
+      test's own writer stands there): `vs-BASELINE:...`;
+    - `table:BUGGY+FIXED~BASELINE:FP8-SCALES:SHAPE:INPUTS`;
+    - `parity:KEY=VALUE:...` over options.PARITY_CASE_KEYS."""
+    if command == "table":
+        return f"table:{v['buggy']}+{v['fixed']}~{v['baseline']}:{_spec_part(v)}"
+    if command == "parity":
+        return "parity:" + ":".join(f"{k}={_show(v[k])}" for k in options.PARITY_CASE_KEYS if k in v)
+    if v["baseline"].startswith(GOLDEN_PREFIX):
+        against = f"golden:{Path(v['baseline'][len(GOLDEN_PREFIX):]).name}{_budget_tail(v)}"
+    else:
+        against = f"{v['baseline']}:{_spec_part(v)}{_budget_tail(v)}"
+    return f"compare:{v['candidate']}~{against}" if candidate else f"vs-{against}"
+
+
+def _show(value) -> str:
+    return ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+
+
+def golden_key() -> bytes | None:
+    """FP8CHECK_GOLDEN_KEY: when set, golden files are signed (record) and must be signed (replay)."""
+    from ..producers.golden import trusted_key
+
+    return trusted_key()
+
+
+def prepare(request: Request, *, isolation="default", given_inputs=None, producers: dict | None = None) -> Prepared:
+    """Spec, inputs, device and the producers of the command's roles. `given_inputs`: K and slots from the
+    caller (the API); `producers`: roles already resolved (the API's writer functions)."""
+    v = request.values
+    producers = dict(producers or {})
+    if request.golden:
+        spec, data, device, base = _golden(request)
+        producers["baseline"] = base
+    else:
+        device = resolve_device(v["device"])
+        spec, data = _spec_and_inputs(request, given_inputs, device)
+        data = data.to(device)
+    names = {role: v[role] for role in ROLES[request.command] if role not in producers}
+    return Prepared(spec, data, device, {**producers, **resolve_producers(device, names, spec, v["repo"],
+                                                                           isolation=isolation)})
+
+
+def _spec_and_inputs(request: Request, given_inputs, device):
+    """The spec and the inputs (given, replayed or generated), with the memory they need checked first."""
+    v = request.values
+    if given_inputs is not None:
+        inputs_mod.validate("k", given_inputs.k, given_inputs.slot_mapping, None)
+        spec = spec_of(v, v["num_blocks"] or inputs_mod.blocks_needed(given_inputs, v["block"]))
+        _check_memory(spec, given_inputs.k.shape[0], device, request, given_inputs)
+        inputs_mod.validate("k", given_inputs.k, given_inputs.slot_mapping, spec)
+        return spec, given_inputs
+    if v["input"] is None:
+        spec = spec_of(v)
+        # generated inputs: at most num_slots tokens plus a quarter of padding (SlotPattern.PADDED)
+        _check_memory(spec, spec.num_slots * 5 // 4 + 1, device, request, None)
+        data = inputs_mod.generate(spec, seed=v["seed"], slots=inputs_mod.SlotPattern(v["slots"]),
+                                   distribution=inputs_mod.Distribution(v["inputs"]), inf_nan=v["specials_inf_nan"],
+                                   device=device)
+        inputs_mod.check_slots(spec, data.slot_mapping, f"generated inputs ({data.source})")
+        return spec, data
+    clash = [key for key in INPUT_FILE_EXCLUDES if key in request.stated]
+    if clash:
+        raise UsageError(f"{request.flag(clash[0])} cannot be combined with --input: the file's inputs are replayed")
+    replay = read_named_inputs(Path(v["input"]), v["repo"])
+    spec = spec_of(v, v["num_blocks"] or inputs_mod.blocks_needed(replay, v["block"]))
+    _check_memory(spec, replay.k.shape[0], device, request, replay)
+    inputs_mod.validate(v["input"], replay.k, replay.slot_mapping, spec)
+    return spec, replay
+
+
+def read_named_inputs(path: Path, repo: Path | None) -> inputs_mod.Inputs:
+    """--input PATH or --input git:REV:PATH (read with git show; the inputs' source names the commit)."""
+    file, provenance = materialize(path, repo)
+    replay = inputs_mod.read_inputs(file)
+    if provenance:
+        replay = dataclasses.replace(replay, source=f"{replay.source} at git {provenance['revision']}"
+                                                    f" = {provenance['commit']}")
+    return replay
+
+
+def _golden(request: Request):
+    """(spec, inputs, device, baseline Side) of golden:FILE: the recorded spec, inputs and bytes."""
+    from ..producers import golden
+
+    v = request.values
+    path_text = v["baseline"][len(GOLDEN_PREFIX):]
+    if not path_text:
+        raise UsageError("--baseline golden:FILE needs a file")
+    clash = [key for key in GOLDEN_INPUT_KEYS if key in request.stated]
+    if clash:
+        raise UsageError(f"{request.flag(clash[0])} cannot be combined with --baseline {v['baseline']}: the"
+                         " recorded inputs are replayed")
+    recorded, path, origin = golden.load_trusted(path_text, v["repo"])
+    golden.check_options(path, recorded.spec, {field: (request.flag(key), v[key])
+                                               for key, field in GOLDEN_SPEC_KEYS.items() if key in request.stated})
+    device = resolve_device(v["device"])
+    side = golden.as_side(recorded, path, device)
+    if origin:
+        side = dataclasses.replace(side, provenance={**side.provenance, "golden": path_text, **origin})
+    return recorded.spec, recorded.inputs.to(device), device, side
+
+
+def _check_memory(spec: CacheSpec, num_tokens: int, device, request: Request, replay) -> None:
+    """Refuse a run whose caches, diff and inputs cannot fit, naming the options, before allocating them."""
+    from ..core.cache import input_bytes, require_memory, run_bytes
+
+    sizes = f"--num-blocks {spec.num_blocks}, --block {spec.block_size}, --head-dim {spec.head_dim}"
+    v = request.values
+    if replay is not None and v["num_blocks"] is None:
+        top = int(replay.slot_mapping.max()) if replay.slot_mapping.numel() else 0
+        where = f"--input {v['input']}" if v.get("input") is not None else "k"
+        sizes = f"{where}: its slot {top} makes {sizes}, and"
+    require_memory(run_bytes(spec, num_tokens), device, f"{sizes} (two caches, the diff and K)")
+    if replay is None and device.type != "cpu" and v["inputs"] != "hashed":  # K drawn on the CPU, then copied
+        require_memory(input_bytes(spec, num_tokens), "cpu", f"{sizes}: drawing K for --inputs {v['inputs']}")
+
+
+def resolve_producers(device, names: dict[str, str], spec: CacheSpec, repo: Path | None, *,
+                      isolation="default") -> dict:
+    """Producers by role. Code from files runs in a child process under `isolation` (Limits; "default":
+    registry.DEFAULT_ISOLATION; None: in this process)."""
+    from ..producers import registry
+
+    limits = registry.DEFAULT_ISOLATION if isolation == "default" else isolation
+    return {role: registry.resolve(name, fp8=spec.fp8, repo=repo, isolation=limits) for role, name in names.items()}
+
+
+def prepare_parity(request: Request, *, isolation="default") -> Prepared:
+    """A parity run: the cache the contexts need, K/Q/weights drawn or read, the baseline, writers and reader."""
+    from . import parity
+    from ..producers import readers
+
+    v = dict(request.values)
+    if not {"writers", "expect_fail"} & request.stated:  # the default columns: the seed's buggy and fixed wrappers,
+        v["expect_fail"] = tuple(name for name in v["writers"] if name in KNOWN_BAD)  # the buggy one expected to fail
+    config = parity_config(v)
+    spec = parity.cache_spec(config, spec_of(v))
+    shuffled, device = v["slots"] == "shuffled", resolve_device(v["device"])
+    if v["input"] is not None:
+        data = parity.read(Path(v["input"]), spec, config, heads=v["heads"], seed=v["seed"], shuffled=shuffled)
+    else:
+        data = parity.generate(spec, config, heads=v["heads"] or parity.DEFAULT_HEADS, seed=v["seed"],
+                               shuffled=shuffled, distribution=inputs_mod.Distribution(v["inputs"]))
+    if not v["writers"]:
+        raise UsageError("--writers: name at least one writer")
+    names = {"baseline": v["baseline"], **{f"w{i}": n for i, n in enumerate(v["writers"])}}
+    sides = resolve_producers(device, names, spec, v["repo"], isolation=isolation)
+    from ..producers.registry import DEFAULT_ISOLATION
+
+    reader = readers.resolve(v["reader"], spec=spec, repo=v["repo"],
+                             isolation=DEFAULT_ISOLATION if isolation == "default" else isolation)
+    return Prepared(spec, data, device, sides, reader, config)
+
+
+def parity_config(v: dict):
+    from .parity import ParityConfig
+
+    return ParityConfig(ctx=tuple(v["ctx"]), topk=v["topk"], next_n=v["next_n"], rtol=v["rtol"], atol=v["atol"],
+                        min_recall=v["min_recall"], expect_fail=frozenset(v["expect_fail"]))

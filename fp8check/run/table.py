@@ -1,0 +1,95 @@
+"""The seed's byte table: the buggy and the fixed Triton wrapper, each against the C++ path.
+
+Rows are blocks; each column is one CompareResult against the same baseline run (the baseline is
+written once and diffed twice). Sweeps are declared as data in a TOML file (configs/seed-table.toml).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+import torch
+
+from .compare import CompareResult, compare, run_side
+from ..diagnose import Diagnosis, diagnose
+from ..diagnose.words import causes_text, top_cause
+from ..core.inputs import Inputs
+from ..producers.registry import Producer
+from ..core.spec import CacheSpec
+
+@dataclass(frozen=True)
+class SeedTable:
+    buggy: CompareResult
+    fixed: CompareResult
+    buggy_causes: Diagnosis
+    fixed_causes: Diagnosis
+
+    kind = "table"
+
+    @property
+    def passed(self) -> bool:
+        """The fix is proven: the fixed column is all zero, the buggy column differs, and no writer (the
+        baseline included) wrote outside its cache or modified its inputs."""
+        return self.fixed.diff.identical and not self.buggy.diff.identical and not self.faults
+
+    @property
+    def faults(self) -> tuple[str, ...]:
+        """Stray writes and modified inputs of the baseline and both columns (CompareResult.faults)."""
+        return tuple(dict.fromkeys(self.buggy.faults + self.fixed.faults))
+
+    def _deciding(self) -> tuple[CompareResult, Diagnosis]:
+        """The column that decides a failed table: the fixed one when it differs."""
+        return (self.fixed, self.fixed_causes) if not self.fixed.diff.identical else (self.buggy, self.buggy_causes)
+
+    def verdict_line(self) -> str:
+        modified = f"FAIL: {'; '.join(self.faults)}; " if self.faults else ""
+        if self.fixed.diff.identical and not self.buggy.diff.identical:
+            return f"{modified or 'PASS: '}the fixed wrapper matches byte for byte; the buggy wrapper differs"
+        if not self.fixed.diff.identical:
+            return f"{modified or 'FAIL: '}the fixed wrapper differs in {self.fixed.diff.diff_bytes} bytes"
+        return f"{modified or 'FAIL: '}the buggy wrapper matches too: this table cannot tell the two apart"
+
+    def top_cause(self) -> str | None:
+        if self.faults:
+            return self.faults[0]
+        column, causes = self._deciding()
+        return top_cause(causes, column.spec)
+
+    def detail(self) -> str:
+        column, causes = self._deciding()
+        first = [f"first mismatch: {column.diff.first_mismatch.describe()}"] if column.diff.first_mismatch else []
+        return "\n".join([*self.faults, *first, *causes_text(causes, column.spec)])
+
+    def to_json(self) -> dict:
+        def column(result: CompareResult, causes: Diagnosis) -> dict:
+            payload = result.to_json(causes)
+            keys = ("candidate", "candidate_provenance", "value_diff", "scale_diff", "diff_bytes", "identical",
+                    "faults", "modified_inputs", "first_mismatch", "diagnosis")
+            return {key: payload[key] for key in keys}
+
+        base = self.buggy.to_json()
+        return {
+            "spec": base["spec"], "baseline": base["baseline"], "baseline_emulated": base["baseline_emulated"],
+            "baseline_provenance": base["baseline_provenance"],
+            "interpreter_note": self.fixed.interpreter_caveat or self.buggy.interpreter_caveat,
+            "inputs": base["inputs"], "device": base["device"], "value_total": base["value_total"],
+            "scale_total": base["scale_total"],
+            "buggy": column(self.buggy, self.buggy_causes), "fixed": column(self.fixed, self.fixed_causes),
+            "passed": self.passed,
+        }
+
+    def run_json(self) -> dict:
+        timings = {f"buggy_{k}": v for k, v in self.buggy.timings.items()}
+        timings.update({f"fixed_{k}": v for k, v in self.fixed.timings.items()})
+        return {"timings_s": timings}
+
+
+def seed_table(
+    spec: CacheSpec, *, baseline: Producer, buggy: Producer, fixed: Producer, inputs: Inputs, device: torch.device
+) -> SeedTable:
+    inputs = inputs.to(device)
+    base = run_side(baseline, spec, inputs, device)
+    columns = [compare(spec, baseline=base, candidate=c, inputs=inputs, device=device) for c in (buggy, fixed)]
+    causes = [diagnose(spec, r.baseline.buffer, r.candidate.buffer, r.inputs, diff=r.diff) for r in columns]
+    return SeedTable(buggy=columns[0], fixed=columns[1], buggy_causes=causes[0], fixed_causes=causes[1])

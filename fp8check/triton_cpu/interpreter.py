@@ -1,0 +1,460 @@
+"""Triton kernels on CPU tensors: Triton's interpreter, with an exact float -> FP8 conversion, per kernel.
+
+The interpreter's own FP8 conversion is not exact (docs/NUMERICS.md: ties round away from zero, a
+mantissa carry into the exponent is lost, no saturation, NaN mishandled), so a CPU run of a Triton
+kernel is a byte oracle only once that conversion is replaced by clamp + round-to-nearest-even.
+
+`cpu_kernels()` is the scope every CPU run of a kernel happens in (fp8check's own, a user's file, a
+vLLM file alike). Inside it, a kernel launched with CPU tensors runs in Triton's interpreter
+(`run_on_cpu`, the one place that does), and a kernel launched with GPU tensors compiles as usual:
+the choice follows the device of the tensors, not an environment variable read when Triton was
+imported. Within the scope, and only there, the interpreter converts to and from E4M3 with
+fp8check's exact encoder (fp8.py) and takes int1 masks held as int32; `@triton.jit` helpers a kernel
+calls (its own, Triton's `tl.max` ...) run interpreted. On exit everything is as it was, including
+the `triton.language` attributes Triton's interpreter patches for device-function calls and does not
+restore itself (measured on Triton 3.9: 64 attributes of `triton.language.core` left patched, which
+would break a later compiled kernel). e4m3fnuz tensors reach the interpreter typed as e4m3fn and
+fp8check converts both ways in the format of the launch: Triton 3.6's interpreter has no fp8e4b8
+type at all ("fail to convert fp8e4b8 to ir type", docs/NUMERICS.md).
+
+`check(fmt)` proves the conversion on known answers, `check_semantics()` proves the interpreter
+computes what vLLM-style kernels rely on as compiled Triton does, `require_any_kernel(fmt)` is both
+checks raised as one line; `compiled_caveat(spec)` says why a compiled kernel could still differ;
+`program_listener` feeds progress bars. A Triton whose internals moved is refused, never trusted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import math
+import sys
+
+import numpy as np
+import torch
+
+from ..core import fp8
+from ..core.errors import NotRunnableHere, ProducerError, first_line
+from ..core.spec import FP8Format
+
+# Interpreter internals this scope relies on were read in these releases (the patch targets are also
+# checked at run time).
+TESTED_TRITON = ("3.4", "3.5", "3.6", "3.7", "3.8", "3.9")
+
+_SCOPE: dict[str, object] = {"depth": 0, "fnuz": False}  # fnuz: this launch's e4m3fn-typed bytes are e4m3fnuz
+
+
+class ExactConversionError(ProducerError):
+    """The interpreter's FP8 conversion could not be made exact: no CPU Triton run may be trusted."""
+
+
+def _triton_version() -> str:
+    import triton
+
+    return triton.__version__
+
+
+def _internals():
+    """(tl, interpreter module, JITFunction, InterpretedFunction) of a Triton whose internals were read."""
+    version = _triton_version()
+    if not version.startswith(TESTED_TRITON):
+        raise ExactConversionError(
+            f"Triton {version}: the interpreter's FP8 conversion is patched only for Triton "
+            f"{', '.join(TESTED_TRITON)}; its internals may have moved"
+        )
+    try:
+        import triton.language as tl
+        from triton.runtime import interpreter
+        from triton.runtime.jit import JITFunction
+    except ImportError as exc:
+        raise ExactConversionError(f"Triton {version}: interpreter not importable ({exc})") from None
+    builder = getattr(interpreter, "InterpreterBuilder", None)
+    needed = ("create_fp_to_fp", "create_masked_load", "create_masked_store")
+    if builder is None or not all(hasattr(builder, n) for n in needed) or not hasattr(interpreter, "TensorHandle"):
+        raise ExactConversionError(f"Triton {version}: InterpreterBuilder.create_fp_to_fp not found")
+    return tl, interpreter, JITFunction, interpreter.InterpretedFunction
+
+
+def _tensors(args, kwargs):
+    return [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor) or hasattr(a, "data_ptr")]
+
+
+def _on_cpu(args, kwargs) -> bool:
+    return any(getattr(getattr(t, "device", None), "type", None) == "cpu" for t in _tensors(args, kwargs))
+
+
+def run_on_cpu(fn, args: tuple, kwargs: dict, *, grid):
+    """Run the Python function `fn` of a Triton kernel over `grid` on CPU tensors: Triton's interpreter
+    inside cpu_kernels() (exact FP8 conversion; e4m3fnuz tensors passed as e4m3fn-typed, converted by
+    fp8check in fnuz). The one place a kernel runs on the CPU."""
+    _, interpreter, _, interpreted = _internals()
+    dtypes = {t.dtype for t in _tensors(args, kwargs) if isinstance(t, torch.Tensor)}
+    fnuz = torch.float8_e4m3fnuz in dtypes
+    if fnuz and torch.float8_e4m3fn in dtypes:
+        raise ExactConversionError("a kernel given both e4m3fn and e4m3fnuz tensors cannot run on the CPU:"
+                                   " fp8check converts in one FP8 format per launch")
+
+    def typed(a):
+        return a.view(torch.float8_e4m3fn) if isinstance(a, torch.Tensor) and a.dtype == torch.float8_e4m3fnuz else a
+
+    args, kwargs = tuple(map(typed, args)), {key: typed(value) for key, value in kwargs.items()}
+    with cpu_kernels():
+        previous, _SCOPE["fnuz"] = _SCOPE["fnuz"], fnuz
+        try:
+            return _SCOPE["interpreted_run"](interpreted(fn), *args, grid=grid, warmup=False, **kwargs)
+        finally:
+            _SCOPE["fnuz"] = previous
+
+
+def scope_for(device: torch.device):
+    """The scope a producer or reader runs in on `device`: cpu_kernels() on the CPU once Triton is imported
+    (a module that launches kernels has imported it) and is one whose internals were read, else none. In
+    it, a grid runs all its programs at once where it can (grid_interpreter.py: the bytes of a sequential
+    run; a grid it cannot run so runs sequentially, with a one-line note saying why)."""
+    if device.type != "cpu" or "triton" not in sys.modules:
+        return contextlib.nullcontext()
+    try:
+        _internals()
+    except ExactConversionError:  # require() refuses Triton producers here; others run without kernels
+        return contextlib.nullcontext()
+    return _cpu_scope()
+
+
+@contextlib.contextmanager
+def _cpu_scope():
+    from .grid import grid_at_once
+
+    with cpu_kernels(), grid_at_once():
+        yield
+
+
+def _exact_fp_to_fp(tl, handle_cls, original):
+    """The interpreter's fp -> fp conversion with E4M3 on either side done by fp8.encode / fp8.decode."""
+    widths = {tl.float32: np.float32, tl.float16: np.float16, tl.float64: np.float64}
+
+    def fmt_of(scalar):
+        if scalar == tl.float8e4nv:
+            return FP8Format.E4M3FNUZ if _SCOPE["fnuz"] else FP8Format.E4M3FN
+        return FP8Format.E4M3FNUZ if scalar == tl.float8e4b8 else None
+
+    @functools.wraps(original)
+    def create_fp_to_fp(self, src, dst_type, rounding_mode):
+        src_type, dst = src.dtype.scalar, dst_type.scalar
+        to_fmt, from_fmt = fmt_of(dst), fmt_of(src_type)
+        if to_fmt is not None and (src_type in widths or src_type == tl.bfloat16):
+            if src_type == tl.bfloat16:  # bf16 is held as uint16 bits: widen exactly to fp32
+                values = (src.data.astype(np.uint32) << 16).view(np.float32)
+            else:
+                values = src.data if src_type == tl.float64 else src.data.astype(np.float32)
+            encoded = fp8.encode(torch.from_numpy(np.ascontiguousarray(values)), to_fmt).numpy()
+            return handle_cls(encoded.reshape(src.data.shape), dst)
+        if from_fmt is not None and (dst in widths or dst == tl.bfloat16):
+            codes = torch.from_numpy(np.ascontiguousarray(src.data).view(np.uint8))
+            values = fp8.decode(codes, from_fmt).numpy().reshape(src.data.shape)  # exact in every wider type
+            if dst == tl.bfloat16:
+                return handle_cls((values.view(np.uint32) >> 16).astype(np.uint16), dst)
+            return handle_cls(values.astype(widths[dst]), dst)
+        return original(self, src, dst_type, rounding_mode)
+
+    return create_fp_to_fp
+
+
+def _mask_fix(handle_cls, load, store):
+    """Masks that are int1 to Triton but int32 in numpy (a block int1 `&` a scalar int1, e.g. vLLM's
+    `(pos < seq_len) & (logical_blk < max_blocks)`) make the stock interpreter's masked load and store
+    fail ("mask has unsupported dtype"); compiled Triton takes them. Those calls get the int1 values (the
+    low bit) as numpy bools; proven by the semantics kernel."""
+    def as_bool(mask):
+        if mask.data.dtype == np.bool_:
+            return mask
+        return handle_cls((mask.data & 1).astype(np.bool_), mask.dtype.scalar)
+
+    @functools.wraps(load)
+    def create_masked_load(self, ptrs, mask, *rest):  # rest: other, cache and volatility (by release)
+        return load(self, ptrs, as_bool(mask), *rest)
+
+    @functools.wraps(store)
+    def create_masked_store(self, ptrs, value, mask, *rest):
+        return store(self, ptrs, value, as_bool(mask), *rest)
+
+    return create_masked_load, create_masked_store
+
+
+def _language_state() -> dict:
+    """The attributes of triton.language's modules and of their classes (to put back what the interpreter
+    leaves patched)."""
+    modules = [m for name, m in list(sys.modules.items()) if m is not None and name.startswith("triton.language")]
+    owners = {id(m): m for m in modules}
+    for module in modules:
+        for value in list(vars(module).values()):
+            if isinstance(value, type) and getattr(value, "__module__", "").startswith("triton.language"):
+                owners[id(value)] = value
+    return {owner: dict(vars(owner)) for owner in owners.values()}
+
+
+def _restore(state: dict) -> None:
+    """Every attribute that was there before is put back, and a class's new ones taken out. A module's
+    new names stay: the interpreter adds its own globals to the modules of the functions it rewrites,
+    once, and caches the rewrite."""
+    for owner, saved in state.items():
+        current = vars(owner)
+        if isinstance(owner, type):
+            for name in [n for n in current if n not in saved]:
+                delattr(owner, name)
+        for name, value in saved.items():
+            if current.get(name, _MISSING) is not value:
+                setattr(owner, name, value)
+
+
+_MISSING = object()
+
+
+def _scalar_index_fix(original):
+    """Triton before 3.9 turns a scalar into a Python int by int() of its one-element array, which numpy
+    2.4 refuses ("only 0-dimensional arrays can be converted"): a loop bound or index taken from a kernel
+    argument then fails. .item() reads the one element under every numpy."""
+
+    def patch_lang_tensor(tensor, scope):
+        original(tensor, scope)
+        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.item()))
+
+    return patch_lang_tensor
+
+
+@contextlib.contextmanager
+def cpu_kernels():
+    """Within the block: kernels launched on CPU tensors run in the exact interpreter (run_on_cpu), those on
+    GPU tensors compile as usual. Re-entrant; on exit Triton is as it was. ExactConversionError where
+    Triton's internals are not the ones read."""
+    if _SCOPE["depth"]:
+        _SCOPE["depth"] += 1
+        try:
+            yield
+        finally:
+            _SCOPE["depth"] -= 1
+        return
+    tl, interpreter, jit_function, interpreted = _internals()
+    builder, handle_cls = interpreter.InterpreterBuilder, interpreter.TensorHandle
+    jit_run, interpreted_run = jit_function.run, interpreted.run
+
+    def launch(original):
+        def run(self, *args, grid, warmup, **kwargs):
+            if warmup or not _on_cpu(args, kwargs):
+                return original(self, *args, grid=grid, warmup=warmup, **kwargs)
+            return run_on_cpu(self.fn, args, kwargs, grid=grid)
+
+        return run
+
+    def device_call(self, *args, **kwargs):  # a @triton.jit helper called from an interpreted kernel
+        return interpreted(self.fn)(*args, **kwargs)
+
+    load, store = _mask_fix(handle_cls, builder.create_masked_load, builder.create_masked_store)
+    patches = [(interpreter, "_patch_lang_tensor", _scalar_index_fix(interpreter._patch_lang_tensor))] \
+        if hasattr(interpreter, "_patch_lang_tensor") else []
+    patches += [(builder, "create_fp_to_fp", _exact_fp_to_fp(tl, handle_cls, builder.create_fp_to_fp)),
+               (builder, "create_masked_load", load), (builder, "create_masked_store", store),
+               (jit_function, "run", launch(jit_run)), (jit_function, "__call__", device_call),
+               (interpreted, "run", launch(interpreted_run))]
+    state = _language_state()
+    state.update({owner: dict(vars(owner)) for owner, _, _ in patches})
+    _SCOPE.update(depth=1, interpreted_run=interpreted_run)
+    try:
+        for owner, name, value in patches:
+            setattr(owner, name, value)
+        yield
+    finally:
+        _restore(state)
+        _SCOPE.update(depth=0, fnuz=False)
+
+
+# Known answers, written out by hand from the format definitions (docs/NUMERICS.md), not from encode():
+# (fp32 input, e4m3fn byte, e4m3fnuz byte).
+KNOWN_ANSWERS: tuple[tuple[float, int, int], ...] = (
+    (0.0, 0x00, 0x00),
+    (-0.0, 0x80, 0x00),  # fnuz has no -0
+    (1.0, 0x38, 0x40),
+    (1.0625, 0x38, 0x40),  # tie between 1.0 and 1.125: to even (1.0)
+    (1.1875, 0x3A, 0x42),  # tie between 1.125 and 1.25: to even (1.25)
+    (-1.1875, 0xBA, 0xC2),
+    (15.5, 0x58, 0x60),  # tie 15 / 16: the even neighbour is 16, a carry into the exponent
+    (126.24, 0x70, 0x78),  # rounds up to 128: the carry the stock interpreter loses
+    (2.0**-9, 0x01, 0x02),  # smallest e4m3fn subnormal; 2 subnormal steps in fnuz
+    (2.0**-10, 0x00, 0x01),  # fn: tie between 0 and 2^-9, to even (0); fnuz: its smallest subnormal
+    (3 * 2.0**-10, 0x02, 0x03),  # fn: tie 2^-9 / 2^-8, to even (2^-8)
+    (240.0, 0x77, 0x7F),
+    (448.0, 0x7E, 0x7F),  # fnuz saturates at 240
+    (-448.0, 0xFE, 0xFF),
+    (464.0, 0x7E, 0x7F),  # beyond max: saturate, never NaN
+    (1.0e9, 0x7E, 0x7F),
+    (-math.inf, 0xFE, 0xFF),
+    (math.nan, 0x7F, 0x80),
+)
+
+
+def _run_known_answers(fmt: FP8Format) -> tuple[list[int], torch.Tensor]:
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def convert(src_ptr, dst_ptr, back_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        mask = offs < n
+        x = tl.load(src_ptr + offs, mask=mask, other=0.0)
+        tl.store(dst_ptr + offs, x.to(dst_ptr.dtype.element_ty), mask=mask)
+        tl.store(back_ptr + offs, tl.load(dst_ptr + offs, mask=mask).to(tl.float32), mask=mask)
+
+    src = torch.tensor([v for v, _, _ in KNOWN_ANSWERS], dtype=torch.float32)
+    dst = torch.zeros(len(KNOWN_ANSWERS), dtype=torch.uint8)
+    back = torch.zeros(len(KNOWN_ANSWERS), dtype=torch.float32)
+    with cpu_kernels():
+        convert[(1,)](src, dst.view(fmt.torch_dtype()), back, src.numel(), BLOCK=32)
+    return dst.tolist(), back
+
+
+@functools.lru_cache(maxsize=None)
+def check(fmt: FP8Format = FP8Format.E4M3FN) -> tuple[bool, str]:
+    """(ok, one-line reason): the exact conversion of cpu_kernels(), proven on the known answers for fmt
+    (both ways: fp32 -> fmt, and the bytes read back)."""
+    column = 0 if fmt is FP8Format.E4M3FN else 1
+    try:
+        got, back = _run_known_answers(fmt)
+    except ExactConversionError as exc:
+        return False, str(exc)
+    except Exception as exc:  # the interpreter itself broke: not trustworthy either
+        return False, f"Triton {_triton_version()} interpreter cannot run the {fmt.value} known-answer kernel ({type(exc).__name__}: {exc})"
+    for (value, *expected), byte in zip(KNOWN_ANSWERS, got):
+        if byte != expected[column]:
+            return False, (
+                f"Triton {_triton_version()} interpreter converts {value!r} to {fmt.value} byte 0x{byte:02x},"
+                f" expected 0x{expected[column]:02x}: its FP8 conversion is not exact"
+            )
+    decoded = fp8.decode(torch.tensor(got, dtype=torch.uint8), fmt)
+    if not ((back == decoded) | (back.isnan() & decoded.isnan())).all():
+        return False, f"Triton {_triton_version()} interpreter reads {fmt.value} bytes back as other values: its FP8 conversion is not exact"
+    return True, (
+        f"exact {fmt.value} conversion in Triton {_triton_version()}'s interpreter"
+        f" ({len(KNOWN_ANSWERS)} known answers pass)"
+    )
+
+
+class FormatNotHere(ExactConversionError, NotRunnableHere):
+    """e4m3fn converts exactly here but this Triton's interpreter cannot run e4m3fnuz: skipped in a gate."""
+
+
+def require(fmt: FP8Format) -> None:
+    ok, reason = check(fmt)
+    if not ok:
+        other_ok = fmt is not FP8Format.E4M3FN and check(FP8Format.E4M3FN)[0]
+        raise (FormatNotHere if other_ok else ExactConversionError)(
+            f"refusing to run a Triton writer on the CPU: {reason}")
+
+
+# Compiled Triton semantics a vLLM-style kernel relies on, written out by hand (C-style integer division
+# and remainder truncate toward zero; masked loads give `other`; a program that returns early stores
+# nothing), checked under the interpreter with one small kernel.
+SEMANTICS_INTS = (-33, -17, -16, -1, 0, 1, 15, 16)
+SEMANTICS_EXPECTED_DIV = (-2, -1, -1, 0, 0, 0, 0, 1)  # x // 16, truncated toward zero
+SEMANTICS_EXPECTED_MOD = (-1, -1, 0, -1, 0, 1, 15, 0)  # x % 16, the sign of x
+SEMANTICS_FLOATS = (1.5, -3.0, 0.375, 7.0, 2.0, 0.125, 9.0, 10.0)  # last two masked out -> -7.0
+SEMANTICS_EXPECTED_FLOATS = (
+    1.5, -3.0, 0.375, 7.0, 2.0, 0.125, -7.0, -7.0,  # the masked load
+    7.0, 7.0,  # tl.max(axis=-1), tl.reduce with the max combiner
+    2.0, 4.0, 0.5, 8.0, 2.0, 0.125, 8.0, 8.0,  # exp2(ceil(log2(|x|))); |x| a power of two stays itself
+)
+
+
+def _run_semantics_kernel():
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def semantics(int_ptr, float_ptr, out_int_ptr, out_float_ptr, N: tl.constexpr):
+        if tl.program_id(0) == 1:  # early return: program 1 must store nothing
+            return
+        offs = tl.arange(0, N)
+        a = tl.load(int_ptr + offs)
+        tl.store(out_int_ptr + offs, a // 16)
+        tl.store(out_int_ptr + N + offs, a % 16)
+        in_table = tl.program_id(0) < N  # a scalar int1: `block & scalar` masks must load and store
+        x = tl.load(float_ptr + offs, mask=(offs < N - 2) & in_table, other=-7.0)
+        tl.store(out_float_ptr + offs, x, mask=(offs >= 0) & in_table)
+        tl.store(out_float_ptr + N, tl.max(x, axis=-1))
+        tl.store(out_float_ptr + N + 1, tl.reduce(x, 0, tl.standard._elementwise_max))
+        tl.store(out_float_ptr + N + 2 + offs, tl.exp2(tl.ceil(tl.log2(tl.abs(x)))))
+
+    ints = torch.tensor(SEMANTICS_INTS, dtype=torch.int64)
+    floats = torch.tensor(SEMANTICS_FLOATS, dtype=torch.float32)
+    out_int = torch.full((2 * len(ints),), 99, dtype=torch.int64)
+    out_float = torch.zeros(len(SEMANTICS_EXPECTED_FLOATS), dtype=torch.float32)
+    semantics[(2,)](ints, floats, out_int, out_float, N=len(ints))
+    return out_int.tolist(), out_float.tolist()
+
+
+@functools.lru_cache(maxsize=None)
+def check_semantics() -> tuple[bool, str]:
+    """(ok, one-line reason): a @triton.jit kernel on CPU tensors runs in the interpreter, which computes
+    tl.max (a @jit helper), tl.reduce, exp2/log2/ceil, masks, early returns and integer // and % on
+    negatives as compiled Triton does."""
+    try:
+        with cpu_kernels():
+            ints, floats = _run_semantics_kernel()
+    except Exception as exc:  # the interpreter itself broke: not trustworthy
+        return False, f"Triton {_triton_version()} interpreter cannot run the semantics kernel ({first_line(exc)})"
+    expected_ints = list(SEMANTICS_EXPECTED_DIV + SEMANTICS_EXPECTED_MOD)
+    if ints != expected_ints:
+        return False, (f"Triton {_triton_version()} interpreter computes x // 16, x % 16 for x in {SEMANTICS_INTS}"
+                       f" as {ints}, compiled Triton as {expected_ints} (C-style, toward zero)")
+    if floats != list(SEMANTICS_EXPECTED_FLOATS):
+        return False, (f"Triton {_triton_version()} interpreter's masked load / tl.max / tl.reduce / exp2(ceil(log2))"
+                       f" gave {floats}, expected {list(SEMANTICS_EXPECTED_FLOATS)}")
+    return True, ("kernels on CPU tensors run interpreted; tl.max, tl.reduce, exp2/log2/ceil, masks (int1 masks"
+                  " fixed), early return, // and % agree with compiled Triton")
+
+
+def require_any_kernel(fmt: FP8Format) -> None:
+    """Before a kernel the user wrote runs on the CPU: compiled semantics, exact FP8."""
+    ok, reason = check_semantics()
+    if not ok:
+        raise ExactConversionError(f"refusing to run a Triton kernel on the CPU: {reason}")
+    require(fmt)
+
+
+def compiled_caveat(spec) -> str | None:
+    """Why a compiled kernel could write other bytes than this interpreter run, where fp8check knows a reason.
+
+    Compiled Triton on NVIDIA lowers fp32 `/` to an approximate division (docs/NUMERICS.md, docs/GPU.md);
+    the interpreter divides exactly. With fp32 scales every `x / s` is exposed; with ue8m0 `s` is a power
+    of two, so only `amax / DIV` near DIV * 2^k can move the ceil (the ue8m0-boundary inputs).
+    """
+    if spec.scale_fmt.power_of_two:
+        return None
+    return ("CPU interpreter run: a kernel compiled for NVIDIA that uses fp32 `/` (approximate there, docs/NUMERICS.md"
+            " section 3) can differ from these bytes by one FP8 code on some values and in a scale's last bit;"
+            " tl.math.div_rn is exact on both")
+
+
+# ---- progress: one call per program ----------------------------------------------------------------------
+@contextlib.contextmanager
+def program_listener(fn):
+    """Within the block, `fn(done, total)` is called as each interpreted program starts (for progress bars):
+    the interpreter's grid bookkeeping is wrapped for the block only."""
+    from triton.runtime import interpreter
+
+    builder = interpreter.InterpreterBuilder
+    set_dim, set_idx = vars(builder)["set_grid_dim"], vars(builder)["set_grid_idx"]
+    counts = {"done": 0, "total": 0}
+
+    def set_grid_dim(self, nx, ny, nz):
+        counts.update(done=0, total=nx * ny * nz)
+        return set_dim(self, nx, ny, nz)
+
+    def set_grid_idx(self, x, y, z):
+        counts["done"] += 1
+        fn(counts["done"], counts["total"])
+        return set_idx(self, x, y, z)
+
+    builder.set_grid_dim, builder.set_grid_idx = set_grid_dim, set_grid_idx
+    try:
+        yield
+    finally:
+        builder.set_grid_dim, builder.set_grid_idx = set_dim, set_idx

@@ -1,1 +1,0 @@
-"""Writers: the registry, fp8check's reference and Triton writers, the exact interpreter, file loaders, adapters."""
