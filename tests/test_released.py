@@ -10,7 +10,7 @@ import zipfile
 import pytest
 
 from fp8check.core.errors import ProducerError
-from fp8check.code.released import Package, read_file, split_pkg
+from fp8check.code.released import Package, read_file
 
 OPS = "def writer(k, kv_cache, slot_mapping, quant_block_size, scale_fmt):\n    return None\n"
 
@@ -70,15 +70,6 @@ def test_a_version_no_index_holds_is_pips_own_error(tmp_path, monkeypatch):
     build_wheel(tmp_path / "index")
     with pytest.raises(ProducerError, match=r"^pkg:demo-kernels==2.0: pip download failed: ERROR: .*demo-kernels==2.0"):
         read_file(Package("demo-kernels", "2.0", find_links=str(tmp_path / "index")), "demo_kernels/ops.py")
-
-
-def test_pkg_names_split_into_package_version_path_and_function():
-    assert split_pkg("pkg:sglang==0.5.23:sglang/kernels/ops/kvcache/dsa_index_k_cache.py:_set_k_and_s_triton") == (
-        "sglang", "0.5.23", "sglang/kernels/ops/kvcache/dsa_index_k_cache.py", "_set_k_and_s_triton")
-    assert split_pkg("pkg:vllm==0.33.0:vllm/v1/attention/ops/rocm_aiter_mla_sparse.py") == (
-        "vllm", "0.33.0", "vllm/v1/attention/ops/rocm_aiter_mla_sparse.py", None)
-    with pytest.raises(ProducerError, match="expected pkg:NAME==VERSION:PATH"):
-        split_pkg("pkg:sglang:path.py")
 
 
 def test_a_pkg_writer_runs_from_the_wheel_bound_by_its_project_table(tmp_path, monkeypatch):

@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from ..code.names import FILE_PREFIX, GIT_PREFIX, GOLDEN_PREFIX, VLLM_FILE_PREFIX
+from ..code.names import Kind, is_git, parse
 from ..core.errors import ExitCode, UsageError, UserError
 
 
@@ -66,13 +66,15 @@ def reading_paths(kwargs: dict) -> tuple[Path, ...]:
         value = kwargs.get(name)
         for text in (str(value).split(",") if value is not None else ()):
             text = text.strip()
-            for prefix in (GOLDEN_PREFIX, FILE_PREFIX, VLLM_FILE_PREFIX):
-                if text.startswith(prefix):
-                    body = text[len(prefix):]
-                    text = body.rpartition(":")[0] if prefix != GOLDEN_PREFIX and ":" in body else body
-                    break
-            if text and not text.startswith(GIT_PREFIX):
-                found.append(Path(text))
+            try:
+                name = parse(text)
+            except UserError:  # a malformed name is refused where it is used
+                continue
+            if name.kind is Kind.BUILTIN:  # a plain path (--input, --config) or a registry name
+                if text and not is_git(text):
+                    found.append(Path(text))
+            elif name.local_path is not None and name.kind is not Kind.AITER_SRC:
+                found.append(name.local_path)
     return tuple(found)
 
 

@@ -25,7 +25,7 @@ import torch
 
 from ..core.device import require_triton_format
 from ..core.errors import ProducerError, failure, one_line
-from .names import FILE_PREFIX, GIT_PREFIX, PKG_PREFIX, VLLM_FILE_PREFIX, Source, read_source
+from .names import CODE_KINDS, Kind, Name, Source, forms, parse, read_source
 from ..core.spec import CacheSpec, FP8Format
 from ..core.producer import DEFAULT_WRITER, EXTRA_KEYWORDS, Producer
 
@@ -49,16 +49,16 @@ class LoadedFunction:
     rebind: Callable[[FP8Format], None] | None = None
 
 
-def split_target(text: str, prefix: str, *, role: str, default_function: str | None) -> tuple[str, str]:
-    """`PREFIX[git:REV:]PATH[:FUNC]` -> (file text, FUNC); FUNC falls back to `default_function`."""
-    body = text[len(prefix):]
-    head, sep, tail = body.rpartition(":")
-    git_only = body.startswith(GIT_PREFIX) and head.count(":") < 2  # git:REV:PATH, no FUNC
-    if sep and head and tail.isidentifier() and not git_only:
-        return head, tail
+def _function(name: Name, *, role: str, default_function: str | None) -> str:
+    """The name's FUNC, else `default_function`; a name that needs one and has none is refused."""
+    if name.function is not None:
+        return name.function
     if default_function is None:
-        raise ProducerError(f"{role} {text!r}: expected {prefix}PATH:FUNC or {prefix}git:REV:PATH:FUNC")
-    return body, default_function
+        prefix = name.kind.value
+        forms_ = (f"{prefix}NAME==VERSION:PATH:FUNC",) if name.kind is Kind.PKG else (
+            f"{prefix}PATH:FUNC", f"{prefix}git:REV:PATH:FUNC")
+        raise ProducerError(f"{role} {name.text!r}: expected {' or '.join(forms_)}")
+    return default_function
 
 
 def _source(text: str, file_text: str, role: str, repo: Path | None) -> Source:
@@ -114,15 +114,15 @@ def load_function(text: str, *, role: str = "producer", fp8: FP8Format | None = 
     current directory's); `device` is where vllm-file's workspace stand-in allocates (default: cuda when
     available, else cpu). Before the function runs on the CPU, call `prepare_to_run`.
     """
-    if text.startswith(VLLM_FILE_PREFIX):
-        return _load_vllm(text, role=role, fp8=fp8, default_function=default_function, repo=repo, device=device)
-    if text.startswith(PKG_PREFIX):
-        return _load_pkg(text, role=role, fp8=fp8, default_function=default_function, device=device)
-    if not text.startswith(FILE_PREFIX):
-        raise ProducerError(f"{role} {text!r}: expected file:PATH:FUNC, vllm-file:PATH[:FUNC] or"
-                            " pkg:NAME==VERSION:PATH[:FUNC]")
-    file_text, func_name = split_target(text, FILE_PREFIX, role=role, default_function=None)
-    source = _source(text, file_text, role, repo)
+    name = parse(text, error=ProducerError)
+    if name.kind is Kind.VLLM_FILE:
+        return _load_vllm(name, role=role, fp8=fp8, default_function=default_function, repo=repo, device=device)
+    if name.kind is Kind.PKG:
+        return _load_pkg(name, role=role, fp8=fp8, default_function=default_function, device=device)
+    if name.kind is not Kind.FILE:
+        raise ProducerError(f"{role} {text!r}: expected {forms(*CODE_KINDS)}")
+    func_name = _function(name, role=role, default_function=None)
+    source = _source(text, name.path, role, repo)
     module = import_source(source, text, role)
     fn = getattr(module, func_name, None)
     if not callable(fn):
@@ -132,11 +132,11 @@ def load_function(text: str, *, role: str = "producer", fp8: FP8Format | None = 
     return LoadedFunction(fn, text, provenance, uses_triton=bool(kernels), kernels=kernels)
 
 
-def _load_vllm(text: str, *, role: str, fp8, default_function: str, repo, device) -> LoadedFunction:
+def _load_vllm(name: Name, *, role: str, fp8, default_function: str, repo, device) -> LoadedFunction:
     from .bind import compile_function
 
-    file_text, func_name = split_target(text, VLLM_FILE_PREFIX, role=role, default_function=default_function)
-    source = _source(text, file_text, role, repo)
+    text, func_name = name.text, _function(name, role=role, default_function=default_function)
+    source = _source(text, name.path, role, repo)
     try:
         code = source.data.decode("utf-8")
     except UnicodeDecodeError:
@@ -150,17 +150,15 @@ def _load_vllm(text: str, *, role: str, fp8, default_function: str, repo, device
                           rebind=compiled.binding.rebind)
 
 
-def _load_pkg(text: str, *, role: str, fp8, default_function, device) -> LoadedFunction:
+def _load_pkg(pkg: Name, *, role: str, fp8, default_function, device) -> LoadedFunction:
     """`pkg:NAME==VERSION:PATH[:FUNC]`: FUNC of PATH in the released wheel, bound by the package's project
     table (projects/*.toml; a package without one gets only the standard library, torch and Triton)."""
     from .projects.table import BindTable, for_package
-    from .released import Package, read_file, split_pkg
+    from .released import Package, read_file
     from .bind import compile_function
 
-    name, version, path, func = split_pkg(text)
-    func = func or default_function
-    if func is None:
-        raise ProducerError(f"{role} {text!r}: expected pkg:NAME==VERSION:PATH:FUNC")
+    text, name, version, path = pkg.text, pkg.package, pkg.version, pkg.path
+    func = _function(pkg, role=role, default_function=default_function)
     project = for_package(name)
     pinned = project is not None and project.version == version
     package = Package(name, version, project.sha256 if pinned else None, project.wheel if pinned else None)

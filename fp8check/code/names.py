@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 
 from ..core.errors import InputError, UserError
@@ -22,12 +23,118 @@ from ..core.isolation import SECRETS
 from ..core.paths import read_regular
 
 GIT_PREFIX = "git:"  # git:REV:PATH, read with `git show`
-FILE_PREFIX = "file:"  # file:PATH:FUNC, a writer or reader in a Python file
-VLLM_FILE_PREFIX = "vllm-file:"  # vllm-file:PATH[:FUNC], one function of a vLLM source file, without vLLM
-GOLDEN_PREFIX = "golden:"  # golden:FILE, bytes recorded by `fp8check record`
-PKG_PREFIX = "pkg:"  # pkg:NAME==VERSION:PATH[:FUNC], one function of a file of a released wheel (released.py)
-PRESET_PREFIX = "preset:"  # preset:PROJECT/NAME, a writer or reader a project table declares (projects/)
-AITER_SRC_PREFIX = "aiter-src:"  # aiter-src:PATH, aiter's C++ op built from an aiter source for the CPU (writers/aiter_cpu/)
+
+
+class Kind(Enum):
+    """What a producer's or a file's name stands for; the value is its prefix ("" for a built-in name)."""
+
+    BUILTIN = ""  # a registry name: reference, triton, auto, ...
+    FILE = "file:"  # file:PATH:FUNC, a writer or reader in a Python file
+    VLLM_FILE = "vllm-file:"  # vllm-file:PATH[:FUNC], one function of a vLLM source file, without vLLM
+    PKG = "pkg:"  # pkg:NAME==VERSION:PATH[:FUNC], one function of a file of a released wheel (released.py)
+    PRESET = "preset:"  # preset:PROJECT/NAME, a writer or reader a project table declares (projects/)
+    AITER_SRC = "aiter-src:"  # aiter-src:PATH | git:REV:PATH | pkg:amd-aiter==VERSION, aiter's op built for the CPU
+    GOLDEN = "golden:"  # golden:FILE, bytes recorded by `fp8check record`
+
+    @property
+    def form(self) -> str:
+        """How a name of this kind is written, for messages."""
+        return _FORMS[self]
+
+    @property
+    def untrusted(self) -> bool:
+        """Its code comes from outside fp8check: it runs in a child process unless --in-process."""
+        return self not in (Kind.BUILTIN, Kind.GOLDEN)
+
+
+_FORMS = {Kind.BUILTIN: "NAME", Kind.FILE: "file:PATH:FUNC", Kind.VLLM_FILE: "vllm-file:PATH[:FUNC]",
+          Kind.PKG: "pkg:NAME==VERSION:PATH[:FUNC]", Kind.PRESET: "preset:PROJECT/NAME",
+          Kind.AITER_SRC: "aiter-src:PATH", Kind.GOLDEN: "golden:FILE"}
+FILE_PREFIX, VLLM_FILE_PREFIX, PKG_PREFIX = Kind.FILE.value, Kind.VLLM_FILE.value, Kind.PKG.value
+PRESET_PREFIX, AITER_SRC_PREFIX, GOLDEN_PREFIX = Kind.PRESET.value, Kind.AITER_SRC.value, Kind.GOLDEN.value
+CODE_KINDS = (Kind.FILE, Kind.VLLM_FILE, Kind.PKG)  # one function loaded from a file (code/load.py)
+
+
+@dataclass(frozen=True)
+class Name:
+    """A name as the user wrote it, parsed once. `path`: the file text it reads (a path or git:REV:PATH; for
+    pkg: the path inside the wheel; for aiter-src: the source's own name); `function`: FUNC or None;
+    `package`/`version`: a pkg: name's release (also aiter-src:pkg:)."""
+
+    text: str
+    kind: Kind
+    body: str  # the text after the prefix
+    path: str = ""
+    function: str | None = None
+    package: str | None = None
+    version: str | None = None
+
+    @property
+    def untrusted(self) -> bool:
+        return self.kind.untrusted
+
+    @property
+    def local_path(self) -> Path | None:
+        """The file of this machine the name reads (not a git revision, a wheel or a preset), else None."""
+        if self.kind in (Kind.FILE, Kind.VLLM_FILE, Kind.GOLDEN, Kind.AITER_SRC) and self.path \
+                and not is_git(self.path) and not self.path.startswith(PKG_PREFIX):
+            return Path(self.path)
+        return None
+
+    def with_path(self, path: str) -> str:
+        """The name's text with its file replaced (a config's relative path made absolute)."""
+        if self.kind in (Kind.FILE, Kind.VLLM_FILE):
+            return f"{self.kind.value}{path}" + (f":{self.function}" if self.function else "")
+        return f"{self.kind.value}{path}" if self.kind in (Kind.GOLDEN, Kind.AITER_SRC) else self.text
+
+
+def _split_function(body: str) -> tuple[str, str | None]:
+    """`[git:REV:]PATH[:FUNC]` -> (PATH text, FUNC or None)."""
+    head, sep, tail = body.rpartition(":")
+    git_only = body.startswith(GIT_PREFIX) and head.count(":") < 2  # git:REV:PATH, no FUNC
+    if sep and head and tail.isidentifier() and not git_only:
+        return head, tail
+    return body, None
+
+
+def split_pkg(body: str, text: str, error: type[UserError]) -> tuple[str, str, str]:
+    """`NAME==VERSION[:REST]` -> (NAME, VERSION, REST); REST may be empty."""
+    requirement, _, rest = body.partition(":")
+    name, eq, version = requirement.partition("==")
+    if not eq or not name or not version:
+        raise error(f"{text!r}: expected pkg:NAME==VERSION:PATH[:FUNC]")
+    return name, version, rest
+
+
+def parse(text: str, *, error: type[UserError] = UserError) -> Name:
+    """The one parser of names: `text` -> Name; `error` (one line) for a malformed name of a known kind."""
+    text = str(text)
+    kind = next((k for k in Kind if k.value and text.startswith(k.value)), Kind.BUILTIN)
+    body = text[len(kind.value):]
+    if kind in (Kind.FILE, Kind.VLLM_FILE):
+        path, function = _split_function(body)
+        if not path:
+            raise error(f"{text!r}: expected {kind.form}")
+        return Name(text, kind, body, path, function)
+    if kind is Kind.PKG:
+        package, version, rest = split_pkg(body, text, error)
+        if not rest:
+            raise error(f"{text!r}: expected {kind.form}")
+        path, function = _split_function(rest)
+        return Name(text, kind, body, path, function, package, version)
+    if kind is Kind.AITER_SRC:
+        if body.startswith(PKG_PREFIX):
+            package, version, _ = split_pkg(body[len(PKG_PREFIX):], text, error)
+            return Name(text, kind, body, body, package=package, version=version)
+        return Name(text, kind, body, body)
+    if kind in (Kind.GOLDEN,):
+        return Name(text, kind, body, body)
+    return Name(text, kind, body)  # BUILTIN, PRESET (body: PROJECT/NAME)
+
+
+def forms(*kinds: Kind) -> str:
+    """"file:PATH:FUNC, vllm-file:PATH[:FUNC], ..." for a "known:" message."""
+    return ", ".join(k.form for k in kinds)
 
 
 @dataclass(frozen=True)
@@ -47,10 +154,10 @@ def is_git(text: str) -> bool:
     return text.startswith(GIT_PREFIX)
 
 
-def split_git(text: str, error: type[UserError] = InputError) -> tuple[str, str]:
-    """`git:REV:PATH` -> (REV, PATH)."""
+def split_git(text: str, error: type[UserError] = InputError, *, require_path: bool = True) -> tuple[str, str]:
+    """`git:REV:PATH` -> (REV, PATH); PATH may be empty where not `require_path`."""
     rev, sep, path = text[len(GIT_PREFIX):].partition(":")
-    if not sep or not rev or not path:
+    if not rev or (require_path and (not sep or not path)):
         raise error(f"{text!r}: expected git:REV:PATH")
     return rev, path
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..core import disk_cache
 from ..core.errors import ProducerError, UserError
-from .names import PKG_PREFIX, Source
+from .names import Source
 
 
 @dataclass(frozen=True)
@@ -36,19 +36,6 @@ class Package:
     @property
     def label(self) -> str:
         return f"{self.name}=={self.version}"
-
-
-def split_pkg(text: str, error: type[UserError] = ProducerError) -> tuple[str, str, str, str | None]:
-    """`pkg:NAME==VERSION:PATH[:FUNC]` -> (NAME, VERSION, PATH, FUNC or None)."""
-    body = text[len(PKG_PREFIX):] if text.startswith(PKG_PREFIX) else text
-    requirement, sep, rest = body.partition(":")
-    name, eq, version = requirement.partition("==")
-    if not sep or not eq or not name or not version or not rest:
-        raise error(f"{text!r}: expected pkg:NAME==VERSION:PATH[:FUNC]")
-    path, sep, func = rest.rpartition(":")
-    if sep and func.isidentifier() and path:
-        return name, version, path, func
-    return name, version, rest, None
 
 
 def _normal(name: str) -> str:

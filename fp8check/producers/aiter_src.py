@@ -27,12 +27,12 @@ import torch
 
 from ..core import disk_cache
 from ..core.errors import ProducerError
-from ..code.names import AITER_SRC_PREFIX, GIT_PREFIX, PKG_PREFIX
+from ..code.names import Kind, Name, is_git, parse, split_git
 from ..core.spec import FP8Format, Layout
 from ..hip_cpu import build, compiler as compilers
 from ..hip_cpu.entries import ENTRIES, Form
 
-PREFIX = AITER_SRC_PREFIX
+PREFIX = Kind.AITER_SRC.value
 ARCH = {FP8Format.E4M3FNUZ: "gfx942", FP8Format.E4M3FN: "gfx950"}
 OP_FILE = "csrc/kernels/cache_kernels.cu"
 INCLUDE = "csrc/include"
@@ -53,7 +53,7 @@ class Checkout:
 
 
 def _git_export(text: str) -> tuple[Path, str]:
-    rev, _, path = text[len(GIT_PREFIX):].partition(":")
+    rev, path = split_git(text, ProducerError, require_path=False)
     repo = Path(path or ".")
     try:
         commit = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", f"{rev}^{{commit}}"],
@@ -75,13 +75,10 @@ def _git_export(text: str) -> tuple[Path, str]:
     return target, commit
 
 
-def _released(text: str) -> tuple[Path, str]:
+def _released(name: str, version: str) -> tuple[Path, str]:
     """`pkg:amd-aiter==VERSION`: the released wheel (fetched once by released.py), unpacked once."""
     from ..code.released import Package, fetch_wheel
 
-    name, _, version = text[len(PKG_PREFIX):].partition("==")
-    if not name or not version:
-        raise ProducerError(f"aiter-src:{text}: expected aiter-src:pkg:amd-aiter==VERSION")
     wheel, digest = fetch_wheel(Package(name, version))
     target = disk_cache.entry("aiter-src-wheel", digest)
     if target is None:
@@ -116,11 +113,13 @@ def _revision(root: Path) -> str:
     return "unknown"
 
 
-def locate(text: str) -> Checkout:
-    """The aiter source a producer name points at; ProducerError saying what is missing otherwise."""
-    if text.startswith(PKG_PREFIX):
-        root, revision = _released(text)
-    elif text.startswith(GIT_PREFIX):
+def locate(name: Name | str) -> Checkout:
+    """The aiter source a producer name (`aiter-src:...`) points at; ProducerError saying what is missing."""
+    name = name if isinstance(name, Name) else parse(PREFIX + str(name), error=ProducerError)
+    text = name.body
+    if name.package is not None:
+        root, revision = _released(name.package, name.version)
+    elif is_git(text):
         root, revision = _git_export(text)
     else:
         root, revision = Path(text), ""
@@ -272,7 +271,7 @@ def writer_for(checkout: Checkout):
 def provenance(checkout: Checkout, fmt: FP8Format | None) -> dict:
     compiler = compilers.find()
     commit = re.fullmatch(r"[0-9a-f]{40}", checkout.revision)
-    where = {"revision": "HEAD" if not checkout.label.startswith(GIT_PREFIX) else checkout.label.split(":")[1],
+    where = {"revision": "HEAD" if not is_git(checkout.label) else checkout.label.split(":")[1],
              "commit": checkout.revision} if commit else {"release": checkout.revision}
     return {
         "function": "indexer_k_quant_and_cache",
@@ -291,11 +290,12 @@ def provenance(checkout: Checkout, fmt: FP8Format | None) -> dict:
     }
 
 
-def load(name: str, *, fp8: FP8Format | None = None):
+def load(name: Name, *, fp8: FP8Format | None = None):
     """The Producer for `aiter-src:...`; with `fp8` the op is built (or taken from the cache) and checked now."""
     from ..core.producer import EXTRA_KEYWORDS, Producer
 
-    checkout = locate(name[len(PREFIX):])
+    checkout = locate(name)
+    name = name.text
     if fp8 is not None:
         library_for(checkout, fp8)
     description = (f"aiter's C++ indexer_k_quant_and_cache ({checkout.revision}) built for the CPU"

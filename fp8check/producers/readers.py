@@ -22,7 +22,7 @@ import torch
 
 from ..core.errors import CheckerError, ProducerError, failure, one_line
 from ..core.isolation import Limits, phase, run_isolated
-from ..code.names import FILE_PREFIX, PKG_PREFIX, PRESET_PREFIX, VLLM_FILE_PREFIX
+from ..code.names import CODE_KINDS, Kind, forms, parse
 from ..core.spec import CacheSpec
 from .obligations import GuardedOutput
 from ..core.producer import Check, no_check, reported_provenance
@@ -112,9 +112,13 @@ def fills_output(fn) -> bool:
     return parameter is not None and parameter.kind is inspect.Parameter.KEYWORD_ONLY
 
 
+READER_KINDS = (*CODE_KINDS, Kind.PRESET)  # names of readers from outside fp8check
+
+
 def untrusted(name: str) -> bool:
-    """A reader whose code comes from the user's files (`file:`, `vllm-file:`, either from `git:`)."""
-    return name.startswith((FILE_PREFIX, VLLM_FILE_PREFIX, PKG_PREFIX, PRESET_PREFIX))
+    """A reader whose code comes from the user's files or another project (`file:`, `vllm-file:`, `pkg:`,
+    `preset:`; files may come from `git:`)."""
+    return parse(name).kind in READER_KINDS
 
 
 def _not_here(*args, **kwargs) -> None:
@@ -130,7 +134,7 @@ def resolve(name: str, *, spec: CacheSpec, repo=None, isolation: Limits | None =
     if untrusted(name) and isolation is not None:
         return Reader(name, f"{name} (run in a child process)", _not_here, isolation=isolation,
                       repo=None if repo is None else str(repo), spec=spec)
-    if name.startswith(PRESET_PREFIX):  # `repo`: a clone of the project's repository (--checkout)
+    if parse(name).kind is Kind.PRESET:  # `repo`: a clone of the project's repository (--checkout)
         from ..code.projects.compose import cpu_check, load
 
         done = load(name, "reader", checkout=repo)
@@ -142,7 +146,7 @@ def resolve(name: str, *, spec: CacheSpec, repo=None, isolation: Limits | None =
     entry = REGISTRY.get(name)
     if entry is None:
         raise ProducerError(
-            f"unknown reader {name!r}; known: {', '.join(names())}, file:PATH:FUNC, vllm-file:PATH:FUNC"
+            f"unknown reader {name!r}; known: {', '.join(names())}, {forms(*READER_KINDS)}"
         )
     ok, reason = entry.availability()
     if not ok:

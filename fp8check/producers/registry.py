@@ -17,7 +17,7 @@ from ..core.cache import SKIP_PADDING, CacheBuffer, forget_slot, padded_slots, w
 from ..core.errors import CheckerError, ProducerError, failure, one_line
 from ..core.inputs import Inputs, check_slots
 from ..core.isolation import Limits, phase, run_isolated
-from ..code.names import AITER_SRC_PREFIX, FILE_PREFIX, GIT_PREFIX, PKG_PREFIX, PRESET_PREFIX, VLLM_FILE_PREFIX
+from ..code.names import CODE_KINDS, Kind, forms, parse
 from ..core.spec import CacheSpec
 from ..code.load import load_writer
 from ..core.producer import EXTRA_KEYWORDS, Producer, reported_provenance
@@ -112,13 +112,13 @@ REGISTRY: dict[str, Entry] = _entries()
 
 # The default baseline: the real aiter op where it can run, its PyTorch emulation `reference` elsewhere.
 AUTO = "auto"
-# Names whose code comes from the user's files: untrusted, run in a child process unless --in-process.
-UNTRUSTED_PREFIXES = (FILE_PREFIX, VLLM_FILE_PREFIX, GIT_PREFIX, PKG_PREFIX, PRESET_PREFIX, AITER_SRC_PREFIX)
 DEFAULT_ISOLATION = Limits()
+WRITER_KINDS = (*CODE_KINDS, Kind.PRESET, Kind.AITER_SRC)  # names of code from outside fp8check
 
 
 def untrusted(name: str) -> bool:
-    return name.startswith(UNTRUSTED_PREFIXES)
+    """Its code comes from the user's files or another project: run in a child process unless --in-process."""
+    return parse(name).untrusted
 
 
 def names() -> list[str]:
@@ -163,23 +163,24 @@ def resolve(name: str, *, fp8=None, repo=None, isolation: Limits | None = DEFAUL
     Code from files is not loaded here when `isolation` is given (the default): the Producer only names
     it, and `run` loads and runs it in a child process under those limits. `isolation=None` loads it
     into this process (`--in-process`, for debugging)."""
-    if untrusted(name) and isolation is not None:
+    parsed = parse(name, error=ProducerError)
+    if parsed.kind in WRITER_KINDS and isolation is not None:
         return Producer(name, f"{name} (run in a child process)", _not_here, isolation=isolation,
                         repo=None if repo is None else str(repo))
-    if name.startswith(PRESET_PREFIX):  # `repo`: a clone of the project's repository (--checkout)
+    if parsed.kind is Kind.PRESET:  # `repo`: a clone of the project's repository (--checkout)
         return _preset(name, repo)
-    if name.startswith((FILE_PREFIX, VLLM_FILE_PREFIX, PKG_PREFIX)):
+    if parsed.kind in CODE_KINDS:
         return load_writer(name, fp8=fp8, repo=repo)
-    if name.startswith(AITER_SRC_PREFIX):
+    if parsed.kind is Kind.AITER_SRC:
         from .aiter_src import load as load_aiter_source
 
-        return load_aiter_source(name, fp8=fp8)
+        return load_aiter_source(parsed, fp8=fp8)
     if name == AUTO:
         return _auto()
     entry = REGISTRY.get(name)
     if entry is None:
-        raise ProducerError(f"unknown producer {name!r}; known: {', '.join(names())}, {AUTO}, file:PATH:FUNC,"
-                            " vllm-file:PATH[:FUNC], aiter-src:PATH")
+        raise ProducerError(f"unknown producer {name!r}; known: {', '.join(names())}, {AUTO},"
+                            f" {forms(*WRITER_KINDS)}")
     ok, reason = entry.availability()
     if not ok:
         raise ProducerError(f"producer {name!r} is unavailable: {reason}")

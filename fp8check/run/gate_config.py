@@ -39,9 +39,9 @@ from typing import Any
 
 from . import options
 from ..core.config import find, load_toml
-from ..core.errors import ConfigError, SpecError, UsageError
+from ..core.errors import ConfigError, SpecError, UsageError, UserError
 from .prepare import run_id, spec_of
-from ..code.names import FILE_PREFIX, GOLDEN_PREFIX, VLLM_FILE_PREFIX, is_git
+from ..code.names import GOLDEN_PREFIX, Kind, is_git, parse
 
 MAX_CASES = 10_000  # 10^6 cases took 72 s and 1 GB for --list alone
 
@@ -196,7 +196,7 @@ def _golden_case(values: dict, own: set, where: str, base: Path) -> Case:
                           " the recorded inputs are replayed")
     checked = {**options.defaults(options.COMPARE_KEYS),
                **options.validate({k: v for k, v in values.items() if k != "expect"}, CASE_KEYS["compare"], where)}
-    file = checked["baseline"][len(GOLDEN):]
+    file = parse(checked["baseline"]).path
     if not file:
         raise ConfigError(f"{where}: baseline = 'golden:' needs a file")
     checked["expect"] = _expect(values, where)
@@ -213,7 +213,7 @@ def _expect(values: dict, where: str) -> str:
 
 
 def _case(kind: str, values: dict, where: str, base: Path, own: set) -> Case:
-    if kind == "compare" and str(values.get("baseline", "")).startswith(GOLDEN):
+    if kind == "compare" and parse(values.get("baseline", "")).kind is Kind.GOLDEN:
         return _golden_case(values, own, where, base)
     if kind == "parity":
         checked = _parity_values(values, where)
@@ -234,7 +234,7 @@ def _check_spec(values: dict, where: str) -> None:
         except SpecError as exc:
             raise ConfigError(f"{where}: {exc}") from None
     for key in ("candidate", "buggy", "fixed", "baseline"):  # a compare's golden baseline is handled above
-        if str(values.get(key, "")).startswith(GOLDEN):
+        if parse(values.get(key, "")).kind is Kind.GOLDEN:
             raise ConfigError(f"{where}: {key} = {values[key]!r}: golden files serve only as a compare's baseline")
 
 
@@ -243,14 +243,15 @@ def _relative_to(values: dict, base: Path) -> dict:
     out = dict(values)
 
     def resolve(text):
-        for prefix in (FILE_PREFIX, VLLM_FILE_PREFIX):
-            if isinstance(text, str) and text.startswith(prefix):
-                body = text[len(prefix):]
-                path, sep, func = body.rpartition(":") if prefix == FILE_PREFIX else (body, "", "")
-                if prefix == VLLM_FILE_PREFIX and ":" in body and body.rpartition(":")[2].isidentifier():
-                    path, sep, func = body.rpartition(":")
-                if path and not is_git(path) and not Path(path).is_absolute():
-                    return f"{prefix}{base / path}{sep}{func}"
+        if not isinstance(text, str):
+            return text
+        try:
+            name = parse(text)
+        except UserError:  # refused where the name is used, with the option named
+            return text
+        if name.kind in (Kind.FILE, Kind.VLLM_FILE) and name.local_path is not None \
+                and not name.local_path.is_absolute():
+            return name.with_path(str(base / name.path))
         return text
 
     for key in ("baseline", "candidate", "buggy", "fixed", "reader"):

@@ -16,7 +16,7 @@ from ..core import inputs as inputs_mod
 from . import options
 from ..core.device import resolve_device
 from ..core.errors import UsageError
-from ..code.names import GOLDEN_PREFIX, materialize
+from ..code.names import Kind, materialize, parse
 from ..core.spec import CacheSpec, FP8Format, Layout, ScaleFormat, default_quant_block_size
 
 DEFAULT_NUM_BLOCKS = 3
@@ -55,7 +55,7 @@ class Request:
 
     @property
     def golden(self) -> bool:
-        return str(self.values.get("baseline", "")).startswith(GOLDEN_PREFIX)
+        return parse(self.values.get("baseline", "")).kind is Kind.GOLDEN
 
     @property
     def id(self) -> str:
@@ -121,8 +121,9 @@ def run_id(command: str, v: dict, *, candidate: bool = True) -> str:
         return f"table:{v['buggy']}+{v['fixed']}~{v['baseline']}:{_spec_part(v)}"
     if command == "parity":
         return "parity:" + ":".join(f"{k}={_show(v[k])}" for k in options.PARITY_CASE_KEYS if k in v)
-    if v["baseline"].startswith(GOLDEN_PREFIX):
-        against = f"golden:{Path(v['baseline'][len(GOLDEN_PREFIX):]).name}{_budget_tail(v)}"
+    baseline = parse(v["baseline"])
+    if baseline.kind is Kind.GOLDEN:
+        against = f"golden:{Path(baseline.path).name}{_budget_tail(v)}"
     else:
         against = f"{v['baseline']}:{_spec_part(v)}{_budget_tail(v)}"
     return f"compare:{v['candidate']}~{against}" if candidate else f"vs-{against}"
@@ -199,7 +200,7 @@ def _golden(request: Request):
     from ..producers import golden
 
     v = request.values
-    path_text = v["baseline"][len(GOLDEN_PREFIX):]
+    path_text = parse(v["baseline"]).path
     if not path_text:
         raise UsageError("--baseline golden:FILE needs a file")
     clash = [key for key in GOLDEN_INPUT_KEYS if key in request.stated]

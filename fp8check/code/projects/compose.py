@@ -22,7 +22,7 @@ from typing import Callable
 import torch
 
 from ...core.errors import ConfigError, ProducerError
-from ..names import PRESET_PREFIX, Source, read_source
+from ..names import PRESET_PREFIX, Kind, Source, parse, read_source
 from ...core.spec import FP8Format, Layout
 from .table import Preset, Project, project, preset as find_preset
 
@@ -190,7 +190,9 @@ def _run_steps(preset: Preset, loaded: Loaded, label: str, vocabulary: dict, env
 
 
 def split_preset(name: str) -> str:
-    return name[len(PRESET_PREFIX):] if name.startswith(PRESET_PREFIX) else name
+    """`preset:PROJECT/NAME` (or a bare PROJECT/NAME) -> PROJECT/NAME."""
+    parsed = parse(name)
+    return parsed.body if parsed.kind is Kind.PRESET else name
 
 
 def origin_for(preset: Preset, checkout: str | Path | None, find_links: str | None = None) -> Origin:
