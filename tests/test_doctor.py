@@ -40,7 +40,7 @@ def test_doctor_lists_every_producer_with_a_reason_and_exits_0(capsys, tmp_path)
     assert list(rows) == producers.names()
     assert rows["reference"]["available"] is True
     assert rows["aiter"] == {
-        "name": "aiter", "available": False, "description": producers.REGISTRY["aiter"].description,
+        "name": "aiter", "available": False, "description": producers.REGISTRY[producers.Role.WRITER]["aiter"].description,
         "reason": "aiter is not installed (ROCm's kernel library, pip package amd-aiter; needs a ROCm GPU)",
     }
     assert rows["vllm-triton"]["reason"] == rows["vllm-cuda"]["reason"] == "vLLM is not installed"
@@ -88,8 +88,8 @@ def test_a_crashing_availability_probe_is_reported_not_raised(capsys, tmp_path, 
     def broken():
         raise RuntimeError("probe exploded\nsecond line")
 
-    entry = dataclasses.replace(producers.REGISTRY["vllm-cuda"], availability=broken)
-    monkeypatch.setitem(producers.REGISTRY, "vllm-cuda", entry)
+    entry = dataclasses.replace(producers.REGISTRY[producers.Role.WRITER]["vllm-cuda"], availability=broken)
+    monkeypatch.setitem(producers.REGISTRY[producers.Role.WRITER], "vllm-cuda", entry)
     _, payload = doctor_json(capsys, tmp_path)
     row = next(row for row in payload["producers"] if row["name"] == "vllm-cuda")
     assert (row["available"], row["reason"]) == (False, "availability check raised RuntimeError: probe exploded")

@@ -18,7 +18,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fp8check.core.inputs import generate
-from fp8check.producers import readers
 from fp8check.core.spec import CacheSpec, FP8Format, Layout, ScaleFormat
 from fp8check.triton_cpu import interpreter
 from fp8check.producers import registry
@@ -127,7 +126,7 @@ def _reader_inputs(ctx: list[int], next_n: int, heads: int = 8, head_dim: int = 
 @pytest.mark.parametrize("ctx,next_n", [([70, 5], 1), ([130], 2)])
 def test_vllm_style_triton_reader_logits(ctx, next_n):
     spec, tensors = _reader_inputs(ctx, next_n)
-    reader = readers.resolve(f"vllm-file:{OPS}:rocm_fp8_paged_mqa_logits_triton", spec=spec, isolation=None)
+    reader = registry.resolve_reader(f"vllm-file:{OPS}:rocm_fp8_paged_mqa_logits_triton", spec=spec, isolation=None)
     reader.check(spec, torch.device("cpu"))
     out = torch.zeros(len(ctx) * next_n, max(ctx), dtype=torch.float32)
 

@@ -81,14 +81,14 @@ def test_only_the_names_module_parses_prefixes():
 
 
 def test_unknown_names_list_every_form_from_the_one_table():
-    from fp8check.producers import readers, registry
+    from fp8check.producers import registry
 
     with pytest.raises(UserError) as writer:
         registry.resolve("no-such-writer", isolation=None)
-    for kind in registry.WRITER_KINDS:
+    for kind in registry.KINDS[registry.Role.WRITER]:
         assert kind.form in str(writer.value)
     with pytest.raises(UserError) as reader:
         from fp8check.core.spec import CacheSpec
-        readers.resolve("no-such-reader", spec=CacheSpec(), isolation=None)
-    for kind in readers.READER_KINDS:
+        registry.resolve_reader("no-such-reader", spec=CacheSpec(), isolation=None)
+    for kind in registry.KINDS[registry.Role.READER]:
         assert kind.form in str(reader.value)

@@ -18,7 +18,8 @@ from fp8check.run import parity
 from fp8check.cli import main
 from fp8check.core.errors import ProducerError
 from fp8check.core.inputs import Inputs
-from fp8check.producers import readers
+from fp8check.core.producer import Reader
+from fp8check.producers import readers, registry
 from fp8check.core.metrics import compare_logits, positional_at_k, recall_at_k, visible_tokens
 from fp8check.producers.reader_reference import make_reader, paged_logits
 from fp8check.core.spec import CacheSpec, FP8Format, Layout
@@ -385,7 +386,7 @@ def test_config_errors_name_the_file_and_key(capsys, tmp_path):
 
 def test_a_reader_cannot_touch_fp8checks_tensors():
     spec = CacheSpec(num_blocks=1, block_size=16, head_dim=32, quant_block_size=32)
-    reader = readers.resolve(reader_plugin("scribbles", "misbehaving.py"), spec=spec)
+    reader = registry.resolve_reader(reader_plugin("scribbles", "misbehaving.py"), spec=spec)
     args = [torch.full((1, 1, 2, 32), 0x38, dtype=torch.uint8).view(torch.float8_e4m3fn),
             torch.full((1, 16, 1, 36), 7, dtype=torch.uint8), torch.ones(1, 2),
             torch.tensor([16], dtype=torch.int32), torch.tensor([[0]], dtype=torch.int32)]
@@ -455,7 +456,7 @@ def test_reader_check_says_near_tie_or_fault(atol, fault):
     config = parity.ParityConfig(ctx=(300,), topk=32, rtol=0.0, atol=atol)
     spec = CacheSpec(block_size=1, num_blocks=300)
     inputs = parity.generate(spec, config, heads=4, seed=2, shuffled=False)
-    reader = readers.Reader("kth-swap", "swaps the K-th and (K+1)-th logits", _kth_swapping_reader(spec, 32))
+    reader = Reader("kth-swap", "swaps the K-th and (K+1)-th logits", _kth_swapping_reader(spec, 32))
     result = parity.run_parity(spec, config, baseline=producers.resolve("reference"),
                                writers=[producers.resolve("reference")], reader=reader, inputs=inputs, device=CPU)
     assert result.reader_check[0].recall == 31 / 32 and result.reader_check[0].missed == 1
@@ -477,7 +478,7 @@ def test_exact_reader_reads_interleaved_and_a_planar_reader_faults_on_it():
         spec = CacheSpec(block_size=block, num_blocks=-(-300 // block), layout=Layout.INTERLEAVED)
         inputs = parity.generate(spec, config, heads=4, seed=2, shuffled=True)
         for name in ("reference", reader_plugin()):
-            reader = readers.resolve(name, spec=spec, isolation=None)
+            reader = registry.resolve_reader(name, spec=spec, isolation=None)
             result = parity.run_parity(spec, config, baseline=producers.resolve("reference"),
                                        writers=[producers.resolve("reference")], reader=reader, inputs=inputs,
                                        device=CPU)
@@ -495,7 +496,7 @@ def test_a_reader_fault_names_the_layout_the_reader_reads(written, reads):
     inputs = parity.generate(spec, config, heads=4, seed=2, shuffled=True)
     result = parity.run_parity(spec, config, baseline=producers.resolve("reference"),
                                writers=[producers.resolve("reference")],
-                               reader=readers.resolve(reader_plugin(), spec=spec, isolation=None), inputs=inputs,
+                               reader=registry.resolve_reader(reader_plugin(), spec=spec, isolation=None), inputs=inputs,
                                device=CPU)
     assert result.reader_fault and result.reader_reads == reads
     text = " ".join(note.text for note in result.notes())

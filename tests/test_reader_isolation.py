@@ -21,7 +21,8 @@ from fp8check.cli import main
 from fp8check.core.errors import UserError
 from fp8check.core.inputs import Inputs
 from fp8check.core.isolation import IsolatedError, Limits
-from fp8check.producers import readers
+from fp8check.core.producer import Reader
+from fp8check.producers import readers, registry
 from fp8check.core.spec import CacheSpec, FP8Format, Layout, ScaleFormat
 from fp8check.producers import registry as producers
 
@@ -45,7 +46,7 @@ def spec_for(layout: Layout | None = None):
                                                fp8=FP8Format.E4M3FN, scale_fmt=ScaleFormat.UE8M0, layout=layout))
 
 
-def sweep(reader: readers.Reader, spec) -> parity.ParityResult:
+def sweep(reader: Reader, spec) -> parity.ParityResult:
     """The small sweep of tests/test_parity.py's SMALL, through the library."""
     data = parity.generate(spec, CONFIG, heads=4, seed=0, shuffled=False)
     return parity.run_parity(spec, CONFIG, baseline=producers.resolve("reference"),
@@ -83,21 +84,21 @@ def assert_one_line_error(code: int, out: str, err: str, *fragments: str) -> Non
 
 def test_a_reader_from_a_file_runs_in_a_child_process_unless_in_process():
     spec, name = spec_for(), hostile("readers.py:pid")
-    isolated = readers.resolve(name, spec=spec)
+    isolated = registry.resolve_reader(name, spec=spec)
     assert isolated.isolation == producers.DEFAULT_ISOLATION
     logits = readers.run_reader(isolated, *reader_args(spec))
     assert logits.dtype == torch.float64  # the reader's own dtype, carried back exactly
     child = logits.flatten()[0].item()
     assert child != os.getpid() and bool((logits == child).all())
-    here = readers.run_reader(readers.resolve(name, spec=spec, isolation=None), *reader_args(spec))
+    here = readers.run_reader(registry.resolve_reader(name, spec=spec, isolation=None), *reader_args(spec))
     assert bool((here == os.getpid()).all())
 
 
 def test_isolated_and_in_process_readers_return_the_same_logits():
     spec = spec_for()
     args = reader_args(spec)
-    isolated, ran = readers.run_reader_reporting(readers.resolve(VLLM_TORCH, spec=spec), *args)
-    in_process, loaded = readers.run_reader_reporting(readers.resolve(VLLM_TORCH, spec=spec, isolation=None), *args)
+    isolated, ran = readers.run_reader_reporting(registry.resolve_reader(VLLM_TORCH, spec=spec), *args)
+    in_process, loaded = readers.run_reader_reporting(registry.resolve_reader(VLLM_TORCH, spec=spec, isolation=None), *args)
     assert isolated.dtype == in_process.dtype == torch.float32
     assert torch.equal(isolated.view(torch.int32), in_process.view(torch.int32))  # bit for bit, -inf included
     # what ran, as the child reported it: the same file, function, hash and bound platform names
@@ -111,7 +112,7 @@ def test_a_scribbling_reader_cannot_touch_fp8checks_tensors(isolation):
     spec = spec_for()
     args = reader_args(spec)
     before = [a.clone() for a in args[:-1]]
-    reader = readers.resolve(f"file:{HERE / 'readers' / 'misbehaving.py'}:scribbles", spec=spec, isolation=isolation)
+    reader = registry.resolve_reader(f"file:{HERE / 'readers' / 'misbehaving.py'}:scribbles", spec=spec, isolation=isolation)
     logits = readers.run_reader(reader, *args)
     assert logits.shape == (3, 200) and bool((logits == 0).all())
     assert all(torch.equal(a.view(torch.uint8), b.view(torch.uint8)) for a, b in zip(args[:-1], before))
@@ -133,8 +134,8 @@ def test_the_parity_report_shows_what_the_isolated_reader_ran(capsys, tmp_path):
 def test_an_isolated_sweep_scores_exactly_as_an_in_process_one():
     spec = spec_for(Layout.LINEAR)  # the linear reader agrees here: finite max_rel, comparable records
     name = f"file:{LINEAR}:paged_mqa_logits"
-    isolated = sweep(readers.resolve(name, spec=spec), spec)
-    in_process = sweep(readers.resolve(name, spec=spec, isolation=None), spec)
+    isolated = sweep(registry.resolve_reader(name, spec=spec), spec)
+    in_process = sweep(registry.resolve_reader(name, spec=spec, isolation=None), spec)
     assert isolated.passed and in_process.passed
     assert isolated.columns == in_process.columns and isolated.reader_check == in_process.reader_check
     assert isolated.reader.provenance == in_process.reader.provenance
@@ -160,7 +161,7 @@ def test_a_reader_that_hangs_is_killed_after_the_timeout(func):
     spec, name = spec_for(), hostile(f"readers.py:{func}")
     start = time.monotonic()
     with pytest.raises(IsolatedError) as raised:
-        sweep(readers.resolve(name, spec=spec, isolation=Limits(timeout_s=0.5)), spec)
+        sweep(registry.resolve_reader(name, spec=spec, isolation=Limits(timeout_s=0.5)), spec)
     assert isinstance(raised.value, UserError)  # exit 2, never a verdict
     assert str(raised.value) == f"reader {name!r} did not finish within the 0.5 s timeout (--timeout) while reading: killed"
     assert time.monotonic() - start < 30  # killed, not waited for
@@ -183,7 +184,7 @@ def test_the_same_monkeypatching_reader_in_process_passes_which_is_why_readers_a
     for module, attribute in ((metrics, "compare_logits"), (metrics, "recall_at_k"), (fp8check.run.parity, "compare_logits")):
         monkeypatch.setattr(module, attribute, getattr(module, attribute))  # restored after the test
     spec = spec_for()
-    reader = readers.resolve(hostile("reader_monkeypatch.py:paged_mqa_logits"), spec=spec, isolation=None)
+    reader = registry.resolve_reader(hostile("reader_monkeypatch.py:paged_mqa_logits"), spec=spec, isolation=None)
     result = sweep(reader, spec)
     # the attack works where the reader shares fp8check's process: its constant logits score perfect recall
     assert not result.reader_disagreements and all(m.recall == 1.0 for m in result.reader_check)

@@ -9,7 +9,8 @@ from standins import aiter_reader_standin, install
 from fp8check.run import parity
 from fp8check.core.errors import ProducerError
 from fp8check.producers.adapters import aiter_reader
-from fp8check.producers import readers
+from fp8check.core.producer import Reader
+from fp8check.producers import registry
 from fp8check.core.spec import CacheSpec, Layout
 from fp8check.producers import registry as producers
 from fp8check.producers.adapters.platform import Backend, Platform
@@ -31,9 +32,9 @@ def sweep(spec: CacheSpec, reader, ctx=(16, 100, 300)):
 
 
 def test_registry_lists_reference_and_aiter():
-    assert readers.names() == ["reference", "aiter"]
+    assert registry.names(registry.Role.READER) == ["reference", "aiter"]
     spec = CacheSpec()
-    reader = readers.resolve("reference", spec=spec)
+    reader = registry.resolve_reader("reference", spec=spec)
     assert reader.exact and reader.name == "reference"
 
 
@@ -41,7 +42,7 @@ def test_aiter_reader_unavailable_without_aiter_says_why():
     ok, reason = aiter_reader.availability(MI355)
     assert not ok and reason.startswith("aiter is not installed")
     with pytest.raises(ProducerError, match="reader 'aiter' is unavailable: aiter is not installed"):
-        readers.resolve("aiter", spec=CacheSpec())
+        registry.resolve_reader("aiter", spec=CacheSpec())
 
 
 @pytest.mark.parametrize("nested", [False, True], ids=["pa_mqa_logits", "attention.pa_mqa_logits"])
@@ -138,12 +139,12 @@ def test_a_correct_out_buffer_reader_keeps_its_obligations(monkeypatch, next_n):
 
 def test_a_reader_returning_finite_logits_where_rows_may_not_look_is_a_fault():
     def no_mask(q_fp8, kv_cache, weights, context_lens, block_tables, max_model_len):
-        logits = readers.resolve("reference", spec=spec).fn(q_fp8, kv_cache, weights, context_lens, block_tables,
+        logits = registry.resolve_reader("reference", spec=spec).fn(q_fp8, kv_cache, weights, context_lens, block_tables,
                                                             max_model_len)
         return torch.where(torch.isinf(logits), torch.zeros_like(logits), logits).float()
 
     spec = CacheSpec(block_size=1)
-    reader = readers.Reader("no-mask", "returns 0 where it should return -inf", no_mask)
+    reader = Reader("no-mask", "returns 0 where it should return -inf", no_mask)
     result = sweep_next_n(spec, reader, next_n=2, ctx=(100, 300))
     # every position past each row's last visible one: (300 - 98 - 1) + (300 - 99 - 1) + ... per sequence
     expected = sum(300 - (ctx - 2 + n) - 1 for ctx in (100, 300) for n in range(2))
@@ -179,7 +180,7 @@ def test_a_reader_file_that_fills_a_buffer_is_guarded_in_either_process(isolated
 
     name = f"file:{Path(__file__).parent / 'readers' / 'aiter_017_standin.py'}:paged_mqa_logits"
     spec = CacheSpec(block_size=1)
-    reader = readers.resolve(name, spec=spec.replace(num_blocks=300),
+    reader = registry.resolve_reader(name, spec=spec.replace(num_blocks=300),
                              isolation=Limits(timeout_s=120) if isolated else None)
     result = sweep_next_n(spec, reader, next_n=2)
     assert result.obligations.leaks == 2 and result.obligations.outside == 1

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core import disk_cache
-from ..core.errors import ProducerError, UserError
+from ..core.errors import ProducerError
 from .names import Source
 
 

@@ -1,4 +1,4 @@
-"""What a loaded writer is, and what running one produced.
+"""What a loaded writer or reader is, and what running a writer produced.
 
 A writer is `fn(k, kv_cache, slot_mapping, quant_block_size, scale_fmt)` writing the uint8 cache
 `[num_blocks, block_size, head_dim + 4*head_dim/qbs]` in place. A `Producer` is a loaded writer with
@@ -44,6 +44,27 @@ class Producer:
     # Producer holds no code: the child loads it by `name` (git names read from `repo`).
     isolation: Limits | None = None
     repo: str | None = None
+
+
+ReaderFn = Callable[..., torch.Tensor]
+
+
+@dataclass(frozen=True)
+class Reader:
+    name: str
+    description: str
+    fn: ReaderFn
+    exact: bool = False  # fp8check's own float64 reader: on the baseline's bytes it IS the truth
+    check: Check = no_check  # raises ProducerError when this spec cannot be read on this device
+    provenance: dict = field(default_factory=dict)  # file, function, revision, commit, sha256, bound names
+    # Run in a child process under these limits (readers from files); None: in this process. An isolated
+    # Reader holds no code: the child loads it by `name` (git names read from `repo`).
+    isolation: Limits | None = None
+    repo: str | None = None
+    spec: CacheSpec | None = None  # what an isolated reader's child loads it for (the FP8 format its names bind to)
+    # fn fills a caller-made output buffer (keyword-only `out`, float32 [B*next_n, max_model_len], masked -inf)
+    # instead of returning logits; it gets one with poisoned guard rows and columns (readers/obligations.py)
+    fills_output: bool = False
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""The reader registry: one frozen entry per name, plus readers from files, and the one place readers run.
+"""The one place readers run (their names resolve in registry.py, as writers' do).
 
 A reader has vLLM's signature (docs/NUMERICS.md):
 `fn(q_fp8 [B, next_n, H, D], kv_cache uint8 [num_blocks, block_size, 1, D + 4*D/qbs], weights fp32
@@ -12,147 +12,16 @@ run in a child process (isolation.py), exactly like writers from files.
 from __future__ import annotations
 
 import dataclasses
-import importlib
-import inspect
 import json
-from dataclasses import dataclass, field
-from typing import Callable
 
 import torch
 
-from ..core.errors import CheckerError, ProducerError, failure, one_line
-from ..core.isolation import Limits, phase, run_isolated
-from ..code.names import CODE_KINDS, Kind, forms, parse
+from ..core.errors import ProducerError, failure, one_line
+from ..core.isolation import phase, run_isolated
+from ..core.producer import Reader, reported_provenance
 from ..core.spec import CacheSpec
 from .obligations import GuardedOutput
-from ..core.producer import Check, no_check, reported_provenance
-from .registry import DEFAULT_ISOLATION, Entry
-
-ReaderFn = Callable[..., torch.Tensor]
-REFERENCE = "reference"
-
-
-@dataclass(frozen=True)
-class Reader:
-    name: str
-    description: str
-    fn: ReaderFn
-    exact: bool = False  # fp8check's own float64 reader: on the baseline's bytes it IS the truth
-    check: Check = no_check  # raises ProducerError when this spec cannot be read on this device
-    provenance: dict = field(default_factory=dict)  # file, function, revision, commit, sha256, bound names
-    # Run in a child process under these limits (readers from files); None: in this process. An isolated
-    # Reader holds no code: the child loads it by `name` (git names read from `repo`).
-    isolation: Limits | None = None
-    repo: str | None = None
-    spec: CacheSpec | None = None  # what an isolated reader's child loads it for (the FP8 format its names bind to)
-    # fn fills a caller-made output buffer (keyword-only `out`, float32 [B*next_n, max_model_len], masked -inf)
-    # instead of returning logits; it gets one with poisoned guard rows and columns (readers/obligations.py)
-    fills_output: bool = False
-
-
-def _reference(spec: CacheSpec) -> Reader:
-    from .reader_reference import make_reader
-
-    return Reader(REFERENCE, f"fp8check's exact reader (float64, reads the {spec.layout.value} layout)",
-                  make_reader(spec), exact=True)
-
-
-def _aiter_module():
-    return importlib.import_module(f"{__package__}.adapters.aiter_reader")
-
-
-def _entries() -> dict[str, Entry]:
-    entries = [
-        Entry(REFERENCE, "fp8check's exact reader: decodes the bytes through the spec's layout, float64 math",
-              _reference),
-        Entry("aiter", "ROCm aiter's deepgemm_fp8_paged_mqa_logits (Preshuffle=block_size > 1), as vLLM calls it",
-              lambda spec: _aiter_module().reader(spec), lambda: _aiter_module().availability()),
-    ]
-    return {entry.name: entry for entry in entries}
-
-
-REGISTRY: dict[str, Entry] = _entries()
-
-
-def names() -> list[str]:
-    return list(REGISTRY)
-
-
-def _from_file(text: str, spec: CacheSpec, repo=None) -> Reader:
-    from ..code.load import load_function, prepare_to_run
-
-    loaded = load_function(text, role="reader", fp8=spec.fp8, default_function=None, repo=repo)
-    fn = loaded.fn
-    fills = fills_output(fn)
-    try:
-        inspect.signature(fn).bind(None, None, None, None, None, None, **({"out": None} if fills else {}))
-    except TypeError:
-        raise ProducerError(
-            f"reader {text!r}: {loaded.provenance.get('function', 'the function')} must take (q_fp8, kv_cache,"
-            f" weights, context_lens, block_tables, max_model_len), has {inspect.signature(fn)}"
-        ) from None
-    except ValueError:  # no Python signature (a compiled function): let the call decide
-        pass
-
-    def check(spec: CacheSpec, device: torch.device) -> None:  # its Triton kernels: exact interpreter on the CPU
-        prepare_to_run(loaded, spec.fp8, device)
-
-    where = loaded.provenance.get("file", text)
-    return Reader(text, f"{loaded.provenance.get('function', text)} from {where}", fn, check=check,
-                  provenance=loaded.provenance, fills_output=fills)
-
-
-def fills_output(fn) -> bool:
-    """A reader whose signature has a keyword-only `out` fills a caller-made output buffer (aiter's kernel does)
-    instead of returning logits: it is handed a guarded one (obligations.GuardedOutput)."""
-    try:
-        parameter = inspect.signature(fn).parameters.get("out")
-    except (TypeError, ValueError):  # no Python signature: the vLLM signature
-        return False
-    return parameter is not None and parameter.kind is inspect.Parameter.KEYWORD_ONLY
-
-
-READER_KINDS = (*CODE_KINDS, Kind.PRESET)  # names of readers from outside fp8check
-
-
-def untrusted(name: str) -> bool:
-    """A reader whose code comes from the user's files or another project (`file:`, `vllm-file:`, `pkg:`,
-    `preset:`; files may come from `git:`)."""
-    return parse(name).kind in READER_KINDS
-
-
-def _not_here(*args, **kwargs) -> None:
-    raise CheckerError("an isolated reader's code runs only in its child process")
-
-
-def resolve(name: str, *, spec: CacheSpec, repo=None, isolation: Limits | None = DEFAULT_ISOLATION) -> Reader:
-    """The reader a name stands for, set up to read caches of `spec` (files may come from git in `repo`).
-
-    A reader from a file is not loaded here when `isolation` is given (the default): the Reader only names
-    it, and `run_reader` loads and runs it in a child process under those limits (with the spec's FP8
-    format and `repo`). `isolation=None` loads it into this process (`--in-process`, for debugging)."""
-    if untrusted(name) and isolation is not None:
-        return Reader(name, f"{name} (run in a child process)", _not_here, isolation=isolation,
-                      repo=None if repo is None else str(repo), spec=spec)
-    if parse(name).kind is Kind.PRESET:  # `repo`: a clone of the project's repository (--checkout)
-        from ..code.projects.compose import cpu_check, load
-
-        done = load(name, "reader", checkout=repo)
-        done.loaded.rebind(spec.fp8, spec.layout)
-        return Reader(name, f"{done.preset.description} from {done.loaded.origin.describe()}", done.fn,
-                      check=cpu_check(done.loaded), provenance=done.provenance)
-    if untrusted(name):
-        return _from_file(name, spec, repo)
-    entry = REGISTRY.get(name)
-    if entry is None:
-        raise ProducerError(
-            f"unknown reader {name!r}; known: {', '.join(names())}, {forms(*READER_KINDS)}"
-        )
-    ok, reason = entry.availability()
-    if not ok:
-        raise ProducerError(f"reader {name!r} is unavailable: {reason}")
-    return entry.load(spec)
-
+from .registry import resolve_reader
 
 def _checked_output(reader: Reader, logits, rows: int, max_model_len: int, device: torch.device) -> torch.Tensor:
     if not isinstance(logits, torch.Tensor):
@@ -213,7 +82,7 @@ def read_in_child(name: str, spec_json: str, repo: str | None, q_fp8: torch.Tens
     `guard_buffer` (obligations.GuardedOutput), whose guards the parent checks."""
     phase("loading")
     spec = CacheSpec.from_dict(json.loads(spec_json))
-    reader = resolve(name, spec=spec, repo=repo, isolation=None)
+    reader = resolve_reader(name, spec=spec, repo=repo, isolation=None)
     reader.check(spec, kv_cache.device)  # its Triton kernels: the exact interpreter on the CPU
     phase("reading")
     guarded = GuardedOutput(guard_buffer, q_fp8.shape[0] * q_fp8.shape[1], max_model_len)

@@ -1,14 +1,17 @@
-"""The writer registry: one frozen entry per name (description, loader, availability probe).
+"""The one registry of producers, by role: a writer's or a reader's name (a built-in entry, or code a Name
+points at, code/names.py) turned into a `Producer` or a `Reader` (core/producer.py); `run` runs a writer on a
+fresh poisoned cache (readers run in readers.py).
 
-Loaders import lazily: building the registry imports nothing heavy. `resolve(name)` turns any
-producer name into a `Producer` (writers/producer.py); `run` runs one on a fresh poisoned cache.
+Loaders import lazily: building the registry imports nothing heavy.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib
+import inspect
 from dataclasses import dataclass
+from enum import Enum
 from typing import Callable
 
 import torch
@@ -20,7 +23,7 @@ from ..core.isolation import Limits, phase, run_isolated
 from ..code.names import CODE_KINDS, Kind, forms, parse
 from ..core.spec import CacheSpec
 from ..code.load import load_writer
-from ..core.producer import EXTRA_KEYWORDS, Producer, reported_provenance
+from ..core.producer import EXTRA_KEYWORDS, Producer, Reader, reported_provenance
 
 def always() -> tuple[bool, str]:
     """The availability of a built-in entry."""
@@ -29,9 +32,8 @@ def always() -> tuple[bool, str]:
 
 @dataclass(frozen=True)
 class Entry:
-    """One registry name: what it is, how to load it, whether it can run here (never raises). The writer
-    registry's `load()` returns a Producer; the reader registry's (readers/registry.py) `load(spec)` a
-    Reader."""
+    """One registry name: what it is, how to load it, whether it can run here (never raises). A writer's
+    `load()` returns a Producer, a reader's `load(spec)` a Reader."""
 
     name: str
     description: str
@@ -90,7 +92,7 @@ def _adapter(module_name: str) -> tuple[Callable[[], Producer], Callable[[], tup
     return (lambda: module().producer()), (lambda: module().availability())
 
 
-def _entries() -> dict[str, Entry]:
+def _writers() -> dict[str, Entry]:
     entries = [
         Entry("reference", "PyTorch emulation of aiter's C++ op + shuffle_weight", _reference),
         Entry("reference-vllm", "PyTorch emulation of vLLM's writer numerics (DIV 448/224, x / s)", _reference_vllm),
@@ -108,26 +110,66 @@ def _entries() -> dict[str, Entry]:
     return {entry.name: entry for entry in entries}
 
 
-REGISTRY: dict[str, Entry] = _entries()
+def _reference_reader(spec: CacheSpec) -> Reader:
+    from .reader_reference import make_reader
+
+    return Reader(REFERENCE, f"fp8check's exact reader (float64, reads the {spec.layout.value} layout)",
+                  make_reader(spec), exact=True)
+
+
+def _aiter_reader():
+    return importlib.import_module(f"{__package__}.adapters.aiter_reader")
+
+
+def _readers() -> dict[str, Entry]:
+    entries = [
+        Entry(REFERENCE, "fp8check's exact reader: decodes the bytes through the spec's layout, float64 math",
+              _reference_reader),
+        Entry("aiter", "ROCm aiter's deepgemm_fp8_paged_mqa_logits (Preshuffle=block_size > 1), as vLLM calls it",
+              lambda spec: _aiter_reader().reader(spec), lambda: _aiter_reader().availability()),
+    ]
+    return {entry.name: entry for entry in entries}
+
+
+class Role(Enum):
+    WRITER = "writer"
+    READER = "reader"
+
+
+REFERENCE = "reference"
+REGISTRY: dict[Role, dict[str, Entry]] = {Role.WRITER: _writers(), Role.READER: _readers()}
+# Names of code from outside fp8check each role takes: untrusted, run in a child process unless --in-process.
+KINDS = {Role.WRITER: (*CODE_KINDS, Kind.PRESET, Kind.AITER_SRC), Role.READER: (*CODE_KINDS, Kind.PRESET)}
 
 # The default baseline: the real aiter op where it can run, its PyTorch emulation `reference` elsewhere.
 AUTO = "auto"
 DEFAULT_ISOLATION = Limits()
-WRITER_KINDS = (*CODE_KINDS, Kind.PRESET, Kind.AITER_SRC)  # names of code from outside fp8check
 
 
-def untrusted(name: str) -> bool:
+def untrusted(name: str, role: Role = Role.WRITER) -> bool:
     """Its code comes from the user's files or another project: run in a child process unless --in-process."""
-    return parse(name).untrusted
+    return parse(name).kind in KINDS[role]
 
 
-def names() -> list[str]:
-    return list(REGISTRY)
+def names(role: Role = Role.WRITER) -> list[str]:
+    return list(REGISTRY[role])
+
+
+def _entry(name: str, role: Role, *extra: str) -> Entry:
+    """The built-in entry of a name that can run here; ProducerError naming every known form otherwise."""
+    entry = REGISTRY[role].get(name)
+    if entry is None:
+        raise ProducerError(f"unknown {'producer' if role is Role.WRITER else 'reader'} {name!r}; known:"
+                            f" {', '.join([*names(role), *extra])}, {forms(*KINDS[role])}")
+    ok, reason = entry.availability()
+    if not ok:
+        raise ProducerError(f"{'producer' if role is Role.WRITER else 'reader'} {name!r} is unavailable: {reason}")
+    return entry
 
 
 def available(name: str) -> tuple[bool, str]:
     """(ok, one-line reason) for a registry name."""
-    entry = REGISTRY.get(name)
+    entry = REGISTRY[Role.WRITER].get(name)
     if entry is None:
         return False, f"unknown producer {name!r}"
     return entry.availability()
@@ -136,8 +178,8 @@ def available(name: str) -> tuple[bool, str]:
 def _auto() -> Producer:
     ok, reason = available("aiter")
     if ok:
-        return REGISTRY["aiter"].load()
-    fallback = REGISTRY["reference"].load()
+        return REGISTRY[Role.WRITER]["aiter"].load()
+    fallback = REGISTRY[Role.WRITER]["reference"].load()
     return dataclasses.replace(fallback, description=f"{fallback.description} (auto: aiter unavailable: {reason})")
 
 
@@ -164,7 +206,7 @@ def resolve(name: str, *, fp8=None, repo=None, isolation: Limits | None = DEFAUL
     it, and `run` loads and runs it in a child process under those limits. `isolation=None` loads it
     into this process (`--in-process`, for debugging)."""
     parsed = parse(name, error=ProducerError)
-    if parsed.kind in WRITER_KINDS and isolation is not None:
+    if parsed.kind in KINDS[Role.WRITER] and isolation is not None:
         return Producer(name, f"{name} (run in a child process)", _not_here, isolation=isolation,
                         repo=None if repo is None else str(repo))
     if parsed.kind is Kind.PRESET:  # `repo`: a clone of the project's repository (--checkout)
@@ -177,14 +219,67 @@ def resolve(name: str, *, fp8=None, repo=None, isolation: Limits | None = DEFAUL
         return load_aiter_source(parsed, fp8=fp8)
     if name == AUTO:
         return _auto()
-    entry = REGISTRY.get(name)
-    if entry is None:
-        raise ProducerError(f"unknown producer {name!r}; known: {', '.join(names())}, {AUTO},"
-                            f" {forms(*WRITER_KINDS)}")
-    ok, reason = entry.availability()
-    if not ok:
-        raise ProducerError(f"producer {name!r} is unavailable: {reason}")
-    return entry.load()
+    return _entry(name, Role.WRITER, AUTO).load()
+
+
+def _reader_from_code(text: str, spec: CacheSpec, repo=None) -> Reader:
+    from ..code.load import load_function, prepare_to_run
+
+    loaded = load_function(text, role="reader", fp8=spec.fp8, default_function=None, repo=repo)
+    fn = loaded.fn
+    fills = fills_output(fn)
+    try:
+        inspect.signature(fn).bind(None, None, None, None, None, None, **({"out": None} if fills else {}))
+    except TypeError:
+        raise ProducerError(
+            f"reader {text!r}: {loaded.provenance.get('function', 'the function')} must take (q_fp8, kv_cache,"
+            f" weights, context_lens, block_tables, max_model_len), has {inspect.signature(fn)}"
+        ) from None
+    except ValueError:  # no Python signature (a compiled function): let the call decide
+        pass
+
+    def check(spec: CacheSpec, device: torch.device) -> None:  # its Triton kernels: exact interpreter on the CPU
+        prepare_to_run(loaded, spec.fp8, device)
+
+    where = loaded.provenance.get("file", text)
+    return Reader(text, f"{loaded.provenance.get('function', text)} from {where}", fn, check=check,
+                  provenance=loaded.provenance, fills_output=fills)
+
+
+def fills_output(fn) -> bool:
+    """A reader whose signature has a keyword-only `out` fills a caller-made output buffer (aiter's kernel does)
+    instead of returning logits: it is handed a guarded one (obligations.GuardedOutput)."""
+    try:
+        parameter = inspect.signature(fn).parameters.get("out")
+    except (TypeError, ValueError):  # no Python signature: the vLLM signature
+        return False
+    return parameter is not None and parameter.kind is inspect.Parameter.KEYWORD_ONLY
+
+
+def _isolated_reader(*args, **kwargs) -> None:
+    raise CheckerError("an isolated reader's code runs only in its child process")
+
+
+def resolve_reader(name: str, *, spec: CacheSpec, repo=None, isolation: Limits | None = DEFAULT_ISOLATION) -> Reader:
+    """The reader a name stands for, set up to read caches of `spec` (files may come from git in `repo`).
+
+    A reader from a file is not loaded here when `isolation` is given (the default): the Reader only names
+    it, and `readers.run_reader` loads and runs it in a child process under those limits (with the spec's FP8
+    format and `repo`). `isolation=None` loads it into this process (`--in-process`, for debugging)."""
+    parsed = parse(name, error=ProducerError)
+    if parsed.kind in KINDS[Role.READER] and isolation is not None:
+        return Reader(name, f"{name} (run in a child process)", _isolated_reader, isolation=isolation,
+                      repo=None if repo is None else str(repo), spec=spec)
+    if parsed.kind is Kind.PRESET:  # `repo`: a clone of the project's repository (--checkout)
+        from ..code.projects.compose import cpu_check, load
+
+        done = load(name, "reader", checkout=repo)
+        done.loaded.rebind(spec.fp8, spec.layout)
+        return Reader(name, f"{done.preset.description} from {done.loaded.origin.describe()}", done.fn,
+                      check=cpu_check(done.loaded), provenance=done.provenance)
+    if parsed.kind in KINDS[Role.READER]:
+        return _reader_from_code(name, spec, repo)
+    return _entry(name, Role.READER).load(spec)
 
 
 def _write(producer: Producer, spec: CacheSpec, k: torch.Tensor, cache: torch.Tensor, slot_mapping: torch.Tensor) -> None:

@@ -106,7 +106,7 @@ def producer_checks() -> tuple[Check, ...]:
             ok, reason = producers.available(name)
         except Exception as exc:  # an availability probe must not raise; if one does, that is the fact
             ok, reason = False, f"availability check raised {first_line(exc)}"
-        checks.append(Check(name, ok, reason, producers.REGISTRY[name].description))
+        checks.append(Check(name, ok, reason, producers.REGISTRY[producers.Role.WRITER][name].description))
     return tuple(checks)
 
 

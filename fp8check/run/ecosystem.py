@@ -153,13 +153,13 @@ def run_reader(config: EcosystemConfig, preset: Preset, record: dict, device: to
     """One reader run on the reference writer's bytes: pass, or fault with its causes: `recall` (it misses
     the exact reader's top-K), `mask-leak` (a position a row may not see is not -inf), `outside-write`."""
     from .parity import ParityConfig, generate, run_parity
-    from ..producers import readers
+    from ..producers import registry
 
     spec = _spec(record["block_size"], record["layout"], record["fp8"], record["scale_fmt"], config.ctx,
                  config.head_dim)
     parity = ParityConfig(ctx=(config.ctx,), topk=config.topk, next_n=record["next_n"])
     inputs = generate(spec, parity, heads=config.heads, seed=config.seed, shuffled=True)
-    reader = readers.resolve(PRESET_PREFIX + preset.key, spec=spec, repo=config.checkouts.get(preset.project))
+    reader = registry.resolve_reader(PRESET_PREFIX + preset.key, spec=spec, repo=config.checkouts.get(preset.project))
     result = run_parity(spec, parity, baseline=reference, writers=[], reader=reader, inputs=inputs, device=device)
     rows = result.reader_check or ()
     record["recall"] = round(min((m.recall for m in rows), default=1.0), 4)

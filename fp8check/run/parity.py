@@ -24,7 +24,8 @@ from ..core.outcome import json_safe
 from ..producers import reader_reference as reference_reader
 from ..core.metrics import DEFAULT_ATOL, DEFAULT_RTOL, Metrics, compare_logits, is_vacuous, quantize_q, visible_tokens
 from ..producers.obligations import Findings, leaks
-from ..producers.readers import Reader, run_reader_guarded
+from ..core.producer import Reader
+from ..producers.readers import run_reader_guarded
 from ..core.spec import CacheSpec, FP8Format, Layout, ScaleFormat
 from ..producers import registry as producers
 from ..producers.registry import Producer

@@ -245,7 +245,7 @@ def resolve_producers(device, names: dict[str, str], spec: CacheSpec, repo: Path
 def prepare_parity(request: Request, *, isolation="default") -> Prepared:
     """A parity run: the cache the contexts need, K/Q/weights drawn or read, the baseline, writers and reader."""
     from . import parity
-    from ..producers import readers
+    from ..producers import registry
 
     v = dict(request.values)
     if not {"writers", "expect_fail"} & request.stated:  # the default columns: the seed's buggy and fixed wrappers,
@@ -262,10 +262,8 @@ def prepare_parity(request: Request, *, isolation="default") -> Prepared:
         raise UsageError("--writers: name at least one writer")
     names = {"baseline": v["baseline"], **{f"w{i}": n for i, n in enumerate(v["writers"])}}
     sides = resolve_producers(device, names, spec, v["repo"], isolation=isolation)
-    from ..producers.registry import DEFAULT_ISOLATION
-
-    reader = readers.resolve(v["reader"], spec=spec, repo=v["repo"],
-                             isolation=DEFAULT_ISOLATION if isolation == "default" else isolation)
+    reader = registry.resolve_reader(v["reader"], spec=spec, repo=v["repo"],
+                                     isolation=registry.DEFAULT_ISOLATION if isolation == "default" else isolation)
     return Prepared(spec, data, device, sides, reader, config)
 
 

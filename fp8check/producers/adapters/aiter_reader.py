@@ -19,7 +19,7 @@ from ...core.spec import CacheSpec
 from . import FoundFunction, availability_of, find_function
 from .aiter import import_aiter, installed_version, require_rocm
 from .platform import Platform, probe
-from ..readers import Reader
+from ...core.producer import Reader
 
 NAME = "aiter"
 FUNCTION = "deepgemm_fp8_paged_mqa_logits"
