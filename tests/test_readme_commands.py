@@ -79,8 +79,8 @@ def test_the_shown_commands_run_as_written(block, tmp_path):
 
 
 def test_the_writer_contract_gives_the_blocks_byte_layout():
-    """Where the README tells users to write their own writer, it says where each byte of a block goes."""
-    text = (ROOT / "README.md").read_text()
+    """Where the docs tell users to write their own writer, they say where each byte of a block goes."""
+    text = (ROOT / "docs" / "producers.md").read_text()
     contract = text[text.index("**Your function**"):text.index("**A vLLM source file as it is**")]
     for fact in ("value region", "scale region", "block_size*head_dim + 4*(t*head_dim/qbs + j)", "t*head_dim + d",
                  "(t//16)*16*head_dim + (d//16)*256 + (t%16)*16 +"):
