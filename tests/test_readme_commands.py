@@ -66,6 +66,10 @@ def test_the_readme_and_the_docs_show_commands():
     assert sum(len(block) for page in PAGES for block in shell_commands(page)) >= 20
 
 
+def test_the_readme_is_a_front_page():
+    assert len((ROOT / "README.md").read_text().splitlines()) <= 250
+
+
 @pytest.mark.parametrize("block", shown_blocks())
 def test_the_shown_commands_run_as_written(block, tmp_path):
     for name in ("configs", "examples", "tests", "fp8check"):
