@@ -35,7 +35,7 @@ torch-plan:
 	$(PYTHON) -m pip install --dry-run --ignore-installed --quiet --report - $(TORCH_SPEC) \
 	  | $(PYTHON) -c "import json, sys; print('\n'.join(i['metadata']['name'] + ' ' + i['metadata']['version'] for i in json.load(sys.stdin)['install']))"
 
-# The suite against the oldest and the newest supported Triton (README: "Supported versions"), each in a
+# The suite against the oldest and the newest supported Triton (docs/install.md: "Supported versions"), each in a
 # venv of its own beside $(VENV), with the same torch build.
 TRITON_MATRIX ?= 3.6.0 3.9.0
 test-triton-matrix:

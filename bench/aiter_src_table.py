@@ -9,12 +9,26 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import platform
+import shutil
+import subprocess
 import sys
 import time
 
 from fp8check.api import compare_writers
 
 FINITE_INPUTS = ("normal", "uniform", "outliers", "ue8m0-boundary", "ties", "tiny", "specials", "mixed", "hashed")
+
+
+def versions(baseline: str) -> str:
+    """One line naming what the table ran with: the source, Python, torch, Triton and the clang on PATH."""
+    import torch
+    import triton
+
+    clangs = [name for name in ("clang-22", "clang-21", "clang-20", "clang") if shutil.which(name)]
+    clang = (subprocess.run([clangs[0], "--version"], capture_output=True, text=True).stdout.splitlines() or ["?"])[0]
+    return (f"{baseline}; Python {platform.python_version()}, torch {torch.__version__}, Triton {triton.__version__},"
+            f" {clang if clangs else 'no clang on PATH'}, {platform.machine()}")
 
 
 def main() -> int:
@@ -27,6 +41,7 @@ def main() -> int:
     parser.add_argument("--expect-identical", action="store_true", help="exit 1 unless every case is IDENTICAL")
     args = parser.parse_args()
     baseline = f"aiter-src:{args.source}"
+    print(versions(baseline), flush=True)  # the table's figures hold for these versions only
     failures = 0
     for candidate in args.candidates.split(","):
         for fp8, scale_fmt, layout in itertools.product(("e4m3fn", "e4m3fnuz"), ("ue8m0", "fp32"), ("shuffle", "linear")):

@@ -143,10 +143,11 @@ def test_the_example_test_file_fails_readably_against_the_buggy_writer(tmp_path)
     assert "integer-cast: " in done.stdout and "fix: view the value region as torch.float8_e4m3fn" in done.stdout
 
 
-def test_the_readme_shows_the_example_files_verbatim():
-    readme = (ROOT / "README.md").read_text()
+def test_the_readme_and_the_api_page_show_the_example_files_verbatim():
+    readme, api = (ROOT / "README.md").read_text(), (ROOT / "docs" / "api.md").read_text()
     assert f"```python\n{(EXAMPLES / 'test_my_writer.py').read_text()}```" in readme
-    assert f"```toml\n{(EXAMPLES / 'my_gate.toml').read_text()}```" in readme
+    assert f"```python\n{(EXAMPLES / 'test_my_writer.py').read_text()}```" in api
+    assert f"```toml\n{(EXAMPLES / 'my_gate.toml').read_text()}```" in api
 
 
 def test_a_golden_baseline_brings_its_spec_and_inputs(tmp_path):

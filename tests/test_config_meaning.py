@@ -212,10 +212,12 @@ def test_loading_the_plugin_imports_neither_torch_nor_triton_and_sets_no_environ
 
 
 def readme_gate_example() -> str:
-    """The README's gate config example, verbatim: the first TOML block after the [matrix] paragraph."""
-    readme = (ROOT / "README.md").read_text()
-    start = readme.index("```toml\n", readme.index("Case ids are built from the parameters"))
-    return readme[start + len("```toml\n"):readme.index("```\n", start + 1)]
+    """The docs' gate config example, verbatim: the first TOML block after the paragraph on case ids, in
+    whichever page of docs/ holds the gate's reference."""
+    anchor = "Case ids are built from the parameters"
+    (page,) = [text for path in sorted((ROOT / "docs").glob("*.md")) if anchor in (text := path.read_text())]
+    start = page.index("```toml\n", page.index(anchor))
+    return page[start + len("```toml\n"):page.index("```\n", start + 1)]
 
 
 def test_the_readmes_gate_example_passes_as_written_with_the_readmes_example_writer(capsys, tmp_path):

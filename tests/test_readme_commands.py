@@ -1,8 +1,10 @@
-"""Every `fp8check` command the README shows in a code block runs as written: a verdict (exit 0 or 1),
-never a usage error. Commands naming other repositories (`git:BEFORE:`, `git:origin/main:`, a checkout
-at `../aiter`) need those repositories, and `fp8check ecosystem` downloads released wheels (its offline
-subset is tests/test_ecosystem.py's): they are left out; the rest run from a folder that holds the files
-they name."""
+"""Every `fp8check` command the README and the pages of docs/ show in a shell block runs as written: a
+verdict (exit 0 or 1), never a usage error. Left out, each for the reason LEFT_OUT gives: commands
+naming other repositories (`git:BEFORE:`, `git:origin/main:`, a checkout at `../aiter`) need those
+repositories; `fp8check ecosystem` and `pkg:` / `preset:` names download released wheels (the offline
+subset is tests/test_ecosystem.py's); `--device cuda` needs a CUDA GPU (it runs where one is); aiter's
+own op and the recordings made of it need a ROCm GPU with aiter. The rest run from a folder that holds
+the files they name, in order within a block (a later one may use an earlier one's file)."""
 
 from __future__ import annotations
 
@@ -13,30 +15,63 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+NEEDS_CUDA = "needs a CUDA GPU"
+LEFT_OUT = {
+    "git:": "reads a revision of another repository",
+    ":../": "names a checkout of another repository",
+    "ecosystem": "downloads released wheels",
+    "pkg:": "downloads a released wheel",
+    "preset:": "downloads a released wheel",
+    "--producer aiter": "needs a ROCm GPU with aiter",
+    "golden:tests/golden/aiter": "replays a recording made on a ROCm GPU",
+    "--device cuda": NEEDS_CUDA,
+}
 
 
-def readme_blocks() -> list[list[str]]:
-    """The `fp8check` commands of each shell block, in order (a later one may use an earlier one's file)."""
-    blocks, language = [], None  # language: None outside a fenced block
-    for line in (ROOT / "README.md").read_text().splitlines():
+def left_out(command: str) -> str | None:
+    """Why a shown command cannot run here, or None."""
+    for marker, reason in LEFT_OUT.items():
+        if marker in command and not (reason == NEEDS_CUDA and torch.cuda.is_available()):
+            return reason
+    return None
+
+
+def shell_commands(page: Path) -> list[list[str]]:
+    """The `fp8check` commands of each shell block of a page, continuation lines joined, in order."""
+    blocks, language, pending = [], None, ""  # language: None outside a fenced block
+    for line in page.read_text().splitlines():
         if line.startswith("```"):
             language = line[3:].strip() if language is None else None
             blocks.append([])
-        elif language in ("", "sh", "bash", "console"):
-            line = line.strip().removeprefix("$ ")
-            if line.startswith("fp8check ") and not any(x in line for x in ("git:", ":../", "ecosystem")):
-                blocks[-1].append(line.split("  #")[0].strip())
+            continue
+        if language not in ("", "sh", "bash", "console"):
+            continue
+        line = pending + line.strip().removeprefix("$ ")
+        pending = line[:-1] + " " if line.endswith("\\") else ""
+        if not pending and line.startswith("fp8check ") and not left_out(line):
+            blocks[-1].append(line.split("  #")[0].strip())
     return [block for block in blocks if block]
 
 
-def test_the_readme_shows_commands():
-    assert sum(map(len, readme_blocks())) >= 8
+def shown_blocks() -> list:
+    return [pytest.param(block, id=f"{page.name}:{block[0][:60]}") for page in PAGES for block in shell_commands(page)]
 
 
-@pytest.mark.parametrize("block", readme_blocks(), ids=lambda block: block[0][:60])
-def test_the_readme_commands_run_as_written(block, tmp_path):
+def test_the_readme_and_the_docs_show_commands():
+    assert len(shell_commands(ROOT / "README.md")) >= 2
+    assert sum(len(block) for page in PAGES for block in shell_commands(page)) >= 20
+
+
+def test_the_readme_is_a_front_page():
+    assert len((ROOT / "README.md").read_text().splitlines()) <= 250
+
+
+@pytest.mark.parametrize("block", shown_blocks())
+def test_the_shown_commands_run_as_written(block, tmp_path):
     for name in ("configs", "examples", "tests", "fp8check"):
         (tmp_path / name).symlink_to(ROOT / name)
     for command in block:
@@ -48,8 +83,8 @@ def test_the_readme_commands_run_as_written(block, tmp_path):
 
 
 def test_the_writer_contract_gives_the_blocks_byte_layout():
-    """Where the README tells users to write their own writer, it says where each byte of a block goes."""
-    text = (ROOT / "README.md").read_text()
+    """Where the docs tell users to write their own writer, they say where each byte of a block goes."""
+    text = (ROOT / "docs" / "producers.md").read_text()
     contract = text[text.index("**Your function**"):text.index("**A vLLM source file as it is**")]
     for fact in ("value region", "scale region", "block_size*head_dim + 4*(t*head_dim/qbs + j)", "t*head_dim + d",
                  "(t//16)*16*head_dim + (d//16)*256 + (t%16)*16 +"):
