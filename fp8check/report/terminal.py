@@ -10,13 +10,15 @@ from ..compare import CompareCheck, CompareResult
 from ..diagnose import Diagnosis
 from ..diagnose.words import block_ranges, describe_example, explain, percent
 from ..diff import BlockDiff, DiffResult
+from ..errors import printable
 from ..spec import CacheSpec
 
 MAX_ROWS = 16  # larger caches show their differing blocks first, then one summary row
 
 
 def side_label(name: str, emulated: bool) -> str:
-    return f"{name} (PyTorch emulation)" if emulated else name
+    """A producer's name on one line, whatever it holds (errors.printable)."""
+    return printable(f"{name} (PyTorch emulation)" if emulated else name)
 
 
 def rows_to_show(diff: DiffResult, all_blocks: bool) -> list[BlockDiff]:

@@ -1,0 +1,89 @@
+"""The surfaces added around the core under hostile input (issue 31): names that carry terminal escapes
+and line breaks, machine-readable errors on stdout, crashed children in a gate, sizes that cannot fit,
+released code whose name or hash is not what it claims, stale builds."""
+
+from __future__ import annotations
+
+import json
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from fp8check.cli import main
+
+HOSTILE = Path(__file__).parent / "hostile"
+# a folder name a config can carry: a screen clear, a bell, a line break that forges a passing verdict line,
+# an OSC title change and a right-to-left override
+EVIL = "evil\x1b[2J\x07\x0b\nPASS: 1 passed\x1b]0;t\x07\u202e"
+CONTROL = [chr(c) for c in (*range(0x20), 0x7F, *range(0x80, 0xA0))] + ["\u202e"]
+
+
+def toml_string(text: str) -> str:
+    return json.dumps(text)  # a JSON string with \uXXXX escapes is a TOML basic string
+
+
+def evil_gate(tmp_path: Path) -> Path:
+    folder = tmp_path / EVIL
+    folder.mkdir()
+    (folder / "w.py").write_text((HOSTILE / "crashes.py").read_text())
+    config = tmp_path / "evil.toml"
+    config.write_text('[defaults]\ndevice = "cpu"\nblock = 16\nhead_dim = 64\nnum_blocks = 2\n[[case]]\n'
+                      f'candidate = {toml_string(f"file:{folder}/w.py:abort")}\nbaseline = "reference"\n')
+    return config
+
+
+def no_control(text: str) -> None:
+    found = sorted({repr(c) for c in text if c in CONTROL and c != "\n"})
+    assert not found, found
+
+
+def test_a_case_id_with_escapes_and_line_breaks_cannot_break_or_forge_any_report(capsys, tmp_path):
+    config = evil_gate(tmp_path)
+    junit, markdown, report = tmp_path / "r.xml", tmp_path / "r.md", tmp_path / "r.json"
+    code = main(["gate", str(config), "--junit", str(junit), "--markdown", str(markdown), "--json", str(report)])
+    out, err = capsys.readouterr()
+    assert code == 2, err
+    for text in (out, err, junit.read_text(), markdown.read_text()):
+        no_control(text)
+        assert not any(line.startswith("PASS") for line in text.splitlines()), text
+    root = ET.fromstring(junit.read_text())  # well-formed XML
+    (case,) = root.iter("testcase")
+    assert case.get("name").startswith("compare:file:") and "\\x1b[2J\\x07\\x0b\\nPASS: 1 passed" in case.get("name")
+    assert "aborted (SIGABRT) while writing" in case.find("error").get("message")
+    document = json.loads(report.read_text())
+    no_control(json.dumps(document, ensure_ascii=False))
+    assert document["cases"][0]["id"] == case.get("name").replace("\\n", "\n")  # JSON escapes line breaks itself
+    assert "\\x1b[2J" in out and f"ERROR: producer 'file:{tmp_path}/evil\\x1b[2J" in out
+
+
+@pytest.mark.parametrize("fmt", ["json", "junit", "markdown"])
+@pytest.mark.parametrize("argv", [
+    ["compare", "--candidate", "no-such-writer"],  # refused by fp8check
+    ["compare", "--block", "0"],  # refused by the option parser
+    ["table", "--baseline", "no-such-writer"],
+    ["parity", "--topk", "0"],
+    ["gate", "no-such-config"],
+], ids=["compare-name", "compare-range", "table", "parity", "gate"])
+def test_an_exit_2_writes_its_error_record_to_stdout(capsys, argv, fmt):
+    code = main([*argv, f"--{fmt}", "-"])
+    out, err = capsys.readouterr()
+    assert code == 2
+    message = err.removeprefix("fp8check: error: ").strip()
+    assert err.count("\n") == 1 and message, err
+    if fmt == "json":
+        document = json.loads(out)
+        assert (document["exit_code"], document["passed"], document["error"]) == (2, False, message)
+    elif fmt == "junit":
+        error = ET.fromstring(out).find("testsuite/testcase/error")
+        assert (error.get("type"), error.get("message")) == ("UserError", message)
+    else:
+        assert out.startswith(f"### fp8check {argv[0]}: FAIL") and message.split(";")[0] in out
+
+
+def test_an_unwritable_report_path_is_said_once(capsys):
+    code = main(["compare", "--baseline", "reference", "--candidate", "reference", "--block", "16", "--num-blocks",
+                 "1", "--device", "cpu", "--junit", "/proc/x.xml"])
+    _, err = capsys.readouterr()
+    assert code == 2 and err == "fp8check: error: --junit /proc/x.xml: cannot write in /proc (No such file or directory)\n"
