@@ -11,6 +11,7 @@ CI job notices when the bug is fixed.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import time
 from dataclasses import dataclass, field
@@ -62,6 +63,7 @@ class EcosystemConfig:
     reader_scale_fmt: str = "ue8m0"
     expects: tuple[Expect, ...] = ()
     checkouts: dict = field(default_factory=dict)  # project -> a clone of its repository
+    isolation: object = "default"  # the Limits preset code runs under (--timeout)
 
 
 def _list(value) -> tuple:
@@ -142,11 +144,15 @@ def run_writer(config: EcosystemConfig, preset: Preset, record: dict, device: to
                  config.head_dim)
     data = generate(spec, seed=config.seed, distribution=Distribution(record["inputs"]))
     candidate = registry.resolve(PRESET_PREFIX + preset.key, fp8=spec.fp8,
-                                 repo=config.checkouts.get(preset.project))
+                                 repo=config.checkouts.get(preset.project), **_isolation(config))
     checked = check_compare(spec, baseline=reference, candidate=candidate, inputs=data, device=device)
     record["status"] = "identical" if checked.result.diff.identical else "different"
     record["causes"] = [c.category.value for c in checked.diagnosis.causes]
     return checked
+
+
+def _isolation(config: EcosystemConfig) -> dict:
+    return {} if config.isolation == "default" else {"isolation": config.isolation}
 
 
 def run_reader(config: EcosystemConfig, preset: Preset, record: dict, device: torch.device, reference):
@@ -159,7 +165,8 @@ def run_reader(config: EcosystemConfig, preset: Preset, record: dict, device: to
                  config.head_dim)
     parity = ParityConfig(ctx=(config.ctx,), topk=config.topk, next_n=record["next_n"])
     inputs = generate(spec, parity, heads=config.heads, seed=config.seed, shuffled=True)
-    reader = readers.resolve(PRESET_PREFIX + preset.key, spec=spec, repo=config.checkouts.get(preset.project))
+    reader = readers.resolve(PRESET_PREFIX + preset.key, spec=spec, repo=config.checkouts.get(preset.project),
+                             **_isolation(config))
     result = run_parity(spec, parity, baseline=reference, writers=[], reader=reader, inputs=inputs, device=device)
     rows = result.reader_check or ()
     record["recall"] = round(min((m.recall for m in rows), default=1.0), 4)
@@ -274,10 +281,14 @@ def _fetch(config: EcosystemConfig, presets: list[Preset]) -> dict[str, str]:
     return failed
 
 
-def run_ecosystem(config: EcosystemConfig, device: torch.device, progress: Progress | None = None) -> EcosystemResult:
-    """Every run of the plan: skipped with its reason, or run and recorded (status, causes, recall)."""
+def run_ecosystem(config: EcosystemConfig, device: torch.device, progress: Progress | None = None,
+                  isolation="default") -> EcosystemResult:
+    """Every run of the plan: skipped with its reason, or run and recorded (status, causes, recall); preset
+    code runs under `isolation` (isolation.Limits; "default": the registry's; None: in this process)."""
     from .writers import registry
 
+    if isolation != "default":
+        config = dataclasses.replace(config, isolation=isolation)
     progress = progress or (lambda label, done, total: None)
     start = time.perf_counter()
     reference = registry.resolve("reference")

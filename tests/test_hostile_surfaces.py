@@ -87,3 +87,37 @@ def test_an_unwritable_report_path_is_said_once(capsys):
                  "1", "--device", "cpu", "--junit", "/proc/x.xml"])
     _, err = capsys.readouterr()
     assert code == 2 and err == "fp8check: error: --junit /proc/x.xml: cannot write in /proc (No such file or directory)\n"
+
+
+def test_gate_reports_crashed_children_at_once_and_kills_a_hang_at_its_timeout(capsys, tmp_path):
+    writers = [f"file:{HOSTILE}/crashes.py:{f}" for f in ("abort", "segfault", "kill_self")]
+    config = tmp_path / "crashes.toml"
+    config.write_text('[defaults]\ndevice = "cpu"\nblock = 16\nhead_dim = 64\nnum_blocks = 2\n[[case]]\n'
+                      f'candidate = {json.dumps([*writers, f"file:{HOSTILE}/hangs.py:sleeps", "reference"])}\n'
+                      'baseline = "reference"\n')
+    report = tmp_path / "gate.json"
+    code = main(["gate", str(config), "--timeout", "3", "--json", str(report)])
+    _, err = capsys.readouterr()
+    cases = json.loads(report.read_text())["cases"]
+    assert code == 2, err
+    assert [(c["status"], c["error"]) for c in cases] == [
+        ("error", f"producer '{writers[0]}' aborted (SIGABRT) while writing"),
+        ("error", f"producer '{writers[1]}' crashed (SIGSEGV) while writing"),
+        ("error", f"producer '{writers[2]}' was killed (SIGKILL: out of memory, or killed from outside) while writing"),
+        ("error", f"producer 'file:{HOSTILE}/hangs.py:sleeps' did not finish within the 3 s timeout (--timeout) while"
+                  " writing: killed"),
+        ("passed", None)]
+    seconds = json.loads(report.read_text())["run"]["case_seconds"]
+    assert max(list(seconds.values())[:3]) < 3  # a dead child is seen when it dies, not at the deadline
+
+
+@pytest.mark.parametrize("command", ["gate", "ecosystem", "compare", "table", "parity", "record"])
+def test_every_command_that_runs_code_under_test_takes_timeout_from_the_option_table(capsys, command):
+    from fp8check import options
+
+    code = main([command, "--help"])
+    out, _ = capsys.readouterr()
+    assert code == 0 and "--timeout SECONDS" in out and options.ISOLATION["timeout"].help.split()[0] in out
+    code = main([command, "--timeout", "0"] + (["ci"] if command == "gate" else []))
+    _, err = capsys.readouterr()
+    assert code == 2 and "Invalid value for '--timeout': 0.0 is not in the range x>0." in err, err

@@ -25,12 +25,10 @@ def command_options(command: str):
 
 def isolation_options(fn):
     """How code from files (file:, vllm-file:, git:) runs: in a child process, under these limits."""
-    from ..isolation import DEFAULT_TIMEOUT_S
+    from .. import options as table
 
     options = [
-        click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_TIMEOUT_S,
-                     show_default=True, metavar="SECONDS",
-                     help="Kill a writer from a file that runs longer than this (it is then exit 2)."),
+        table.ISOLATION["timeout"].click_option(),
         click.option("--memory-limit", "memory_limit_mib", type=click.IntRange(min=1), default=None, metavar="MIB",
                      help="Memory a writer from a file may allocate (CPU) [default: what the machine has]."),
         click.option("--in-process", is_flag=True,
