@@ -37,8 +37,8 @@ import traceback
 from dataclasses import dataclass
 
 from .errors import UserError, first_line, one_line, raised_at
+from .options import DEFAULT_TIMEOUT_S
 
-DEFAULT_TIMEOUT_S = 600.0  # generous: the Triton interpreter writes ~400 tokens/s on a 2-core CPU
 MAX_DRAIN_BYTES = 2 << 20  # read after the child ended: its last frame; a grandchild's flood is cut here
 FRAME_MARK = b"\x00fp8check-report\x00"
 MAX_FRAME_BYTES = 1 << 20  # a report is a few hundred bytes (a vllm-file writer's provenance a few KB)

@@ -151,6 +151,9 @@ def _spec_options() -> list[Option]:
         Option("device", "device", str, "auto", choices=DEVICE_CHOICES),
         Option("repo", "repo", Path, None,
                "Git repository that git:REV:PATH names are read from [default: the current directory's]."),
+        Option("allow_unpinned", "allow_unpinned", bool, False,
+               "Run released code (pkg:, aiter-src:pkg:, presets) of a version no project table pins; its wheel's"
+               " sha256 is then recorded and printed, not checked."),
     ]
 
 
@@ -201,9 +204,10 @@ def _parity_options() -> list[Option]:
     ]
 
 
-def _isolation_options() -> list[Option]:
-    from .isolation import DEFAULT_TIMEOUT_S
+DEFAULT_TIMEOUT_S = 600.0  # generous: the Triton interpreter writes ~400 tokens/s on a 2-core CPU
 
+
+def _isolation_options() -> list[Option]:
     return [
         Option("timeout", "timeout_s", float, DEFAULT_TIMEOUT_S,
                "Kill code under test (a writer or reader from a file, a checkout or a release) that runs longer than"
@@ -227,12 +231,14 @@ COMPARE_KEYS = (*SPEC, "baseline", "candidate", *BUDGET, *CONVENTIONS)
 TABLE_KEYS = (*SPEC, "baseline", "buggy", "fixed")
 # parity: the spec and input options but --num-blocks (the contexts size the cache), --specials-inf-nan and --layers,
 # with its own slot choices (a block table in order or shuffled)
-PARITY_KEYS = (*(k for k in SPEC if k not in ("num_blocks", "specials_inf_nan", "slots", "layers")), "baseline",
+PARITY_KEYS = (*(k for k in SPEC if k not in ("num_blocks", "specials_inf_nan", "slots", "layers", "allow_unpinned")),
+               "baseline",
                *(k for k in PARITY if k != "parity_slots"), "slots")
 # the keys a parity gate case takes (`fp8check parity`'s but --repo), in the order its id names them
 PARITY_CASE_KEYS = ("ctx", "heads", "head_dim", "block", "qbs", "topk", "next_n", "fp8", "scale_fmt", "layout", "slots",
                     "inputs", "input", "seed", "writers", "baseline", "reader", "rtol", "atol", "min_recall",
                     "expect_fail", "device")
+PARITY_KEYS = (*PARITY_KEYS, "allow_unpinned")  # the last flag of `fp8check parity`; not part of a case's id
 ALL = {**SPEC, **BUDGET, **CONVENTIONS, **PRODUCERS, **PARITY, **ISOLATION}
 COMMAND_LINE = ""  # `where` of values typed on the command line: errors name the flag
 COMMAND_KEYS = {"compare": COMPARE_KEYS, "table": TABLE_KEYS, "record": (*SPEC, "producer"), "parity": PARITY_KEYS}
