@@ -68,20 +68,33 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _platform_args(wheel: str | None) -> list[str]:
-    """pip's target options for a pinned binary wheel (e.g. a cp311 manylinux wheel fetched by Python 3.12)."""
+def _python_version(interpreter: str, abi: str, running: tuple[int, int]) -> str | None:
+    """The Python version pip should select for: a `cpXY` wheel is for X.Y only; a stable-ABI one (`abi3`)
+    for X.Y and every later CPython, so the running interpreter's version when it is one of those (pip then
+    also checks the wheel's Requires-Python against it: vLLM's cp38-abi3 wheel requires >= 3.10)."""
+    if not (interpreter.startswith("cp") and interpreter[2:].isdigit()):
+        return None
+    digits = interpreter[2:]
+    tagged = (int(digits[0]), int(digits[1:] or 0))
+    chosen = max(tagged, running) if abi == "abi3" else tagged
+    return f"{chosen[0]}.{chosen[1]}"
+
+
+def _platform_args(wheel: str | None, running: tuple[int, int] = sys.version_info[:2]) -> list[str]:
+    """pip's target options for a pinned binary wheel, from its tags (e.g. a cp311 manylinux wheel fetched by
+    Python 3.12, or a cp38-abi3 one by Python 3.11)."""
     if wheel is None:
         return []
     from packaging.utils import parse_wheel_filename
 
     tags = sorted(parse_wheel_filename(wheel)[3], key=str)
-    tag = tags[0]
-    if tag.platform == "any":
+    if all(tag.platform == "any" for tag in tags):
         return []
-    args = ["--only-binary=:all:", "--platform", tag.platform, "--abi", tag.abi]
-    if tag.interpreter.startswith("cp") and tag.interpreter[2:].isdigit():
-        digits = tag.interpreter[2:]
-        args += ["--implementation", "cp", "--python-version", f"{digits[0]}.{digits[1:]}"]
+    tag = tags[0]
+    args = ["--only-binary=:all:", *(f"--platform={p}" for p in sorted({t.platform for t in tags})), f"--abi={tag.abi}"]
+    version = _python_version(tag.interpreter, tag.abi, running)
+    if version is not None:
+        args += ["--implementation=cp", f"--python-version={version}"]
     return args
 
 
@@ -90,7 +103,7 @@ def _download(package: Package, folder: Path) -> None:
     command = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check", "-q",
                package.label, "-d", str(folder), *_platform_args(package.wheel)]
     if package.find_links is not None:
-        command += ["--no-index", "--find-links", package.find_links]
+        command += ["--no-index", f"--find-links={package.find_links}"]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         lines = [line for line in done.stderr.strip().splitlines() if line.startswith("ERROR")] or \
