@@ -153,7 +153,8 @@ def prepare(request: Request, *, isolation="default", given_inputs=None, produce
         data = data.to(device)
     names = {role: v[role] for role in ROLES[request.command] if role not in producers}
     return Prepared(spec, data, device, {**producers, **resolve_producers(device, names, spec, v["repo"],
-                                                                           isolation=isolation)})
+                                                                           isolation=isolation,
+                                                                           allow_unpinned=v["allow_unpinned"])})
 
 
 def _spec_and_inputs(request: Request, given_inputs, device):
@@ -232,13 +233,14 @@ def _check_memory(spec: CacheSpec, num_tokens: int, device, request: Request, re
 
 
 def resolve_producers(device, names: dict[str, str], spec: CacheSpec, repo: Path | None, *,
-                      isolation="default") -> dict:
+                      isolation="default", allow_unpinned: bool = False) -> dict:
     """Producers by role. Code from files runs in a child process under `isolation` (Limits; "default":
-    registry.DEFAULT_ISOLATION; None: in this process)."""
+    registry.DEFAULT_ISOLATION; None: in this process); released code unpinned only with `allow_unpinned`."""
     from .writers import registry
 
     limits = registry.DEFAULT_ISOLATION if isolation == "default" else isolation
-    return {role: registry.resolve(name, fp8=spec.fp8, repo=repo, isolation=limits) for role, name in names.items()}
+    return {role: registry.resolve(name, fp8=spec.fp8, repo=repo, isolation=limits, allow_unpinned=allow_unpinned)
+            for role, name in names.items()}
 
 
 def prepare_parity(request: Request, *, isolation="default") -> Prepared:
@@ -260,10 +262,10 @@ def prepare_parity(request: Request, *, isolation="default") -> Prepared:
     if not v["writers"]:
         raise UsageError("--writers: name at least one writer")
     names = {"baseline": v["baseline"], **{f"w{i}": n for i, n in enumerate(v["writers"])}}
-    sides = resolve_producers(device, names, spec, v["repo"], isolation=isolation)
+    sides = resolve_producers(device, names, spec, v["repo"], isolation=isolation, allow_unpinned=v["allow_unpinned"])
     from .writers.registry import DEFAULT_ISOLATION
 
-    reader = readers.resolve(v["reader"], spec=spec, repo=v["repo"],
+    reader = readers.resolve(v["reader"], spec=spec, repo=v["repo"], allow_unpinned=v["allow_unpinned"],
                              isolation=DEFAULT_ISOLATION if isolation == "default" else isolation)
     return Prepared(spec, data, device, sides, reader, config)
 

@@ -2,10 +2,13 @@
 
 The wheel is downloaded without its dependencies by pip itself (`python -m pip download --no-deps`)
 into fp8check's cache folder (disk_cache.py: `<cache>/wheels/NAME-VERSION/`), so a second run reads it
-from there. Its sha256 is checked against the one a project table pins (projects/*.toml); an unpinned
-wheel's sha256 is recorded in the provenance of every report. Only PATH is read out of the wheel (a zip
-archive); nothing is installed, nothing of the package is imported. fp8check carries no copy of any
-project's code: this is how it gets the bytes that run.
+from there. One hash rule for every path to released code (`pkg:`, `aiter-src:pkg:`, presets): a version
+a project table pins (projects/*.toml) must have the pinned sha256; any other version runs only when the
+run allows it (`--allow-unpinned`, `allow_unpinned = true`: `admit`), and its wheel's sha256 is then
+recorded in the provenance and printed. Names and versions must follow the standard grammar (PEP 508
+names, PEP 440 versions) before pip sees them, and nothing typed reaches pip as an option.
+Only PATH is read out of the wheel (a zip archive); nothing is installed, nothing of the package is
+imported. fp8check carries no copy of any project's code: this is how it gets the bytes that run.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ class Package:
 
     name: str
     version: str
-    sha256: str | None = None  # the wheel's pinned hash; None: recorded, not checked
+    sha256: str | None = None  # the wheel's pinned hash; None: unpinned (admit), recorded, not checked
     wheel: str | None = None  # the pinned wheel's file name (its tags pick the platform to download for)
     find_links: str | None = None  # a folder of wheels (`pip download --no-index --find-links DIR`)
 
@@ -38,17 +41,47 @@ class Package:
         return f"{self.name}=={self.version}"
 
 
+def requirement(name: str, version: str, text: str, error: type[UserError] = ProducerError) -> tuple[str, str]:
+    """(NAME, VERSION) when NAME is a PEP 508 project name and VERSION a PEP 440 version (`0.5.2`,
+    `0.1.7.post2.dev18`), so that `NAME==VERSION` is one plain requirement for pip and never an option,
+    a file, a URL or a range; `error` naming `text` otherwise."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        parsed = Requirement(name)
+        Version(version)
+    except (InvalidRequirement, InvalidVersion):
+        parsed = None
+    if parsed is None or parsed.name != name or parsed.extras or parsed.url or parsed.marker or \
+            version != version.strip() or "==" in version:
+        raise error(f"{text!r}: {name}=={version} is not a released package's name and exact version (PEP 508"
+                    " name, PEP 440 version)")
+    return name, version
+
+
 def split_pkg(text: str, error: type[UserError] = ProducerError) -> tuple[str, str, str, str | None]:
-    """`pkg:NAME==VERSION:PATH[:FUNC]` -> (NAME, VERSION, PATH, FUNC or None)."""
+    """`pkg:NAME==VERSION:PATH[:FUNC]` -> (NAME, VERSION, PATH, FUNC or None), NAME and VERSION checked
+    against the standard grammar (requirement)."""
     body = text[len(PKG_PREFIX):] if text.startswith(PKG_PREFIX) else text
-    requirement, sep, rest = body.partition(":")
-    name, eq, version = requirement.partition("==")
+    pinned, sep, rest = body.partition(":")
+    name, eq, version = pinned.partition("==")
     if not sep or not eq or not name or not version or not rest:
         raise error(f"{text!r}: expected pkg:NAME==VERSION:PATH[:FUNC]")
+    requirement(name, version, text, error)
     path, sep, func = rest.rpartition(":")
     if sep and func.isidentifier() and path:
         return name, version, path, func
     return name, version, rest, None
+
+
+def admit(package: Package, *, allow_unpinned: bool, what: str) -> None:
+    """The hash rule, before anything is fetched: a release without a pinned sha256 runs only when the run
+    allows it (`--allow-unpinned`); its hash is then recorded and printed, never checked."""
+    if package.sha256 is None and not allow_unpinned:
+        raise ProducerError(f"{what}: no project table pins the sha256 of {package.label}; fp8check runs released"
+                            " code unpinned only with --allow-unpinned (config: allow_unpinned = true), and then"
+                            " records and prints its wheel's sha256")
 
 
 def _normal(name: str) -> str:
@@ -100,10 +133,12 @@ def _platform_args(wheel: str | None, running: tuple[int, int] = sys.version_inf
 
 def _download(package: Package, folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
+    requirement(package.name, package.version, f"pkg:{package.label}")
     command = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check", "-q",
-               package.label, "-d", str(folder), *_platform_args(package.wheel)]
+               f"--dest={folder}", *_platform_args(package.wheel)]
     if package.find_links is not None:
         command += ["--no-index", f"--find-links={package.find_links}"]
+    command += ["--", package.label]  # after `--`: a requirement, whatever it held
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         lines = [line for line in done.stderr.strip().splitlines() if line.startswith("ERROR")] or \
@@ -145,7 +180,5 @@ def read_file(package: Package, path: str) -> Source:
     except zipfile.BadZipFile:
         raise ProducerError(f"pkg:{package.label}: {wheel.name} is not a zip archive") from None
     provenance = {"file": path, "package": package.label, "wheel": wheel.name, "wheel_sha256": wheel_sha,
-                  "sha256": hashlib.sha256(data).hexdigest()}
-    if package.sha256 is not None:
-        provenance["wheel_pinned"] = "yes"
+                  "sha256": hashlib.sha256(data).hexdigest(), "wheel_pinned": "yes" if package.sha256 else "no"}
     return Source(data, f"pkg:{package.label}:{path}", provenance)

@@ -121,3 +121,66 @@ def test_every_command_that_runs_code_under_test_takes_timeout_from_the_option_t
     code = main([command, "--timeout", "0"] + (["ci"] if command == "gate" else []))
     _, err = capsys.readouterr()
     assert code == 2 and "Invalid value for '--timeout': 0.0 is not in the range x>0." in err, err
+
+
+def cached_wheel(cache: Path, name: str, version: str, files: dict[str, str], tag: str = "py3-none-any") -> Path:
+    """A wheel placed in fp8check's cache folder as if pip had fetched it (released.py's layout)."""
+    import zipfile
+
+    folder = cache / "wheels" / f"{name.replace('-', '_')}-{version}"
+    folder.mkdir(parents=True)
+    wheel = folder / f"{name.replace('-', '_')}-{version}-{tag}.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for path, text in files.items():
+            archive.writestr(path, text)
+    return wheel
+
+
+def test_an_unpinned_release_runs_only_when_allowed_and_then_prints_its_hash(capsys, tmp_path, monkeypatch):
+    import hashlib
+
+    monkeypatch.setenv("FP8CHECK_CACHE_DIR", str(tmp_path / "cache"))
+    wheel = cached_wheel(tmp_path / "cache", "demo-kernels", "1.0", {
+        "demo_kernels/ops.py": "def writer(k, kv_cache, slot_mapping, quant_block_size, scale_fmt):\n    return None\n"})
+    name = "pkg:demo-kernels==1.0:demo_kernels/ops.py:writer"
+    argv = ["compare", "--baseline", "reference", "--candidate", name, "--block", "16", "--head-dim", "64",
+            "--num-blocks", "2", "--device", "cpu"]
+    code = main(argv)
+    _, err = capsys.readouterr()
+    assert code == 2 and err == (f"fp8check: error: {name}: no project table pins the sha256 of demo-kernels==1.0;"
+                                 " fp8check runs released code unpinned only with --allow-unpinned (config:"
+                                 " allow_unpinned = true), and then records and prints its wheel's sha256\n")
+    code = main([*argv, "--allow-unpinned", "--json", str(tmp_path / "r.json")])
+    out, err = capsys.readouterr()
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    assert code == 1, err  # it wrote nothing: its bytes are the poison
+    assert f"from {wheel.name} sha256 {digest} (UNPINNED: recorded, not checked)" in out.replace("\n", "")
+    provenance = json.loads((tmp_path / "r.json").read_text())["candidate_provenance"]
+    assert (provenance["wheel_sha256"], provenance["wheel_pinned"]) == (digest, "no")
+
+
+def test_aiter_src_from_a_release_checks_the_pinned_hash(capsys, tmp_path, monkeypatch):
+    from fp8check.writers.projects.table import project
+
+    aiter = project("aiter")
+    monkeypatch.setenv("FP8CHECK_CACHE_DIR", str(tmp_path / "cache"))
+    tampered = cached_wheel(tmp_path / "cache", aiter.package, aiter.version,
+                            {"aiter_meta/csrc/kernels/cache_kernels.cu": "// not the released op\n"},
+                            tag=aiter.wheel.split(f"{aiter.version}-")[1].removesuffix(".whl"))
+    import hashlib
+
+    code = main(["compare", "--baseline", "reference", "--candidate", f"aiter-src:pkg:{aiter.package}=={aiter.version}",
+                 "--block", "16", "--num-blocks", "2", "--device", "cpu"])
+    _, err = capsys.readouterr()
+    assert code == 2 and err == (f"fp8check: error: pkg:{aiter.package}=={aiter.version}: {tampered.name} has sha256"
+                                 f" {hashlib.sha256(tampered.read_bytes()).hexdigest()}, the pinned hash is"
+                                 f" {aiter.sha256}: refused\n")
+
+
+@pytest.mark.parametrize("name", ["pkg:-rFILE==1:x.py:f", "aiter-src:pkg:-rFILE==1", "pkg:demo==1.0-rFILE:x.py:f"])
+def test_a_name_that_would_be_a_pip_option_is_refused_before_pip(capsys, tmp_path, monkeypatch, name):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "FILE").write_text("demo==1\n")
+    code = main(["compare", "--candidate", name, "--device", "cpu"])
+    _, err = capsys.readouterr()
+    assert code == 2 and "is not a released package's name and exact version (PEP 508 name, PEP 440 version)" in err

@@ -121,12 +121,18 @@ def _not_here(*args, **kwargs) -> None:
     raise CheckerError("an isolated reader's code runs only in its child process")
 
 
-def resolve(name: str, *, spec: CacheSpec, repo=None, isolation: Limits | None = DEFAULT_ISOLATION) -> Reader:
+def resolve(name: str, *, spec: CacheSpec, repo=None, isolation: Limits | None = DEFAULT_ISOLATION,
+            allow_unpinned: bool = False) -> Reader:
     """The reader a name stands for, set up to read caches of `spec` (files may come from git in `repo`).
 
     A reader from a file is not loaded here when `isolation` is given (the default): the Reader only names
     it, and `run_reader` loads and runs it in a child process under those limits (with the spec's FP8
-    format and `repo`). `isolation=None` loads it into this process (`--in-process`, for debugging)."""
+    format and `repo`). `isolation=None` loads it into this process (`--in-process`, for debugging).
+    Released code passes the one hash rule first, as writers do (writers.registry.resolve)."""
+    if untrusted(name):
+        from ..writers.projects.pins import admit_release
+
+        admit_release(name, repo=repo, allow_unpinned=allow_unpinned)
     if untrusted(name) and isolation is not None:
         return Reader(name, f"{name} (run in a child process)", _not_here, isolation=isolation,
                       repo=None if repo is None else str(repo), spec=spec)
@@ -209,7 +215,7 @@ def read_in_child(name: str, spec_json: str, repo: str | None, q_fp8: torch.Tens
     `guard_buffer` (obligations.GuardedOutput), whose guards the parent checks."""
     phase("loading")
     spec = CacheSpec.from_dict(json.loads(spec_json))
-    reader = resolve(name, spec=spec, repo=repo, isolation=None)
+    reader = resolve(name, spec=spec, repo=repo, isolation=None, allow_unpinned=True)  # the parent admitted it
     reader.check(spec, kv_cache.device)  # its Triton kernels: the exact interpreter on the CPU
     phase("reading")
     guarded = GuardedOutput(guard_buffer, q_fp8.shape[0] * q_fp8.shape[1], max_model_len)

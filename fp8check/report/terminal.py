@@ -130,6 +130,9 @@ def describe_provenance(provenance: dict) -> str:
     if "commit" in provenance:
         text += f" at git {provenance['revision']} = {provenance['commit']}"
     text += f", sha256 {provenance.get('sha256', '?')}"
+    if "wheel_sha256" in provenance:  # released code: its wheel, and whether a project table pinned that hash
+        pinned = "pinned" if provenance.get("wheel_pinned") == "yes" else "UNPINNED: recorded, not checked"
+        text += f", from {provenance.get('wheel', '?')} sha256 {provenance['wheel_sha256']} ({pinned})"
     bound = provenance.get("bound")
     if bound:
         text += "; bound: " + ", ".join(f"{name} = {what}" for name, what in bound.items())

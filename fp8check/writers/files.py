@@ -154,7 +154,8 @@ def _load_pkg(text: str, *, role: str, fp8, default_function, device) -> LoadedF
     """`pkg:NAME==VERSION:PATH[:FUNC]`: FUNC of PATH in the released wheel, bound by the package's project
     table (projects/*.toml; a package without one gets only the standard library, torch and Triton)."""
     from .projects.table import BindTable, for_package
-    from ..released import Package, read_file, split_pkg
+    from ..released import read_file, split_pkg
+    from .projects.pins import pinned
     from .vllm_file import compile_function
 
     name, version, path, func = split_pkg(text)
@@ -162,8 +163,7 @@ def _load_pkg(text: str, *, role: str, fp8, default_function, device) -> LoadedF
     if func is None:
         raise ProducerError(f"{role} {text!r}: expected pkg:NAME==VERSION:PATH:FUNC")
     project = for_package(name)
-    pinned = project is not None and project.version == version
-    package = Package(name, version, project.sha256 if pinned else None, project.wheel if pinned else None)
+    package = pinned(name, version)
     table = project.table if project is not None else BindTable(name, name.replace("-", "_"))
     compiled_files: dict = {}
 

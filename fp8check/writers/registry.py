@@ -155,14 +155,22 @@ def _preset(name: str, checkout) -> Producer:
                     triton=bool(done.loaded.kernels()))
 
 
-def resolve(name: str, *, fp8=None, repo=None, isolation: Limits | None = DEFAULT_ISOLATION) -> Producer:
+def resolve(name: str, *, fp8=None, repo=None, isolation: Limits | None = DEFAULT_ISOLATION,
+            allow_unpinned: bool = False) -> Producer:
     """The producer a name stands for: a registry name, `auto`, or code from a file (`file:`, `vllm-file:`,
     either with `git:REV:PATH` read from `repo`). `fp8` (an FP8Format) names the format vllm-file's
     platform names are reported bound to; a vllm-file writer is bound to each run's --fp8 either way.
 
     Code from files is not loaded here when `isolation` is given (the default): the Producer only names
     it, and `run` loads and runs it in a child process under those limits. `isolation=None` loads it
-    into this process (`--in-process`, for debugging)."""
+    into this process (`--in-process`, for debugging).
+
+    Released code (`pkg:`, `aiter-src:pkg:`, a preset's release) passes the one hash rule first, here in
+    the parent: a version no project table pins is refused unless `allow_unpinned` (released.admit)."""
+    if untrusted(name):
+        from .projects.pins import admit_release
+
+        admit_release(name, repo=repo, allow_unpinned=allow_unpinned)
     if untrusted(name) and isolation is not None:
         return Producer(name, f"{name} (run in a child process)", _not_here, isolation=isolation,
                         repo=None if repo is None else str(repo))
@@ -213,7 +221,7 @@ def run_in_child(name: str, spec_json: str, repo: str | None, k: torch.Tensor, s
 
     phase("loading")
     spec = CacheSpec.from_dict(json.loads(spec_json))
-    producer = resolve(name, fp8=spec.fp8, repo=repo, isolation=None)
+    producer = resolve(name, fp8=spec.fp8, repo=repo, isolation=None, allow_unpinned=True)  # the parent admitted it
     producer.check(spec, buffer.device)
     phase("writing")
     write_in_layer(CacheBuffer(spec, buffer), lambda cache: _write(producer, spec, k, cache, slot_mapping))

@@ -77,12 +77,13 @@ def _git_export(text: str) -> tuple[Path, str]:
 
 def _released(text: str) -> tuple[Path, str]:
     """`pkg:amd-aiter==VERSION`: the released wheel (fetched once by released.py), unpacked once."""
-    from ...released import Package, fetch_wheel
+    from ...released import fetch_wheel, requirement
+    from ..projects.pins import pinned
 
     name, _, version = text[len(PKG_PREFIX):].partition("==")
     if not name or not version:
         raise ProducerError(f"aiter-src:{text}: expected aiter-src:pkg:amd-aiter==VERSION")
-    wheel, digest = fetch_wheel(Package(name, version))
+    wheel, digest = fetch_wheel(pinned(*requirement(name, version, f"aiter-src:{text}")))  # a pinned hash is checked
     target = disk_cache.entry("aiter-src-wheel", digest)
     if target is None:
         target = Path(tempfile.mkdtemp(prefix="fp8check-aiter-wheel-"))
