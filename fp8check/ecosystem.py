@@ -110,15 +110,7 @@ def read_config(path: Path, checkouts: dict[str, str]) -> EcosystemConfig:
 
 
 def _unsupported(preset: Preset, block: int, layout: str, fp8: str, scale_fmt: str) -> str | None:
-    if fp8 not in preset.fp8:
-        return f"{preset.key} supports {', '.join(preset.fp8)} only"
-    if layout not in preset.layouts:
-        return f"{preset.key} writes/reads the {', '.join(preset.layouts)} layout only"
-    if preset.block_sizes is not None and block not in preset.block_sizes:
-        return f"{preset.key} supports block_size {', '.join(map(str, preset.block_sizes))} only"
-    if scale_fmt not in preset.scale_fmts:
-        return f"{preset.key} supports {', '.join(preset.scale_fmts)} scales only"
-    return None
+    return preset.unsupported(block, layout, fp8, scale_fmt)
 
 
 def _record(preset: Preset, role: str, spec_fields: dict) -> dict:

@@ -133,6 +133,10 @@ def resolve(name: str, *, spec: CacheSpec, repo=None, isolation: Limits | None =
         from ..writers.projects.pins import admit_release
 
         admit_release(name, repo=repo, allow_unpinned=allow_unpinned)
+    if name.startswith(PRESET_PREFIX):  # a spec its table declares unsupported: refused before anything runs
+        from ..writers.projects.compose import spec_check
+
+        spec_check(name, "reader")(spec, None)
     if untrusted(name) and isolation is not None:
         return Reader(name, f"{name} (run in a child process)", _not_here, isolation=isolation,
                       repo=None if repo is None else str(repo), spec=spec)

@@ -147,11 +147,17 @@ def _not_here(*args, **kwargs) -> None:
 
 def _preset(name: str, checkout) -> Producer:
     """`preset:PROJECT/NAME`, a writer a project table declares (projects/compose.py)."""
-    from .projects.compose import cpu_check, load
+    from .projects.compose import cpu_check, load, spec_check
 
     done = load(name, "writer", checkout=checkout)
+    supported, exact = spec_check(name, "writer"), cpu_check(done.loaded)
+
+    def check(spec, device) -> None:
+        supported(spec, device)
+        exact(spec, device)
+
     return Producer(name, f"{done.preset.description} from {done.loaded.origin.describe()}", done.fn,
-                    keywords=frozenset(EXTRA_KEYWORDS), provenance=done.provenance, check=cpu_check(done.loaded),
+                    keywords=frozenset(EXTRA_KEYWORDS), provenance=done.provenance, check=check,
                     triton=bool(done.loaded.kernels()))
 
 
@@ -172,8 +178,11 @@ def resolve(name: str, *, fp8=None, repo=None, isolation: Limits | None = DEFAUL
 
         admit_release(name, repo=repo, allow_unpinned=allow_unpinned)
     if untrusted(name) and isolation is not None:
+        from .projects.compose import spec_check
+
+        # what a preset's table declares is checked here, in the parent, before a child starts
         return Producer(name, f"{name} (run in a child process)", _not_here, isolation=isolation,
-                        repo=None if repo is None else str(repo))
+                        repo=None if repo is None else str(repo), check=spec_check(name, "writer"))
     if name.startswith(PRESET_PREFIX):  # `repo`: a clone of the project's repository (--checkout)
         return _preset(name, repo)
     if name.startswith((FILE_PREFIX, VLLM_FILE_PREFIX, PKG_PREFIX)):
@@ -249,6 +258,7 @@ def run_producer(producer: Producer, spec: CacheSpec, inputs: Inputs, device: to
     given = padded_slots(inputs.slot_mapping, pad_slot)
     k, slot_mapping = inputs.k.clone(), given.clone()
     if producer.isolation is not None:
+        producer.check(spec, device)  # the parent's own checks (a preset's declared specs), no code under test
         report = run_isolated(f"{__name__}:run_in_child", (producer.name, spec.to_json(), producer.repo, k,
                               slot_mapping, buffer.buffer), limits=producer.isolation,
                               label=f"producer {producer.name!r}")
