@@ -148,8 +148,7 @@ def _download(package: Package, folder: Path) -> None:
 
 def fetch_wheel(package: Package) -> tuple[Path, str]:
     """(wheel file, its sha256): from the cache folder, else downloaded into it; a pinned hash must match."""
-    root = disk_cache.root()
-    folder = (root / "wheels" / f"{_normal(package.name)}-{package.version}") if root is not None else \
+    folder = disk_cache.entry("wheels", f"{_normal(package.name)}-{package.version}") or \
         Path(tempfile.mkdtemp(prefix="fp8check-wheel-"))
     found = _wheels(folder, package) if folder.is_dir() else []
     if package.wheel is not None:

@@ -184,3 +184,47 @@ def test_a_name_that_would_be_a_pip_option_is_refused_before_pip(capsys, tmp_pat
     code = main(["compare", "--candidate", name, "--device", "cpu"])
     _, err = capsys.readouterr()
     assert code == 2 and "is not a released package's name and exact version (PEP 508 name, PEP 440 version)" in err
+
+
+@pytest.mark.parametrize("argv, reason", [
+    (["compare", "--candidate", "preset:sglang/triton", "--fp8", "e4m3fnuz"], "sglang/triton supports e4m3fn only"),
+    (["compare", "--baseline", "preset:sglang/triton", "--candidate", "reference", "--scale-fmt", "fp32", "--fp8",
+      "e4m3fnuz"], "sglang/triton supports e4m3fn only"),
+    (["table", "--fixed", "preset:sglang/triton", "--fp8", "e4m3fnuz"], "sglang/triton supports e4m3fn only"),
+    (["parity", "--writers", "preset:sglang/triton", "--fp8", "e4m3fnuz", "--ctx", "128"],
+     "sglang/triton supports e4m3fn only"),
+    (["parity", "--reader", "preset:aiter/triton", "--block", "16", "--ctx", "128"],
+     "aiter/triton writes/reads the linear layout only"),
+], ids=["compare", "baseline", "table", "parity-writer", "parity-reader"])
+def test_a_preset_is_refused_a_spec_its_table_declares_unsupported_in_every_command(capsys, argv, reason):
+    code = main([*argv, "--device", "cpu"])
+    _, err = capsys.readouterr()
+    name = next(word for word in argv if word.startswith("preset:"))
+    assert code == 2 and err.endswith(f"{name}: {reason}\n"), err
+
+
+def test_a_bindings_from_cycle_is_named_as_a_cycle(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for this, other in (("a", "b"), ("b", "a")):
+        (tmp_path / f"{this}.toml").write_text(f'[project]\nname = "{this}"\npackage = "{this}"\nversion = "1"\n'
+                                               f'root = "{this}"\nbindings_from = "{other}.toml"\n')
+    code = main(["compare", "--candidate", "preset:a.toml/w", "--device", "cpu"])
+    _, err = capsys.readouterr()
+    assert code == 2 and err == (f"fp8check: error: a.toml: bindings_from makes a cycle: {tmp_path}/a.toml ->"
+                                 f" {tmp_path}/b.toml -> {tmp_path}/a.toml\n"), err
+
+
+def test_a_cache_folder_that_is_a_regular_file_counts_as_no_cache(tmp_path, monkeypatch):
+    import hashlib
+
+    from fp8check.released import Package, read_file
+    from test_released import OPS, build_wheel
+
+    blocker = tmp_path / "cache"
+    blocker.write_text("not a folder\n")
+    monkeypatch.setenv("FP8CHECK_CACHE_DIR", str(blocker))
+    wheel = build_wheel(tmp_path / "index")
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    source = read_file(Package("demo-kernels", "1.0", digest, find_links=str(tmp_path / "index")), "demo_kernels/ops.py")
+    assert (source.data, source.provenance["wheel_sha256"]) == (OPS.encode(), digest)
+    assert blocker.read_text() == "not a folder\n"
