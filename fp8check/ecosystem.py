@@ -128,12 +128,14 @@ def _spec(block: int, layout: str, fp8: str, scale_fmt: str, tokens: int, head_d
 
 def run_writer(config: EcosystemConfig, preset: Preset, record: dict, device: torch.device, reference):
     """One writer run against `reference` (a Producer): identical / different with the causes' names."""
+    from .cache import require_memory, run_bytes
     from .compare import check_compare
     from .inputs import Distribution, generate
     from .writers import registry
 
     spec = _spec(record["block_size"], record["layout"], record["fp8"], record["scale_fmt"], config.tokens,
                  config.head_dim)
+    require_memory(run_bytes(spec, config.tokens), device, f"tokens = {config.tokens}, head_dim = {config.head_dim}")
     data = generate(spec, seed=config.seed, distribution=Distribution(record["inputs"]))
     candidate = registry.resolve(PRESET_PREFIX + preset.key, fp8=spec.fp8,
                                  repo=config.checkouts.get(preset.project), **_isolation(config))
@@ -150,12 +152,15 @@ def _isolation(config: EcosystemConfig) -> dict:
 def run_reader(config: EcosystemConfig, preset: Preset, record: dict, device: torch.device, reference):
     """One reader run on the reference writer's bytes: pass, or fault with its causes: `recall` (it misses
     the exact reader's top-K), `mask-leak` (a position a row may not see is not -inf), `outside-write`."""
-    from .parity import ParityConfig, generate, run_parity
+    from .cache import require_memory
+    from .parity import ParityConfig, generate, memory_bytes, run_parity
     from .readers import registry as readers
 
     spec = _spec(record["block_size"], record["layout"], record["fp8"], record["scale_fmt"], config.ctx,
                  config.head_dim)
     parity = ParityConfig(ctx=(config.ctx,), topk=config.topk, next_n=record["next_n"])
+    require_memory(memory_bytes(spec, parity, heads=config.heads, writers=0), device,
+                   f"ctx = {config.ctx}, heads = {config.heads}, head_dim = {config.head_dim}, topk = {config.topk}")
     inputs = generate(spec, parity, heads=config.heads, seed=config.seed, shuffled=True)
     reader = readers.resolve(PRESET_PREFIX + preset.key, spec=spec, repo=config.checkouts.get(preset.project),
                              **_isolation(config))

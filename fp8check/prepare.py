@@ -222,6 +222,8 @@ def _check_memory(spec: CacheSpec, num_tokens: int, device, request: Request, re
     from .cache import input_bytes, require_memory, run_bytes
 
     sizes = f"--num-blocks {spec.num_blocks}, --block {spec.block_size}, --head-dim {spec.head_dim}"
+    if spec.layers > 1:
+        sizes += f", --layers {spec.layers}"
     v = request.values
     if replay is not None and v["num_blocks"] is None:
         top = int(replay.slot_mapping.max()) if replay.slot_mapping.numel() else 0
@@ -254,6 +256,7 @@ def prepare_parity(request: Request, *, isolation="default") -> Prepared:
     config = parity_config(v)
     spec = parity.cache_spec(config, spec_of(v))
     shuffled, device = v["slots"] == "shuffled", resolve_device(v["device"])
+    _check_parity_memory(spec, config, v, device)
     if v["input"] is not None:
         data = parity.read(Path(v["input"]), spec, config, heads=v["heads"], seed=v["seed"], shuffled=shuffled)
     else:
@@ -268,6 +271,19 @@ def prepare_parity(request: Request, *, isolation="default") -> Prepared:
     reader = readers.resolve(v["reader"], spec=spec, repo=v["repo"], allow_unpinned=v["allow_unpinned"],
                              isolation=DEFAULT_ISOLATION if isolation == "default" else isolation)
     return Prepared(spec, data, device, sides, reader, config)
+
+
+def _check_parity_memory(spec: CacheSpec, config, v: dict, device) -> None:
+    """Refuse a parity run that cannot fit, naming its sizes, before anything is drawn or allocated."""
+    from . import parity
+    from .cache import require_memory
+
+    heads = v["heads"] or parity.DEFAULT_HEADS
+    needed = parity.memory_bytes(spec, config, heads=heads, writers=len(v["writers"]))
+    sizes = (f"--ctx {','.join(map(str, config.ctx))}, --heads {heads}, --head-dim {spec.head_dim}, --block"
+             f" {spec.block_size}, --next-n {config.next_n}, --topk {config.topk}, {len(v['writers'])} writer(s)")
+    for where in {device.type, "cpu"}:  # inputs are drawn on the CPU, then copied
+        require_memory(needed, where if where == "cpu" else device, f"{sizes} (caches, K, Q, logits)")
 
 
 def parity_config(v: dict):

@@ -228,3 +228,50 @@ def test_a_cache_folder_that_is_a_regular_file_counts_as_no_cache(tmp_path, monk
     source = read_file(Package("demo-kernels", "1.0", digest, find_links=str(tmp_path / "index")), "demo_kernels/ops.py")
     assert (source.data, source.provenance["wheel_sha256"]) == (OPS.encode(), digest)
     assert blocker.read_text() == "not a folder\n"
+
+
+def available_cpu() -> int:
+    from fp8check.cache import available_memory
+
+    return available_memory("cpu")
+
+
+HUGE = 10**15  # more bytes than any machine has: every size below is refused before an allocation
+
+
+@pytest.mark.parametrize("argv, sizes", [
+    (["compare", "--layers", str(10**9)], "--num-blocks 3, --block 64, --head-dim 128, --layers 1000000000"),
+    (["compare", "--num-blocks", str(10**13)], "--num-blocks 10000000000000, --block 64, --head-dim 128"),
+    (["compare", "--block", str(10**13)], "--num-blocks 3, --block 10000000000000, --head-dim 128"),
+    (["table", "--head-dim", str(10**13)], "--num-blocks 3, --block 64, --head-dim 10000000000000"),
+    (["parity", "--ctx", str(10**12)], "--ctx 1000000000000, --heads 64, --head-dim 128, --block 64, --next-n 1,"
+                                       " --topk 2048, 2 writer(s)"),
+    (["parity", "--ctx", "128", "--heads", str(10**12)], "--ctx 128, --heads 1000000000000, --head-dim 128,"
+                                                         " --block 64, --next-n 1, --topk 2048, 2 writer(s)"),
+    (["parity", "--ctx", str(10**11), "--topk", str(10**11)], "--ctx 100000000000, --heads 64, --head-dim 128,"
+                                                              " --block 64, --next-n 1, --topk 100000000000,"
+                                                              " 2 writer(s)"),
+], ids=["layers", "blocks", "block", "head-dim", "contexts", "heads", "top-k"])
+def test_every_size_is_refused_up_front_naming_its_options(capsys, argv, sizes):
+    code = main([*argv, "--device", "cpu"])
+    _, err = capsys.readouterr()
+    assert code == 2 and err.startswith(f"fp8check: error: {sizes} (") and err.count("\n") == 1, err
+    needed, available = (int(n.replace(",", "")) for n in
+                         err.split(" needs ")[1].removesuffix(" available on cpu\n").split(" bytes, only "))
+    assert needed > available > 0 and abs(available - available_cpu()) < available_cpu() // 2
+
+
+def test_ecosystem_tokens_and_contexts_too_large_are_refused_before_allocating(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(Path(__file__).parents[1])
+    config = tmp_path / "huge.toml"
+    config.write_text('[ecosystem]\nwriters = ["tests/projects/standins.toml/two-step"]\n'
+                      'readers = ["tests/projects/standins.toml/vllm-style-torch"]\nblock = [1]\nlayout = ["linear"]\n'
+                      f'fp8 = ["e4m3fn"]\nscale_fmt = ["ue8m0"]\nnext_n = [1]\ntokens = {10**13}\nctx = {10**12}\n'
+                      'topk = 64\nheads = 2\n')
+    code = main(["ecosystem", "--config", str(config), "--json", str(tmp_path / "e.json")])
+    capsys.readouterr()
+    runs = json.loads((tmp_path / "e.json").read_text())["runs"]
+    assert code == 2
+    assert [(r["role"], r["status"], r["reason"].split(" needs ")[0]) for r in runs] == [
+        ("writer", "error", f"tokens = {10**13}, head_dim = 128"),
+        ("reader", "error", f"ctx = {10**12}, heads = 2, head_dim = 128, topk = 64")]
