@@ -275,3 +275,50 @@ def test_ecosystem_tokens_and_contexts_too_large_are_refused_before_allocating(c
     assert [(r["role"], r["status"], r["reason"].split(" needs ")[0]) for r in runs] == [
         ("writer", "error", f"tokens = {10**13}, head_dim = 128"),
         ("reader", "error", f"ctx = {10**12}, heads = 2, head_dim = 128, topk = 64")]
+
+
+needs_clang = pytest.mark.skipif(__import__("fp8check.writers.aiter_cpu.compiler", fromlist=["find"]).find() is None,
+                                 reason="no clang >= 20")
+FAKE_AITER = Path(__file__).parent / "aiter_cpu" / "fake_aiter"
+
+
+@needs_clang
+def test_an_aiter_src_build_is_rebuilt_when_a_header_it_read_outside_the_tree_changes(capsys, tmp_path, monkeypatch):
+    import shutil
+
+    monkeypatch.setenv("FP8CHECK_CACHE_DIR", str(tmp_path / "cache"))
+    checkout, outside = tmp_path / "aiter", tmp_path / "elsewhere" / "rounding.h"
+    shutil.copytree(FAKE_AITER, checkout)
+    outside.parent.mkdir()
+    outside.write_text("#define FP8CHECK_TEST_ROUND ceilf\n")  # aiter's own rounding of the ue8m0 exponent
+    op = checkout / "csrc" / "kernels" / "cache_kernels.cu"
+    op.write_text(f'#include "{outside}"\n' + op.read_text().replace("exp2f(ceilf(log2f(scale)))",
+                                                                    "exp2f(FP8CHECK_TEST_ROUND(log2f(scale)))"))
+    argv = ["compare", "--baseline", f"aiter-src:{checkout}", "--candidate", "reference", "--device", "cpu",
+            "--inputs", "ue8m0-boundary", "--quiet"]
+    assert main(argv) == 0
+    outside.write_text("#define FP8CHECK_TEST_ROUND roundf\n")  # the tree is unchanged; what it includes is not
+    assert main(argv) == 1
+    _, err = capsys.readouterr()
+    assert err == ""
+
+
+@needs_clang
+def test_a_cached_aiter_cpu_library_that_was_altered_or_left_partial_is_rebuilt(tmp_path, monkeypatch):
+    from fp8check.writers.aiter_cpu import build, compiler
+
+    monkeypatch.setenv("FP8CHECK_CACHE_DIR", str(tmp_path / "cache"))
+    unit = build.Unit(Path(__file__).parent / "aiter_cpu", ("wave_kernels.cu",), "wave_kernels.cu", (".",))
+    first = build.build(unit, "gfx942", compiler.require())
+    original = first.host_library.read_bytes()
+    first.host_library.write_bytes(original[:-1] + bytes([original[-1] ^ 1]))  # one bit of the cached library
+    with pytest.raises(build.BuildError, match=r"host.so is not the library that was built \(sha256 [0-9a-f]{64}\):"
+                                               r" refused; the next run rebuilds it$"):
+        first.load()
+    again = build.build(unit, "gfx942", compiler.require())
+    assert again.seconds > 0 and again.host_library.read_bytes() == original  # rebuilt, not trusted
+    (again.host_library.parent / build.MANIFEST).unlink()  # a partial entry
+    third = build.build(unit, "gfx942", compiler.require())
+    assert third.seconds > 0 and third.library_sha256 == again.library_sha256
+    assert build.build(unit, "gfx942", compiler.require()).seconds == 0.0  # whole again: used
+    third.load()
