@@ -322,3 +322,19 @@ def test_a_cached_aiter_cpu_library_that_was_altered_or_left_partial_is_rebuilt(
     assert third.seconds > 0 and third.library_sha256 == again.library_sha256
     assert build.build(unit, "gfx942", compiler.require()).seconds == 0.0  # whole again: used
     third.load()
+
+
+def test_a_preset_of_a_table_that_pins_no_hash_is_refused_unless_allowed(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FP8CHECK_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "mine.toml").write_text('[project]\nname = "mine"\npackage = "mine-kernels"\nversion = "1.0"\n'
+                                        'root = "mine"\n[[writer]]\nname = "w"\n[[writer.step]]\nfile = "mine/ops.py"\n'
+                                        'call = "write"\nargs = ["k", "cache", "slot_mapping", "quant_block_size",'
+                                        ' "scale_fmt"]\n')
+    argv = ["compare", "--candidate", "preset:mine.toml/w", "--block", "16", "--num-blocks", "2", "--device", "cpu"]
+    assert main(argv) == 2
+    _, err = capsys.readouterr()
+    assert err.startswith("fp8check: error: preset:mine.toml/w: no project table pins the sha256 of mine-kernels==1.0;")
+    assert main([*argv, "--allow-unpinned"]) == 2  # allowed: fetched, and no index holds it
+    _, err = capsys.readouterr()
+    assert "pkg:mine-kernels==1.0: pip download failed" in err
