@@ -93,7 +93,8 @@ def test_a_legal_252_byte_output_name_is_written(capsys, tmp_path):
 @pytest.mark.parametrize("argv, fragment", [
     (("record", "--producer", "reference", "--out", "/proc/x", *SMALL), "--out /proc/x: cannot write in /proc"),
     (("compare", "--seed", str(2**63), *SMALL), "--seed"),
-    (("compare", "--candidate", "reference", "--timeout", "nan", *SMALL), "--timeout nan: expected a finite number"),
+    (("compare", "--candidate", "reference", "--timeout", "nan", *SMALL),
+     "Invalid value for '--timeout': nan is not a finite number."),
     (("compare", "--max-diff-fraction", "nan", *SMALL), "nan is not a finite number"),
 ])
 def test_user_errors_are_exit_2_with_one_line(capsys, argv, fragment):

@@ -10,6 +10,7 @@ import zipfile
 import pytest
 
 from fp8check.core.errors import ProducerError
+from fp8check.code.names import parse
 from fp8check.code.released import Package, read_file
 
 OPS = "def writer(k, kv_cache, slot_mapping, quant_block_size, scale_fmt):\n    return None\n"
@@ -59,7 +60,7 @@ def test_an_unpinned_wheel_records_its_hash_and_a_missing_file_is_one_line(tmp_p
     package = Package("demo-kernels", "1.0", find_links=str(tmp_path / "index"))
     source = read_file(package, "demo_kernels/ops.py")
     assert source.provenance["wheel_sha256"] == hashlib.sha256(wheel.read_bytes()).hexdigest()
-    assert "wheel_pinned" not in source.provenance
+    assert source.provenance["wheel_pinned"] == "no"
     with pytest.raises(ProducerError, match=r"^pkg:demo-kernels==1.0: demo_kernels-1.0-py3-none-any.whl holds no"
                                             r" file demo_kernels/missing.py$"):
         read_file(package, "demo_kernels/missing.py")
@@ -84,8 +85,48 @@ def test_a_pkg_writer_runs_from_the_wheel_bound_by_its_project_table(tmp_path, m
     build_wheel(tmp_path / "index", name="vllm", version="1.0", ops=ops)
     read_file(Package("vllm", "1.0", find_links=str(tmp_path / "index")), "vllm/ops.py")  # fetched once, kept
     result = compare_writers("pkg:vllm==1.0:vllm/ops.py:indexer_k_quant_and_cache_triton", "reference", block=16,
-                             num_blocks=2, head_dim=128, fp8="e4m3fn", scale_fmt="ue8m0", layout="shuffle")
+                             num_blocks=2, head_dim=128, fp8="e4m3fn", scale_fmt="ue8m0", layout="shuffle",
+                             allow_unpinned=True)  # vllm 1.0 is no version vLLM's table pins
     assert result.identical
     provenance = result.check.result.candidate.provenance
-    assert (provenance["loader"], provenance["package"], provenance["function"]) == (
-        "pkg", "vllm==1.0", "indexer_k_quant_and_cache_triton")
+    assert (provenance["loader"], provenance["package"], provenance["function"], provenance["wheel_pinned"]) == (
+        "pkg", "vllm==1.0", "indexer_k_quant_and_cache_triton", "no")
+
+
+def build_abi3_wheel(folder, name="demo_ext", version="1.0"):
+    """A binary wheel for CPython >= 3.8's stable ABI whose metadata requires Python >= 3.10, as vLLM 0.33.0's."""
+    folder.mkdir(parents=True, exist_ok=True)
+    tag = "cp38-abi3-manylinux_2_31_x86_64"
+    wheel = folder / f"{name}-{version}-{tag}.whl"
+    info = f"{name}-{version}.dist-info"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr(f"{name}/ops.py", OPS)
+        archive.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+                                             "Requires-Python: >=3.10\n")
+        archive.writestr(f"{info}/WHEEL", f"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: false\nTag: {tag}\n")
+        archive.writestr(f"{info}/RECORD", "")
+    return wheel
+
+
+def test_a_pinned_abi3_wheel_that_requires_python_3_10_is_fetched(tmp_path, monkeypatch):
+    # its tag says cp38; asking pip for Python 3.8 finds no distribution (Requires-Python >= 3.10)
+    monkeypatch.setenv("FP8CHECK_CACHE_DIR", str(tmp_path / "cache"))
+    wheel = build_abi3_wheel(tmp_path / "index")
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    package = Package("demo-ext", "1.0", digest, wheel.name, find_links=str(tmp_path / "index"))
+    source = read_file(package, "demo_ext/ops.py")
+    assert (source.data, source.provenance["wheel"], source.provenance["wheel_sha256"]) == (OPS.encode(), wheel.name,
+                                                                                          digest)
+
+
+@pytest.mark.parametrize("text", ["pkg:-rFILE==1:x.py:f", "pkg:--no-deps==1:x.py:f",
+                                  "pkg:demo==>1:x.py:f", "pkg:demo[extra]==1:x.py:f", "pkg:demo==1 ; os_name=='nt':x.py:f",
+                                  "pkg:demo==1.0-rFILE:x.py:f", "pkg:./demo==1:x.py:f", "pkg:demo== 1:x.py:f"])
+def test_a_name_or_version_outside_the_standard_grammar_never_reaches_pip(tmp_path, monkeypatch, text):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "FILE").write_text("demo==1\n")  # what `pip download -rFILE` would read
+    name_version = text[len("pkg:"):].partition(":")[0]
+    with pytest.raises(ProducerError) as error:
+        parse(text, error=ProducerError)
+    assert str(error.value) == (f"{text!r}: {name_version} is not a released package's name and exact version (PEP 508"
+                                " name, PEP 440 version)")

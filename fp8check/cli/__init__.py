@@ -17,7 +17,7 @@ import click
 from .._version import __version__
 from ..core.errors import ExitCode
 from . import compare, doctor, ecosystem, gate, parity, table
-from .common import fail, silence_stdout
+from .common import failed_parsing, silence_stdout
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -43,7 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except click.ClickException as exc:
-        return fail(f"error: {exc.format_message()}", ExitCode.USAGE)
+        command = argv[0] if argv and argv[0] in cli.commands else "fp8check"
+        return failed_parsing(argv, command, exc.format_message())
     except click.exceptions.Abort:
         return ExitCode.INTERRUPTED
     try:

@@ -3,7 +3,6 @@ values for the options left at their default, and the isolation limits."""
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import click
@@ -25,12 +24,10 @@ def command_options(command: str):
 
 def isolation_options(fn):
     """How code from files (file:, vllm-file:, git:) runs: in a child process, under these limits."""
-    from ..core.isolation import DEFAULT_TIMEOUT_S
+    from ..run import options as table
 
     options = [
-        click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_TIMEOUT_S,
-                     show_default=True, metavar="SECONDS",
-                     help="Kill a writer from a file that runs longer than this (it is then exit 2)."),
+        table.ISOLATION["timeout"].click_option(),
         click.option("--memory-limit", "memory_limit_mib", type=click.IntRange(min=1), default=None, metavar="MIB",
                      help="Memory a writer from a file may allocate (CPU) [default: what the machine has]."),
         click.option("--in-process", is_flag=True,
@@ -47,8 +44,6 @@ def isolation_limits(opts: dict):
     from ..core.isolation import Limits
 
     timeout_s, memory_mib, in_process = opts.pop("timeout_s"), opts.pop("memory_limit_mib"), opts.pop("in_process")
-    if not math.isfinite(timeout_s):  # click's FloatRange lets nan through
-        raise UsageError(f"--timeout {timeout_s}: expected a finite number of seconds")
     return None if in_process else Limits(timeout_s=timeout_s, memory_bytes=memory_mib and memory_mib * 2**20)
 
 

@@ -14,12 +14,13 @@ import click
 from rich.console import Console
 
 from ..code.names import Kind, is_git, parse
-from ..core.errors import ExitCode, UsageError, UserError
+from ..core.errors import ExitCode, UsageError, UserError, printable
 
 
 def fail(message: str, code: ExitCode) -> int:
-    """The one way out with an error: one line on stderr, the exit code from the table."""
-    click.echo(f"fp8check: {message}", err=True)
+    """The one way out with an error: one line on stderr (line breaks and terminal escapes a name carried
+    written as escapes: errors.printable), the exit code from the table."""
+    click.echo(f"fp8check: {printable(message)}", err=True)
     return code
 
 
@@ -98,6 +99,24 @@ def checked_outputs(kwargs: dict) -> tuple[dict[str, Path], UsageError | None]:
     return targets, problem
 
 
+def failed_parsing(argv: list[str], command: str, message: str) -> int:
+    """click refused the command line (a value out of range, an unknown option): the error record still
+    goes to each report asked for there (`--json -` included), as for any other exit 2. Every word of the
+    command line counts as a file the run reads, so a report path can never overwrite one of them."""
+    from ..report.formats import BY_NAME
+
+    kwargs: dict = {"writers": ",".join(argv)}
+    for i, word in enumerate(argv):
+        for name in BY_NAME:
+            flag = f"--{name}"
+            if word == flag and i + 1 < len(argv):
+                kwargs[f"{name}_path"] = argv[i + 1]
+            elif word.startswith(flag + "="):
+                kwargs[f"{name}_path"] = word[len(flag) + 1:]
+    targets, _ = checked_outputs(kwargs)
+    return _failed(message, ExitCode.USAGE, targets, kwargs, command)
+
+
 def _failed(message: str, code: ExitCode, targets: dict[str, Path], kwargs: dict, command: str) -> int:
     """The one line on stderr, and the same error in each report file asked for (report/formats.py)."""
     from ..core.outcome import Outcome, Outcomes
@@ -112,7 +131,15 @@ def _failed(message: str, code: ExitCode, targets: dict[str, Path], kwargs: dict
         try:
             write_output(path, fmt.render(run), reading=reading_paths(kwargs), option=option, append=fmt.append)
         except UsageError as exc:
-            click.echo(f"fp8check: error: {exc}", err=True)
+            if str(exc) != message:  # the run's own error was this file's: said once, below
+                click.echo(f"fp8check: error: {printable(exc)}", err=True)
+    to_stdout = [name for name in BY_NAME if kwargs.get(f"{name}_path") == "-"]
+    if len(to_stdout) == 1:  # `--json -`: a CI step parsing stdout gets the error record, as a file would
+        try:
+            click.echo(BY_NAME[to_stdout[0]].render(run), nl=False)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            silence_stdout()
     prefix = "error: " if code == ExitCode.USAGE else ""
     return fail(f"{prefix}{message}", code)
 
@@ -123,10 +150,26 @@ def show(renderable, **print_options) -> None:
     console = Console()
     console.on_broken_pipe = silence_stdout  # rich's own handler exits 1: the code of "bytes differ"
     try:
-        console.print(renderable, **print_options)
+        print_printable(console, renderable, **print_options)
         sys.stdout.flush()
     except BrokenPipeError:
         silence_stdout()
+
+
+def print_printable(console: Console, renderable, *, soft_wrap: bool = False, markup: bool | None = None,
+                    highlight: bool | None = None) -> None:
+    """Print through rich with every character of the text that is not printable written as its escape
+    (errors.printable): a name, a description or an error chosen by a config or by code under test can
+    never move the cursor, retitle the terminal or forge a line of the report. rich's own styles are
+    segments of their own and stay."""
+    from rich.segment import Segment, Segments
+
+    if isinstance(renderable, str):
+        renderable = console.render_str(renderable, markup=markup, highlight=highlight)
+    options = console.options.update(no_wrap=True, overflow="ignore") if soft_wrap else console.options
+    segments = [s if s.control else Segment(printable(s.text, newlines=True), s.style)
+                for s in console.render(renderable, options)]
+    console.print(Segments(segments), soft_wrap=soft_wrap)
 
 
 def silence_stdout() -> None:
@@ -193,9 +236,9 @@ def emit(out: dict, run, renderable, *, soft_wrap: bool = False) -> None:
         _write(Path(step_summary), BY_NAME["markdown"].render(run), "$GITHUB_STEP_SUMMARY", append=True)
     to_stderr = stdout_text is not None
     if out["quiet"]:
-        click.echo(run.verdict_line(), err=to_stderr)
+        click.echo(printable(run.verdict_line()), err=to_stderr)
     elif to_stderr:
-        Console(stderr=True).print(renderable, soft_wrap=soft_wrap)
+        print_printable(Console(stderr=True), renderable, soft_wrap=soft_wrap)
     else:
         show(renderable, soft_wrap=soft_wrap)
     if stdout_text is not None:

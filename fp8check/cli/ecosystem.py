@@ -7,6 +7,7 @@ from rich.console import Console
 
 from ..core.device import DEVICE_CHOICES
 from ..core.errors import ExitCode, UsageError
+from .arguments import isolation_limits, isolation_options
 from .common import emit, handled, output_options, outputs_of
 
 
@@ -27,6 +28,7 @@ def _checkouts(values: tuple[str, ...]) -> dict[str, str]:
               help="Run PROJECT's presets from this clone of its repository (for code no release holds). Repeatable.")
 @click.option("--device", type=click.Choice(DEVICE_CHOICES), default="cpu", show_default=True,
               help="cpu: the exact interpreter; cuda: compiled.")
+@isolation_options
 @output_options
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
 @handled
@@ -40,16 +42,17 @@ def ecosystem(config_path, checkouts, device, debug, **opts):
     from ..report import ecosystem as report
 
     out = outputs_of(opts)
+    limits = isolation_limits(opts)
     config = read_config(config_path, _checkouts(checkouts))
     if not config.writers and not config.readers:
         raise UsageError(f"{config_path}: lists no writers and no readers")
     columns = (TextColumn("ecosystem"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                TextColumn("{task.description}"))
     err = Console(stderr=True)
-    with Progress(*columns, console=err, transient=True, disable=not err.is_terminal) as bar:
-        task = bar.add_task("", total=None)
+    with Progress(*columns, console=err, transient=True, auto_refresh=False, disable=not err.is_terminal) as bar:
+        task = bar.add_task("", total=None)  # no timer thread while children are forked (cli/gate.py)
         result = run_ecosystem(config, resolve_device(device), lambda label, done, total: bar.update(
-            task, completed=done, total=total, description=label))
+            task, completed=done, total=total, description=label, refresh=True), isolation=limits)
     emit(out, single("ecosystem", result, result.seconds), report.render(result))
     if result.errors:
         return ExitCode.USAGE

@@ -7,6 +7,7 @@ from rich.console import Console
 
 from ..core.device import DEVICE_CHOICES
 from ..core.errors import ExitCode, UsageError
+from .arguments import isolation_limits, isolation_options
 from .common import emit, handled, output_options, outputs_of, show
 
 
@@ -21,6 +22,7 @@ from .common import emit, handled, output_options, outputs_of, show
 @click.option("--device", type=click.Choice(DEVICE_CHOICES), default=None,
               help="Run every case on this device instead of the one its config names.")
 @click.option("--strict", is_flag=True, help="A case this machine cannot run fails the gate instead of being skipped.")
+@isolation_options
 @output_options
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
 @handled
@@ -33,6 +35,7 @@ def gate(config_path, shard, fail_fast, list_only, patterns, device, strict, deb
     from ..report.gate import render_gate
 
     out = outputs_of(opts)
+    limits = isolation_limits(opts)
     where = gate_config.parse_shard(shard) if shard else None
     config = gate_config.load(config_path, device=device)
     cases = gate_config.select(config.cases, patterns)
@@ -45,9 +48,11 @@ def gate(config_path, shard, fail_fast, list_only, patterns, device, strict, deb
         return ExitCode.OK
     columns = (TextColumn("gate"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("{task.description}"))
     err = Console(stderr=True)
-    with Progress(*columns, console=err, transient=True, disable=not err.is_terminal) as progress:
+    # refreshed after each case, never by rich's timer thread: a fork of this process (a child running code
+    # under test) must not inherit a lock that thread held, or the child waits on it forever
+    with Progress(*columns, console=err, transient=True, auto_refresh=False, disable=not err.is_terminal) as progress:
         task = progress.add_task("", total=len(cases))
-        result = run_gate(str(config_path), cases, fail_fast=fail_fast, strict=strict,
-                          on_done=lambda o: progress.update(task, advance=1, description=o.case_id))
+        result = run_gate(str(config_path), cases, fail_fast=fail_fast, strict=strict, isolation=limits,
+                          on_done=lambda o: progress.update(task, advance=1, description=o.case_id, refresh=True))
     emit(out, result, render_gate(result), soft_wrap=True)  # case ids stay whole, for grep
     return result.exit_code

@@ -154,14 +154,14 @@ def _load_pkg(pkg: Name, *, role: str, fp8, default_function, device) -> LoadedF
     """`pkg:NAME==VERSION:PATH[:FUNC]`: FUNC of PATH in the released wheel, bound by the package's project
     table (projects/*.toml; a package without one gets only the standard library, torch and Triton)."""
     from .projects.table import BindTable, for_package
-    from .released import Package, read_file
+    from .released import read_file
+    from .projects.pins import pinned
     from .bind import compile_function
 
     text, name, version, path = pkg.text, pkg.package, pkg.version, pkg.path
     func = _function(pkg, role=role, default_function=default_function)
     project = for_package(name)
-    pinned = project is not None and project.version == version
-    package = Package(name, version, project.sha256 if pinned else None, project.wheel if pinned else None)
+    package = pinned(name, version)
     table = project.table if project is not None else BindTable(name, name.replace("-", "_"))
     compiled_files: dict = {}
 

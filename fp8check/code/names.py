@@ -97,13 +97,32 @@ def _split_function(body: str) -> tuple[str, str | None]:
     return body, None
 
 
+def requirement(name: str, version: str, text: str, error: type[UserError] = UserError) -> tuple[str, str]:
+    """(NAME, VERSION) when NAME is a PEP 508 project name and VERSION a PEP 440 version (`0.5.2`,
+    `0.1.7.post2.dev18`), so that `NAME==VERSION` is one plain requirement for pip and never an option,
+    a file, a URL or a range; `error` naming `text` otherwise."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        parsed = Requirement(name)
+        Version(version)
+    except (InvalidRequirement, InvalidVersion):
+        parsed = None
+    if parsed is None or parsed.name != name or parsed.extras or parsed.url or parsed.marker or \
+            version != version.strip() or "==" in version:
+        raise error(f"{text!r}: {name}=={version} is not a released package's name and exact version (PEP 508"
+                    " name, PEP 440 version)")
+    return name, version
+
+
 def split_pkg(body: str, text: str, error: type[UserError]) -> tuple[str, str, str]:
     """`NAME==VERSION[:REST]` -> (NAME, VERSION, REST); REST may be empty."""
-    requirement, _, rest = body.partition(":")
-    name, eq, version = requirement.partition("==")
+    pin, _, rest = body.partition(":")
+    name, eq, version = pin.partition("==")
     if not eq or not name or not version:
         raise error(f"{text!r}: expected pkg:NAME==VERSION:PATH[:FUNC]")
-    return name, version, rest
+    return (*requirement(name, version, text, error), rest)
 
 
 def parse(text: str, *, error: type[UserError] = UserError) -> Name:

@@ -2,10 +2,13 @@
 
 The wheel is downloaded without its dependencies by pip itself (`python -m pip download --no-deps`)
 into fp8check's cache folder (disk_cache.py: `<cache>/wheels/NAME-VERSION/`), so a second run reads it
-from there. Its sha256 is checked against the one a project table pins (projects/*.toml); an unpinned
-wheel's sha256 is recorded in the provenance of every report. Only PATH is read out of the wheel (a zip
-archive); nothing is installed, nothing of the package is imported. fp8check carries no copy of any
-project's code: this is how it gets the bytes that run.
+from there. One hash rule for every path to released code (`pkg:`, `aiter-src:pkg:`, presets): a version
+a project table pins (projects/*.toml) must have the pinned sha256; any other version runs only when the
+run allows it (`--allow-unpinned`, `allow_unpinned = true`: `admit`), and its wheel's sha256 is then
+recorded in the provenance and printed. Names and versions must follow the standard grammar (PEP 508
+names, PEP 440 versions) before pip sees them, and nothing typed reaches pip as an option.
+Only PATH is read out of the wheel (a zip archive); nothing is installed, nothing of the package is
+imported. fp8check carries no copy of any project's code: this is how it gets the bytes that run.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from pathlib import Path
 
 from ..core import disk_cache
 from ..core.errors import ProducerError
-from .names import Source
+from .names import Source, requirement
 
 
 @dataclass(frozen=True)
@@ -29,13 +32,22 @@ class Package:
 
     name: str
     version: str
-    sha256: str | None = None  # the wheel's pinned hash; None: recorded, not checked
+    sha256: str | None = None  # the wheel's pinned hash; None: unpinned (admit), recorded, not checked
     wheel: str | None = None  # the pinned wheel's file name (its tags pick the platform to download for)
     find_links: str | None = None  # a folder of wheels (`pip download --no-index --find-links DIR`)
 
     @property
     def label(self) -> str:
         return f"{self.name}=={self.version}"
+
+
+def admit(package: Package, *, allow_unpinned: bool, what: str) -> None:
+    """The hash rule, before anything is fetched: a release without a pinned sha256 runs only when the run
+    allows it (`--allow-unpinned`); its hash is then recorded and printed, never checked."""
+    if package.sha256 is None and not allow_unpinned:
+        raise ProducerError(f"{what}: no project table pins the sha256 of {package.label}; fp8check runs released"
+                            " code unpinned only with --allow-unpinned (config: allow_unpinned = true), and then"
+                            " records and prints its wheel's sha256")
 
 
 def _normal(name: str) -> str:
@@ -55,29 +67,44 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _platform_args(wheel: str | None) -> list[str]:
-    """pip's target options for a pinned binary wheel (e.g. a cp311 manylinux wheel fetched by Python 3.12)."""
+def _python_version(interpreter: str, abi: str, running: tuple[int, int]) -> str | None:
+    """The Python version pip should select for: a `cpXY` wheel is for X.Y only; a stable-ABI one (`abi3`)
+    for X.Y and every later CPython, so the running interpreter's version when it is one of those (pip then
+    also checks the wheel's Requires-Python against it: vLLM's cp38-abi3 wheel requires >= 3.10)."""
+    if not (interpreter.startswith("cp") and interpreter[2:].isdigit()):
+        return None
+    digits = interpreter[2:]
+    tagged = (int(digits[0]), int(digits[1:] or 0))
+    chosen = max(tagged, running) if abi == "abi3" else tagged
+    return f"{chosen[0]}.{chosen[1]}"
+
+
+def _platform_args(wheel: str | None, running: tuple[int, int] = sys.version_info[:2]) -> list[str]:
+    """pip's target options for a pinned binary wheel, from its tags (e.g. a cp311 manylinux wheel fetched by
+    Python 3.12, or a cp38-abi3 one by Python 3.11)."""
     if wheel is None:
         return []
     from packaging.utils import parse_wheel_filename
 
     tags = sorted(parse_wheel_filename(wheel)[3], key=str)
-    tag = tags[0]
-    if tag.platform == "any":
+    if all(tag.platform == "any" for tag in tags):
         return []
-    args = ["--only-binary=:all:", "--platform", tag.platform, "--abi", tag.abi]
-    if tag.interpreter.startswith("cp") and tag.interpreter[2:].isdigit():
-        digits = tag.interpreter[2:]
-        args += ["--implementation", "cp", "--python-version", f"{digits[0]}.{digits[1:]}"]
+    tag = tags[0]
+    args = ["--only-binary=:all:", *(f"--platform={p}" for p in sorted({t.platform for t in tags})), f"--abi={tag.abi}"]
+    version = _python_version(tag.interpreter, tag.abi, running)
+    if version is not None:
+        args += ["--implementation=cp", f"--python-version={version}"]
     return args
 
 
 def _download(package: Package, folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
+    requirement(package.name, package.version, f"pkg:{package.label}", ProducerError)
     command = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check", "-q",
-               package.label, "-d", str(folder), *_platform_args(package.wheel)]
+               f"--dest={folder}", *_platform_args(package.wheel)]
     if package.find_links is not None:
-        command += ["--no-index", "--find-links", package.find_links]
+        command += ["--no-index", f"--find-links={package.find_links}"]
+    command += ["--", package.label]  # after `--`: a requirement, whatever it held
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         lines = [line for line in done.stderr.strip().splitlines() if line.startswith("ERROR")] or \
@@ -87,8 +114,7 @@ def _download(package: Package, folder: Path) -> None:
 
 def fetch_wheel(package: Package) -> tuple[Path, str]:
     """(wheel file, its sha256): from the cache folder, else downloaded into it; a pinned hash must match."""
-    root = disk_cache.root()
-    folder = (root / "wheels" / f"{_normal(package.name)}-{package.version}") if root is not None else \
+    folder = disk_cache.entry("wheels", f"{_normal(package.name)}-{package.version}") or \
         Path(tempfile.mkdtemp(prefix="fp8check-wheel-"))
     found = _wheels(folder, package) if folder.is_dir() else []
     if package.wheel is not None:
@@ -119,7 +145,5 @@ def read_file(package: Package, path: str) -> Source:
     except zipfile.BadZipFile:
         raise ProducerError(f"pkg:{package.label}: {wheel.name} is not a zip archive") from None
     provenance = {"file": path, "package": package.label, "wheel": wheel.name, "wheel_sha256": wheel_sha,
-                  "sha256": hashlib.sha256(data).hexdigest()}
-    if package.sha256 is not None:
-        provenance["wheel_pinned"] = "yes"
+                  "sha256": hashlib.sha256(data).hexdigest(), "wheel_pinned": "yes" if package.sha256 else "no"}
     return Source(data, f"pkg:{package.label}:{path}", provenance)

@@ -43,8 +43,10 @@ def input_bytes(spec: CacheSpec, num_tokens: int) -> int:
 def run_bytes(spec: CacheSpec, num_tokens: int) -> int:
     """Memory a compare of `num_tokens` tokens needs at its peak: two poisoned buffers plus one more
     (the diff's byte mask, or a buffer's copy into or out of shared memory), and the inputs as they are
-    made (input_bytes; bench/cases.py measures a compare's real peak)."""
-    return 3 * buffer_bytes(spec) + input_bytes(spec, num_tokens)
+    made (input_bytes; bench/cases.py measures a compare's real peak). With --layers, a write also holds
+    the whole multi-layer buffer, its copy and its change mask (write_in_layer)."""
+    layered = 3 * spec.layers * spec.num_blocks * spec.block_bytes if spec.layers > 1 else 0
+    return 3 * buffer_bytes(spec) + layered + input_bytes(spec, num_tokens)
 
 
 def poison_at(position: torch.Tensor) -> torch.Tensor:

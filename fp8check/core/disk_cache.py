@@ -31,8 +31,19 @@ def key_of(fields: dict) -> str:
 
 
 def entry(kind: str, key: str, suffix: str = "") -> Path | None:
+    """Where the entry `key` of `kind` lives, its folder made; None when caching is off or the folder cannot
+    be made or written (a regular file where the cache folder should be, no permission): the same as no
+    cache, never an error."""
     folder = root()
-    return None if folder is None else folder / kind / f"{key}{suffix}"
+    if folder is None:
+        return None
+    try:
+        (folder / kind).mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    if not os.access(folder / kind, os.W_OK | os.X_OK):
+        return None
+    return folder / kind / f"{key}{suffix}"
 
 
 def write(path: Path, fill) -> bool:

@@ -74,12 +74,19 @@ def first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
 
 
+def printable(text: object, *, newlines: bool = False) -> str:
+    """`text` with every character that is not printable (terminal escapes, carriage returns, C1 controls,
+    bidirectional overrides; line breaks unless `newlines`) written as its Python escape (\\x1b, \\u202e):
+    what a name, a path or code under test chose can neither draw on a terminal nor break a report's syntax."""
+    return "".join(c if c.isprintable() or (newlines and c == "\n") else repr(c)[1:-1] for c in str(text))
+
+
 def one_line(text: object, limit: int = 400) -> str:
     """`text` as one printable line: its first line, control characters (terminal escapes, carriage
     returns) written as \\xNN, at most `limit` characters. For text that code under test chose."""
     lines = str(text).strip().splitlines()
     first = lines[0] if lines else ""
-    shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in first)
+    shown = printable(first)
     return shown if len(shown) <= limit else shown[:limit] + "..."
 
 

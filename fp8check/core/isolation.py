@@ -38,7 +38,6 @@ from dataclasses import dataclass
 
 from .errors import UserError, first_line, one_line, raised_at
 
-DEFAULT_TIMEOUT_S = 600.0  # generous: the Triton interpreter writes ~400 tokens/s on a 2-core CPU
 MAX_DRAIN_BYTES = 2 << 20  # read after the child ended: its last frame; a grandchild's flood is cut here
 FRAME_MARK = b"\x00fp8check-report\x00"
 MAX_FRAME_BYTES = 1 << 20  # a report is a few hundred bytes (a vllm-file writer's provenance a few KB)
@@ -57,13 +56,16 @@ PHASES = {
 _CONN = None  # the child's end of the pipe (set in the child only)
 
 
+DEFAULT_TIMEOUT_S = 600.0  # generous: the Triton interpreter writes ~400 tokens/s on a 2-core CPU
+
+
 @dataclass(frozen=True)
 class Limits:
     """How long a child may run, and how much memory it may add to what it inherits (None: what the
     machine has available when it starts). The memory limit is RLIMIT_AS, not applied to CUDA children,
     whose driver reserves huge address ranges."""
 
-    timeout_s: float = DEFAULT_TIMEOUT_S
+    timeout_s: float = DEFAULT_TIMEOUT_S  # run/options.py offers it as --timeout
     memory_bytes: int | None = None
 
 

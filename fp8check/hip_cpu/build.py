@@ -11,13 +11,19 @@ compiles it, and the hipcpu runtime (runtime/).
 
 Staging copies the sources and rewrites inline asm (asm_rewrite.py); every AMDGPU builtin the runtime
 does not emulate becomes a poison value (runtime/include/hipcpu/device.hpp). The build is cached under
-fp8check's cache folder, keyed by the sources, the runtime, the arch and the compiler.
+fp8check's cache folder, keyed by the sources, the runtime, the arch and the compiler (its version, command
+and binary). An entry also records every file the compiler read outside the staged tree (clang's own
+dependency output of both passes, system headers included: a header included by absolute path, PyTorch's,
+the C++ library's) with its sha256, and the sha256 of both built libraries. An entry is used only when all of
+them still match; a changed or partial entry is discarded and rebuilt, and a library is hashed again before
+it is loaded (Built.load).
 """
 
 from __future__ import annotations
 
 import ctypes
 import hashlib
+import json
 import os
 import re
 import shlex
@@ -79,16 +85,86 @@ class Built:
     seconds: float  # 0.0 when it came from the cache
     asm_statements: int
     poisoned_builtins: int
+    library_sha256: tuple[str, str] = ("", "")  # (host, device) as built
 
     def load(self) -> tuple[ctypes.CDLL, ctypes.CDLL]:
         """(host library, device library) loaded into this process, with the runtime's own entry points
-        (hipcpu_reset, hipcpu_error, hipcpu_undefined_reads, hipcpu_instruction_counts) typed."""
+        (hipcpu_reset, hipcpu_error, hipcpu_undefined_reads, hipcpu_instruction_counts) typed. Each library
+        is hashed first: one that is not the one built is refused, never loaded."""
+        for path, built in zip((self.host_library, self.device_library), self.library_sha256):
+            if _sha256(path) != built:
+                raise BuildError(f"{path} is not the library that was built (sha256 {built}): refused; the next"
+                                 " run rebuilds it")
         host = ctypes.CDLL(str(self.host_library))
         device = ctypes.CDLL(str(self.device_library))
         device.hipcpu_error.restype = ctypes.c_char_p
         device.hipcpu_undefined_reads.restype = ctypes.c_uint64
         device.hipcpu_instruction_counts.restype = ctypes.POINTER(ctypes.c_uint64)
         return host, device
+
+
+def _sha256(path: Path) -> str | None:
+    """The file's sha256; None when it cannot be read (gone, not a file)."""
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def compiler_identity(compiler: Compiler) -> dict:
+    """What the build depends on of the compiler beyond its version: the binary the command runs (a
+    reinstalled or patched clang of the same version is another compiler)."""
+    binary = os.path.realpath(shutil.which(compiler.command[0]) or compiler.command[0])
+    try:
+        info = os.stat(binary)
+        return {"binary": binary, "size": info.st_size, "mtime_ns": info.st_mtime_ns}
+    except OSError:
+        return {"binary": binary}
+
+
+def dependencies(depfile: Path, work: Path) -> dict[str, str]:
+    """path -> sha256 of every file a compile read, from clang's dependency output (make syntax: `target:
+    dep dep \\` lines, a space in a name escaped as `\\ `), leaving out the build's own folder (staged and
+    generated files, which follow from the unit and the runtime)."""
+    text = depfile.read_text().replace("\\\n", " ")
+    body = text.split(":", 1)[1] if ":" in text else ""
+    names = [name.replace("\\ ", " ") for name in re.findall(r"(?:\\ |[^\s])+", body)]
+    found = {}
+    for name in names:
+        path = Path(os.path.realpath(work / name))
+        if path.is_relative_to(Path(os.path.realpath(work))):
+            continue
+        digest = _sha256(path)
+        if digest is not None:
+            found[str(path)] = digest
+    return found
+
+
+MANIFEST = "manifest.json"
+
+
+def _entry_is_whole(entry: Path, key: str) -> bool:
+    """A cache entry whose every part is there and unchanged: its manifest, both libraries as built, and
+    every file the compiler read as it was then."""
+    try:
+        manifest = json.loads((entry / MANIFEST).read_text())
+        libraries, read = manifest["libraries"], manifest["read"]
+        if manifest["key"] != key or not (entry / "built.txt").is_file():
+            return False
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    files = {**{str(entry / name): digest for name, digest in libraries.items()}, **read}
+    return len(libraries) == 2 and all(_sha256(Path(path)) == digest for path, digest in files.items())
+
+
+def _discard(entry: Path) -> None:
+    """Move a stale or partial entry out of the way (one rename), then delete it."""
+    trash = entry.with_name(f".discarded-{entry.name}-{os.getpid()}")
+    try:
+        os.replace(entry, trash)
+    except OSError:
+        return
+    shutil.rmtree(trash, ignore_errors=True)
 
 
 def runtime_digest() -> str:
@@ -296,6 +372,8 @@ def _compile_passes(compiler: Compiler, unit: Unit, arch: str, work: Path) -> No
         command = list(base)
         command[command.index("-x") + 1] = "hip"
         command[command.index("-o") + 1] = str(work / f"{name}.o")
+        # every file this pass reads, system headers included, for the cache entry (dependencies)
+        command += ["-dependency-file", str(work / f"{name}.d"), "-MT", f"{name}.o", "-sys-header-deps"]
         position = command.index("-x")
         command[position:position] = [*COMMON_FLAGS, "-aux-triple", command[command.index("-triple") + 1],
                                       *extra, *includes, *defines]
@@ -345,13 +423,16 @@ def build(unit: Unit, arch: str, compiler: Compiler) -> Built:
     if arch not in ARCHES:
         raise BuildError(f"unknown arch {arch!r}; known: {', '.join(ARCHES)}")
     fields = {"unit": unit_digest(unit), "runtime": runtime_digest(), "arch": arch, "compiler": list(compiler.command),
-              "compiler_version": compiler.version}
+              "compiler_version": compiler.version, "compiler_binary": compiler_identity(compiler)}
     key = disk_cache.key_of(fields)[:32]
     cached = disk_cache.entry(CACHE_KIND, key)
-    if cached is not None and (cached / "built.txt").is_file():
-        info = (cached / "built.txt").read_text().splitlines()
-        return Built(cached / "host.so", cached / device_name(key), arch, compiler.description, tuple(info[2:]), key, 0.0,
-                     int(info[0]), int(info[1]))
+    if cached is not None and cached.exists():
+        if _entry_is_whole(cached, key):
+            info = (cached / "built.txt").read_text().splitlines()
+            libraries = json.loads((cached / MANIFEST).read_text())["libraries"]
+            return Built(cached / "host.so", cached / device_name(key), arch, compiler.description, tuple(info[2:]), key,
+                         0.0, int(info[0]), int(info[1]), (libraries["host.so"], libraries[device_name(key)]))
+        _discard(cached)  # a header it read changed, a library was altered, or a part is missing: rebuilt
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="fp8check-aiter-cpu-") as tmp:
         work = Path(tmp)
@@ -364,6 +445,9 @@ def build(unit: Unit, arch: str, compiler: Compiler) -> Built:
         out.mkdir()
         _link(compiler, arch, work, out, key, unit)
         (out / "built.txt").write_text("\n".join([str(asm_count), str(poisoned), *kernels]) + "\n")
+        read = {**dependencies(work / "host.d", work), **dependencies(work / "device.d", work)}
+        libraries = {name: _sha256(out / name) for name in ("host.so", device_name(key))}
+        (out / MANIFEST).write_text(json.dumps({"key": key, "libraries": libraries, "read": read}, indent=1))
         final = cached if cached is not None else Path(tempfile.mkdtemp(prefix="fp8check-aiter-cpu-build-"))
         final.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f"{key}.", dir=final.parent))
@@ -376,4 +460,4 @@ def build(unit: Unit, arch: str, compiler: Compiler) -> Built:
             if not (final / "built.txt").is_file():
                 raise
     return Built(final / "host.so", final / device_name(key), arch, compiler.description, tuple(kernels), key,
-                 time.perf_counter() - started, asm_count, poisoned)
+                 time.perf_counter() - started, asm_count, poisoned, (libraries["host.so"], libraries[device_name(key)]))

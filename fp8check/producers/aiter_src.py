@@ -77,9 +77,10 @@ def _git_export(text: str) -> tuple[Path, str]:
 
 def _released(name: str, version: str) -> tuple[Path, str]:
     """`pkg:amd-aiter==VERSION`: the released wheel (fetched once by released.py), unpacked once."""
-    from ..code.released import Package, fetch_wheel
+    from ..code.released import fetch_wheel
+    from ..code.projects.pins import pinned
 
-    wheel, digest = fetch_wheel(Package(name, version))
+    wheel, digest = fetch_wheel(pinned(name, version))  # a pinned hash is checked
     target = disk_cache.entry("aiter-src-wheel", digest)
     if target is None:
         target = Path(tempfile.mkdtemp(prefix="fp8check-aiter-wheel-"))

@@ -189,26 +189,43 @@ def _not_here(*args, **kwargs) -> None:
 
 def _preset(name: str, checkout) -> Producer:
     """`preset:PROJECT/NAME`, a writer a project table declares (projects/compose.py)."""
-    from ..code.projects.compose import cpu_check, load
+    from ..code.projects.compose import cpu_check, load, spec_check
 
     done = load(name, "writer", checkout=checkout)
+    supported, exact = spec_check(name, "writer"), cpu_check(done.loaded)
+
+    def check(spec, device) -> None:
+        supported(spec, device)
+        exact(spec, device)
+
     return Producer(name, f"{done.preset.description} from {done.loaded.origin.describe()}", done.fn,
-                    keywords=frozenset(EXTRA_KEYWORDS), provenance=done.provenance, check=cpu_check(done.loaded),
+                    keywords=frozenset(EXTRA_KEYWORDS), provenance=done.provenance, check=check,
                     triton=bool(done.loaded.kernels()))
 
 
-def resolve(name: str, *, fp8=None, repo=None, isolation: Limits | None = DEFAULT_ISOLATION) -> Producer:
+def resolve(name: str, *, fp8=None, repo=None, isolation: Limits | None = DEFAULT_ISOLATION,
+            allow_unpinned: bool = False) -> Producer:
     """The producer a name stands for: a registry name, `auto`, or code from a file (`file:`, `vllm-file:`,
     either with `git:REV:PATH` read from `repo`). `fp8` (an FP8Format) names the format vllm-file's
     platform names are reported bound to; a vllm-file writer is bound to each run's --fp8 either way.
 
     Code from files is not loaded here when `isolation` is given (the default): the Producer only names
     it, and `run` loads and runs it in a child process under those limits. `isolation=None` loads it
-    into this process (`--in-process`, for debugging)."""
+    into this process (`--in-process`, for debugging).
+
+    Released code (`pkg:`, `aiter-src:pkg:`, a preset's release) passes the one hash rule first, here in
+    the parent: a version no project table pins is refused unless `allow_unpinned` (released.admit)."""
     parsed = parse(name, error=ProducerError)
-    if parsed.kind in KINDS[Role.WRITER] and isolation is not None:
-        return Producer(name, f"{name} (run in a child process)", _not_here, isolation=isolation,
-                        repo=None if repo is None else str(repo))
+    if parsed.kind in KINDS[Role.WRITER]:
+        from ..code.projects.pins import admit_release
+
+        admit_release(parsed, repo=repo, allow_unpinned=allow_unpinned)
+        if isolation is not None:
+            from ..code.projects.compose import spec_check
+
+            # what a preset's table declares is checked here, in the parent, before a child starts
+            return Producer(name, f"{name} (run in a child process)", _not_here, isolation=isolation,
+                            repo=None if repo is None else str(repo), check=spec_check(name, "writer"))
     if parsed.kind is Kind.PRESET:  # `repo`: a clone of the project's repository (--checkout)
         return _preset(name, repo)
     if parsed.kind in CODE_KINDS:
@@ -260,13 +277,23 @@ def _isolated_reader(*args, **kwargs) -> None:
     raise CheckerError("an isolated reader's code runs only in its child process")
 
 
-def resolve_reader(name: str, *, spec: CacheSpec, repo=None, isolation: Limits | None = DEFAULT_ISOLATION) -> Reader:
+def resolve_reader(name: str, *, spec: CacheSpec, repo=None, isolation: Limits | None = DEFAULT_ISOLATION,
+                   allow_unpinned: bool = False) -> Reader:
     """The reader a name stands for, set up to read caches of `spec` (files may come from git in `repo`).
 
     A reader from a file is not loaded here when `isolation` is given (the default): the Reader only names
     it, and `readers.run_reader` loads and runs it in a child process under those limits (with the spec's FP8
-    format and `repo`). `isolation=None` loads it into this process (`--in-process`, for debugging)."""
+    format and `repo`). `isolation=None` loads it into this process (`--in-process`, for debugging).
+    Released code passes the one hash rule first, as writers do (resolve)."""
     parsed = parse(name, error=ProducerError)
+    if parsed.kind in KINDS[Role.READER]:
+        from ..code.projects.pins import admit_release
+
+        admit_release(parsed, repo=repo, allow_unpinned=allow_unpinned)
+    if parsed.kind is Kind.PRESET:  # a spec its table declares unsupported: refused before anything runs
+        from ..code.projects.compose import spec_check
+
+        spec_check(name, "reader")(spec, None)
     if parsed.kind in KINDS[Role.READER] and isolation is not None:
         return Reader(name, f"{name} (run in a child process)", _isolated_reader, isolation=isolation,
                       repo=None if repo is None else str(repo), spec=spec)
@@ -309,7 +336,7 @@ def run_in_child(name: str, spec_json: str, repo: str | None, k: torch.Tensor, s
 
     phase("loading")
     spec = CacheSpec.from_dict(json.loads(spec_json))
-    producer = resolve(name, fp8=spec.fp8, repo=repo, isolation=None)
+    producer = resolve(name, fp8=spec.fp8, repo=repo, isolation=None, allow_unpinned=True)  # the parent admitted it
     producer.check(spec, buffer.device)
     phase("writing")
     write_in_layer(CacheBuffer(spec, buffer), lambda cache: _write(producer, spec, k, cache, slot_mapping))
@@ -337,6 +364,7 @@ def run_producer(producer: Producer, spec: CacheSpec, inputs: Inputs, device: to
     given = padded_slots(inputs.slot_mapping, pad_slot)
     k, slot_mapping = inputs.k.clone(), given.clone()
     if producer.isolation is not None:
+        producer.check(spec, device)  # the parent's own checks (a preset's declared specs), no code under test
         report = run_isolated(f"{__name__}:run_in_child", (producer.name, spec.to_json(), producer.repo, k,
                               slot_mapping, buffer.buffer), limits=producer.isolation,
                               label=f"producer {producer.name!r}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from rich.console import Group
 from rich.text import Text
 
+from ..core.errors import printable
 from ..core.outcome import Outcomes, Status
 
 STYLE = {Status.PASSED: "green", Status.FAILED: "bold red", Status.ERROR: "bold magenta", Status.SKIPPED: "yellow"}
@@ -16,12 +17,12 @@ def render_gate(run: Outcomes) -> Group:
     parts: list = []
     for o in run.outcomes:
         line = Text(LABEL[o.status], style=STYLE[o.status])
-        line.append(f" {o.seconds:6.2f} s  {o.case_id}")
+        line.append(f" {o.seconds:6.2f} s  {printable(o.case_id)}")  # one line whatever a name holds
         parts.append(line)
     for o in run.outcomes:
         if o.status is not Status.PASSED:
-            parts.append(Text(f"\n{o.case_id}", style="bold"))
-            parts.append(Text(o.verdict_line(), style=STYLE[o.status]))
+            parts.append(Text(f"\n{printable(o.case_id)}", style="bold"))
+            parts.append(Text(printable(o.verdict_line()), style=STYLE[o.status]))
             if o.error is None:
                 parts.append(Text(o.detail()))
     parts.append(Text(run.verdict_line(), style="bold green" if run.exit_code == 0 else "bold red"))

@@ -3,7 +3,8 @@
 Schema (`schema_version` 2): a single command's document is its result's own JSON with `kind`,
 `passed` and `verdict`; a gate's lists its cases. Everything that depends on the run rather than on the
 bytes (timings, versions) is under one key, `run`. No NaN or Infinity anywhere: non-finite floats are the
-strings "nan", "inf", "-inf" (strict parsers reject bare NaN).
+strings "nan", "inf", "-inf" (strict parsers reject bare NaN). Every string is printable (errors.printable,
+line breaks kept): a name carrying a terminal escape stays visible text for whoever prints the field.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import json
 
 from ..core.device import versions
+from ..core.errors import printable
 from ..core.outcome import Outcome, Outcomes, Status, json_safe
 
 SCHEMA_VERSION = 2
@@ -41,5 +43,15 @@ def document(run: Outcomes) -> dict:
     }
 
 
+def _printable(value):
+    if isinstance(value, str):
+        return printable(value, newlines=True)
+    if isinstance(value, dict):
+        return {_printable(key): _printable(v) for key, v in value.items()}
+    if isinstance(value, list):
+        return [_printable(v) for v in value]
+    return value
+
+
 def render(run: Outcomes) -> str:
-    return json.dumps(json_safe(document(run)), indent=2, allow_nan=False) + "\n"
+    return json.dumps(_printable(json_safe(document(run))), indent=2, allow_nan=False) + "\n"

@@ -1,11 +1,14 @@
 """JUnit XML: one <testcase> per case. A failed verdict is a <failure> whose message is the verdict and
 the top cause and whose text is the detail; a case that could not be decided is an <error>. Written with
-the standard library; pure: outcomes in, XML text out."""
+the standard library; pure: outcomes in, XML text out. Every text is made printable first (errors.printable):
+XML 1.0 has no escape for most control characters, so a case id or an error carrying one would make the file
+unreadable."""
 
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from ..core.errors import printable
 from ..core.outcome import Outcomes, Status
 
 
@@ -16,24 +19,25 @@ def render(run: Outcomes) -> str:
         "errors": str(run.count(Status.ERROR)), "skipped": str(run.count(Status.SKIPPED)), "time": f"{run.seconds:.3f}",
     }
     root = ET.Element("testsuites", {"name": "fp8check", **counts})
-    suite_el = ET.SubElement(root, "testsuite", {"name": run.title, **counts})
+    suite_el = ET.SubElement(root, "testsuite", {"name": printable(run.title), **counts})
     for outcome in cases:
         case_el = ET.SubElement(suite_el, "testcase", {
-            "classname": f"fp8check.{outcome.kind}", "name": outcome.case_id, "time": f"{outcome.seconds:.3f}",
+            "classname": f"fp8check.{outcome.kind}", "name": printable(outcome.case_id), "time": f"{outcome.seconds:.3f}",
         })
-        verdict = outcome.verdict_line()
+        verdict = printable(outcome.verdict_line())
         if outcome.status is Status.FAILED:
-            cause = outcome.top_cause()
+            cause = outcome.top_cause() and printable(outcome.top_cause())
             failure = ET.SubElement(case_el, "failure", {
                 "message": f"{verdict}; {cause}" if cause else verdict, "type": "ByteVerdict",
             })
-            failure.text = outcome.detail()
+            failure.text = printable(outcome.detail(), newlines=True)
         elif outcome.status is Status.SKIPPED:
-            ET.SubElement(case_el, "skipped", {"message": outcome.error or verdict})
+            ET.SubElement(case_el, "skipped", {"message": printable(outcome.error) if outcome.error else verdict})
         elif outcome.status is Status.ERROR:
             kind = "UserError" if outcome.exit_code == 2 else "CheckerError"
-            error = ET.SubElement(case_el, "error", {"message": outcome.error or verdict, "type": kind})
-            error.text = f"exit code {int(outcome.exit_code)}: {outcome.error}"
+            error = ET.SubElement(case_el, "error", {"message": printable(outcome.error) if outcome.error else verdict,
+                                                     "type": kind})
+            error.text = f"exit code {int(outcome.exit_code)}: {printable(outcome.error, newlines=True)}"
         else:
             ET.SubElement(case_el, "system-out").text = verdict
     ET.indent(root)

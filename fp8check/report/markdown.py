@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+
+from ..core.errors import printable
 from ..core.outcome import Outcomes, Status
 
 ICON = {Status.PASSED: "✅", Status.FAILED: "❌", Status.ERROR: "⚠️", Status.SKIPPED: "⏭️"}
@@ -10,25 +13,40 @@ MAX_PASSED_ROWS = 50  # larger gates list their failures and errors, and count t
 
 def _cell(text: str | None) -> str:
     """Text in a table cell or a summary: no column break, no line break, no HTML (a writer's error text
-    must not become a heading)."""
-    escaped = (text or "").replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return escaped.replace("|", "\\|").replace("\n", " ")
+    must not become a heading; no control character: errors.printable)."""
+    escaped = (text or "").replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("\n", " ")
+    return printable(escaped.replace("|", "\\|"))
+
+
+def _code(text: str) -> str:
+    """An inline code span that the text cannot close: delimited by more backticks than any run inside."""
+    cell = _cell(text)
+    longest = max((len(run) for run in re.findall(r"`+", cell)), default=0)
+    tick, pad = "`" * (longest + 1), " " if longest else ""
+    return f"{tick}{pad}{cell}{pad}{tick}"
+
+
+def _fenced(text: str) -> list[str]:
+    """A code block that text cannot close: its fence is longer than any run of backticks inside (CommonMark)."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [fence, printable(text, newlines=True), fence]
 
 
 def render(run: Outcomes) -> str:
     passed, failed, errors = (run.count(s) for s in (Status.PASSED, Status.FAILED, Status.ERROR))
     head = "PASS" if run.exit_code == 0 else "FAIL"
     skipped = f", {run.count(Status.SKIPPED)} skipped" if run.count(Status.SKIPPED) else ""
-    out = [f"### fp8check {run.title}: {head}", "",
+    out = [f"### fp8check {_cell(run.title)}: {head}", "",
            f"{passed} passed, {failed} failed, {errors} errors{skipped} of {run.selected} cases in {run.seconds:.1f} s",
            ""]
     shown = [o for o in run.outcomes if o.status is not Status.PASSED or len(run.outcomes) <= MAX_PASSED_ROWS]
     if shown:
         out += ["| | case | verdict | top cause |", "|---|---|---|---|"]
-        out += [f"| {ICON[o.status]} | `{_cell(o.case_id)}` | {_cell(o.verdict_line())} | {_cell(o.top_cause())} |"
+        out += [f"| {ICON[o.status]} | {_code(o.case_id)} | {_cell(o.verdict_line())} | {_cell(o.top_cause())} |"
                 for o in shown]
     for o in run.outcomes:
         if o.status is not Status.PASSED:
-            out += ["", f"<details><summary>{_cell(o.case_id)}</summary>", "", "```", o.detail(), "```",
+            out += ["", f"<details><summary>{_cell(o.case_id)}</summary>", "", *_fenced(o.detail()),
                     "", "</details>"]
     return "\n".join(out) + "\n"

@@ -10,13 +10,15 @@ from ..run.compare import CompareCheck, CompareResult
 from ..diagnose import Diagnosis
 from ..diagnose.words import block_ranges, describe_example, explain, percent
 from ..core.diff import BlockDiff, DiffResult
+from ..core.errors import printable
 from ..core.spec import CacheSpec
 
 MAX_ROWS = 16  # larger caches show their differing blocks first, then one summary row
 
 
 def side_label(name: str, emulated: bool) -> str:
-    return f"{name} (PyTorch emulation)" if emulated else name
+    """A producer's name on one line, whatever it holds (errors.printable)."""
+    return printable(f"{name} (PyTorch emulation)" if emulated else name)
 
 
 def rows_to_show(diff: DiffResult, all_blocks: bool) -> list[BlockDiff]:
@@ -128,6 +130,9 @@ def describe_provenance(provenance: dict) -> str:
     if "commit" in provenance:
         text += f" at git {provenance['revision']} = {provenance['commit']}"
     text += f", sha256 {provenance.get('sha256', '?')}"
+    if "wheel_sha256" in provenance:  # released code: its wheel, and whether a project table pinned that hash
+        pinned = "pinned" if provenance.get("wheel_pinned") == "yes" else "UNPINNED: recorded, not checked"
+        text += f", from {provenance.get('wheel', '?')} sha256 {provenance['wheel_sha256']} ({pinned})"
     bound = provenance.get("bound")
     if bound:
         text += "; bound: " + ", ".join(f"{name} = {what}" for name, what in bound.items())

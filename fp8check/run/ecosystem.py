@@ -11,6 +11,7 @@ CI job notices when the bug is fixed.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import time
 from dataclasses import dataclass, field
@@ -62,6 +63,7 @@ class EcosystemConfig:
     reader_scale_fmt: str = "ue8m0"
     expects: tuple[Expect, ...] = ()
     checkouts: dict = field(default_factory=dict)  # project -> a clone of its repository
+    isolation: object = "default"  # the Limits preset code runs under (--timeout)
 
 
 def _list(value) -> tuple:
@@ -108,15 +110,7 @@ def read_config(path: Path, checkouts: dict[str, str]) -> EcosystemConfig:
 
 
 def _unsupported(preset: Preset, block: int, layout: str, fp8: str, scale_fmt: str) -> str | None:
-    if fp8 not in preset.fp8:
-        return f"{preset.key} supports {', '.join(preset.fp8)} only"
-    if layout not in preset.layouts:
-        return f"{preset.key} writes/reads the {', '.join(preset.layouts)} layout only"
-    if preset.block_sizes is not None and block not in preset.block_sizes:
-        return f"{preset.key} supports block_size {', '.join(map(str, preset.block_sizes))} only"
-    if scale_fmt not in preset.scale_fmts:
-        return f"{preset.key} supports {', '.join(preset.scale_fmts)} scales only"
-    return None
+    return preset.unsupported(block, layout, fp8, scale_fmt)
 
 
 def _record(preset: Preset, role: str, spec_fields: dict) -> dict:
@@ -134,32 +128,42 @@ def _spec(block: int, layout: str, fp8: str, scale_fmt: str, tokens: int, head_d
 
 def run_writer(config: EcosystemConfig, preset: Preset, record: dict, device: torch.device, reference):
     """One writer run against `reference` (a Producer): identical / different with the causes' names."""
+    from ..core.cache import require_memory, run_bytes
     from .compare import check_compare
     from ..core.inputs import Distribution, generate
     from ..producers import registry
 
     spec = _spec(record["block_size"], record["layout"], record["fp8"], record["scale_fmt"], config.tokens,
                  config.head_dim)
+    require_memory(run_bytes(spec, config.tokens), device, f"tokens = {config.tokens}, head_dim = {config.head_dim}")
     data = generate(spec, seed=config.seed, distribution=Distribution(record["inputs"]))
     candidate = registry.resolve(PRESET_PREFIX + preset.key, fp8=spec.fp8,
-                                 repo=config.checkouts.get(preset.project))
+                                 repo=config.checkouts.get(preset.project), **_isolation(config))
     checked = check_compare(spec, baseline=reference, candidate=candidate, inputs=data, device=device)
     record["status"] = "identical" if checked.result.diff.identical else "different"
     record["causes"] = [c.category.value for c in checked.diagnosis.causes]
     return checked
 
 
+def _isolation(config: EcosystemConfig) -> dict:
+    return {} if config.isolation == "default" else {"isolation": config.isolation}
+
+
 def run_reader(config: EcosystemConfig, preset: Preset, record: dict, device: torch.device, reference):
     """One reader run on the reference writer's bytes: pass, or fault with its causes: `recall` (it misses
     the exact reader's top-K), `mask-leak` (a position a row may not see is not -inf), `outside-write`."""
-    from .parity import ParityConfig, generate, run_parity
+    from ..core.cache import require_memory
+    from .parity import ParityConfig, generate, memory_bytes, run_parity
     from ..producers import registry
 
     spec = _spec(record["block_size"], record["layout"], record["fp8"], record["scale_fmt"], config.ctx,
                  config.head_dim)
     parity = ParityConfig(ctx=(config.ctx,), topk=config.topk, next_n=record["next_n"])
+    require_memory(memory_bytes(spec, parity, heads=config.heads, writers=0), device,
+                   f"ctx = {config.ctx}, heads = {config.heads}, head_dim = {config.head_dim}, topk = {config.topk}")
     inputs = generate(spec, parity, heads=config.heads, seed=config.seed, shuffled=True)
-    reader = registry.resolve_reader(PRESET_PREFIX + preset.key, spec=spec, repo=config.checkouts.get(preset.project))
+    reader = registry.resolve_reader(PRESET_PREFIX + preset.key, spec=spec, repo=config.checkouts.get(preset.project),
+                                     **_isolation(config))
     result = run_parity(spec, parity, baseline=reference, writers=[], reader=reader, inputs=inputs, device=device)
     rows = result.reader_check or ()
     record["recall"] = round(min((m.recall for m in rows), default=1.0), 4)
@@ -274,10 +278,14 @@ def _fetch(config: EcosystemConfig, presets: list[Preset]) -> dict[str, str]:
     return failed
 
 
-def run_ecosystem(config: EcosystemConfig, device: torch.device, progress: Progress | None = None) -> EcosystemResult:
-    """Every run of the plan: skipped with its reason, or run and recorded (status, causes, recall)."""
+def run_ecosystem(config: EcosystemConfig, device: torch.device, progress: Progress | None = None,
+                  isolation="default") -> EcosystemResult:
+    """Every run of the plan: skipped with its reason, or run and recorded (status, causes, recall); preset
+    code runs under `isolation` (isolation.Limits; "default": the registry's; None: in this process)."""
     from ..producers import registry
 
+    if isolation != "default":
+        config = dataclasses.replace(config, isolation=isolation)
     progress = progress or (lambda label, done, total: None)
     start = time.perf_counter()
     reference = registry.resolve("reference")

@@ -16,6 +16,7 @@ from typing import Any
 
 import click
 
+from ..core.isolation import DEFAULT_TIMEOUT_S
 from ..core.errors import ConfigError
 from ..core.spec import MAX_CODE_DISTANCE
 
@@ -50,6 +51,8 @@ class Option:
     show_default: bool = True
     many: bool = False  # a list of `kind`: a TOML list, or comma-separated text on the command line
     name: str | None = None  # the config key and flag where `key` must differ (two commands' own `slots`)
+    minimum_open: bool = False  # the minimum itself is refused (a timeout of 0 s)
+    metavar: str | None = None
 
     @property
     def flag(self) -> str:
@@ -61,7 +64,7 @@ class Option:
         if self.kind is int:
             return click.IntRange(min=self.minimum, max=self.maximum) if self.minimum is not None else click.INT
         if self.kind is float:
-            return FiniteFloatRange(min=self.minimum, max=self.maximum)
+            return FiniteFloatRange(min=self.minimum, max=self.maximum, min_open=self.minimum_open)
         if self.kind is Path:
             return click.Path(path_type=Path)
         return click.STRING
@@ -73,7 +76,7 @@ class Option:
                                 show_default=self.show_default and default is not None, help=self.help)
         if self.kind is bool:
             return click.option(self.flag, self.dest, is_flag=True, default=False, help=self.help)
-        return click.option(self.flag, self.dest, type=self.click_type(), default=self.default,
+        return click.option(self.flag, self.dest, type=self.click_type(), default=self.default, metavar=self.metavar,
                             show_default=self.show_default and self.default is not None, help=self.help)
 
     def label(self, where: str, value: Any) -> str:
@@ -149,6 +152,9 @@ def _spec_options() -> list[Option]:
         Option("device", "device", str, "auto", choices=DEVICE_CHOICES),
         Option("repo", "repo", Path, None,
                "Git repository that git:REV:PATH names are read from [default: the current directory's]."),
+        Option("allow_unpinned", "allow_unpinned", bool, False,
+               "Run released code (pkg:, aiter-src:pkg:, presets) of a version no project table pins; its wheel's"
+               " sha256 is then recorded and printed, not checked."),
     ]
 
 
@@ -199,6 +205,16 @@ def _parity_options() -> list[Option]:
     ]
 
 
+
+
+def _isolation_options() -> list[Option]:
+    return [
+        Option("timeout", "timeout_s", float, DEFAULT_TIMEOUT_S,
+               "Kill code under test (a writer or reader from a file, a checkout or a release) that runs longer than"
+               " this; its case is then an error (exit 2).", minimum=0, minimum_open=True, metavar="SECONDS"),
+    ]
+
+
 SPEC = {o.key: o for o in _spec_options()}  # the cache, the inputs and the device: every command
 BUDGET = {o.key: o for o in _budget_options()}
 CONVENTIONS = {o.key: o for o in _convention_options()}
@@ -210,17 +226,20 @@ PRODUCERS = {  # producer names are checked when they are resolved (registry.res
     "producer": Option("producer", "producer", str, "reference"),
 }
 PARITY = {o.key: o for o in _parity_options()}
+ISOLATION = {o.key: o for o in _isolation_options()}  # how code under test runs: every command that runs it
 COMPARE_KEYS = (*SPEC, "baseline", "candidate", *BUDGET, *CONVENTIONS)
 TABLE_KEYS = (*SPEC, "baseline", "buggy", "fixed")
 # parity: the spec and input options but --num-blocks (the contexts size the cache), --specials-inf-nan and --layers,
 # with its own slot choices (a block table in order or shuffled)
-PARITY_KEYS = (*(k for k in SPEC if k not in ("num_blocks", "specials_inf_nan", "slots", "layers")), "baseline",
+PARITY_KEYS = (*(k for k in SPEC if k not in ("num_blocks", "specials_inf_nan", "slots", "layers", "allow_unpinned")),
+               "baseline",
                *(k for k in PARITY if k != "parity_slots"), "slots")
 # the keys a parity gate case takes (`fp8check parity`'s but --repo), in the order its id names them
 PARITY_CASE_KEYS = ("ctx", "heads", "head_dim", "block", "qbs", "topk", "next_n", "fp8", "scale_fmt", "layout", "slots",
                     "inputs", "input", "seed", "writers", "baseline", "reader", "rtol", "atol", "min_recall",
                     "expect_fail", "device")
-ALL = {**SPEC, **BUDGET, **CONVENTIONS, **PRODUCERS, **PARITY}
+PARITY_KEYS = (*PARITY_KEYS, "allow_unpinned")  # the last flag of `fp8check parity`; not part of a case's id
+ALL = {**SPEC, **BUDGET, **CONVENTIONS, **PRODUCERS, **PARITY, **ISOLATION}
 COMMAND_LINE = ""  # `where` of values typed on the command line: errors name the flag
 COMMAND_KEYS = {"compare": COMPARE_KEYS, "table": TABLE_KEYS, "record": (*SPEC, "producer"), "parity": PARITY_KEYS}
 

@@ -77,6 +77,21 @@ def cache_spec(config: ParityConfig, spec: CacheSpec) -> CacheSpec:
     return spec.replace(num_blocks=-(-config.max_ctx // spec.block_size))
 
 
+def memory_bytes(spec: CacheSpec, config: ParityConfig, *, heads: int, writers: int) -> int:
+    """Memory a parity run needs at its peak, estimated before anything is allocated (prepare_parity refuses
+    a run that cannot fit): every column's cache with a compare's working set, K as it is drawn, the
+    queries, the exact reader's float64 keys and per-head scores of the longest sequence, and the float64
+    logits and top-K of every sequence's rows for the truth, the reader check and each column."""
+    from ..core.cache import buffer_bytes, input_bytes
+
+    ctx, rows, columns = config.max_ctx, len(config.ctx) * config.next_n, writers + 3
+    caches = (writers + 4) * buffer_bytes(spec)
+    queries = len(config.ctx) * config.next_n * heads * spec.head_dim * 16  # drawn in fp32, decoded in float64
+    reading = 32 * ctx * spec.head_dim + 24 * config.next_n * heads * ctx
+    logits = columns * rows * 8 * (ctx + min(config.topk, ctx))
+    return caches + input_bytes(spec, ctx) + queries + reading + logits
+
+
 # ---- inputs -------------------------------------------------------------------------------------------
 
 

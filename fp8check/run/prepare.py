@@ -154,7 +154,8 @@ def prepare(request: Request, *, isolation="default", given_inputs=None, produce
         data = data.to(device)
     names = {role: v[role] for role in ROLES[request.command] if role not in producers}
     return Prepared(spec, data, device, {**producers, **resolve_producers(device, names, spec, v["repo"],
-                                                                           isolation=isolation)})
+                                                                           isolation=isolation,
+                                                                           allow_unpinned=v["allow_unpinned"])})
 
 
 def _spec_and_inputs(request: Request, given_inputs, device):
@@ -222,6 +223,8 @@ def _check_memory(spec: CacheSpec, num_tokens: int, device, request: Request, re
     from ..core.cache import input_bytes, require_memory, run_bytes
 
     sizes = f"--num-blocks {spec.num_blocks}, --block {spec.block_size}, --head-dim {spec.head_dim}"
+    if spec.layers > 1:
+        sizes += f", --layers {spec.layers}"
     v = request.values
     if replay is not None and v["num_blocks"] is None:
         top = int(replay.slot_mapping.max()) if replay.slot_mapping.numel() else 0
@@ -233,13 +236,14 @@ def _check_memory(spec: CacheSpec, num_tokens: int, device, request: Request, re
 
 
 def resolve_producers(device, names: dict[str, str], spec: CacheSpec, repo: Path | None, *,
-                      isolation="default") -> dict:
+                      isolation="default", allow_unpinned: bool = False) -> dict:
     """Producers by role. Code from files runs in a child process under `isolation` (Limits; "default":
-    registry.DEFAULT_ISOLATION; None: in this process)."""
+    registry.DEFAULT_ISOLATION; None: in this process); released code unpinned only with `allow_unpinned`."""
     from ..producers import registry
 
     limits = registry.DEFAULT_ISOLATION if isolation == "default" else isolation
-    return {role: registry.resolve(name, fp8=spec.fp8, repo=repo, isolation=limits) for role, name in names.items()}
+    return {role: registry.resolve(name, fp8=spec.fp8, repo=repo, isolation=limits, allow_unpinned=allow_unpinned)
+            for role, name in names.items()}
 
 
 def prepare_parity(request: Request, *, isolation="default") -> Prepared:
@@ -253,6 +257,7 @@ def prepare_parity(request: Request, *, isolation="default") -> Prepared:
     config = parity_config(v)
     spec = parity.cache_spec(config, spec_of(v))
     shuffled, device = v["slots"] == "shuffled", resolve_device(v["device"])
+    _check_parity_memory(spec, config, v, device)
     if v["input"] is not None:
         data = parity.read(Path(v["input"]), spec, config, heads=v["heads"], seed=v["seed"], shuffled=shuffled)
     else:
@@ -261,10 +266,23 @@ def prepare_parity(request: Request, *, isolation="default") -> Prepared:
     if not v["writers"]:
         raise UsageError("--writers: name at least one writer")
     names = {"baseline": v["baseline"], **{f"w{i}": n for i, n in enumerate(v["writers"])}}
-    sides = resolve_producers(device, names, spec, v["repo"], isolation=isolation)
-    reader = registry.resolve_reader(v["reader"], spec=spec, repo=v["repo"],
+    sides = resolve_producers(device, names, spec, v["repo"], isolation=isolation, allow_unpinned=v["allow_unpinned"])
+    reader = registry.resolve_reader(v["reader"], spec=spec, repo=v["repo"], allow_unpinned=v["allow_unpinned"],
                                      isolation=registry.DEFAULT_ISOLATION if isolation == "default" else isolation)
     return Prepared(spec, data, device, sides, reader, config)
+
+
+def _check_parity_memory(spec: CacheSpec, config, v: dict, device) -> None:
+    """Refuse a parity run that cannot fit, naming its sizes, before anything is drawn or allocated."""
+    from . import parity
+    from ..core.cache import require_memory
+
+    heads = v["heads"] or parity.DEFAULT_HEADS
+    needed = parity.memory_bytes(spec, config, heads=heads, writers=len(v["writers"]))
+    sizes = (f"--ctx {','.join(map(str, config.ctx))}, --heads {heads}, --head-dim {spec.head_dim}, --block"
+             f" {spec.block_size}, --next-n {config.next_n}, --topk {config.topk}, {len(v['writers'])} writer(s)")
+    for where in {device.type, "cpu"}:  # inputs are drawn on the CPU, then copied
+        require_memory(needed, where if where == "cpu" else device, f"{sizes} (caches, K, Q, logits)")
 
 
 def parity_config(v: dict):

@@ -255,6 +255,23 @@ def load(name: str, role: str, *, checkout=None, find_links=None) -> LoadedPrese
     return LoadedPreset(fn, preset, loaded, provenance)
 
 
+def spec_check(name: str, role: str) -> Callable:
+    """A check (spec, device) refusing a spec the preset `name` declares it does not support (NotRunnableHere,
+    with the table's reason), before anything of it is fetched or run; names that are no preset pass."""
+    from ...core.errors import NotRunnableHere
+
+    def check(spec, device) -> None:
+        try:
+            found = find_preset(split_preset(name), role)
+        except ConfigError:
+            return  # an unknown preset: loading it names the known ones
+        reason = found.unsupported(spec.block_size, spec.layout.value, spec.fp8.value, spec.scale_fmt.value)
+        if reason is not None:
+            raise NotRunnableHere(f"{name}: {reason}")
+
+    return check
+
+
 def cpu_check(loaded: Loaded) -> Callable:
     """Before a run on the CPU: the preset's Triton kernels run only in the proven exact interpreter."""
     def check(spec, device) -> None:

@@ -95,6 +95,18 @@ class Preset:
     def key(self) -> str:
         return f"{self.project}/{self.name}"  # `project` is the table's name or its file's path
 
+    def unsupported(self, block: int, layout: str, fp8: str, scale_fmt: str) -> str | None:
+        """Why this preset cannot write or read caches of that spec, as its table declares; None: it can."""
+        if fp8 not in self.fp8:
+            return f"{self.key} supports {', '.join(self.fp8)} only"
+        if layout not in self.layouts:
+            return f"{self.key} writes/reads the {', '.join(self.layouts)} layout only"
+        if self.block_sizes is not None and block not in self.block_sizes:
+            return f"{self.key} supports block_size {', '.join(map(str, self.block_sizes))} only"
+        if scale_fmt not in self.scale_fmts:
+            return f"{self.key} supports {', '.join(self.scale_fmts)} scales only"
+        return None
+
 
 @dataclass(frozen=True)
 class Project:
@@ -219,6 +231,7 @@ def projects() -> dict[str, Project]:
 
 
 _FILES: dict[str, Project] = {}
+_PARSING: list[str] = []  # table files being parsed, outermost first: a bindings_from cycle is named as one
 
 
 def project(name: str) -> Project:
@@ -228,7 +241,14 @@ def project(name: str) -> Project:
 
         path = Path(name).resolve()
         if str(path) not in _FILES:
-            _FILES[str(path)] = parse(load_toml(path), name, path.parent)
+            if str(path) in _PARSING:
+                cycle = [*_PARSING[_PARSING.index(str(path)):], str(path)]
+                raise ConfigError(f"{name}: bindings_from makes a cycle: {' -> '.join(cycle)}")
+            _PARSING.append(str(path))
+            try:
+                _FILES[str(path)] = parse(load_toml(path), name, path.parent)
+            finally:
+                _PARSING.pop()
         return _FILES[str(path)]
     found = projects().get(name)
     if found is None:
