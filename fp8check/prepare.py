@@ -153,7 +153,8 @@ def prepare(request: Request, *, isolation="default", given_inputs=None, produce
         data = data.to(device)
     names = {role: v[role] for role in ROLES[request.command] if role not in producers}
     return Prepared(spec, data, device, {**producers, **resolve_producers(device, names, spec, v["repo"],
-                                                                           isolation=isolation)})
+                                                                           isolation=isolation,
+                                                                           checkouts=checkouts_of(v, request.command))})
 
 
 def _spec_and_inputs(request: Request, given_inputs, device):
@@ -231,14 +232,35 @@ def _check_memory(spec: CacheSpec, num_tokens: int, device, request: Request, re
         require_memory(input_bytes(spec, num_tokens), "cpu", f"{sizes}: drawing K for --inputs {v['inputs']}")
 
 
+def checkouts_of(v: dict, command: str) -> dict[str, str]:
+    """The request's `checkout` values as {project: clone}, each the project of a preset the run names."""
+    from . import options
+    from .writers.projects.compose import check_checkouts
+
+    found = options.checkouts(v.get("checkout"))
+    if found:
+        roles = [(v[role], "writer") for role in ROLES.get(command, ())]
+        if command == "parity":
+            roles += [(v["baseline"], "writer"), *((w, "writer") for w in v["writers"]), (v["reader"], "reader")]
+        check_checkouts(found, roles, f"this {command}")
+    return found
+
+
 def resolve_producers(device, names: dict[str, str], spec: CacheSpec, repo: Path | None, *,
-                      isolation="default") -> dict:
+                      isolation="default", checkouts: dict[str, str] | None = None) -> dict:
     """Producers by role. Code from files runs in a child process under `isolation` (Limits; "default":
-    registry.DEFAULT_ISOLATION; None: in this process)."""
+    registry.DEFAULT_ISOLATION; None: in this process). A preset runs from its project's clone in
+    `checkouts` when one is given (else `repo`, else its release); a spec its table declares unsupported
+    is NotRunnableHere before anything runs."""
     from .writers import registry
+    from .writers.projects.compose import check_declared, checkout_of
 
     limits = registry.DEFAULT_ISOLATION if isolation == "default" else isolation
-    return {role: registry.resolve(name, fp8=spec.fp8, repo=repo, isolation=limits) for role, name in names.items()}
+    for name in names.values():
+        check_declared(name, "writer", spec)
+    return {role: registry.resolve(name, fp8=spec.fp8, isolation=limits,
+                                   repo=checkout_of(name, "writer", checkouts or {}) or repo)
+            for role, name in names.items()}
 
 
 def prepare_parity(request: Request, *, isolation="default") -> Prepared:
@@ -257,13 +279,17 @@ def prepare_parity(request: Request, *, isolation="default") -> Prepared:
     else:
         data = parity.generate(spec, config, heads=v["heads"] or parity.DEFAULT_HEADS, seed=v["seed"],
                                shuffled=shuffled, distribution=inputs_mod.Distribution(v["inputs"]))
-    if not v["writers"]:
-        raise UsageError("--writers: name at least one writer")
-    names = {"baseline": v["baseline"], **{f"w{i}": n for i, n in enumerate(v["writers"])}}
-    sides = resolve_producers(device, names, spec, v["repo"], isolation=isolation)
+    if not v["writers"] and v["reader"] == "reference":
+        raise UsageError("--writers: name at least one writer (with no writer, name a --reader to check on the"
+                         " baseline's bytes)")
+    from .writers.projects.compose import check_declared, checkout_of
     from .writers.registry import DEFAULT_ISOLATION
 
-    reader = readers.resolve(v["reader"], spec=spec, repo=v["repo"],
+    checkouts = checkouts_of(v, "parity")
+    check_declared(v["reader"], "reader", spec)
+    names = {"baseline": v["baseline"], **{f"w{i}": n for i, n in enumerate(v["writers"])}}
+    sides = resolve_producers(device, names, spec, v["repo"], isolation=isolation, checkouts=checkouts)
+    reader = readers.resolve(v["reader"], spec=spec, repo=checkout_of(v["reader"], "reader", checkouts) or v["repo"],
                              isolation=DEFAULT_ISOLATION if isolation == "default" else isolation)
     return Prepared(spec, data, device, sides, reader, config)
 

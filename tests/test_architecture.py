@@ -21,7 +21,7 @@ LAYERS = {
     "writers": 4, "readers": 4,
     "diff": 5, "diff_kernel": 5, "budget": 5, "diagnose": 5, "golden": 5,
     "compare": 6, "table": 6, "doctor": 6, "parity": 6, "record": 6,
-    "prepare": 7, "gate_config": 7, "ecosystem": 7,
+    "prepare": 7, "gate_config": 7, "gate_expect": 7,
     "gate": 8, "api": 8,
     "testing": 9, "report": 9,
     "pytest_plugin": 10, "cli": 10,

@@ -21,7 +21,7 @@ from typing import Callable
 
 import torch
 
-from ...errors import ConfigError, ProducerError
+from ...errors import ConfigError, NotRunnableHere, ProducerError
 from ...sources import PRESET_PREFIX, Source, read_source
 from ...spec import FP8Format, Layout
 from .table import Preset, Project, project, preset as find_preset
@@ -204,6 +204,59 @@ def origin_for(preset: Preset, checkout: str | Path | None, find_links: str | No
     if checkout is not None and not Path(checkout).is_dir():
         raise ProducerError(f"preset:{preset.key}: --checkout {proj.name}={checkout} is not a folder")
     return Origin(proj, Path(checkout) if checkout is not None else None, find_links)
+
+
+def named(name: str, role: str) -> Preset | None:
+    """The preset `preset:PROJECT/NAME` names (None for any other name); an unknown one is a ProducerError."""
+    if not name.startswith(PRESET_PREFIX):
+        return None
+    try:
+        return find_preset(split_preset(name), role)
+    except ConfigError as exc:
+        raise ProducerError(str(exc)) from None
+
+
+def check_declared(name: str, role: str, spec) -> None:
+    """NotRunnableHere (a skip in a gate) when `name` is a preset whose table declares `spec` unsupported."""
+    preset = named(name, role)
+    if preset is None:
+        return
+    reason = preset.unsupported(block_size=spec.block_size, layout=spec.layout.value, fp8=spec.fp8.value,
+                                scale_fmt=spec.scale_fmt.value)
+    if reason is not None:
+        raise NotRunnableHere(f"{PRESET_PREFIX}{reason}")
+
+
+def project_of(name: str, role: str) -> str | None:
+    """The project name of preset `name` (the key of its `--checkout`); None for any other name."""
+    preset = named(name, role)
+    return None if preset is None else project(preset.project).name
+
+
+def checkout_of(name: str, role: str, checkouts: dict[str, str]) -> str | None:
+    """The clone `--checkout PROJECT=PATH` gives for the project of preset `name` (None: its release)."""
+    found = project_of(name, role)
+    return None if found is None else checkouts.get(found)
+
+
+def check_checkouts(checkouts: dict[str, str], named_presets: list[tuple[str, str]], where: str) -> None:
+    """Every `--checkout PROJECT` is the project of one of the presets that run ((name, role) pairs): a
+    misspelled one would otherwise leave that preset running from its wheel unnoticed. ConfigError."""
+    used = {project_of(name, role) for name, role in named_presets} - {None}
+    unknown = sorted(set(checkouts) - used)
+    if unknown:
+        runs = ", ".join(sorted(used)) or "none"
+        raise ConfigError(f"--checkout {unknown[0]}: {where} runs no preset of a project named {unknown[0]!r}"
+                          f" (the projects of its presets: {runs})")
+
+
+def fetch(name: str, role: str, checkout) -> None:
+    """Read every file the preset's steps call (a wheel downloaded and hash-checked once into the cache
+    folder), so that a gate fetches before its runs and names a failure once: ProducerError."""
+    preset = named(name, role)
+    origin = origin_for(preset, checkout)
+    for step in preset.steps:
+        origin.read(step.file)
 
 
 @dataclass(frozen=True)
