@@ -129,7 +129,7 @@ def load(text: str | Path, *, device: str | None = None, checkouts: tuple[str, .
     expanded = [case for where, entry in entries for case in _expand(entry, defaults, where, path.parent)]
     expanded = gate_expect.apply(rows, expanded, _expected)
     if checkouts:
-        _check_checkouts(expanded, checkouts, path)
+        expanded = _with_checkouts(expanded, checkouts, path)
     seen: dict[str, str] = {}
     for case in expanded:
         if case.id in seen:
@@ -147,15 +147,26 @@ def _checkouts(items: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(f"{name}={Path(clone).resolve()}" for name, clone in found.items())
 
 
-def _check_checkouts(cases: list[Case], checkouts: tuple[str, ...], path: Path) -> None:
-    from .writers.projects.compose import check_checkouts
+def _with_checkouts(cases: list[Case], checkouts: tuple[str, ...], path: Path) -> list[Case]:
+    """Each case with the checkouts of its own presets' projects only; a checkout no case uses is an error."""
+    from .writers.projects.compose import check_checkouts, project_of
 
     roles = {"baseline": "writer", "candidate": "writer", "buggy": "writer", "fixed": "writer", "writers": "writer",
              "reader": "reader"}
-    named = [(name, role) for case in cases for key, role in roles.items()
-             for name in (lambda v: v if isinstance(v, (list, tuple)) else (v,))(case.values.get(key))
-             if isinstance(name, str)]
-    check_checkouts(options.checkouts(checkouts), named, str(path))
+
+    def named(case: Case) -> list[tuple[str, str]]:
+        return [(name, role) for key, role in roles.items()
+                for name in (lambda v: v if isinstance(v, (list, tuple)) else (v,))(case.values.get(key))
+                if isinstance(name, str)]
+
+    given = options.checkouts(checkouts)
+    check_checkouts(given, [pair for case in cases for pair in named(case)], str(path))
+    out = []
+    for case in cases:
+        used = {project_of(name, role) for name, role in named(case)}
+        mine = tuple(f"{name}={clone}" for name, clone in given.items() if name in used)
+        out.append(Case(case.id, case.kind, {**case.values, "checkout": mine}, case.source, case.reason))
+    return out
 
 
 def _with_candidate(entry: dict, defaults: dict, name: str) -> dict:
