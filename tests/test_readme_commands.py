@@ -1,6 +1,6 @@
 """Every `fp8check` command the README shows in a code block runs as written: a verdict (exit 0 or 1),
 never a usage error. Commands naming other repositories (`git:BEFORE:`, `git:origin/main:`, a checkout
-at `../aiter`) need those repositories, and `fp8check ecosystem` downloads released wheels (its offline
+at `../aiter`) need those repositories, and `fp8check gate ecosystem` downloads released wheels (its offline
 subset is tests/test_ecosystem.py's): they are left out; the rest run from a folder that holds the files
 they name."""
 
