@@ -18,13 +18,10 @@ from typing import Callable
 from .errors import ExitCode, NotRunnableHere, UserError, first_line
 from .gate_config import Case
 from .outcome import Checked, Differs, Outcome, Outcomes
-from .prepare import Request, prepare, prepare_parity
+from .prepare import Request, named_code, prepare, prepare_parity
 from .sources import GOLDEN_PREFIX
 
 CASE_ONLY = ("expect", "golden_check")  # a case's keys that are not options of its command
-ROLES = {"compare": (("baseline", "writer"), ("candidate", "writer")),
-         "table": (("baseline", "writer"), ("buggy", "writer"), ("fixed", "writer")),
-         "parity": (("baseline", "writer"), ("writers", "writer"), ("reader", "reader"))}
 
 
 def presets_of(case: Case) -> list[tuple[str, str, str | None]]:
@@ -33,13 +30,8 @@ def presets_of(case: Case) -> list[tuple[str, str, str | None]]:
     from .writers.projects.compose import checkout_of, named
 
     clones = checkouts(case.values.get("checkout"))
-    found = []
-    for key, role in ROLES[case.kind]:
-        value = case.values.get(key)
-        for name in (value if isinstance(value, (list, tuple)) else (value,)):
-            if isinstance(name, str) and named(name, role) is not None:
-                found.append((name, role, checkout_of(name, role, clones)))
-    return found
+    return [(name, role, checkout_of(name, role, clones)) for name, role in named_code(case.values)
+            if named(name, role) is not None]
 
 
 def fetch(cases: tuple[Case, ...]) -> dict[tuple, str]:

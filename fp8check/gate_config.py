@@ -51,7 +51,7 @@ from . import options
 from . import gate_expect
 from .config import find, load_toml
 from .errors import ConfigError, SpecError, UsageError
-from .prepare import run_id, spec_of
+from .prepare import named_code, run_id, spec_of
 from .sources import FILE_PREFIX, GOLDEN_PREFIX, VLLM_FILE_PREFIX, is_git
 
 MAX_CASES = 10_000  # 10^6 cases took 72 s and 1 GB for --list alone
@@ -151,19 +151,11 @@ def _with_checkouts(cases: list[Case], checkouts: tuple[str, ...], path: Path) -
     """Each case with the checkouts of its own presets' projects only; a checkout no case uses is an error."""
     from .writers.projects.compose import check_checkouts, project_of
 
-    roles = {"baseline": "writer", "candidate": "writer", "buggy": "writer", "fixed": "writer", "writers": "writer",
-             "reader": "reader"}
-
-    def named(case: Case) -> list[tuple[str, str]]:
-        return [(name, role) for key, role in roles.items()
-                for name in (lambda v: v if isinstance(v, (list, tuple)) else (v,))(case.values.get(key))
-                if isinstance(name, str)]
-
     given = options.checkouts(checkouts)
-    check_checkouts(given, [pair for case in cases for pair in named(case)], str(path))
+    check_checkouts(given, [pair for case in cases for pair in named_code(case.values)], str(path))
     out = []
     for case in cases:
-        used = {project_of(name, role) for name, role in named(case)}
+        used = {project_of(name, role) for name, role in named_code(case.values)}
         mine = tuple(f"{name}={clone}" for name, clone in given.items() if name in used)
         out.append(Case(case.id, case.kind, {**case.values, "checkout": mine}, case.source, case.reason))
     return out
@@ -176,7 +168,9 @@ def _with_candidate(entry: dict, defaults: dict, name: str) -> dict:
     kind = entry.get("kind", "compare")
     preset = named(name, "writer")
     out = dict(entry)
-    swap = (lambda w: name if w == OWN_WRITER else w)  # noqa: E731
+    def swap(writer):
+        return name if writer == OWN_WRITER else writer
+
     if kind == "compare":
         if "pairs" in entry and isinstance(entry["pairs"], list):
             out["pairs"] = [{**p, "candidate": swap(p["candidate"])} if isinstance(p, dict) and "candidate" in p else p

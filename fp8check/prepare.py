@@ -232,6 +232,20 @@ def _check_memory(spec: CacheSpec, num_tokens: int, device, request: Request, re
         require_memory(input_bytes(spec, num_tokens), "cpu", f"{sizes}: drawing K for --inputs {v['inputs']}")
 
 
+CODE_KEYS = {"baseline": "writer", "candidate": "writer", "buggy": "writer", "fixed": "writer", "producer": "writer",
+             "writers": "writer", "reader": "reader"}  # the keys that name code, and the role of what they name
+
+
+def named_code(values: dict) -> list[tuple[str, str]]:
+    """(name, role) of every writer and reader the values name (a request's, a gate case's)."""
+    found = []
+    for key, role in CODE_KEYS.items():
+        value = values.get(key)
+        found += [(name, role) for name in (value if isinstance(value, (list, tuple)) else (value,))
+                  if isinstance(name, str)]
+    return found
+
+
 def checkouts_of(v: dict, command: str) -> dict[str, str]:
     """The request's `checkout` values as {project: clone}, each the project of a preset the run names."""
     from . import options
@@ -239,10 +253,7 @@ def checkouts_of(v: dict, command: str) -> dict[str, str]:
 
     found = options.checkouts(v.get("checkout"))
     if found:
-        roles = [(v[role], "writer") for role in ROLES.get(command, ())]
-        if command == "parity":
-            roles += [(v["baseline"], "writer"), *((w, "writer") for w in v["writers"]), (v["reader"], "reader")]
-        check_checkouts(found, roles, f"this {command}")
+        check_checkouts(found, named_code(v), f"this {command}")
     return found
 
 
