@@ -83,6 +83,16 @@ def test_the_shipped_tables_declare_the_surveyed_presets():
     assert all(len(p.sha256) == 64 and p.wheel.startswith(p.package.replace("-", "_")) for p in projects().values())
 
 
+def test_a_preset_with_an_unknown_key_or_a_bad_padding_slot_is_refused():
+    import tomllib
+
+    writer = '\n[[writer]]\nname = "w"\n{}\n[[writer.step]]\nfile = "demo/ops.py"\ncall = "write"\n'
+    with pytest.raises(ConfigError, match=r"^demo.toml: \[\[writer\]\] w: unknown key\(s\) layuots; known: name, "):
+        parse(tomllib.loads(TABLE + writer.format('layuots = ["linear"]')), "demo.toml")
+    with pytest.raises(ConfigError, match=r"^demo.toml: \[\[writer\]\] w: pad_slot must be -1 or a slot >= 0, got -2$"):
+        parse(tomllib.loads(TABLE + writer.format("pad_slot = -2")), "demo.toml")
+
+
 # ---- composed presets ---------------------------------------------------------------------------------
 
 

@@ -15,7 +15,10 @@ A table has
 - `[shims]`: the project's modules that function bodies import from at call time, and the bound names
   each provides;
 - `[[writer]]` / `[[reader]]`: presets, each one or more `[[writer.step]]` calls of the project's
-  functions with their arguments (projects/compose.py).
+  functions with their arguments (projects/compose.py), and what its code supports: `fp8`, `layouts`,
+  `block_sizes`, `scale_fmts`, `shuffle_when_paged` (it picks the layout from block_size itself) and, for
+  a writer, `pad_slot` (where it sends padding tokens: -1 nowhere, N a dummy slot). A gate skips a spec a
+  preset declares unsupported, with the reason (Preset.unsupported).
 """
 
 from __future__ import annotations
