@@ -280,6 +280,15 @@ def test_a_checkout_without_a_path_is_one_line_and_exit_2(tmp_path):
                    " 'nosuch' (the projects of its presets: none)\n")
 
 
+def test_single_commands_take_checkouts_and_refuse_a_spec_the_preset_declares_unsupported(capsys):
+    assert main(["compare", "--candidate", f"preset:{STANDINS}/two-step", "--fp8", "e4m3fnuz"]) == 2
+    assert capsys.readouterr().err == f"fp8check: error: preset:{STANDINS}/two-step supports e4m3fn only\n"
+    assert main(["compare", "--candidate", f"preset:{STANDINS}/two-step", "--checkout", "flagems=.",
+                 "--block", "16", "--layout", "linear"]) == 2
+    assert capsys.readouterr().err == ("fp8check: error: --checkout flagems: this compare runs no preset of a project"
+                                       " named 'flagems' (the projects of its presets: standins)\n")
+
+
 # ---- --candidate: the shipped gate for another writer ----------------------------------------------------
 
 
