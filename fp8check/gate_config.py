@@ -99,6 +99,9 @@ def load(text: str | Path, *, device: str | None = None, checkouts: tuple[str, .
     path = find(text)
     data = load_toml(path)
     unknown = sorted(set(data) - {"defaults", "matrix", "case", "expect"})
+    if "ecosystem" in unknown:
+        raise ConfigError(f"{path}: an [ecosystem] section is the old matrix format: write its writers and readers as"
+                          " [[case]] tables and its expectations as [[expect]] rows (docs/gate.md)")
     if unknown:
         raise ConfigError(f"{path}: unknown table(s) {', '.join(unknown)}; known: defaults, matrix, case, expect")
     rows = gate_expect.parse(data.get("expect", []), str(path), kinds=KINDS, case_keys=CASE_KEYS, expects=EXPECTS)

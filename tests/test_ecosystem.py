@@ -252,6 +252,7 @@ BAD_GATE = [
     ('[[case]]\n[[expect]]\nblock = 16\nexpect = "different"\nreason = "r"\n', "[[expect]] #1: matches no case"),
     ('[[case]]\n[[expect]]\nblock = 64\nexpect = "different"\n', "[[expect]] #1: needs a reason"),
     ('[[case]]\n[[expect]]\nblock = 64\nexpect = "same"\nreason = "r"\n', "[[expect]] #1: expect = 'same'"),
+    ('[ecosystem]\nwriters = ["vllm/triton"]\n', "an [ecosystem] section is the old matrix format"),
 ]
 
 
