@@ -113,4 +113,4 @@ FLAGGEMS_DIR := .cache/flaggems
 ecosystem: $(STAMP)
 	test -d $(FLAGGEMS_DIR) || git clone -q https://github.com/flagos-ai/FlagGems $(FLAGGEMS_DIR)
 	git -C $(FLAGGEMS_DIR) checkout -q $(FLAGGEMS_REV)
-	$(VENV)/bin/fp8check ecosystem --checkout flaggems=$(FLAGGEMS_DIR)
+	$(VENV)/bin/fp8check gate ecosystem --checkout flaggems=$(FLAGGEMS_DIR)

@@ -107,3 +107,16 @@ def compare_writers(candidate: str | Callable, baseline: str | Callable = "auto"
         guard_diff=d.guard_diff, verdict=checked.verdict_line(), first_mismatch=d.first_mismatch,
         diagnosis=checked.diagnosis, budget=checked.budget, check=checked,
     )
+
+
+def run_gate(config, *, candidate: str | None = None, checkouts=(), device: str | None = None, patterns=(),
+             strict: bool = False):
+    """`fp8check gate CONFIG [--candidate NAME] [--checkout PROJECT=PATH] [--device D] [-k EXPR] [--strict]` from
+    Python: every selected case run, as the Outcomes the CLI renders (`exit_code`, `verdict_line()`, and per
+    case its status, verdict and result)."""
+    from .run.gate import run_gate as run
+    from .run.gate_config import load, select
+
+    cases = select(load(config, device=device, checkouts=tuple(checkouts), candidate=candidate).cases,
+                   tuple(patterns))
+    return run(str(config), cases, strict=strict)

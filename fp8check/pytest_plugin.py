@@ -6,6 +6,14 @@
     def test_writer(fp8check, case):
         fp8check.assert_same_cache_bytes(my_writer, **case)
 
+Any gate config runs as pytest items, one per case, so pytest-xdist spreads it (`pytest -n 2`):
+
+    from fp8check.pytest_plugin import fp8check_gate_cases
+
+    @pytest.mark.parametrize("case", fp8check_gate_cases("ecosystem", checkouts=["flaggems=../FlagGems"]))
+    def test_gate(fp8check, case):
+        fp8check.check_case(case)
+
 Loading the plugin changes nothing: it imports neither torch nor Triton and sets no environment variable;
 the fixture and fp8check_cases import what they need when they are used, and Triton kernels run on CPU
 tensors in fp8check's exact interpreter only while fp8check runs them. The meaning of a config's tables
@@ -36,6 +44,25 @@ class Fp8check:
         from .testing import assert_same_cache_bytes
 
         return assert_same_cache_bytes(candidate, baseline, **spec_and_inputs)
+
+    @staticmethod
+    def check_case(case, *, strict: bool = False):
+        """One gate case (fp8check_gate_cases) run as `fp8check gate` runs it: a case its preset declares
+        unsupported is a pytest skip with the reason (a failure with `strict`); a failed verdict or a case that
+        could not run fails the test with its verdict or error and detail. Returns the Outcome."""
+        __tracebackhide__ = True
+        from .run.gate import fetch, run_case
+        from .core.outcome import Status
+
+        outcome = run_case(case, strict=strict, unfetched=fetch((case,)))
+        if outcome.status is Status.SKIPPED:
+            pytest.skip(outcome.error)
+        if outcome.status is Status.FAILED:
+            pytest.fail(f"{outcome.verdict_line()}\n{outcome.top_cause() or ''}\n{outcome.detail()}".strip(),
+                        pytrace=False)
+        if outcome.status is Status.ERROR:
+            pytest.fail(f"ERROR (exit {int(outcome.exit_code)}): {outcome.error}", pytrace=False)
+        return outcome
 
 
 @pytest.fixture
@@ -84,3 +111,15 @@ def fp8check_cases(config: str | Path, *, candidate: bool = False) -> list:
                  if case.values["expect"] == "different" else [])
         params.append(pytest.param(values, id=case_id, marks=marks))
     return params
+
+
+def fp8check_gate_cases(config: str | Path, *, candidate: str | None = None, checkouts=(), device: str | None = None,
+                        patterns=()) -> list:
+    """Every case of a gate config (a path, or a built-in name such as `ci` or `ecosystem`) as a pytest param
+    whose id is the case id, for `fp8check.check_case`: the same cases `fp8check gate CONFIG` runs, with
+    its --candidate, --checkout, --device and -k. Each skipped case is a pytest skip with its reason (pytest
+    passes a session whose every test skipped: `-rs` lists them, `check_case(case, strict=True)` fails them)."""
+    from .run.gate_config import load, select
+
+    cases = load(config, device=device, checkouts=tuple(checkouts), candidate=candidate).cases
+    return [pytest.param(case, id=case.id) for case in select(cases, tuple(patterns))]

@@ -1,6 +1,6 @@
-"""Project tables, composed presets and `fp8check ecosystem`, offline: the presets here run files written
+"""Project tables, composed presets and the ecosystem as a gate config, offline: the presets here run files written
 for the tests (tests/projects/standins.toml: STAND-INS, not any project's code). The released projects'
-presets run in `make ecosystem`, which downloads their wheels."""
+presets run in `make ecosystem` (`fp8check gate ecosystem`), which downloads their wheels."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import torch
 
 from fp8check.api import compare_writers
 from fp8check.cli import main
-from fp8check.run.ecosystem import read_config, run_ecosystem
 from fp8check.core.errors import ConfigError, UserError
 from fp8check.code.projects.table import parse, projects
 from fp8check.core.spec import FP8Format, Layout
@@ -84,6 +83,16 @@ def test_the_shipped_tables_declare_the_surveyed_presets():
     assert all(len(p.sha256) == 64 and p.wheel.startswith(p.package.replace("-", "_")) for p in projects().values())
 
 
+def test_a_preset_with_an_unknown_key_or_a_bad_padding_slot_is_refused():
+    import tomllib
+
+    writer = '\n[[writer]]\nname = "w"\n{}\n[[writer.step]]\nfile = "demo/ops.py"\ncall = "write"\n'
+    with pytest.raises(ConfigError, match=r"^demo.toml: \[\[writer\]\] w: unknown key\(s\) layuots; known: name, "):
+        parse(tomllib.loads(TABLE + writer.format('layuots = ["linear"]')), "demo.toml")
+    with pytest.raises(ConfigError, match=r"^demo.toml: \[\[writer\]\] w: pad_slot must be -1 or a slot >= 0, got -2$"):
+        parse(tomllib.loads(TABLE + writer.format("pad_slot = -2")), "demo.toml")
+
+
 # ---- composed presets ---------------------------------------------------------------------------------
 
 
@@ -99,60 +108,238 @@ def test_a_preset_whose_files_only_a_clone_holds_names_the_option():
         compare_writers(f"preset:{CLONE_ONLY}/from-a-clone", "reference", block=16, num_blocks=2)
 
 
-# ---- the matrix ---------------------------------------------------------------------------------------
+# ---- the matrix: a gate config ------------------------------------------------------------------------
 
 
-def test_the_offline_matrix_gives_one_record_per_run_with_the_expected_outcomes():
-    result = run_ecosystem(read_config(CI_CONFIG, {}), torch.device("cpu"))
-    outcome = {(r["name"], r["block_size"], r["layout"], r.get("next_n")): (r["status"], r["causes"], r.get("expect"))
-               for r in result.records}
-    assert outcome == {
-        ("two-step", 1, "linear", None): ("identical", [], None),
-        ("two-step", 16, "linear", None): ("identical", [], None),
-        ("two-step", 16, "shuffle", None): ("skipped", [], None),
-        ("vllm-style", 1, "linear", None): ("identical", [], None),
-        ("vllm-style", 16, "linear", None): ("different", ["layout"], "different"),
-        ("vllm-style", 16, "shuffle", None): ("identical", [], None),
-        ("vllm-style-torch", 1, "linear", 1): ("pass", [], None),
-        ("vllm-style-torch", 1, "linear", 2): ("pass", [], None),
-        ("vllm-style-torch", 16, "linear", 1): ("pass", [], None),
-        ("vllm-style-torch", 16, "linear", 2): ("pass", [], None),
-        ("vllm-style-torch", 16, "shuffle", 1): ("fault", ["recall"], "different"),
-        ("vllm-style-torch", 16, "shuffle", 2): ("fault", ["recall"], "different"),
+def test_the_offline_matrix_gives_one_outcome_per_run_with_the_expected_status():
+    from fp8check.api import run_gate
+
+    run = run_gate(CI_CONFIG)
+    status = {(o.kind, o.case_id.split("~")[0].rsplit("/", 1)[-1] if o.kind == "compare" else
+               o.case_id.split("baseline=")[1].split(":reader=")[0].rsplit("/", 1)[-1],
+               o.case_id.split(":b")[1].split("-")[0] if o.kind == "compare" else o.case_id.split("block=")[1].split(":")[0],
+               "shuffle" if "shuffle:" in o.case_id or "layout=shuffle" in o.case_id else "linear",
+               o.case_id.split("next_n=")[1][0] if "next_n=" in o.case_id else None): (o.status.value, o.reason)
+              for o in run.outcomes}
+    differs = "it writes the shuffle layout whenever block_size > 1"
+    row_major = "it reads the value region row-major whatever the layout"
+    assert status == {
+        ("compare", "two-step", "1", "linear", None): ("passed", None),
+        ("compare", "vllm-style", "1", "linear", None): ("passed", None),
+        ("compare", "two-step", "16", "linear", None): ("passed", None),
+        ("compare", "two-step", "16", "shuffle", None): ("skipped", None),
+        ("compare", "vllm-style", "16", "linear", None): ("passed", differs),
+        ("compare", "vllm-style", "16", "shuffle", None): ("passed", None),
+        ("parity", "reference", "1", "linear", "1"): ("passed", None),
+        ("parity", "reference", "1", "linear", "2"): ("passed", None),
+        ("parity", "reference", "16", "linear", "1"): ("passed", None),
+        ("parity", "reference", "16", "linear", "2"): ("passed", None),
+        ("parity", "reference", "16", "shuffle", "1"): ("passed", row_major),
+        ("parity", "reference", "16", "shuffle", "2"): ("passed", row_major),
+        ("parity", "two-step", "16", "linear", None): ("passed", None),
     }
-    skipped = next(r for r in result.records if r["status"] == "skipped")
-    assert skipped["reason"] == f"{STANDINS}/two-step writes/reads the linear layout only"
-    assert not result.unexpected and not result.errors
+    skipped = next(o for o in run.outcomes if o.skipped)
+    assert skipped.error == f"preset:{STANDINS}/two-step writes/reads the linear layout only"
+    assert run.exit_code == 0
+    layout = next(o for o in run.outcomes if o.reason == differs)
+    assert [c.category.value for c in layout.result.diagnosis.causes] == ["layout"]
+    fault = next(o for o in run.outcomes if o.reason == row_major)
+    assert fault.result.result.reader_fault and fault.result.result.reader_reads == "linear"
 
 
-def test_ecosystem_json_has_the_documented_fields_and_exit_0_when_only_known_bugs_show(capsys):
-    assert main(["ecosystem", "--config", CI_CONFIG, "--json", "-"]) == 0
-    runs = json.loads(capsys.readouterr().out)["runs"]
-    assert len(runs) == 12
-    writer = next(r for r in runs if r["role"] == "writer")
-    reader = next(r for r in runs if r["role"] == "reader")
-    common = {"project", "version", "function", "role", "block_size", "layout", "fp8", "scale_fmt", "status",
-              "causes", "reason"}
-    assert common | {"inputs"} <= set(writer) and "next_n" not in writer
-    assert common | {"next_n", "recall"} <= set(reader) and "inputs" not in reader
-    assert {r["status"] for r in runs} == {"identical", "different", "pass", "fault", "skipped"}
+def test_ecosystem_json_junit_and_markdown_list_every_run_with_its_seconds(capsys, tmp_path):
+    junit, markdown = tmp_path / "eco.xml", tmp_path / "eco.md"
+    assert main(["gate", CI_CONFIG, "--json", "-", "--junit", str(junit), "--markdown", str(markdown)]) == 0
+    document = json.loads(capsys.readouterr().out)
+    cases = document["cases"]
+    assert len(cases) == 13 and set(document["run"]["case_seconds"]) == {c["id"] for c in cases}
+    assert all(document["run"]["case_seconds"][c["id"]] > 0 for c in cases if c["status"] != "skipped")
+    cross = next(c for c in cases if "baseline=preset:" in c["id"])
+    assert (cross["result"]["baseline"]["name"], cross["result"]["reader"]["name"]) == (
+        f"preset:{STANDINS}/two-step", f"preset:{STANDINS}/vllm-style-torch")
+    declared = next(c for c in cases if c.get("expect_reason"))
+    assert declared["status"] == "passed"
+    import xml.etree.ElementTree as ET
+
+    testcases = ET.parse(junit).getroot().findall("./testsuite/testcase")
+    assert [t.get("name") for t in testcases] == [c["id"] for c in cases]
+    assert all(float(t.get("time")) > 0 for t in testcases if t.find("skipped") is None)
+    assert sum(1 for line in markdown.read_text().splitlines() if line.startswith("| ") and "`" in line) == 13
 
 
-def test_an_expected_bug_that_no_longer_shows_fails_the_command(tmp_path):
+def test_an_expected_difference_that_no_longer_shows_fails_the_gate(tmp_path):
     """In a fresh process, as CI runs it (Triton's interpreter mode is the command's own doing)."""
     import os
     import subprocess
     import sys
 
-    config = (HERE / "projects" / "ecosystem-ci.toml").read_text().replace('layout = "shuffle"\nreason', 'layout = "linear"\nreason')
+    config = (HERE / "projects" / "ecosystem-ci.toml").read_text().replace('layout = "shuffle"\nexpect', 'layout = "linear"\nexpect')
     path = tmp_path / "eco.toml"
     path.write_text(config)
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    done = subprocess.run([sys.executable, "-m", "fp8check", "ecosystem", "--config", str(path), "--quiet"],
+    done = subprocess.run([sys.executable, "-m", "fp8check", "gate", str(path), "-k", "parity", "--quiet"],
                           capture_output=True, text=True, env=env, cwd=HERE.parent)
     assert done.returncode == 1, done.stderr
-    assert done.stdout == ("FAIL: 4 identical, 1 different, 4 pass, 2 fault, 1 skipped; 1 known upstream difference(s) as"
-                           " expected, 6 unexpected\n")
+    # the row now declares the linear reads different: those 5 agree and fail, the 2 shuffle faults are findings
+    assert done.stdout.startswith("FAIL: 0 passed, 7 failed, 0 errors of 7 cases in "), done.stdout
+
+
+# ---- one rule for runs that do not run ----------------------------------------------------------------
+
+
+def _gate(tmp_path, text: str, *args) -> tuple[int, str, str]:
+    import subprocess
+    import sys
+
+    path = tmp_path / "gate.toml"
+    path.write_text(text)
+    done = subprocess.run([sys.executable, "-m", "fp8check", "gate", str(path), *args], capture_output=True,
+                          text=True, cwd=HERE.parent)
+    return done.returncode, done.stdout, done.stderr
+
+
+def test_a_gate_whose_every_case_is_skipped_does_not_pass(tmp_path):
+    code, out, _ = _gate(tmp_path, f'[[case]]\ncandidate = "preset:{STANDINS}/two-step"\nfp8 = "e4m3fnuz"\n'
+                                   'block = 16\nlayout = "linear"\n', "--quiet")
+    assert code == 2
+    assert out.startswith("FAIL: 0 passed, 0 failed, 0 errors, 1 skipped of 1 cases in ")
+    assert out.endswith(" s (no case ran: a gate that runs nothing never passes)\n")
+
+
+def test_a_missing_checkout_is_an_error_naming_the_option(tmp_path):
+    code, out, _ = _gate(tmp_path, f'[[case]]\ncandidate = "preset:{CLONE_ONLY}/from-a-clone"\nblock = 16\n'
+                                   'num_blocks = 2\n', "--json", "-")
+    case = json.loads(out)["cases"][0]
+    assert code == 2 and case["status"] == "error" and case["exit_code"] == 2
+    assert case["error"].startswith(f"preset:{CLONE_ONLY}/from-a-clone: its files are in clone-only's repository only")
+    assert case["error"].endswith("give --checkout clone-only=PATH")
+
+
+def test_a_checkout_that_is_not_the_projects_clone_is_an_error(tmp_path):
+    code, out, _ = _gate(tmp_path, f'[[case]]\ncandidate = "preset:{CLONE_ONLY}/from-a-clone"\nblock = 16\n'
+                                   'num_blocks = 2\n', "--checkout", f"clone-only={tmp_path}", "--json", "-")
+    case = json.loads(out)["cases"][0]
+    assert code == 2 and case["status"] == "error"
+    assert "clone_only/ops.py" in case["error"] and "no such file" in case["error"]
+
+
+def test_offline_with_an_empty_cache_folder_the_ecosystem_names_the_fetch_failure(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "FP8CHECK_CACHE_DIR": str(tmp_path / "cache"), "PIP_NO_INDEX": "1",
+           "PIP_FIND_LINKS": ""}
+    done = subprocess.run([sys.executable, "-m", "fp8check", "gate", "ecosystem", "-k", "vllm/triton and b1-",
+                           "--quiet"], capture_output=True, text=True, cwd=HERE.parent, env=env)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stdout.startswith("FAIL: 0 passed, 0 failed, 16 errors of 16 cases")
+    done = subprocess.run([sys.executable, "-m", "fp8check", "gate", "ecosystem", "-k", "vllm/triton and b1-",
+                           "--json", "-"], capture_output=True, text=True, cwd=HERE.parent, env=env)
+    errors = {c["error"] for c in json.loads(done.stdout)["cases"]}
+    assert len(errors) == 1 and errors.pop().startswith("pkg:vllm==0.33.0: pip download failed: ")
+
+
+BAD_GATE = [
+    ("[[case]]\nblock = 0\n", "[[case]] #1: block = 0"),
+    ('[[case]]\ntokens = "x"\n', "[[case]] #1: unknown key(s) tokens for a compare case"),
+    ('[[case]]\nkind = "parity"\nheads = 0\n', "[[case]] #1: heads = 0"),
+    ("[[case]]\nexpect = 5\n", "[[case]] #1: expect = 5: expected one of same, different, scale-ulp"),
+    ('[[case]]\nfp8 = ["e5m2"]\n', "[[case]] #1: fp8 = 'e5m2'"),
+    ('[[case]]\n[[expect]]\nfp8 = "e4m3fn"\nexpect = "different"\nreason = "r"\nblok = 16\n',
+     "[[expect]] #1: unknown field(s) blok"),
+    ('[[case]]\n[[expect]]\nblock = 0\nexpect = "different"\nreason = "r"\n', "[[expect]] #1: block = 0"),
+    ('[[case]]\n[[expect]]\nblock = 16\nexpect = "different"\nreason = "r"\n', "[[expect]] #1: matches no case"),
+    ('[[case]]\n[[expect]]\nblock = 64\nexpect = "different"\n', "[[expect]] #1: needs a reason"),
+    ('[[case]]\n[[expect]]\nblock = 64\nexpect = "same"\nreason = "r"\n', "[[expect]] #1: expect = 'same'"),
+    ('[ecosystem]\nwriters = ["vllm/triton"]\n', "an [ecosystem] section is the old matrix format"),
+]
+
+
+@pytest.mark.parametrize("text, message", BAD_GATE, ids=[m for _, m in BAD_GATE])
+def test_bad_gate_values_are_one_line_and_exit_2(tmp_path, text, message):
+    code, out, err = _gate(tmp_path, text)
+    assert code == 2, out + err
+    assert len(err.splitlines()) == 1 and message in err, err
+
+
+def test_a_cache_too_large_for_the_machine_is_an_error_naming_its_options(tmp_path):
+    code, out, _ = _gate(tmp_path, "[[case]]\nnum_blocks = 1000000000000\n", "--json", "-")
+    (case,) = json.loads(out)["cases"]
+    assert code == 2 and case["status"] == "error"
+    assert case["error"].startswith("--num-blocks 1000000000000, --block 64, --head-dim 128 (two caches, the diff and"
+                                    " K) needs 194,304,000,000,052,800 bytes, only ")
+
+
+def test_a_checkout_without_a_path_is_one_line_and_exit_2(tmp_path):
+    code, _, err = _gate(tmp_path, "[[case]]\n", "--checkout", "flaggems", "--list")
+    assert code == 2
+    assert err == "fp8check: error: --checkout 'flaggems': expected PROJECT=PATH, e.g. flaggems=../FlagGems\n"
+    code, _, err = _gate(tmp_path, "[[case]]\n", "--checkout", f"nosuch={tmp_path}", "--list")
+    assert code == 2
+    assert err == (f"fp8check: error: --checkout nosuch: {tmp_path / 'gate.toml'} runs no preset of a project named"
+                   " 'nosuch' (the projects of its presets: none)\n")
+
+
+def test_single_commands_take_checkouts_and_refuse_a_spec_the_preset_declares_unsupported(capsys):
+    assert main(["compare", "--candidate", f"preset:{STANDINS}/two-step", "--fp8", "e4m3fnuz"]) == 2
+    assert capsys.readouterr().err == f"fp8check: error: preset:{STANDINS}/two-step supports e4m3fn only\n"
+    assert main(["compare", "--candidate", f"preset:{STANDINS}/two-step", "--checkout", "flagems=.",
+                 "--block", "16", "--layout", "linear"]) == 2
+    assert capsys.readouterr().err == ("fp8check: error: --checkout flagems: this compare runs no preset of a project"
+                                       " named 'flagems' (the projects of its presets: standins)\n")
+
+
+# ---- --candidate: the shipped gate for another writer ----------------------------------------------------
+
+
+def test_candidate_puts_the_writer_where_fp8checks_own_stands_with_its_presets_conventions(tmp_path):
+    from fp8check.run.gate_config import load
+
+    table = (HERE / "projects" / "standins.toml").read_text().replace('local = ".."', f'local = "{HERE}"')
+    table = table.replace('layouts = ["linear"]\n', 'layouts = ["linear"]\npad_slot = 0\n', 1)
+    (tmp_path / "padding.toml").write_text(table)
+    name = f"preset:{tmp_path}/padding.toml/two-step"
+    before, after = load("ci").cases, load("ci", candidate=name).cases
+    assert len(before) == len(after) == 160
+    for old, new in zip(before, after):
+        ours = (old.kind == "compare" and old.values["candidate"] == "triton") or (
+            old.kind == "table" and old.values["fixed"] == "triton")
+        if old.kind == "compare":
+            assert new.values["candidate"] == (name if ours else old.values["candidate"])
+            assert new.values["pad_slot"] == (0 if ours else -1)
+        elif old.kind == "table":
+            assert (new.values["fixed"], new.values["buggy"]) == (name, "triton-buggy")
+        else:
+            assert new.values["writers"] == ("triton-buggy", name)
+
+
+def test_the_shipped_gate_runs_a_presets_writer_and_skips_what_it_declares_unsupported(capsys):
+    name = f"preset:{STANDINS}/vllm-style"
+    assert main(["gate", "ci", "--candidate", name, "-k", "vllm-style and normal-sequential and b64 and auto",
+                 "--json", "-"]) == 0
+    cases = json.loads(capsys.readouterr().out)["cases"]
+    assert [(c["id"].split("~")[0], c["status"]) for c in cases] == [
+        (f"compare:{name}", "passed")] * 3 + [(f"table:triton-buggy+{name}", "passed")]
+    assert [c["result"]["identical"] for c in cases[:3]] == [True, True, False]  # fp32: within its 1-code budget
+
+
+def test_gate_cases_run_as_pytest_items_spread_by_xdist(tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "test_eco.py").write_text(
+        "import pytest\nfrom fp8check.pytest_plugin import fp8check_gate_cases\n\n"
+        f"@pytest.mark.parametrize('case', fp8check_gate_cases({CI_CONFIG!r}))\n"
+        "def test_case(fp8check, case):\n    fp8check.check_case(case)\n")
+    done = subprocess.run([sys.executable, "-m", "pytest", str(tmp_path / "test_eco.py"), "-n", "2", "-v",
+                           "-p", "no:cacheprovider", "-rs"], capture_output=True, text=True, cwd=HERE.parent)
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert "12 passed, 1 skipped" in done.stdout
+    workers = {line.split("]")[0] for line in done.stdout.splitlines() if " PASSED " in line}
+    assert workers == {"[gw0", "[gw1"}  # both workers ran cases
+    assert f"SKIPPED [1] {Path(__file__).name}" not in done.stdout  # the skip is the case's own, with its reason
+    assert "two-step writes/reads the linear layout only" in done.stdout
 
 
 def test_a_function_binding_loads_another_file_of_the_same_release():

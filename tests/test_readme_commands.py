@@ -1,7 +1,7 @@
 """Every `fp8check` command the README and the pages of docs/ show in a shell block runs as written: a
 verdict (exit 0 or 1), never a usage error. Left out, each for the reason LEFT_OUT gives: commands
 naming other repositories (`git:BEFORE:`, `git:origin/main:`, a checkout at `../aiter`) need those
-repositories; `fp8check ecosystem` and `pkg:` / `preset:` names download released wheels (the offline
+repositories; `fp8check gate ecosystem` and `pkg:` / `preset:` names download released wheels (the offline
 subset is tests/test_ecosystem.py's); `--device cuda` needs a CUDA GPU (it runs where one is); aiter's
 own op and the recordings made of it need a ROCm GPU with aiter. The rest run from a folder that holds
 the files they name, in order within a block (a later one may use an earlier one's file)."""

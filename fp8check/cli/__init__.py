@@ -16,8 +16,8 @@ import click
 
 from .._version import __version__
 from ..core.errors import ExitCode
-from . import compare, doctor, ecosystem, gate, parity, table
-from .common import failed_parsing, silence_stdout
+from . import compare, doctor, gate, parity, table
+from .common import fail, failed_parsing, silence_stdout
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -26,8 +26,7 @@ def cli():
     """Byte-exact checks of FP8 indexer K-cache writers (DeepSeek-V3.2 sparse attention)."""
 
 
-for _command in (compare.compare, compare.record, table.table, gate.gate, parity.parity, doctor.doctor,
-                 ecosystem.ecosystem):
+for _command in (compare.compare, compare.record, table.table, gate.gate, parity.parity, doctor.doctor):
     cli.add_command(_command)
 
 

@@ -23,10 +23,17 @@ from .common import emit, handled, output_options, outputs_of, show
               help="Run every case on this device instead of the one its config names.")
 @click.option("--strict", is_flag=True, help="A case this machine cannot run fails the gate instead of being skipped.")
 @isolation_options
+@click.option("--checkout", "checkouts", multiple=True, metavar="PROJECT=PATH",
+              help="Run PROJECT's presets (preset:PROJECT/NAME) from this clone of its repository instead of its"
+                   " released wheel. Repeatable.")
+@click.option("--candidate", default=None, metavar="NAME",
+              help="Run every case whose writer under test is fp8check's own (`triton`) with this writer instead"
+                   " (a producer name, preset:PROJECT/NAME, file:PATH:FUNC, ...), with its preset's padding"
+                   " convention; cases its preset declares unsupported are skipped.")
 @output_options
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
 @handled
-def gate(config_path, shard, fail_fast, list_only, patterns, device, strict, debug, **opts):
+def gate(config_path, shard, fail_fast, list_only, patterns, device, strict, checkouts, candidate, debug, **opts):
     """Run every case of a gate config (a TOML file, or a built-in name such as `ci`) in one process."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -37,7 +44,7 @@ def gate(config_path, shard, fail_fast, list_only, patterns, device, strict, deb
     out = outputs_of(opts)
     limits = isolation_limits(opts)
     where = gate_config.parse_shard(shard) if shard else None
-    config = gate_config.load(config_path, device=device)
+    config = gate_config.load(config_path, device=device, checkouts=checkouts, candidate=candidate)
     cases = gate_config.select(config.cases, patterns)
     if patterns and not cases:
         raise UsageError(f"-k {' -k '.join(patterns)}: no case of {config_path} matches")

@@ -52,6 +52,43 @@ class Checked(Protocol):
         """Run-dependent values: timings."""
 
 
+@dataclass(frozen=True)
+class Differs:
+    """A result declared to differ (a gate case's `expect = "different"`, an [[expect]] row): it passes
+    while the difference shows and fails once the result passes, so CI notices when it is fixed."""
+
+    result: Checked
+    reason: str | None
+
+    @property
+    def kind(self) -> str:
+        return self.result.kind
+
+    @property
+    def passed(self) -> bool:
+        return not self.result.passed
+
+    def _why(self) -> str:
+        return f" ({self.reason})" if self.reason else ""
+
+    def verdict_line(self) -> str:
+        if self.passed:
+            return f"PASS: differs, as expected{self._why()}: {self.result.verdict_line()}"
+        return f"FAIL: expected to differ{self._why()}, but: {self.result.verdict_line()}"
+
+    def top_cause(self) -> str | None:
+        return None if self.passed else f"expected to differ{self._why()}, but it passes"
+
+    def detail(self) -> str:
+        return self.result.detail()
+
+    def to_json(self) -> dict:
+        return {**self.result.to_json(), "expect": "different", "expect_reason": self.reason}
+
+    def run_json(self) -> dict:
+        return self.result.run_json()
+
+
 class Status(enum.Enum):
     PASSED = "passed"
     FAILED = "failed"  # exit 1: a verdict failed
@@ -70,10 +107,12 @@ class Outcome:
     error: str | None
     seconds: float
     skipped: bool = False  # `error` says why this machine cannot run it
+    reason: str | None = None  # why the case is expected to differ (a gate's [[expect]] row), if it is
 
     @classmethod
-    def decided(cls, case_id: str, result: Checked, seconds: float) -> "Outcome":
-        return cls(case_id, result.kind, ExitCode.OK if result.passed else ExitCode.DIFFER, result, None, seconds)
+    def decided(cls, case_id: str, result: Checked, seconds: float, reason: str | None = None) -> "Outcome":
+        return cls(case_id, result.kind, ExitCode.OK if result.passed else ExitCode.DIFFER, result, None, seconds,
+                   reason=reason)
 
     @property
     def status(self) -> Status:
@@ -107,8 +146,14 @@ class Outcomes:
     batch: bool = True
 
     @property
+    def nothing_ran(self) -> bool:
+        """A gate none of whose cases ran (every one skipped, or none selected): it never passes."""
+        return self.batch and self.count(Status.SKIPPED) == len(self.outcomes)
+
+    @property
     def exit_code(self) -> ExitCode:
-        return max((o.exit_code for o in self.outcomes), default=ExitCode.OK)
+        worst = max((o.exit_code for o in self.outcomes), default=ExitCode.OK)
+        return ExitCode.USAGE if worst == ExitCode.OK and self.nothing_ran else worst
 
     def count(self, status: Status) -> int:
         return sum(1 for o in self.outcomes if o.status is status)
@@ -121,8 +166,9 @@ class Outcomes:
         head = "PASS" if self.exit_code == ExitCode.OK else "FAIL"
         stopped = f" (stopped after {len(self.outcomes)}: --fail-fast)" if len(self.outcomes) < self.selected else ""
         skipped = f", {self.count(Status.SKIPPED)} skipped" if self.count(Status.SKIPPED) else ""
+        none = " (no case ran: a gate that runs nothing never passes)" if self.nothing_ran else ""
         return (f"{head}: {passed} passed, {failed} failed, {errors} errors{skipped} of {self.selected} cases"
-                f" in {self.seconds:.1f} s{stopped}")
+                f" in {self.seconds:.1f} s{stopped}{none}")
 
 
 def single(case_id: str, result: Checked, seconds: float) -> Outcomes:

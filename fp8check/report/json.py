@@ -19,8 +19,9 @@ SCHEMA_VERSION = 2
 
 
 def _case(o: Outcome) -> dict:
+    expected = {} if o.reason is None else {"expect_reason": o.reason}
     return {"id": o.case_id, "kind": o.kind, "status": o.status.value, "exit_code": int(o.exit_code),
-            "verdict": o.verdict_line(), "cause": o.top_cause(), "error": o.error,
+            "verdict": o.verdict_line(), "cause": o.top_cause(), "error": o.error, **expected,
             "result": None if o.result is None else o.result.to_json()}
 
 

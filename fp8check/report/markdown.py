@@ -8,7 +8,7 @@ from ..core.errors import printable
 from ..core.outcome import Outcomes, Status
 
 ICON = {Status.PASSED: "✅", Status.FAILED: "❌", Status.ERROR: "⚠️", Status.SKIPPED: "⏭️"}
-MAX_PASSED_ROWS = 50  # larger gates list their failures and errors, and count the passes
+MAX_PASSED_ROWS = 50  # larger gates list their failures and errors first, their passes folded (<details>)
 
 
 def _cell(text: str | None) -> str:
@@ -33,6 +33,12 @@ def _fenced(text: str) -> list[str]:
     return [fence, printable(text, newlines=True), fence]
 
 
+def _rows(outcomes) -> list[str]:
+    return ["| | case | s | verdict | top cause |", "|---|---|---|---|---|",
+            *(f"| {ICON[o.status]} | {_code(o.case_id)} | {o.seconds:.2f} | {_cell(o.verdict_line())} |"
+              f" {_cell(o.top_cause())} |" for o in outcomes)]
+
+
 def render(run: Outcomes) -> str:
     passed, failed, errors = (run.count(s) for s in (Status.PASSED, Status.FAILED, Status.ERROR))
     head = "PASS" if run.exit_code == 0 else "FAIL"
@@ -40,11 +46,14 @@ def render(run: Outcomes) -> str:
     out = [f"### fp8check {_cell(run.title)}: {head}", "",
            f"{passed} passed, {failed} failed, {errors} errors{skipped} of {run.selected} cases in {run.seconds:.1f} s",
            ""]
-    shown = [o for o in run.outcomes if o.status is not Status.PASSED or len(run.outcomes) <= MAX_PASSED_ROWS]
+    folded = len(run.outcomes) > MAX_PASSED_ROWS
+    shown = [o for o in run.outcomes if o.status is not Status.PASSED or not folded]
     if shown:
-        out += ["| | case | verdict | top cause |", "|---|---|---|---|"]
-        out += [f"| {ICON[o.status]} | {_code(o.case_id)} | {_cell(o.verdict_line())} | {_cell(o.top_cause())} |"
-                for o in shown]
+        out += _rows(shown)
+    passed_rows = [o for o in run.outcomes if o.status is Status.PASSED and folded]
+    if passed_rows:  # every case is listed with its seconds; the passes of a large gate folded away
+        out += ["", f"<details><summary>{len(passed_rows)} passed</summary>", "", *_rows(passed_rows), "",
+                "</details>"]
     for o in run.outcomes:
         if o.status is not Status.PASSED:
             out += ["", f"<details><summary>{_cell(o.case_id)}</summary>", "", *_fenced(o.detail()),

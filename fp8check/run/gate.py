@@ -3,6 +3,11 @@
 A case's exit code is the one its command would have: 0 passed, 1 a verdict failed, 2 a usage, input or
 producer error, 3 a checker error. The gate's exit code is the worst of its cases. A case that errs never
 stops the others (unless fail_fast); its error is kept as its outcome.
+
+One rule for a case that does not run: a spec its preset declares unsupported, or a device it cannot
+use, is skipped with the reason (errors.NotRunnableHere; an error under strict); anything else that
+keeps it from running (a fetch failure, a hash mismatch, a missing or wrong checkout, a load error) is
+an error that names the cause. A gate in which no case ran never passes (outcome.Outcomes).
 """
 
 from __future__ import annotations
@@ -12,13 +17,59 @@ from typing import Callable
 
 from ..core.errors import ExitCode, NotRunnableHere, UserError, first_line
 from .gate_config import Case
-from ..core.outcome import Checked, Outcome, Outcomes
-from .prepare import Request, prepare, prepare_parity
+from ..core.outcome import Checked, Differs, Outcome, Outcomes
+from .prepare import Request, named_code, prepare, prepare_parity
+from ..code.names import Kind, parse
 
 CASE_ONLY = ("expect", "golden_check")  # a case's keys that are not options of its command
 
 
-def run_request(kind: str, values: dict, *, where: str, isolation="default") -> Checked:
+def presets_of(case: Case) -> list[tuple[str, str, str | None]]:
+    """(name, role, checkout) of every preset a case runs."""
+    from .options import checkouts
+    from ..code.projects.compose import checkout_of, named
+
+    clones = checkouts(case.values.get("checkout"))
+    return [(name, role, checkout_of(name, role, clones)) for name, role in named_code(case.values)
+            if named(name, role) is not None]
+
+
+def fetch(cases: tuple[Case, ...]) -> dict[tuple, str]:
+    """Each preset's files fetched once, before any case runs (downloads and hash checks; a second run
+    reads them from the cache folder): (name, role, checkout) -> why they could not be, for those that
+    failed. A case that names one is then an error with that line, not one failed download per case."""
+    from ..code.projects.compose import fetch as fetch_files
+
+    named = []
+    for case in cases:
+        try:
+            named += presets_of(case)
+        except UserError:  # an unknown preset: its case says so when it runs
+            continue
+    failed = {}
+    for key in dict.fromkeys(named):
+        try:
+            fetch_files(*key)
+        except UserError as exc:
+            failed[key] = str(exc).splitlines()[0] if str(exc) else first_line(exc)
+    return failed
+
+
+def check_declared(case: Case) -> None:
+    """NotRunnableHere when a preset of the case declares its spec unsupported (before any fetch counts)."""
+    from .prepare import spec_of
+    from ..code.projects.compose import check_declared
+
+    presets = presets_of(case)
+    if not presets or parse(case.values.get("baseline", "")).kind is Kind.GOLDEN:
+        return
+    request = Request.of(case.kind, {k: v for k, v in case.values.items() if k not in CASE_ONLY}, where=case.source)
+    spec = spec_of(request.values, 1)
+    for name, role, _ in presets:
+        check_declared(name, role, spec)
+
+
+def run_request(kind: str, values: dict, *, where: str, reason: str | None = None, isolation="default") -> Checked:
     """One case's values through the one request path, then its command's check; code under test runs under
     `isolation` (isolation.Limits; "default": the registry's; None: in this process)."""
     stated = set(values.get("golden_check", ())) if "golden_check" in values else set(values)
@@ -35,15 +86,23 @@ def run_request(kind: str, values: dict, *, where: str, isolation="default") -> 
         from .table import seed_table
 
         return seed_table(run.spec, **run.sides, inputs=run.inputs, device=run.device)
-    return run.run_parity()
+    result = run.run_parity()
+    return Differs(result, reason) if values.get("expect") == "different" else result
 
 
-def run_case(case: Case, *, strict: bool = False, isolation="default") -> Outcome:
+def run_case(case: Case, *, strict: bool = False, unfetched: dict[tuple, str] | None = None,
+             isolation="default") -> Outcome:
     """One case, decided; an error of the case (exit 2) or of fp8check (exit 3) is its outcome, not a raise.
-    A case this machine cannot run is skipped with its reason (exit 0), or an error with `strict`."""
+    A case this machine cannot run is skipped with its reason (exit 0), or an error with `strict`.
+    `unfetched`: fetch()'s failures; a case naming one of those presets is an error with its line."""
     start = time.perf_counter()
     try:
-        result = run_request(case.kind, case.values, where=case.source, isolation=isolation)
+        check_declared(case)
+        failed = [unfetched[p] for p in presets_of(case) if p in (unfetched or {})]
+        if failed:
+            raise UserError(failed[0])
+        result = run_request(case.kind, case.values, where=case.source, reason=case.reason,
+                             isolation=isolation)
     except NotRunnableHere as exc:
         return Outcome(case.id, case.kind, ExitCode.USAGE if strict else ExitCode.OK, None, str(exc),
                        time.perf_counter() - start, skipped=not strict)
@@ -52,7 +111,7 @@ def run_case(case: Case, *, strict: bool = False, isolation="default") -> Outcom
     except Exception as exc:  # a checker error: never a verdict
         return Outcome(case.id, case.kind, ExitCode.INTERNAL, None, f"internal error: {first_line(exc)}",
                        time.perf_counter() - start)
-    return Outcome.decided(case.id, result, time.perf_counter() - start)
+    return Outcome.decided(case.id, result, time.perf_counter() - start, case.reason)
 
 
 def run_gate(config: str, cases: tuple[Case, ...], *, fail_fast: bool = False, strict: bool = False,
@@ -61,8 +120,9 @@ def run_gate(config: str, cases: tuple[Case, ...], *, fail_fast: bool = False, s
     case this machine cannot run fails the gate instead of being skipped."""
     start = time.perf_counter()
     outcomes = []
+    unfetched = fetch(cases)
     for case in cases:
-        outcome = run_case(case, strict=strict, isolation=isolation)
+        outcome = run_case(case, strict=strict, unfetched=unfetched, isolation=isolation)
         outcomes.append(outcome)
         if on_done is not None:
             on_done(outcome)

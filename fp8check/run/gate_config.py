@@ -9,6 +9,11 @@
     [[case]]              # explicit cases: kind = "compare" (default), "table" or "parity"
     candidate = "triton-buggy"
     expect = "different"  # a known-bad writer must keep failing
+    [[expect]]            # declared differences, matched by field against every case (gate_expect.py)
+    candidate = "preset:vllm/triton"
+    fp8 = "e4m3fnuz"
+    expect = "different"
+    reason = "DIV 224 on e4m3fnuz"
 
 Every key of every table is validated by the option table the CLI is built from (options.py), the
 keys of [defaults] included, each with its type (a wrong-typed value is called wrong-typed, with its
@@ -25,6 +30,11 @@ What the tables mean, in `fp8check gate` and in `fp8check_cases` (the pytest plu
   statement about their own candidate) are left out; with `candidate=True` every case keeps its
   candidate and its expectation.
 A config makes at most MAX_CASES cases; a bigger product is refused before it is built.
+
+What the gate's options change, for every case of a config (`load`'s keywords): `device` replaces the
+device each case names; `checkouts` (PROJECT=PATH) runs that project's presets from a clone; `candidate`
+puts another writer where fp8check's own (`triton`) stands (a compare's candidate, a table's fixed
+writer, a parity column), with the padding convention its preset declares.
 """
 
 from __future__ import annotations
@@ -38,23 +48,29 @@ from pathlib import Path
 from typing import Any
 
 from . import options
+from . import gate_expect
 from ..core.config import find, load_toml
 from ..core.errors import ConfigError, SpecError, UsageError, UserError
-from .prepare import run_id, spec_of
+from .prepare import named_code, run_id, spec_of
 from ..code.names import GOLDEN_PREFIX, Kind, is_git, parse
 
 MAX_CASES = 10_000  # 10^6 cases took 72 s and 1 GB for --list alone
 
 KINDS = ("compare", "table", "parity")
 EXPECT = ("same", "different", "scale-ulp")
+EXPECTS = {"compare": EXPECT, "table": (), "parity": ("same", "different")}  # parity: "different", a reader fault
 CASE_KEYS = {
     "compare": (*options.COMPARE_KEYS, "expect"),
     "table": options.TABLE_KEYS,
-    "parity": options.PARITY_CASE_KEYS,  # lists (ctx, writers, expect_fail) are not swept
+    "parity": (*options.PARITY_CASE_KEYS, *options.ORIGINS, "expect"),
 }
+OWN_WRITER = "triton"  # fp8check's writer: what `candidate` replaces
 # Product order: writers outermost, then the spec and inputs, so cases of one writer pair stay together.
+# parity: its lists (ctx, writers, expect_fail) are values, never swept
 SWEEPABLE = {"compare": ("pairs", "candidate", "baseline", *options.SPEC, *options.BUDGET),
-             "table": ("baseline", "buggy", "fixed", *options.SPEC), "parity": ()}
+             "table": ("baseline", "buggy", "fixed", *options.SPEC),
+             "parity": ("baseline", "reader", "block", "head_dim", "qbs", "layout", "fp8", "scale_fmt", "next_n",
+                        "inputs", "seed", "topk", "heads")}
 ALL_KEYS = tuple(dict.fromkeys(k for keys in CASE_KEYS.values() for k in keys))
 
 
@@ -66,6 +82,7 @@ class Case:
     kind: str
     values: dict[str, Any] = field(hash=False)
     source: str  # `FILE [[case]] #3`, for error messages
+    reason: str | None = None  # why it is expected to differ (the [[expect]] row that says so)
 
 
 @dataclass(frozen=True)
@@ -74,14 +91,20 @@ class GateConfig:
     cases: tuple[Case, ...]
 
 
-def load(text: str | Path, *, device: str | None = None) -> GateConfig:
+def load(text: str | Path, *, device: str | None = None, checkouts: tuple[str, ...] = (),
+         candidate: str | None = None) -> GateConfig:
     """Read, validate and expand a gate config given by path or built-in name; `device` (gate --device)
-    replaces the device every case names."""
+    replaces the device every case names, `checkouts` (PROJECT=PATH each) are given to every case, and
+    `candidate` stands where fp8check's own writer does."""
     path = find(text)
     data = load_toml(path)
-    unknown = sorted(set(data) - {"defaults", "matrix", "case"})
+    unknown = sorted(set(data) - {"defaults", "matrix", "case", "expect"})
+    if "ecosystem" in unknown:
+        raise ConfigError(f"{path}: an [ecosystem] section is the old matrix format: write its writers and readers as"
+                          " [[case]] tables and its expectations as [[expect]] rows (docs/gate.md)")
     if unknown:
-        raise ConfigError(f"{path}: unknown table(s) {', '.join(unknown)}; known: defaults, matrix, case")
+        raise ConfigError(f"{path}: unknown table(s) {', '.join(unknown)}; known: defaults, matrix, case, expect")
+    rows = gate_expect.parse(data.get("expect", []), str(path), kinds=KINDS, case_keys=CASE_KEYS, expects=EXPECTS)
     defaults = _table(data.get("defaults", {}), f"{path} [defaults]")
     _check_defaults(defaults, f"{path} [defaults]")
     entries: list[tuple[str, dict]] = []
@@ -93,9 +116,13 @@ def load(text: str | Path, *, device: str | None = None) -> GateConfig:
     entries += [(f"{path} [[case]] #{i + 1}", _table(entry, f"{path} [[case]] #{i + 1}")) for i, entry in enumerate(cases)]
     if not entries:
         raise ConfigError(f"{path}: no cases: add a [matrix] or [[case]] table")
-    if device is not None:
-        defaults["device"] = device
-        entries = [(where, {**entry, "device": device}) for where, entry in entries]
+    given = {**({"device": device} if device is not None else {}),
+             **({"checkout": _checkouts(checkouts)} if checkouts else {})}
+    if given:
+        defaults.update(given)
+        entries = [(where, {**entry, **given}) for where, entry in entries]
+    if candidate is not None:
+        entries = [(where, _with_candidate(entry, defaults, candidate)) for where, entry in entries]
     counted = 0
     for where, entry in entries:  # the cap, before any product is built
         counted += _count(entry, defaults, where)
@@ -103,12 +130,70 @@ def load(text: str | Path, *, device: str | None = None) -> GateConfig:
             raise ConfigError(f"{where}: the config makes more than {MAX_CASES:,} cases ({counted:,} so far);"
                               " sweep fewer values or split it into several configs")
     expanded = [case for where, entry in entries for case in _expand(entry, defaults, where, path.parent)]
+    expanded = gate_expect.apply(rows, expanded, _expected)
+    if checkouts:
+        expanded = _with_checkouts(expanded, checkouts, path)
     seen: dict[str, str] = {}
     for case in expanded:
         if case.id in seen:
             raise ConfigError(f"{case.source}: case {case.id} is also made by {seen[case.id]}")
         seen[case.id] = case.source
     return GateConfig(path, tuple(expanded))
+
+
+def _checkouts(items: tuple[str, ...]) -> tuple[str, ...]:
+    """`--checkout PROJECT=PATH` values, each clone a folder (its project is checked against the cases')."""
+    found = options.checkouts(items)
+    for name, clone in found.items():
+        if not Path(clone).is_dir():
+            raise ConfigError(f"--checkout {name}={clone}: no such folder")
+    return tuple(f"{name}={Path(clone).resolve()}" for name, clone in found.items())
+
+
+def _with_checkouts(cases: list[Case], checkouts: tuple[str, ...], path: Path) -> list[Case]:
+    """Each case with the checkouts of its own presets' projects only; a checkout no case uses is an error."""
+    from ..code.projects.compose import check_checkouts, project_of
+
+    given = options.checkouts(checkouts)
+    check_checkouts(given, [pair for case in cases for pair in named_code(case.values)], str(path))
+    out = []
+    for case in cases:
+        used = {project_of(name, role) for name, role in named_code(case.values)}
+        mine = tuple(f"{name}={clone}" for name, clone in given.items() if name in used)
+        out.append(Case(case.id, case.kind, {**case.values, "checkout": mine}, case.source, case.reason))
+    return out
+
+
+def _with_candidate(entry: dict, defaults: dict, name: str) -> dict:
+    """The entry with `name` where fp8check's writer stands, and its preset's padding convention."""
+    from ..code.projects.compose import named
+
+    kind = entry.get("kind", "compare")
+    preset = named(name, "writer")
+    out = dict(entry)
+    def swap(writer):
+        return name if writer == OWN_WRITER else writer
+
+    if kind == "compare":
+        if "pairs" in entry and isinstance(entry["pairs"], list):
+            out["pairs"] = [{**p, "candidate": swap(p["candidate"])} if isinstance(p, dict) and "candidate" in p else p
+                            for p in entry["pairs"]]
+        given = entry.get("candidate", defaults.get("candidate", OWN_WRITER))
+        out["candidate"] = [swap(c) for c in given] if isinstance(given, list) else swap(given)
+        if given == OWN_WRITER and preset is not None and preset.pad_slot >= 0 and "pad_slot" not in entry:
+            out["pad_slot"] = preset.pad_slot
+    elif kind == "table":
+        out["fixed"] = swap(entry.get("fixed", defaults.get("fixed", OWN_WRITER)))
+    elif kind == "parity":
+        writers = entry.get("writers", defaults.get("writers", options.PARITY["writers"].default))
+        if isinstance(writers, (list, tuple)) and OWN_WRITER in writers:
+            out["writers"] = [swap(w) for w in writers]
+    return out
+
+
+def _expected(case: Case, expect: str, reason: str) -> Case:
+    """The case as an [[expect]] row declares it (gate_expect.apply)."""
+    return Case(case.id, case.kind, {**case.values, "expect": expect}, case.source, reason)
 
 
 def _table(value: Any, where: str) -> dict:
@@ -176,10 +261,18 @@ def _axis(key: str, values: list, where: str) -> list:
 
 
 def _parity_values(values: dict, where: str) -> dict:
-    for key in ("ctx", "writers"):
-        if values.get(key) == []:
-            raise ConfigError(f"{where}: {key} is an empty list")
-    return options.validate(values, options.PARITY_KEYS, where, "parity")
+    """A parity case's values; `writers = []` checks the reader alone on the baseline's bytes."""
+    if values.get("ctx") == []:
+        raise ConfigError(f"{where}: ctx is an empty list")
+    if values.get("writers") == [] and values.get("reader", "reference") == "reference":
+        raise ConfigError(f"{where}: writers is an empty list (with no writer, name the reader to check)")
+    checked = options.validate({k: v for k, v in values.items() if k != "expect"}, options.PARITY_KEYS, where,
+                               "parity")
+    if "expect" in values:
+        if values["expect"] not in EXPECTS["parity"]:
+            raise ConfigError(f"{where}: expect = {values['expect']!r}: expected one of {', '.join(EXPECTS['parity'])}")
+        checked["expect"] = values["expect"]
+    return checked
 
 
 GOLDEN = GOLDEN_PREFIX

@@ -179,6 +179,29 @@ def _convention_options() -> list[Option]:
     ]
 
 
+def _origin_options() -> list[Option]:
+    return [
+        Option("checkout", "checkouts", str, (),
+               "PROJECT=PATH: run PROJECT's presets (preset:PROJECT/NAME) from this clone of its repository instead"
+               " of its released wheel (comma-separated, or the option repeated in `gate`).", many=True,
+               show_default=False),
+    ]
+
+
+def checkouts(items, where: str = "") -> dict[str, str]:
+    """`checkout` values (`PROJECT=PATH` each) -> {project: path}; a ConfigError names a malformed one."""
+    out: dict[str, str] = {}
+    for item in items or ():
+        name, sep, path = str(item).partition("=")
+        if not sep or not name.strip() or not path.strip():
+            label = "--checkout" if where == "" else f"{where}: checkout"
+            raise ConfigError(f"{label} {item!r}: expected PROJECT=PATH, e.g. flaggems=../FlagGems")
+        if name.strip() in out and out[name.strip()] != path.strip():
+            raise ConfigError(f"--checkout {name.strip()}: given twice ({out[name.strip()]} and {path.strip()})")
+        out[name.strip()] = path.strip()
+    return out
+
+
 def _parity_options() -> list[Option]:
     from ..core.input_kinds import SlotPattern
 
@@ -225,23 +248,24 @@ PRODUCERS = {  # producer names are checked when they are resolved (registry.res
     "fixed": Option("fixed", "fixed", str, "triton"),
     "producer": Option("producer", "producer", str, "reference"),
 }
+ORIGINS = {o.key: o for o in _origin_options()}  # where named code comes from; never swept by a gate
 PARITY = {o.key: o for o in _parity_options()}
 ISOLATION = {o.key: o for o in _isolation_options()}  # how code under test runs: every command that runs it
-COMPARE_KEYS = (*SPEC, "baseline", "candidate", *BUDGET, *CONVENTIONS)
-TABLE_KEYS = (*SPEC, "baseline", "buggy", "fixed")
+COMPARE_KEYS = (*SPEC, "baseline", "candidate", *BUDGET, *CONVENTIONS, *ORIGINS)
+TABLE_KEYS = (*SPEC, "baseline", "buggy", "fixed", *ORIGINS)
 # parity: the spec and input options but --num-blocks (the contexts size the cache), --specials-inf-nan and --layers,
 # with its own slot choices (a block table in order or shuffled)
 PARITY_KEYS = (*(k for k in SPEC if k not in ("num_blocks", "specials_inf_nan", "slots", "layers", "allow_unpinned")),
-               "baseline",
-               *(k for k in PARITY if k != "parity_slots"), "slots")
+               "baseline", *(k for k in PARITY if k != "parity_slots"), "slots", *ORIGINS)
 # the keys a parity gate case takes (`fp8check parity`'s but --repo), in the order its id names them
 PARITY_CASE_KEYS = ("ctx", "heads", "head_dim", "block", "qbs", "topk", "next_n", "fp8", "scale_fmt", "layout", "slots",
                     "inputs", "input", "seed", "writers", "baseline", "reader", "rtol", "atol", "min_recall",
                     "expect_fail", "device")
 PARITY_KEYS = (*PARITY_KEYS, "allow_unpinned")  # the last flag of `fp8check parity`; not part of a case's id
-ALL = {**SPEC, **BUDGET, **CONVENTIONS, **PRODUCERS, **PARITY, **ISOLATION}
+ALL = {**SPEC, **BUDGET, **CONVENTIONS, **ORIGINS, **PRODUCERS, **PARITY, **ISOLATION}
 COMMAND_LINE = ""  # `where` of values typed on the command line: errors name the flag
-COMMAND_KEYS = {"compare": COMPARE_KEYS, "table": TABLE_KEYS, "record": (*SPEC, "producer"), "parity": PARITY_KEYS}
+COMMAND_KEYS = {"compare": COMPARE_KEYS, "table": TABLE_KEYS, "record": (*SPEC, "producer", *ORIGINS),
+                "parity": PARITY_KEYS}
 
 
 def option(key: str, command: str = "") -> Option:

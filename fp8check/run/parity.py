@@ -267,6 +267,9 @@ class ParityResult:
         head = "PASS" if self.passed else "FAIL"
         fault = "; READER FAULT" if self.reader_fault else ""
         fault += "".join(f"; {f}" for f in self.faults)
+        if not self.columns:  # the reader alone, on the baseline's bytes
+            return (f"{head}: top-{c.topk} of {self.reader.name} reading {self.baseline.name}'s bytes against the exact"
+                    f" reader, ctx {min(c.ctx)}-{max(c.ctx)}{fault}")
         return f"{head}: top-{c.topk} parity of {writers} read by {self.reader.name}, ctx {min(c.ctx)}-{max(c.ctx)}{fault}"
 
     def _column_note(self, col: Column) -> Note:

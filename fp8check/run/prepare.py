@@ -155,6 +155,7 @@ def prepare(request: Request, *, isolation="default", given_inputs=None, produce
     names = {role: v[role] for role in ROLES[request.command] if role not in producers}
     return Prepared(spec, data, device, {**producers, **resolve_producers(device, names, spec, v["repo"],
                                                                            isolation=isolation,
+                                                                           checkouts=checkouts_of(v, request.command),
                                                                            allow_unpinned=v["allow_unpinned"])})
 
 
@@ -235,14 +236,46 @@ def _check_memory(spec: CacheSpec, num_tokens: int, device, request: Request, re
         require_memory(input_bytes(spec, num_tokens), "cpu", f"{sizes}: drawing K for --inputs {v['inputs']}")
 
 
+CODE_KEYS = {"baseline": "writer", "candidate": "writer", "buggy": "writer", "fixed": "writer", "producer": "writer",
+             "writers": "writer", "reader": "reader"}  # the keys that name code, and the role of what they name
+
+
+def named_code(values: dict) -> list[tuple[str, str]]:
+    """(name, role) of every writer and reader the values name (a request's, a gate case's)."""
+    found = []
+    for key, role in CODE_KEYS.items():
+        value = values.get(key)
+        found += [(name, role) for name in (value if isinstance(value, (list, tuple)) else (value,))
+                  if isinstance(name, str)]
+    return found
+
+
+def checkouts_of(v: dict, command: str) -> dict[str, str]:
+    """The request's `checkout` values as {project: clone}, each the project of a preset the run names."""
+    from . import options
+    from ..code.projects.compose import check_checkouts
+
+    found = options.checkouts(v.get("checkout"))
+    if found:
+        check_checkouts(found, named_code(v), f"this {command}")
+    return found
+
+
 def resolve_producers(device, names: dict[str, str], spec: CacheSpec, repo: Path | None, *,
-                      isolation="default", allow_unpinned: bool = False) -> dict:
+                      isolation="default", checkouts: dict[str, str] | None = None,
+                      allow_unpinned: bool = False) -> dict:
     """Producers by role. Code from files runs in a child process under `isolation` (Limits; "default":
-    registry.DEFAULT_ISOLATION; None: in this process); released code unpinned only with `allow_unpinned`."""
+    registry.DEFAULT_ISOLATION; None: in this process); released code unpinned only with `allow_unpinned`.
+    A preset runs from its project's clone in `checkouts` when one is given (else `repo`, else its release);
+    a spec its table declares unsupported is NotRunnableHere before anything runs."""
     from ..producers import registry
+    from ..code.projects.compose import check_declared, checkout_of
 
     limits = registry.DEFAULT_ISOLATION if isolation == "default" else isolation
-    return {role: registry.resolve(name, fp8=spec.fp8, repo=repo, isolation=limits, allow_unpinned=allow_unpinned)
+    for name in names.values():
+        check_declared(name, "writer", spec)
+    return {role: registry.resolve(name, fp8=spec.fp8, isolation=limits, allow_unpinned=allow_unpinned,
+                                   repo=checkout_of(name, "writer", checkouts or {}) or repo)
             for role, name in names.items()}
 
 
@@ -263,11 +296,18 @@ def prepare_parity(request: Request, *, isolation="default") -> Prepared:
     else:
         data = parity.generate(spec, config, heads=v["heads"] or parity.DEFAULT_HEADS, seed=v["seed"],
                                shuffled=shuffled, distribution=inputs_mod.Distribution(v["inputs"]))
-    if not v["writers"]:
-        raise UsageError("--writers: name at least one writer")
+    if not v["writers"] and v["reader"] == "reference":
+        raise UsageError("--writers: name at least one writer (with no writer, name a --reader to check on the"
+                         " baseline's bytes)")
+    from ..code.projects.compose import check_declared, checkout_of
+
+    checkouts = checkouts_of(v, "parity")
+    check_declared(v["reader"], "reader", spec)
     names = {"baseline": v["baseline"], **{f"w{i}": n for i, n in enumerate(v["writers"])}}
-    sides = resolve_producers(device, names, spec, v["repo"], isolation=isolation, allow_unpinned=v["allow_unpinned"])
-    reader = registry.resolve_reader(v["reader"], spec=spec, repo=v["repo"], allow_unpinned=v["allow_unpinned"],
+    sides = resolve_producers(device, names, spec, v["repo"], isolation=isolation, checkouts=checkouts,
+                              allow_unpinned=v["allow_unpinned"])
+    reader = registry.resolve_reader(v["reader"], spec=spec, allow_unpinned=v["allow_unpinned"],
+                                     repo=checkout_of(v["reader"], "reader", checkouts) or v["repo"],
                                      isolation=registry.DEFAULT_ISOLATION if isolation == "default" else isolation)
     return Prepared(spec, data, device, sides, reader, config)
 

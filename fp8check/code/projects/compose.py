@@ -21,7 +21,7 @@ from typing import Callable
 
 import torch
 
-from ...core.errors import ConfigError, ProducerError
+from ...core.errors import ConfigError, NotRunnableHere, ProducerError
 from ..names import PRESET_PREFIX, Kind, Source, parse, read_source
 from ...core.spec import FP8Format, Layout
 from .table import Preset, Project, project, preset as find_preset
@@ -208,6 +208,48 @@ def origin_for(preset: Preset, checkout: str | Path | None, find_links: str | No
     return Origin(proj, Path(checkout) if checkout is not None else None, find_links)
 
 
+def named(name: str, role: str) -> Preset | None:
+    """The preset `preset:PROJECT/NAME` names (None for any other name); an unknown one is a ProducerError."""
+    if parse(name).kind is not Kind.PRESET:
+        return None
+    try:
+        return find_preset(split_preset(name), role)
+    except ConfigError as exc:
+        raise ProducerError(str(exc)) from None
+
+
+def project_of(name: str, role: str) -> str | None:
+    """The project name of preset `name` (the key of its `--checkout`); None for any other name."""
+    preset = named(name, role)
+    return None if preset is None else project(preset.project).name
+
+
+def checkout_of(name: str, role: str, checkouts: dict[str, str]) -> str | None:
+    """The clone `--checkout PROJECT=PATH` gives for the project of preset `name` (None: its release)."""
+    found = project_of(name, role)
+    return None if found is None else checkouts.get(found)
+
+
+def check_checkouts(checkouts: dict[str, str], named_presets: list[tuple[str, str]], where: str) -> None:
+    """Every `--checkout PROJECT` is the project of one of the presets that run ((name, role) pairs): a
+    misspelled one would otherwise leave that preset running from its wheel unnoticed. ConfigError."""
+    used = {project_of(name, role) for name, role in named_presets} - {None}
+    unknown = sorted(set(checkouts) - used)
+    if unknown:
+        runs = ", ".join(sorted(used)) or "none"
+        raise ConfigError(f"--checkout {unknown[0]}: {where} runs no preset of a project named {unknown[0]!r}"
+                          f" (the projects of its presets: {runs})")
+
+
+def fetch(name: str, role: str, checkout) -> None:
+    """Read every file the preset's steps call (a wheel downloaded and hash-checked once into the cache
+    folder), so that a gate fetches before its runs and names a failure once: ProducerError."""
+    preset = named(name, role)
+    origin = origin_for(preset, checkout)
+    for step in preset.steps:
+        origin.read(step.file)
+
+
 @dataclass(frozen=True)
 class LoadedPreset:
     fn: Callable
@@ -255,21 +297,20 @@ def load(name: str, role: str, *, checkout=None, find_links=None) -> LoadedPrese
     return LoadedPreset(fn, preset, loaded, provenance)
 
 
+def check_declared(name: str, role: str, spec) -> None:
+    """NotRunnableHere (a skip in a gate) when `name` is a preset whose table declares `spec` unsupported."""
+    preset = named(name, role)
+    if preset is None:
+        return
+    reason = preset.unsupported(block_size=spec.block_size, layout=spec.layout.value, fp8=spec.fp8.value,
+                                scale_fmt=spec.scale_fmt.value)
+    if reason is not None:
+        raise NotRunnableHere(f"{PRESET_PREFIX}{reason}")
+
+
 def spec_check(name: str, role: str) -> Callable:
-    """A check (spec, device) refusing a spec the preset `name` declares it does not support (NotRunnableHere,
-    with the table's reason), before anything of it is fetched or run; names that are no preset pass."""
-    from ...core.errors import NotRunnableHere
-
-    def check(spec, device) -> None:
-        try:
-            found = find_preset(split_preset(name), role)
-        except ConfigError:
-            return  # an unknown preset: loading it names the known ones
-        reason = found.unsupported(spec.block_size, spec.layout.value, spec.fp8.value, spec.scale_fmt.value)
-        if reason is not None:
-            raise NotRunnableHere(f"{name}: {reason}")
-
-    return check
+    """check_declared as a producer's check (spec, device), run in the parent before anything is fetched."""
+    return lambda spec, device: check_declared(name, role, spec)
 
 
 def cpu_check(loaded: Loaded) -> Callable:

@@ -15,7 +15,10 @@ A table has
 - `[shims]`: the project's modules that function bodies import from at call time, and the bound names
   each provides;
 - `[[writer]]` / `[[reader]]`: presets, each one or more `[[writer.step]]` calls of the project's
-  functions with their arguments (projects/compose.py).
+  functions with their arguments (projects/compose.py), and what its code supports: `fp8`, `layouts`,
+  `block_sizes`, `scale_fmts`, `shuffle_when_paged` (it picks the layout from block_size itself) and, for
+  a writer, `pad_slot` (where it sends padding tokens: -1 nowhere, N a dummy slot). A gate skips a spec a
+  preset declares unsupported, with the reason (Preset.unsupported).
 """
 
 from __future__ import annotations
@@ -90,21 +93,25 @@ class Preset:
     scale_fmts: tuple[str, ...] = ("ue8m0", "fp32")
     needs_checkout: bool = False  # its files are in the project's repository only (no release holds them)
     strip_asserts: str | None = None  # why its asserts are compiled out (python -O), or None
+    shuffle_when_paged: bool = False  # its code picks the layout: shuffle when block_size > 1, linear at 1
+    pad_slot: int = -1  # writers: where padding tokens go (-1: nowhere; N: a dummy slot it may write)
 
     @property
     def key(self) -> str:
         return f"{self.project}/{self.name}"  # `project` is the table's name or its file's path
 
-    def unsupported(self, block: int, layout: str, fp8: str, scale_fmt: str) -> str | None:
-        """Why this preset cannot write or read caches of that spec, as its table declares; None: it can."""
+    def unsupported(self, *, block_size: int, layout: str, fp8: str, scale_fmt: str) -> str | None:
+        """Why its code cannot run this spec, as its table declares; None when it can."""
         if fp8 not in self.fp8:
             return f"{self.key} supports {', '.join(self.fp8)} only"
         if layout not in self.layouts:
             return f"{self.key} writes/reads the {', '.join(self.layouts)} layout only"
-        if self.block_sizes is not None and block not in self.block_sizes:
+        if self.block_sizes is not None and block_size not in self.block_sizes:
             return f"{self.key} supports block_size {', '.join(map(str, self.block_sizes))} only"
         if scale_fmt not in self.scale_fmts:
             return f"{self.key} supports {', '.join(self.scale_fmts)} scales only"
+        if self.shuffle_when_paged and (layout == "shuffle") != (block_size > 1):
+            return f"{self.key} writes the shuffle layout whenever block_size > 1 and the linear one at block_size 1"
         return None
 
 
@@ -182,16 +189,27 @@ def _step(where: str, raw: dict) -> Step:
     return Step(raw["file"], raw["call"], tuple(raw.get("args", [])), tuple(kwargs.items()), _tuple(raw.get("out", [])))
 
 
+PRESET_KEYS = ("name", "description", "step", "returns", "outputs", "fp8", "layouts", "block_sizes", "scale_fmts",
+               "needs_checkout", "strip_asserts", "shuffle_when_paged", "pad_slot")
+
+
 def _preset(where: str, project: str, role: str, raw: dict) -> Preset:
     steps = tuple(_step(f"{where} {role} {raw.get('name')}", s) for s in raw.get("step", []))
     if not steps or "name" not in raw:
         raise ConfigError(f"{where}: every [[{role}]] needs a name and at least one [[{role}.step]]")
+    unknown = sorted(set(raw) - set(PRESET_KEYS))
+    if unknown:
+        raise ConfigError(f"{where}: [[{role}]] {raw['name']}: unknown key(s) {', '.join(unknown)};"
+                          f" known: {', '.join(PRESET_KEYS)}")
+    pad_slot = raw.get("pad_slot", -1)
+    if not isinstance(pad_slot, int) or isinstance(pad_slot, bool) or pad_slot < -1:
+        raise ConfigError(f"{where}: [[{role}]] {raw['name']}: pad_slot must be -1 or a slot >= 0, got {pad_slot!r}")
     outputs = tuple((k, v) for k, v in raw.get("outputs", {}).items())
     return Preset(project, raw["name"], role, raw.get("description", ""), steps, raw.get("returns"), outputs,
                   _tuple(raw.get("fp8", ["e4m3fn", "e4m3fnuz"])), _tuple(raw.get("layouts", ["linear", "shuffle"])),
                   _tuple(raw["block_sizes"]) if "block_sizes" in raw else None,
                   _tuple(raw.get("scale_fmts", ["ue8m0", "fp32"])), bool(raw.get("needs_checkout", False)),
-                  raw.get("strip_asserts"))
+                  raw.get("strip_asserts"), bool(raw.get("shuffle_when_paged", False)), pad_slot)
 
 
 def parse(data: dict, where: str, folder: Path | None = None) -> Project:

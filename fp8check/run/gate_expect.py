@@ -1,0 +1,100 @@
+"""Declared differences: a gate config's `[[expect]]` rows, each matched by field against every case.
+
+    [[expect]]
+    kind = "parity"                  # optional: compare, table or parity
+    reader = "preset:vllm/torch"     # any case key; a list matches any of its values
+    layout = "shuffle"
+    expect = "different"
+    reason = "reads the value region row-major whatever the layout"
+
+A row sets `expect` on every case whose values match all of its fields (a case key a case does not
+state matches its option's default). It is how a config declares what another project is known to do
+differently: the case then passes only while the difference shows, so a CI job notices when it is fixed.
+Every field is a case key validated by the option table (a misspelled field, a value of the wrong type
+or out of range is a ConfigError naming the row), and a row that matches no case is an error too: it
+would otherwise widen nothing and hide a typo. The first matching row gives a case its reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from . import options
+from ..core.errors import ConfigError
+
+ROW_KEYS = ("kind", "expect", "reason")  # a row's own keys; every other key is a case key to match
+
+
+@dataclass(frozen=True)
+class ExpectRow:
+    where: str  # `FILE [[expect]] #2`
+    kind: str | None
+    expect: str
+    reason: str
+    fields: tuple[tuple[str, tuple], ...]  # (case key, the values it may have)
+
+    def matches(self, kind: str, values: dict[str, Any]) -> bool:
+        if self.kind is not None and kind != self.kind:
+            return False
+        return all(values.get(key, options.option(key, kind).default) in allowed for key, allowed in self.fields)
+
+
+def parse(rows: Any, where: str, *, kinds: tuple[str, ...], case_keys: dict[str, tuple], expects: dict[str, tuple]
+          ) -> tuple[ExpectRow, ...]:
+    """The `[[expect]]` array of a config, validated; `case_keys` and `expects`: per kind, its keys and the
+    expectations it takes."""
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise ConfigError(f"{where}: `expect` must be an array of tables ([[expect]])")
+    return tuple(_row(raw, f"{where} [[expect]] #{i + 1}", kinds, case_keys, expects) for i, raw in enumerate(rows))
+
+
+def _row(raw: dict, where: str, kinds: tuple[str, ...], case_keys: dict[str, tuple], expects: dict[str, tuple]
+         ) -> ExpectRow:
+    kind = raw.get("kind")
+    if kind is not None and kind not in kinds:
+        raise ConfigError(f"{where}: kind = {kind!r}: expected one of {', '.join(kinds)}")
+    known = tuple(dict.fromkeys(k for name in ((kind,) if kind else kinds) for k in case_keys[name] if k != "expect"))
+    unknown = [k for k in raw if k not in ROW_KEYS and k not in known]
+    if unknown:
+        raise ConfigError(f"{where}: unknown field(s) {', '.join(unknown)}; a row matches cases by"
+                          f" {', '.join(known)} (and has kind, expect, reason)")
+    allowed = tuple(dict.fromkeys(e for name in ((kind,) if kind else kinds) for e in expects[name] if e != "same"))
+    expect = raw.get("expect")
+    if expect not in allowed:
+        raise ConfigError(f"{where}: expect = {expect!r}: expected one of {', '.join(allowed)}")
+    reason = raw.get("reason")
+    if not isinstance(reason, str) or not reason.strip():
+        raise ConfigError(f"{where}: needs a reason (a string saying why the difference is expected)")
+    fields = tuple((key, _allowed(key, value, kind or "", where)) for key, value in raw.items() if key not in ROW_KEYS)
+    if not fields:
+        raise ConfigError(f"{where}: names no case key to match: it would match every case")
+    return ExpectRow(where, kind, expect, " ".join(reason.split()), fields)
+
+
+def _allowed(key: str, value: Any, kind: str, where: str) -> tuple:
+    """The values a field allows, each validated as the case key's option would validate it."""
+    option = options.option(key, kind)
+    if option.many or not isinstance(value, list):
+        return (option.validate(value, where),)
+    if not value:
+        raise ConfigError(f"{where}: {key} is an empty list")
+    return tuple(option.validate(item, where) for item in value)
+
+
+def apply(rows: tuple[ExpectRow, ...], cases: list, replace) -> list:
+    """Each case a row matches, with the row's `expect` and reason (`replace(case, expect, reason)`); a case
+    that states its own expectation keeps it. A row that matches no case is a ConfigError."""
+    used = set()
+    out = []
+    for case in cases:
+        row = next((r for r in rows if r.matches(case.kind, case.values)), None)
+        if row is not None:
+            used.add(row.where)
+            if case.values.get("expect", "same") == "same":
+                case = replace(case, row.expect, row.reason)
+        out.append(case)
+    unused = [r.where for r in rows if r.where not in used]
+    if unused:
+        raise ConfigError(f"{unused[0]}: matches no case of the config (a misspelled value?)")
+    return out
