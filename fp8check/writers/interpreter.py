@@ -9,13 +9,14 @@ vLLM file alike). Inside it, a kernel launched with CPU tensors runs in Triton's
 (`run_on_cpu`, the one place that does), and a kernel launched with GPU tensors compiles as usual:
 the choice follows the device of the tensors, not an environment variable read when Triton was
 imported. Within the scope, and only there, the interpreter converts to and from E4M3 with
-fp8check's exact encoder (fp8.py) and takes int1 masks held as int32; `@triton.jit` helpers a kernel
-calls (its own, Triton's `tl.max` ...) run interpreted. On exit everything is as it was, including
-the `triton.language` attributes Triton's interpreter patches for device-function calls and does not
-restore itself (measured on Triton 3.9: 64 attributes of `triton.language.core` left patched, which
-would break a later compiled kernel). e4m3fnuz tensors reach the interpreter typed as e4m3fn and
-fp8check converts both ways in the format of the launch: Triton 3.6's interpreter has no fp8e4b8
-type at all ("fail to convert fp8e4b8 to ir type", docs/NUMERICS.md).
+fp8check's exact encoder (fp8.py), evaluates NaN, inf and out-of-range values through min/max/clamp
+and integer and bf16 casts as compiled Triton does (compiled_numerics.py), and takes int1 masks held
+as int32; `@triton.jit` helpers a kernel calls (its own, Triton's `tl.max` ...) run interpreted. On
+exit everything is as it was, including the `triton.language` attributes Triton's interpreter patches
+for device-function calls and does not restore itself (measured on Triton 3.9: 64 attributes of
+`triton.language.core` left patched, which would break a later compiled kernel). e4m3fnuz tensors
+reach the interpreter typed as e4m3fn and fp8check converts both ways in the format of the launch:
+Triton 3.6's interpreter has no fp8e4b8 type at all ("fail to convert fp8e4b8 to ir type", docs/NUMERICS.md).
 
 `check(fmt)` proves the conversion on known answers, `check_semantics()` proves the interpreter
 computes what vLLM-style kernels rely on as compiled Triton does, `require_any_kernel(fmt)` is both
@@ -34,6 +35,7 @@ import numpy as np
 import torch
 
 from .. import fp8
+from . import compiled_numerics
 from ..errors import NotRunnableHere, ProducerError, first_line
 from ..spec import FP8Format
 
@@ -98,6 +100,7 @@ def run_on_cpu(fn, args: tuple, kwargs: dict, *, grid):
         return a.view(torch.float8_e4m3fn) if isinstance(a, torch.Tensor) and a.dtype == torch.float8_e4m3fnuz else a
 
     args, kwargs = tuple(map(typed, args)), {key: typed(value) for key, value in kwargs.items()}
+    args, kwargs = compiled_numerics.runtime_arguments(fn, args, kwargs)
     with cpu_kernels():
         previous, _SCOPE["fnuz"] = _SCOPE["fnuz"], fnuz
         try:
@@ -255,6 +258,7 @@ def cpu_kernels():
                (builder, "create_masked_load", load), (builder, "create_masked_store", store),
                (jit_function, "run", launch(jit_run)), (jit_function, "__call__", device_call),
                (interpreted, "run", launch(interpreted_run))]
+    patches += compiled_numerics.patches(interpreter, amd=lambda: _SCOPE["fnuz"])
     state = _language_state()
     state.update({owner: dict(vars(owner)) for owner, _, _ in patches})
     _SCOPE.update(depth=1, interpreted_run=interpreted_run)
