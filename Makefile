@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.fp8check-installed
 
-.PHONY: compare test test-install test-triton-matrix torch-plan gate gate-gpu bench table parity doctor clean vllm-wheel-table ecosystem aiter-src-table
+.PHONY: compare test test-install test-triton-matrix torch-plan gate gate-gpu bench table parity doctor clean vllm-wheel-table ecosystem aiter-src-table corpus-sources corpus-test corpus-gpu
 
 # Which torch build: the machine decides, TORCH_INDEX=cpu|cu126|cu128|rocm6.4|... overrides. No NVIDIA or
 # AMD GPU here: PyTorch's CPU-only index and a `+cpu` pin, so no CUDA package is ever downloaded (a plain
@@ -114,3 +114,22 @@ ecosystem: $(STAMP)
 	test -d $(FLAGGEMS_DIR) || git clone -q https://github.com/flagos-ai/FlagGems $(FLAGGEMS_DIR)
 	git -C $(FLAGGEMS_DIR) checkout -q $(FLAGGEMS_REV)
 	$(VENV)/bin/fp8check ecosystem --checkout flaggems=$(FLAGGEMS_DIR)
+
+# The compiled-truth corpus (docs/NUMERICS.md, tests/corpus/). corpus-test: the released writers' pinned
+# wheels into .cache/wheels and FlagGems at FLAGGEMS_REV, then every golden replayed on the CPU (the suite
+# itself never downloads: without them it replays fp8check's own writer only). corpus-gpu: record the
+# corpus again, on a machine with an NVIDIA GPU.
+CORPUS_WHEELS := .cache/wheels
+corpus-sources: $(STAMP)
+	$(PY) -m pip download -q --no-deps --only-binary=:all: --implementation cp --python-version 3.11 \
+	  --platform manylinux_2_34_x86_64 --platform manylinux_2_28_x86_64 -d $(CORPUS_WHEELS) \
+	  vllm==0.33.0 sglang==0.5.23 lmdeploy==0.18.0 flag-gems==5.0.2
+	test -d $(FLAGGEMS_DIR) || git clone -q https://github.com/flagos-ai/FlagGems $(FLAGGEMS_DIR)
+	git -C $(FLAGGEMS_DIR) checkout -q $(FLAGGEMS_REV)
+
+corpus-test: corpus-sources
+	$(PY) -m pytest -n auto -p no:cacheprovider tests/test_compiled_corpus.py --wheels $(CORPUS_WHEELS) \
+	  --flaggems-checkout $(FLAGGEMS_DIR)
+
+corpus-gpu: corpus-sources
+	$(PY) tests/corpus/record.py --out tests/corpus --flaggems-checkout $(FLAGGEMS_DIR)
