@@ -38,7 +38,7 @@ import time
 import traceback
 from dataclasses import dataclass
 
-from .errors import UserError, first_line, one_line, raised_at
+from .errors import NotRunnableHere, UserError, first_line, one_line, raised_at
 
 DEFAULT_TIMEOUT_S = 600.0  # generous: the Triton interpreter writes ~400 tokens/s on a 2-core CPU
 MAX_DRAIN_BYTES = 2 << 20  # read after the child ended: its last frame; a grandchild's flood is cut here
@@ -73,9 +73,10 @@ class IsolatedError(UserError, RuntimeError):
     """A child that did not return normally: one line naming it and what it did. Exit 2, never a verdict.
     `child_traceback`: the user's traceback as the child formatted it ("" when there is none), for --debug."""
 
-    def __init__(self, message: str, child_traceback: str = ""):
+    def __init__(self, message: str, child_traceback: str = "", not_here: bool = False):
         super().__init__(message)
         self.child_traceback = child_traceback
+        self.not_here = not_here  # the child says it raised NotRunnableHere: a claim the parent must verify
 
 
 def phase(name: str) -> None:
@@ -329,8 +330,8 @@ def _outcome(status: dict | None, where: str, exitcode: int | None, label: str, 
     where_raised = one_line(status.get("where", "")) if status else ""
     at = f" at {where_raised}" if where_raised else ""
     child_traceback = str(status.get("traceback", "")) if status else ""
-    if kind == "error":
-        raise IsolatedError(text or label, child_traceback)  # a ProducerError's line already says where
+    if kind == "error":  # a ProducerError's line already says where
+        raise IsolatedError(text or label, child_traceback, not_here=status.get("not_here") is True)
     if kind == "memory":
         what = (f"exceeded its memory limit of {limits.memory_bytes:,} bytes (--memory-limit)" if limits.memory_bytes
                 else "ran out of memory")
@@ -395,7 +396,8 @@ def _child_main(conn, target: str, args: tuple, memory_bytes: int | None, forked
     except UserError as exc:
         cause = exc.__cause__
         status = ({"status": "memory", "message": first_line(cause)} if _out_of_memory(cause)
-                  else {"status": "error", "message": str(exc), **_origin(cause)})
+                  else {"status": "error", "message": str(exc), "not_here": isinstance(exc, NotRunnableHere),
+                        **_origin(cause)})
     except BaseException as exc:  # noqa: BLE001 - whatever the user's code raised, reported as one line
         status = {"status": "memory" if _out_of_memory(exc) else "raised", "message": first_line(exc), **_origin(exc)}
     _send(conn.fileno(), status)

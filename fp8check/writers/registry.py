@@ -16,7 +16,8 @@ import torch
 from ..cache import SKIP_PADDING, CacheBuffer, forget_slot, padded_slots, write_in_layer
 from ..errors import CheckerError, ProducerError, failure, one_line
 from ..inputs import Inputs, check_slots
-from ..isolation import Limits, phase, run_isolated
+from ..device import require_triton_format
+from ..isolation import IsolatedError, Limits, phase, run_isolated
 from ..sources import AITER_SRC_PREFIX, FILE_PREFIX, GIT_PREFIX, PKG_PREFIX, PRESET_PREFIX, VLLM_FILE_PREFIX
 from ..spec import CacheSpec
 from .files import load_writer
@@ -241,9 +242,14 @@ def run_producer(producer: Producer, spec: CacheSpec, inputs: Inputs, device: to
     given = padded_slots(inputs.slot_mapping, pad_slot)
     k, slot_mapping = inputs.k.clone(), given.clone()
     if producer.isolation is not None:
-        report = run_isolated(f"{__name__}:run_in_child", (producer.name, spec.to_json(), producer.repo, k,
-                              slot_mapping, buffer.buffer), limits=producer.isolation,
-                              label=f"producer {producer.name!r}")
+        try:
+            report = run_isolated(f"{__name__}:run_in_child", (producer.name, spec.to_json(), producer.repo, k,
+                                  slot_mapping, buffer.buffer), limits=producer.isolation,
+                                  label=f"producer {producer.name!r}")
+        except IsolatedError as exc:
+            if exc.not_here:  # a skip only where fp8check itself finds the format not runnable here
+                require_triton_format(spec.fp8, device)
+            raise
         producer = dataclasses.replace(
             producer, description=one_line(report.get("description", producer.description), 1000),
             provenance=reported_provenance(report.get("provenance")), triton=report.get("triton") is True)
