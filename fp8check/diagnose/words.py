@@ -86,7 +86,7 @@ def _stray_write(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
 
 CONVENTIONS = {
     "nvidia": "truncated toward zero, negatives to 0, over 255 wrapped: NVIDIA's conversion",
-    "wrap": "truncated toward zero, negatives wrapped mod 256 (-1 -> 255): numpy, the Triton interpreter",
+    "wrap": "truncated toward zero, negatives wrapped mod 256 (-1 -> 255): numpy, Triton's own CPU interpreter, AMD",
     "trunc": "truncated toward zero",
 }
 
