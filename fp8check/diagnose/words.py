@@ -209,6 +209,12 @@ STORED = {"fp32": "one fp32 word", "ue8m0": "one fp32 word (a power of two)",
 
 def _scale_format(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
     f = cause.facts
+    if f["format_found"] == "fp32":
+        return (f"{_plural(f['words'], 'scale word')} hold a plain fp32 scale (not rounded to a power of two)"
+                f" where the spec stores {STORED[f['format_expected']]}: the writer ignored --scale-fmt"
+                f" {f['format_expected']} and quantized as with fp32 scales.",
+                "give the writer a scale format it supports (check it with --scale-fmt fp32), or make it refuse"
+                " the ones it does not")
     return (f"{_plural(f['words'], 'scale word')} hold the right scale stored as {STORED[f['format_found']]}, where"
             f" the spec stores {STORED[f['format_expected']]}.",
             f"check with --scale-fmt {f['format_found']} if that is what the reader expects")
