@@ -129,8 +129,8 @@ def _constants(builder, handle_cls):
 
 def _clip_lowering(semantic_cls, handle_cls, amd):
     """`tl.clamp(x, -L, L)` with constant bounds as NVIDIA sm_90+ compiles it (min.xorsign.abs). Installed
-    on Triton's semantic class (Triton 3.6 makes a semantic object per builtin), it acts on interpreter
-    values only: a compiled kernel's clamp is the compiler's."""
+    on Triton's semantic class (Triton 3.6 makes a semantic object per builtin; 3.4 has module functions),
+    it acts on interpreter values only: a compiled kernel's clamp is the compiler's."""
     original = semantic_cls.clamp
 
     def constant_value(bound):
@@ -144,9 +144,12 @@ def _clip_lowering(semantic_cls, handle_cls, amd):
             return float(handle.data.reshape(-1)[0])
         return None
 
+    first = 1 if isinstance(semantic_cls, type) else 0  # a method's self; Triton 3.4's functions take none
+
     @functools.wraps(original)
-    def clamp(self, x, min, max, propagate_nan):
-        out = original(self, x, min, max, propagate_nan)
+    def clamp(*args, **kwargs):
+        out = original(*args, **kwargs)
+        x, min, max, propagate_nan = args[first:first + 4]
         handle = getattr(x, "handle", None)
         if not isinstance(handle, handle_cls) or amd() or _propagates(propagate_nan):
             return out
@@ -207,8 +210,9 @@ def _bf16_rounding(builder, handle_cls, amd):
 
 def patches(interpreter, amd) -> list[tuple[object, str, object]]:
     """(owner, attribute, value) for the scope of one CPU kernel run; `amd()`: the launch stands for AMD."""
-    from triton.language.semantic import TritonSemantic
+    from triton.language import semantic
 
     builder, handle_cls = interpreter.InterpreterBuilder, interpreter.TensorHandle
-    return (_floats(builder, amd) + _constants(builder, handle_cls) + _clip_lowering(TritonSemantic, handle_cls, amd)
+    owner = getattr(semantic, "TritonSemantic", semantic)  # Triton 3.4: module functions (x, min, max, nan, builder)
+    return (_floats(builder, amd) + _constants(builder, handle_cls) + _clip_lowering(owner, handle_cls, amd)
             + _float_to_int(builder, handle_cls, interpreter, amd) + _bf16_rounding(builder, handle_cls, amd))
