@@ -17,7 +17,7 @@ LAYERS = {
     "spec": 1, "fp8": 1, "pairs": 1, "input_kinds": 1, "paths": 1,
     "outputs": 2, "cache": 2, "inputs": 2, "disk_cache": 2, "hashed": 2, "hashed_kernel": 2, "device": 2, "options": 2,
     "config": 2,
-    "sources": 3, "isolation": 3, "released": 3,
+    "sources": 3, "isolation": 3, "isolated_child": 3, "released": 3,
     "writers": 4, "readers": 4,
     "diff": 5, "diff_kernel": 5, "budget": 5, "diagnose": 5, "golden": 5,
     "compare": 6, "table": 6, "doctor": 6, "parity": 6, "record": 6,
