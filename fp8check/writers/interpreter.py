@@ -115,20 +115,26 @@ def scope_for(device: torch.device):
     it, a grid runs all its programs at once where it can (grid_interpreter.py: the bytes of a sequential
     run; a grid it cannot run so runs sequentially, with a one-line note saying why)."""
     if device.type != "cpu" or "triton" not in sys.modules:
-        return contextlib.nullcontext()
+        return contextlib.nullcontext([])
     try:
         _internals()
     except ExactConversionError:  # require() refuses Triton producers here; others run without kernels
-        return contextlib.nullcontext()
+        return contextlib.nullcontext([])
     return _cpu_scope()
 
 
 @contextlib.contextmanager
 def _cpu_scope():
+    """Yields the list of GridRun records of the grids this scope runs (how each ran: at once, or why not)."""
     from .grid_interpreter import grid_at_once
 
-    with cpu_kernels(), grid_at_once():
-        yield
+    with cpu_kernels(), grid_at_once() as runs:
+        before = len(runs)  # an enclosing scope shares its list
+        mine: list = []
+        try:
+            yield mine
+        finally:
+            mine.extend(runs[before:])
 
 
 def _exact_fp_to_fp(tl, handle_cls, original):

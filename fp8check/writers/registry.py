@@ -187,7 +187,9 @@ def resolve(name: str, *, fp8=None, repo=None, isolation: Limits | None = DEFAUL
     return entry.load()
 
 
-def _write(producer: Producer, spec: CacheSpec, k: torch.Tensor, cache: torch.Tensor, slot_mapping: torch.Tensor) -> None:
+def _write(producer: Producer, spec: CacheSpec, k: torch.Tensor, cache: torch.Tensor, slot_mapping: torch.Tensor,
+           grids: list | None = None) -> None:
+    """Call the writer; `grids` receives how each interpreted Triton grid ran (GridRun records)."""
     kwargs = {}
     if "fp8_dtype" in producer.keywords:
         kwargs["fp8_dtype"] = spec.fp8.torch_dtype()
@@ -196,8 +198,10 @@ def _write(producer: Producer, spec: CacheSpec, k: torch.Tensor, cache: torch.Te
     from .interpreter import scope_for
 
     try:
-        with scope_for(cache.device):  # Triton kernels on CPU tensors: the exact interpreter
+        with scope_for(cache.device) as ran:  # Triton kernels on CPU tensors: the exact interpreter
             producer.writer(k, cache, slot_mapping, spec.quant_block_size, spec.scale_fmt.writer_arg, **kwargs)
+        if grids is not None:
+            grids.extend(ran)
         if cache.is_cuda:
             torch.cuda.synchronize(cache.device)
     except ProducerError:
@@ -217,9 +221,18 @@ def run_in_child(name: str, spec_json: str, repo: str | None, k: torch.Tensor, s
     producer = resolve(name, fp8=spec.fp8, repo=repo, isolation=None)
     producer.check(spec, buffer.device)
     phase("writing")
-    write_in_layer(CacheBuffer(spec, buffer), lambda cache: _write(producer, spec, k, cache, slot_mapping))
-    return {"provenance": json.loads(json.dumps(producer.provenance, default=str)),
+    grids: list = []
+    write_in_layer(CacheBuffer(spec, buffer), lambda cache: _write(producer, spec, k, cache, slot_mapping, grids))
+    return {"provenance": json.loads(json.dumps(with_grids(producer.provenance, grids), default=str)),
             "description": producer.description, "triton": bool(producer.triton)}
+
+
+def with_grids(provenance: dict, grids: list) -> dict:
+    """A side's provenance with how its interpreted Triton grids ran (`interpreter`: one line per grid, at
+    once in N batches or sequentially and why), in the JSON's baseline_provenance / candidate_provenance."""
+    if not grids:
+        return provenance
+    return {**provenance, "interpreter": "; ".join(run.note() for run in grids)[:1000]}
 
 
 def _same_bytes(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -255,7 +268,10 @@ def run_producer(producer: Producer, spec: CacheSpec, inputs: Inputs, device: to
             provenance=reported_provenance(report.get("provenance")), triton=report.get("triton") is True)
     else:
         producer.check(spec, device)
-        write_in_layer(buffer, lambda cache: _write(producer, spec, k, cache, slot_mapping))
+        grids: list = []
+        write_in_layer(buffer, lambda cache: _write(producer, spec, k, cache, slot_mapping, grids))
+        if grids:
+            producer = dataclasses.replace(producer, provenance=with_grids(producer.provenance, grids))
     changed = tuple(name for name, handed, passed in (("k", inputs.k, k), ("slot_mapping", given, slot_mapping))
                     if not _same_bytes(handed.contiguous(), passed))
     if pad_slot != SKIP_PADDING:
