@@ -173,6 +173,18 @@ def _convention_options() -> list[Option]:
     ]
 
 
+INTERPRETER_MODES = ("grid", "sequential")
+
+
+def _run_options() -> list[Option]:
+    return [
+        Option("interpreter", "interpreter", str, "grid",
+               "How a writer's Triton grids run on the CPU: grid, all programs of a grid at once where that gives"
+               " the bytes of a sequential run (the JSON's provenance says how each grid ran); sequential, Triton's"
+               " interpreter program by program.", choices=INTERPRETER_MODES),
+    ]
+
+
 def _parity_options() -> list[Option]:
     from .input_kinds import SlotPattern
 
@@ -202,6 +214,7 @@ def _parity_options() -> list[Option]:
 SPEC = {o.key: o for o in _spec_options()}  # the cache, the inputs and the device: every command
 BUDGET = {o.key: o for o in _budget_options()}
 CONVENTIONS = {o.key: o for o in _convention_options()}
+RUN = {o.key: o for o in _run_options()}
 PRODUCERS = {  # producer names are checked when they are resolved (registry.resolve), not here
     "baseline": Option("baseline", "baseline", str, "auto"),
     "candidate": Option("candidate", "candidate", str, "triton"),
@@ -210,8 +223,8 @@ PRODUCERS = {  # producer names are checked when they are resolved (registry.res
     "producer": Option("producer", "producer", str, "reference"),
 }
 PARITY = {o.key: o for o in _parity_options()}
-COMPARE_KEYS = (*SPEC, "baseline", "candidate", *BUDGET, *CONVENTIONS)
-TABLE_KEYS = (*SPEC, "baseline", "buggy", "fixed")
+COMPARE_KEYS = (*SPEC, "baseline", "candidate", *BUDGET, *CONVENTIONS, *RUN)
+TABLE_KEYS = (*SPEC, "baseline", "buggy", "fixed", *RUN)
 # parity: the spec and input options but --num-blocks (the contexts size the cache), --specials-inf-nan and --layers,
 # with its own slot choices (a block table in order or shuffled)
 PARITY_KEYS = (*(k for k in SPEC if k not in ("num_blocks", "specials_inf_nan", "slots", "layers")), "baseline",
@@ -220,9 +233,10 @@ PARITY_KEYS = (*(k for k in SPEC if k not in ("num_blocks", "specials_inf_nan", 
 PARITY_CASE_KEYS = ("ctx", "heads", "head_dim", "block", "qbs", "topk", "next_n", "fp8", "scale_fmt", "layout", "slots",
                     "inputs", "input", "seed", "writers", "baseline", "reader", "rtol", "atol", "min_recall",
                     "expect_fail", "device")
-ALL = {**SPEC, **BUDGET, **CONVENTIONS, **PRODUCERS, **PARITY}
+ALL = {**SPEC, **BUDGET, **CONVENTIONS, **RUN, **PRODUCERS, **PARITY}
 COMMAND_LINE = ""  # `where` of values typed on the command line: errors name the flag
-COMMAND_KEYS = {"compare": COMPARE_KEYS, "table": TABLE_KEYS, "record": (*SPEC, "producer"), "parity": PARITY_KEYS}
+COMMAND_KEYS = {"compare": COMPARE_KEYS, "table": TABLE_KEYS, "record": (*SPEC, "producer", *RUN),
+                "parity": PARITY_KEYS}
 
 
 def option(key: str, command: str = "") -> Option:

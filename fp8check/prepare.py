@@ -152,8 +152,8 @@ def prepare(request: Request, *, isolation="default", given_inputs=None, produce
         spec, data = _spec_and_inputs(request, given_inputs, device)
         data = data.to(device)
     names = {role: v[role] for role in ROLES[request.command] if role not in producers}
-    return Prepared(spec, data, device, {**producers, **resolve_producers(device, names, spec, v["repo"],
-                                                                           isolation=isolation)})
+    return Prepared(spec, data, device, {**producers, **resolve_producers(
+        device, names, spec, v["repo"], isolation=isolation, interpreter=v.get("interpreter", "grid"))})
 
 
 def _spec_and_inputs(request: Request, given_inputs, device):
@@ -232,13 +232,16 @@ def _check_memory(spec: CacheSpec, num_tokens: int, device, request: Request, re
 
 
 def resolve_producers(device, names: dict[str, str], spec: CacheSpec, repo: Path | None, *,
-                      isolation="default") -> dict:
+                      isolation="default", interpreter: str = "grid") -> dict:
     """Producers by role. Code from files runs in a child process under `isolation` (Limits; "default":
-    registry.DEFAULT_ISOLATION; None: in this process)."""
+    registry.DEFAULT_ISOLATION; None: in this process); `interpreter`: how their Triton grids run on the CPU."""
+    import dataclasses
+
     from .writers import registry
 
     limits = registry.DEFAULT_ISOLATION if isolation == "default" else isolation
-    return {role: registry.resolve(name, fp8=spec.fp8, repo=repo, isolation=limits) for role, name in names.items()}
+    return {role: dataclasses.replace(registry.resolve(name, fp8=spec.fp8, repo=repo, isolation=limits),
+                                      interpreter=interpreter) for role, name in names.items()}
 
 
 def prepare_parity(request: Request, *, isolation="default") -> Prepared:

@@ -109,7 +109,7 @@ def run_on_cpu(fn, args: tuple, kwargs: dict, *, grid):
             _SCOPE["fnuz"] = previous
 
 
-def scope_for(device: torch.device):
+def scope_for(device: torch.device, *, grid: bool = True):
     """The scope a producer or reader runs in on `device`: cpu_kernels() on the CPU once Triton is imported
     (a module that launches kernels has imported it) and is one whose internals were read, else none. In
     it, a grid runs all its programs at once where it can (grid_interpreter.py: the bytes of a sequential
@@ -120,14 +120,25 @@ def scope_for(device: torch.device):
         _internals()
     except ExactConversionError:  # require() refuses Triton producers here; others run without kernels
         return contextlib.nullcontext([])
-    return _cpu_scope()
+    return _cpu_scope(grid)
 
 
 @contextlib.contextmanager
-def _cpu_scope():
-    """Yields the list of GridRun records of the grids this scope runs (how each ran: at once, or why not)."""
-    from .grid_interpreter import grid_at_once
+def _cpu_scope(grid: bool):
+    """Yields the list of GridRun records of the grids this scope runs (how each ran: at once, or why not);
+    grid=False: Triton's interpreter runs every grid program by program (--interpreter sequential)."""
+    from .grid_interpreter import GridRun, grid_at_once
 
+    if not grid:
+        mine: list = []
+
+        def started(done: int, total: int) -> None:
+            if done == 1:
+                mine.append(GridRun("a grid", total, 0, "--interpreter sequential"))
+
+        with cpu_kernels(), program_listener(started):
+            yield mine
+        return
     with cpu_kernels(), grid_at_once() as runs:
         before = len(runs)  # an enclosing scope shares its list
         mine: list = []

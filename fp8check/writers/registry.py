@@ -198,7 +198,7 @@ def _write(producer: Producer, spec: CacheSpec, k: torch.Tensor, cache: torch.Te
     from .interpreter import scope_for
 
     try:
-        with scope_for(cache.device) as ran:  # Triton kernels on CPU tensors: the exact interpreter
+        with scope_for(cache.device, grid=producer.interpreter != "sequential") as ran:  # on CPU tensors: exact
             producer.writer(k, cache, slot_mapping, spec.quant_block_size, spec.scale_fmt.writer_arg, **kwargs)
         if grids is not None:
             grids.extend(ran)
@@ -211,14 +211,14 @@ def _write(producer: Producer, spec: CacheSpec, k: torch.Tensor, cache: torch.Te
 
 
 def run_in_child(name: str, spec_json: str, repo: str | None, k: torch.Tensor, slot_mapping: torch.Tensor,
-                 buffer: torch.Tensor) -> dict:
+                 buffer: torch.Tensor, interpreter: str = "grid") -> dict:
     """The child's side of an isolated run (isolation.run_isolated target): load the producer by name,
     write the shared buffer, report where the code came from and whether it ran Triton kernels."""
     import json
 
     phase("loading")
     spec = CacheSpec.from_dict(json.loads(spec_json))
-    producer = resolve(name, fp8=spec.fp8, repo=repo, isolation=None)
+    producer = dataclasses.replace(resolve(name, fp8=spec.fp8, repo=repo, isolation=None), interpreter=interpreter)
     producer.check(spec, buffer.device)
     phase("writing")
     grids: list = []
@@ -257,7 +257,7 @@ def run_producer(producer: Producer, spec: CacheSpec, inputs: Inputs, device: to
     if producer.isolation is not None:
         try:
             report = run_isolated(f"{__name__}:run_in_child", (producer.name, spec.to_json(), producer.repo, k,
-                                  slot_mapping, buffer.buffer), limits=producer.isolation,
+                                  slot_mapping, buffer.buffer, producer.interpreter), limits=producer.isolation,
                                   label=f"producer {producer.name!r}")
         except IsolatedError as exc:
             if exc.not_here:  # a skip only where fp8check itself finds the format not runnable here
