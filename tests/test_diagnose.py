@@ -680,8 +680,8 @@ def test_a_writer_that_ignores_ue8m0x4_and_writes_fp32_scales_is_named():
     inputs = generate(spec, seed=0)
     result = compare(spec, baseline=producers.resolve("reference"), candidate=producers.Producer(
         "ignores-ue8m0x4", "the reference with fp32 scales whatever it is asked",
-        lambda k, kv, slots, qbs, fmt: producers.resolve("reference").writer(k, kv, slots, qbs,
-                                                                              ScaleFormat.FP32.writer_arg)),
+        lambda k, kv, slots, qbs, fmt: producers.resolve("reference").writer(
+            k, kv, slots, qbs, ScaleFormat.FP32.writer_arg)),
         inputs=inputs, device=CPU)
     found = diagnose(spec, result.baseline.buffer, result.candidate.buffer, result.inputs)
     assert [c.category for c in found] == [Category.SCALE_FORMAT]

@@ -421,7 +421,8 @@ def test_interpreter_sequential_writes_the_same_bytes_and_says_so(capsys):
                        "--baseline", "triton", "--interpreter", "sequential", "--json", "-", "--quiet")
     report = json.loads(out)
     assert code == 0 and report["identical"] is True
-    assert report["candidate_provenance"]["interpreter"] == "a grid: 192 programs run sequentially: --interpreter sequential"
+    assert report["candidate_provenance"]["interpreter"] == (
+        "a grid: 192 programs run sequentially: --interpreter sequential")
 
 
 def test_interpreter_takes_grid_or_sequential_only(capsys):
