@@ -1,10 +1,23 @@
 # Set-up is part of every target: a fresh machine needs only Python 3.10+ and these commands.
 PYTHON ?= python3
 VENV ?= .venv
+# An environment that already has torch is used as it is, with no venv made and nothing installed (no
+# network): an active virtualenv (`. /opt/torch/.venv/bin/activate && make test`) or `make test
+# PYTHON=/opt/torch/.venv/bin/python`; fp8check then runs from this checkout (PYTHONPATH). VENV=DIR
+# names a venv to set up as below instead.
+ENV_PY := $(if $(filter command line environment,$(origin VENV)),,$(if $(filter command line environment,$(origin PYTHON)),$(PYTHON),$(if $(VIRTUAL_ENV),$(VIRTUAL_ENV)/bin/python)))
+ifneq ($(ENV_PY),)
+PY := $(ENV_PY)
+STAMP := env-check
+FP8CHECK := $(PY) -m fp8check
+export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
+else
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.fp8check-installed
+FP8CHECK := $(VENV)/bin/fp8check
+endif
 
-.PHONY: compare test test-install test-triton-matrix torch-plan gate gate-gpu bench table parity doctor clean vllm-wheel-table ecosystem aiter-src-table
+.PHONY: env-check compare test test-install test-triton-matrix torch-plan gate gate-gpu bench table parity doctor clean vllm-wheel-table ecosystem aiter-src-table corpus-sources corpus-test corpus-gpu
 
 # Which torch build: the machine decides, TORCH_INDEX=cpu|cu126|cu128|rocm6.4|... overrides. No NVIDIA or
 # AMD GPU here: PyTorch's CPU-only index and a `+cpu` pin, so no CUDA package is ever downloaded (a plain
@@ -16,7 +29,7 @@ TORCH_INDEX ?= $(shell if nvidia-smi -L >/dev/null 2>&1; then echo pypi; \
 TORCH_PIN := torch==$(TORCH_VERSION)$(if $(filter pypi,$(TORCH_INDEX)),,+$(TORCH_INDEX))
 TORCH_SPEC := $(TORCH_PIN)$(if $(filter pypi,$(TORCH_INDEX)),, --extra-index-url https://download.pytorch.org/whl/$(TORCH_INDEX))
 
-$(STAMP): pyproject.toml
+$(VENV)/.fp8check-installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	# the pinned build from where pip already looks (a local wheel store), else from PyTorch's index
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q $(TORCH_PIN) 2>/dev/null \
@@ -28,7 +41,12 @@ $(STAMP): pyproject.toml
 	  || { command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] && apt-get update -q >/dev/null \
 	       && DEBIAN_FRONTEND=noninteractive apt-get install -y -q clang-22 >/dev/null; } \
 	  || echo "no clang >= 20: the aiter-src tests will be skipped"
-	touch $(STAMP)
+	touch $(VENV)/.fp8check-installed
+
+# The environment as it is: what fp8check needs must import (nothing is installed into it).
+env-check:
+	@$(PY) -c "import sys, torch, click, rich, safetensors, numpy; print('using', sys.executable, 'as it is: torch', torch.__version__)" \
+	  || { echo "$(PY) lacks what fp8check needs (torch, click, rich, safetensors, numpy): install them, or leave PYTHON unset to set up $(VENV)"; exit 2; }
 
 # What the set-up would install for torch here, installing nothing (pip's dry-run report; no nvidia-* on a CPU machine).
 torch-plan:
@@ -48,16 +66,16 @@ test-triton-matrix:
 	done
 
 compare: $(STAMP)
-	$(VENV)/bin/fp8check compare --block 64 --head-dim 128
+	$(FP8CHECK) compare --block 64 --head-dim 128
 
 table: $(STAMP)
-	$(VENV)/bin/fp8check table --config seed-table
+	$(FP8CHECK) table --config seed-table
 
 parity: $(STAMP)
-	$(VENV)/bin/fp8check parity --config seed-parity
+	$(FP8CHECK) parity --config seed-parity
 
 doctor: $(STAMP)
-	$(VENV)/bin/fp8check doctor
+	$(FP8CHECK) doctor
 
 test: $(STAMP)
 	$(PY) -m pytest -n auto
@@ -67,10 +85,10 @@ test-install: $(STAMP)
 	.ci/test-install $(PY)
 
 gate: $(STAMP)
-	$(VENV)/bin/fp8check gate configs/ci.toml
+	$(FP8CHECK) gate configs/ci.toml
 
 gate-gpu: $(STAMP)
-	$(VENV)/bin/fp8check gate configs/gpu.toml --device cuda
+	$(FP8CHECK) gate configs/gpu.toml --device cuda
 
 # Every case of bench/cases.py on this machine's CPU, each figure printed with its target (a few
 # minutes); then the exact interpreter's cost per program. On a GPU: `$(PY) bench/run.py --device cuda`.
@@ -89,7 +107,7 @@ vllm-wheel-table: $(STAMP)
 	  && $(PY) -c "import glob, zipfile; zipfile.ZipFile(glob.glob('$(VLLM_DIR)/vllm-*.whl')[0]).extract('$(VLLM_OPS)', '$(VLLM_DIR)')" )
 	sed 's/\[:, : block_size \* head_dim\]\.view(FP8_DTYPE)$$/[:, : block_size * head_dim]/' $(VLLM_DIR)/$(VLLM_OPS) > $(VLLM_DIR)/pre-fix.py
 	! cmp -s $(VLLM_DIR)/$(VLLM_OPS) $(VLLM_DIR)/pre-fix.py
-	$(VENV)/bin/fp8check table --buggy vllm-file:$(VLLM_DIR)/pre-fix.py --fixed vllm-file:$(VLLM_DIR)/$(VLLM_OPS)
+	$(FP8CHECK) table --buggy vllm-file:$(VLLM_DIR)/pre-fix.py --fixed vllm-file:$(VLLM_DIR)/$(VLLM_OPS)
 
 # Not part of `make test`: aiter's real C++ op built for the CPU from an aiter source (`aiter-src:`) against
 # `reference` (every case must be IDENTICAL), then the seed's Triton columns. AITER_SRC: an aiter checkout
@@ -113,4 +131,23 @@ FLAGGEMS_DIR := .cache/flaggems
 ecosystem: $(STAMP)
 	test -d $(FLAGGEMS_DIR) || git clone -q https://github.com/flagos-ai/FlagGems $(FLAGGEMS_DIR)
 	git -C $(FLAGGEMS_DIR) checkout -q $(FLAGGEMS_REV)
-	$(VENV)/bin/fp8check gate ecosystem --checkout flaggems=$(FLAGGEMS_DIR)
+	$(FP8CHECK) gate ecosystem --checkout flaggems=$(FLAGGEMS_DIR)
+
+# The compiled-truth corpus (docs/NUMERICS.md, tests/corpus/). corpus-test: the released writers' pinned
+# wheels into .cache/wheels and FlagGems at FLAGGEMS_REV, then every golden replayed on the CPU (the suite
+# itself never downloads: without them it replays fp8check's own writer only). corpus-gpu: record the
+# corpus again, on a machine with an NVIDIA GPU.
+CORPUS_WHEELS := .cache/wheels
+corpus-sources: $(STAMP)
+	$(PY) -m pip download -q --no-deps --only-binary=:all: --implementation cp --python-version 3.11 \
+	  --platform manylinux_2_34_x86_64 --platform manylinux_2_28_x86_64 -d $(CORPUS_WHEELS) \
+	  vllm==0.33.0 sglang==0.5.23 lmdeploy==0.18.0 flag-gems==5.0.2
+	test -d $(FLAGGEMS_DIR) || git clone -q https://github.com/flagos-ai/FlagGems $(FLAGGEMS_DIR)
+	git -C $(FLAGGEMS_DIR) checkout -q $(FLAGGEMS_REV)
+
+corpus-test: corpus-sources
+	$(PY) -m pytest -n auto -p no:cacheprovider tests/test_compiled_corpus.py --wheels $(CORPUS_WHEELS) \
+	  --flaggems-checkout $(FLAGGEMS_DIR)
+
+corpus-gpu: corpus-sources
+	$(PY) tests/corpus/record.py --out tests/corpus --flaggems-checkout $(FLAGGEMS_DIR)

@@ -17,6 +17,13 @@ from hypothesis import settings
 os.environ["FP8CHECK_CACHE_DIR"] = tempfile.mkdtemp(prefix="fp8check-test-cache-")
 atexit.register(shutil.rmtree, os.environ["FP8CHECK_CACHE_DIR"], ignore_errors=True)
 
+def pytest_addoption(parser):
+    group = parser.getgroup("fp8check", "released writers for the compiled-truth corpus (test_compiled_corpus.py)")
+    group.addoption("--wheels", metavar="DIR", help="a folder holding the released wheels the project tables pin"
+                    " (pip download's output); without it, the corpus cases of released writers are skipped")
+    group.addoption("--flaggems-checkout", metavar="PATH", help="a clone of FlagGems (its writer is in no release)")
+
+
 def _release(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in text.split("+")[0].split(".")[:2])
 

@@ -674,6 +674,22 @@ def test_ue8m0x4_against_fp32_words_is_a_scale_format_not_unknown(spec_fmt, writ
     assert found.top.facts == {"words": 192, "format_found": written.value, "format_expected": spec_fmt.value}
 
 
+def test_a_writer_that_ignores_ue8m0x4_and_writes_fp32_scales_is_named():
+    # vLLM 0.33.0's ROCm writer and FlagGems know "ue8m0" only: given "ue8m0x4" they quantize with fp32 scales
+    spec = CacheSpec(scale_fmt=ScaleFormat.UE8M0X4)
+    inputs = generate(spec, seed=0)
+    result = compare(spec, baseline=producers.resolve("reference"), candidate=producers.Producer(
+        "ignores-ue8m0x4", "the reference with fp32 scales whatever it is asked",
+        lambda k, kv, slots, qbs, fmt: producers.resolve("reference").writer(
+            k, kv, slots, qbs, ScaleFormat.FP32.writer_arg)),
+        inputs=inputs, device=CPU)
+    found = diagnose(spec, result.baseline.buffer, result.candidate.buffer, result.inputs)
+    assert [c.category for c in found] == [Category.SCALE_FORMAT]
+    assert found.top.bytes == result.diff.diff_bytes  # its scales and the values they moved
+    assert found.top.facts == {"words": 192, "format_found": "fp32", "format_expected": "ue8m0x4"}
+    assert "the writer ignored --scale-fmt ue8m0x4" in said(spec, found.top)[0]
+
+
 def test_small_shares_keep_two_significant_digits():
     from fp8check.diagnose.words import percent
 

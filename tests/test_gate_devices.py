@@ -8,9 +8,12 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+import torch
 from conftest import run
 
 from fp8check.triton_cpu import interpreter
+
+ROOT = Path(__file__).resolve().parent.parent
 
 FAULTS = Path(__file__).parent / "faults"
 
@@ -91,3 +94,30 @@ def test_a_format_this_interpreter_cannot_run_is_skipped_with_its_reason(capsys,
     code, out, _ = run(capsys, "gate", str(config), "--strict")
     assert code == 2
     assert "FAIL: 1 passed, 0 failed, 1 errors of 2 cases" in out
+
+
+def _gate_of(candidate: str, formats: str, device: str) -> str:
+    return (f'[defaults]\ncandidate = "{candidate}"\nbaseline = "reference"\nnum_blocks = 1\n'
+            f'device = "{device}"\n[[case]]\nfp8 = {formats}\n')
+
+
+def test_a_writer_from_a_file_cannot_make_its_case_a_skip(capsys, tmp_path):
+    # a skip is fp8check's finding about this machine, never the code under test's claim
+    config = tmp_path / "gate.toml"
+    config.write_text(_gate_of(f"file:{ROOT / 'tests' / 'hostile' / 'user_errors.py'}:claims_a_skip", '["e4m3fn"]',
+                               "cpu"))
+    code, out, _ = run(capsys, "gate", str(config))
+    assert code == 2 and "SKIP" not in out
+    assert "this machine cannot run me" in out and "FAIL: 0 passed, 0 failed, 1 errors of 1 cases" in out
+
+
+@pytest.mark.cuda
+def test_a_triton_writer_from_a_file_at_e4m3fnuz_on_nvidia_is_skipped_like_the_built_in_one(capsys, tmp_path):
+    if torch.version.hip is not None:
+        pytest.skip("AMD GPUs run e4m3fnuz")
+    config = tmp_path / "gate.toml"
+    config.write_text(_gate_of(f"file:{ROOT / 'examples' / 'my_kernels.py'}:indexer_k_quant_and_cache",
+                               '["e4m3fn", "e4m3fnuz"]', "cuda"))
+    code, out, err = run(capsys, "gate", str(config))
+    assert code == 0, out + err
+    assert "SKIP " in out and "1 skipped of 2 cases" in out and "e4m3fnuz (fp8e4b8) is not supported" in out

@@ -7,6 +7,7 @@ whether the grid ran at once or was handed to the sequential interpreter, with t
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 import tempfile
 from pathlib import Path
@@ -14,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from conftest import run
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -398,3 +400,31 @@ def test_nothing_of_triton_stays_changed_after_the_block():
         cases.early_return[(4,)](x, torch.zeros(64), BLOCK=16)
     assert ran_at_once(runs)
     assert state() == before
+
+
+def test_the_json_says_how_each_grid_of_a_side_ran(capsys):
+    # a writer from a file runs in its child; what it reports of its grids lands in the side's provenance
+    writer = Path(__file__).resolve().parent.parent / "examples" / "my_kernels.py"
+    code, out, _ = run(capsys, "compare", "--candidate", f"file:{writer}:indexer_k_quant_and_cache",
+                       "--baseline", "triton", "--json", "-", "--quiet")
+    report = json.loads(out)
+    assert code == 0
+    assert report["candidate_provenance"]["interpreter"] == (
+        "_quant_and_cache_kernel: 192 programs run grid-at-once in 1 batches")
+    assert report["baseline_provenance"] == {
+        "interpreter": "_quant_and_cache: 1 programs run sequentially: a grid of one program runs as it is"}
+
+
+def test_interpreter_sequential_writes_the_same_bytes_and_says_so(capsys):
+    writer = Path(__file__).resolve().parent.parent / "examples" / "my_kernels.py"
+    code, out, _ = run(capsys, "compare", "--candidate", f"file:{writer}:indexer_k_quant_and_cache",
+                       "--baseline", "triton", "--interpreter", "sequential", "--json", "-", "--quiet")
+    report = json.loads(out)
+    assert code == 0 and report["identical"] is True
+    assert report["candidate_provenance"]["interpreter"] == (
+        "a grid: 192 programs run sequentially: --interpreter sequential")
+
+
+def test_interpreter_takes_grid_or_sequential_only(capsys):
+    code, _, err = run(capsys, "compare", "--interpreter", "parallel")
+    assert code == 2 and "Invalid value for '--interpreter': 'parallel' is not one of 'grid', 'sequential'" in err

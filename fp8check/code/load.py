@@ -3,7 +3,7 @@
 - `file:PATH:FUNC` / `file:git:REV:PATH:FUNC`: the file is executed as a fresh module (it is the user's
   module, imports and all) and FUNC taken from it;
 - `vllm-file:PATH[:FUNC]` / `vllm-file:git:REV:PATH[:FUNC]`: only FUNC and what it needs, from a vLLM
-  source file, with vLLM's platform names bound to the run (writers/vllm_file.py).
+  source file, with vLLM's platform names bound to the run (code/bind.py).
 
 The bytes executed are the bytes hashed: a file is read once, and its provenance (file, function, git
 revision and commit, sha256, bound names) travels with the loaded function into every report.

@@ -33,7 +33,7 @@ def _block_diff(a_ptr, b_ptr, value_out, scale_out, first_out, block_bytes, valu
         scale += (differs & (offset >= value_bytes) & (offset < scale_end)).to(tl.int32)
         first = tl.minimum(first, tl.where(differs, offset, 2147483647))
     # tl.reduce with the standard combiners rather than tl.sum / tl.min (@jit helpers the interpreter
-    # can call only when TRITON_INTERPRET was set before Triton's import; see writers/triton.py)
+    # can call only when TRITON_INTERPRET was set before Triton's import; see producers/triton.py)
     tl.store(value_out + block, tl.reduce(value, 0, tl.standard._sum_combine).to(tl.int64))
     tl.store(scale_out + block, tl.reduce(scale, 0, tl.standard._sum_combine).to(tl.int64))
     first_offset = tl.reduce(first, 0, tl.standard._elementwise_min)

@@ -3,7 +3,9 @@ except writing the bytes it was handed can reach the verdict.
 
 The parent allocates every tensor the child may write (the poisoned cache, clones of the inputs, an
 output buffer) and hands them over: on the CPU in shared memory to a fork of the warmed-up parent
-(fast: no re-import); with CUDA by CUDA IPC to a spawned process (CUDA cannot be forked). The child
+(fast: no re-import, also where the parent has initialised CUDA); with CUDA by CUDA IPC to a fresh
+interpreter started as `python -m fp8check.core.isolated_child` (CUDA cannot be forked; never the user's
+`__main__` again, as multiprocessing's spawn would run a script without a main guard). The child
 imports `target` ("package.module:function", fp8check's own code), which loads the user's code by
 name, runs it on the shared tensors and returns a small JSON-able dict. The child reports in frames
 (a marker, a length, JSON; never a pickle a child could forge), each sent in one write: a frame of at
@@ -36,7 +38,7 @@ import time
 import traceback
 from dataclasses import dataclass
 
-from .errors import UserError, first_line, one_line, raised_at
+from .errors import NotRunnableHere, UserError, first_line, one_line, raised_at
 
 MAX_DRAIN_BYTES = 2 << 20  # read after the child ended: its last frame; a grandchild's flood is cut here
 FRAME_MARK = b"\x00fp8check-report\x00"
@@ -73,9 +75,10 @@ class IsolatedError(UserError, RuntimeError):
     """A child that did not return normally: one line naming it and what it did. Exit 2, never a verdict.
     `child_traceback`: the user's traceback as the child formatted it ("" when there is none), for --debug."""
 
-    def __init__(self, message: str, child_traceback: str = ""):
+    def __init__(self, message: str, child_traceback: str = "", not_here: bool = False):
         super().__init__(message)
         self.child_traceback = child_traceback
+        self.not_here = not_here  # the child says it raised NotRunnableHere: a claim the parent must verify
 
 
 def phase(name: str) -> None:
@@ -131,10 +134,80 @@ def parse_frames(data: bytes) -> tuple[list[dict], bytes]:
 
 
 def _start_method(tensors: list[torch.Tensor]) -> str:
-    import torch
+    """fork for CPU tensors, also where this process has initialised CUDA (the child must not use it: torch
+    refuses CUDA in a forked child, one line); a fresh interpreter for CUDA tensors, which cannot cross a
+    fork."""
+    return "spawn" if any(t.is_cuda for t in tensors) else "fork"
 
-    cuda = any(t.is_cuda for t in tensors) or (torch.cuda.is_available() and torch.cuda.is_initialized())
-    return "spawn" if cuda else "fork"
+
+class _FreshChild:
+    """A child that is a fresh interpreter running `python -m fp8check.core.isolated_child`: it imports fp8check,
+    never the user's `__main__` (multiprocessing's spawn runs a script without a main guard again in every
+    child). Its arguments arrive pickled on stdin with torch's reductions (CUDA tensors by IPC, CPU tensors
+    in shared memory by file descriptor through multiprocessing's resource sharer, hence the authkey)."""
+
+    def __init__(self, target: str, args: tuple, memory: int | None, send_fd: int):
+        import io
+        import multiprocessing
+        import subprocess
+        from multiprocessing.reduction import ForkingPickler
+
+        import torch.multiprocessing  # noqa: F401 - registers torch's tensor reductions with ForkingPickler
+
+        payload = io.BytesIO()
+        payload.write(bytes(multiprocessing.current_process().authkey).hex().encode() + b"\n")  # before any fd
+        ForkingPickler(payload).dump((target, args, memory))
+        env = {key: value for key, value in os.environ.items() if key not in SECRETS}
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)  # the modules this process imports
+        self._process = subprocess.Popen([sys.executable, "-m", "fp8check.core.isolated_child", str(send_fd)],
+                                         stdin=subprocess.PIPE, pass_fds=(send_fd,), env=env)
+        self.pid = self._process.pid
+        try:
+            self._process.stdin.write(payload.getvalue())
+            self._process.stdin.close()
+        except BrokenPipeError:  # the child died at once; its exit status says how
+            pass
+
+    def is_alive(self) -> bool:
+        return self._process.poll() is None
+
+    @property
+    def exitcode(self) -> int | None:
+        return self._process.poll()
+
+    def kill(self) -> None:
+        self._process.kill()
+
+    def join(self, timeout: float) -> None:
+        try:
+            self._process.wait(timeout)
+        except Exception:  # noqa: BLE001 - a child that outlives SIGKILL is the OS's; the verdict is taken
+            pass
+
+
+def child_from_stdin(send_fd: int) -> None:
+    """The fresh child's body (`python -m fp8check.core.isolated_child FD`): its arguments from stdin, then the
+    same life as a forked child."""
+    import multiprocessing
+    import pickle
+
+    import torch.multiprocessing  # noqa: F401 - torch's rebuild functions for the tensors in the pickle
+
+    stream = sys.stdin.buffer
+    multiprocessing.current_process().authkey = bytes.fromhex(stream.readline().decode())
+    target, args, memory = pickle.load(stream)
+    _child_main(_Pipe(send_fd), target, args, memory, False)
+
+
+class _Pipe:
+    def __init__(self, fd: int):
+        self._fd = fd
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def close(self) -> None:
+        os.close(self._fd)
 
 
 def run_isolated(target: str, args: tuple, *, limits: Limits, label: str, start_method: str | None = None) -> dict:
@@ -157,19 +230,24 @@ def run_isolated(target: str, args: tuple, *, limits: Limits, label: str, start_
     memory = None
     if not any(t.is_cuda for t in tensors):  # CUDA reserves far more address space than it uses
         memory = limits.memory_bytes or available_memory("cpu")
-    ctx = torch.multiprocessing.get_context(method)
-    receive, send = ctx.Pipe(duplex=False)
     for stream in (sys.stdout, sys.stderr):  # a fork would print the parent's pending output twice
         stream.flush()
-    child = ctx.Process(target=_child_main, args=(send, target, args, memory, method == "fork"), daemon=True)
-    child.start()
-    send.close()
+    receive, send = os.pipe()
     try:
-        status, where = _collect(child, receive.fileno(), limits.timeout_s, label,
+        if method == "fork":
+            ctx = torch.multiprocessing.get_context("fork")
+            child = ctx.Process(target=_child_main, args=(_Pipe(send), target, args, memory, True), daemon=True)
+            child.start()
+        else:
+            child = _FreshChild(target, args, memory, send)
+    finally:
+        os.close(send)
+    try:
+        status, where = _collect(child, receive, limits.timeout_s, label,
                                  on_status=lambda: [t.clone() for t in tensors])
     finally:
         _end(child)
-        receive.close()
+        os.close(receive)
     # the bytes judged are the ones there when the child reported: nothing it left running changes them later
     snapshot = status.pop("_snapshot", None) if isinstance(status, dict) else None
     for i, tensor in enumerate(tensors):
@@ -254,8 +332,8 @@ def _outcome(status: dict | None, where: str, exitcode: int | None, label: str, 
     where_raised = one_line(status.get("where", "")) if status else ""
     at = f" at {where_raised}" if where_raised else ""
     child_traceback = str(status.get("traceback", "")) if status else ""
-    if kind == "error":
-        raise IsolatedError(text or label, child_traceback)  # a ProducerError's line already says where
+    if kind == "error":  # a ProducerError's line already says where
+        raise IsolatedError(text or label, child_traceback, not_here=status.get("not_here") is True)
     if kind == "memory":
         what = (f"exceeded its memory limit of {limits.memory_bytes:,} bytes (--memory-limit)" if limits.memory_bytes
                 else "ran out of memory")
@@ -320,7 +398,8 @@ def _child_main(conn, target: str, args: tuple, memory_bytes: int | None, forked
     except UserError as exc:
         cause = exc.__cause__
         status = ({"status": "memory", "message": first_line(cause)} if _out_of_memory(cause)
-                  else {"status": "error", "message": str(exc), **_origin(cause)})
+                  else {"status": "error", "message": str(exc), "not_here": isinstance(exc, NotRunnableHere),
+                        **_origin(cause)})
     except BaseException as exc:  # noqa: BLE001 - whatever the user's code raised, reported as one line
         status = {"status": "memory" if _out_of_memory(exc) else "raised", "message": first_line(exc), **_origin(exc)}
     _send(conn.fileno(), status)

@@ -44,6 +44,7 @@ class Producer:
     # Producer holds no code: the child loads it by `name` (git names read from `repo`).
     isolation: Limits | None = None
     repo: str | None = None
+    interpreter: str = "grid"  # its Triton grids on the CPU: "grid" (at once where exact) or "sequential"
 
 
 ReaderFn = Callable[..., torch.Tensor]

@@ -43,6 +43,7 @@ class _ScaleKinds:
     floor_found: float | None  # the candidate's amax floor, where a group shows it
     floor_bound: str  # "exact": floor_found is the floor; "range": in (found / 2, found]; "at_most": <= found
     stored_other: torch.Tensor  # the right scale in the other word format (scale-format)
+    plain_fp32: torch.Tensor  # where ue8m0x4 was asked, the fp32 scale of --scale-fmt fp32 (scale-format)
 
 
 def _amax(frame: Frame, units: torch.Tensor) -> torch.Tensor:
@@ -88,6 +89,14 @@ def _classify(frame: Frame, units: torch.Tensor) -> _ScaleKinds:
     other = ScaleFormat.FP32 if frame.spec.scale_fmt is ScaleFormat.UE8M0X4 else ScaleFormat.UE8M0X4
     stored_other = ~unwritten & (decode_scales(frame.cand_wb[units], other).view(-1) == base_w)
     stored_other |= ~unwritten & (decode_scales(frame.base_wb[units], other).view(-1) == cand_w)
+    # a writer that ignores ue8m0x4 (it knows ue8m0 and fp32 only) writes the plain fp32 scale, whose
+    # power-of-two ceiling is the scale asked for (vLLM 0.33.0's ROCm writer, FlagGems)
+    plain_fp32 = torch.zeros_like(stored_other)
+    if frame.spec.scale_fmt is ScaleFormat.UE8M0X4:
+        as_fp32 = decode_scales(frame.cand_wb[units], ScaleFormat.FP32).view(-1).double()
+        usable = ~unwritten & ~stored_other & torch.isfinite(as_fp32) & (as_fp32 > 0) & torch.isfinite(base_w)
+        plain_fp32 = usable & (_pow2_ceil(torch.where(usable, as_fp32, 1.0)) == base_w.double())
+        stored_other |= plain_fp32
     unwritten_or_other = unwritten | stored_other
     finite = torch.isfinite(base_w) & torch.isfinite(cand_w) & (base_w > 0) & (cand_w > 0) & ~unwritten_or_other
     bits = frame.base_wb[units].contiguous().view(torch.int32).view(-1).long() - \
@@ -113,7 +122,7 @@ def _classify(frame: Frame, units: torch.Tensor) -> _ScaleKinds:
     in_cluster = _cluster(log_ratio, ratio_units & ~swapped & ~floor & ~rounded_down, plain)
     mode_ratio = float(torch.median(ratio[in_cluster])) if bool(in_cluster.any()) else None
     return _ScaleKinds(units, unwritten, base_unwritten, ulp, ratio, bits, in_cluster, pow2 & ~in_cluster,
-                       mode_ratio, floor, rounded_down, swapped, floor_found, floor_bound, stored_other)
+                       mode_ratio, floor, rounded_down, swapped, floor_found, floor_bound, stored_other, plain_fp32)
 
 
 def _swapped(frame: Frame, units: torch.Tensor, open_w: torch.Tensor) -> torch.Tensor:
@@ -220,7 +229,8 @@ def _scale_notes(kinds: _ScaleKinds, spec) -> list[Claim]:
     claims.append(note(Category.UE8M0_ROUNDING, groups=int(kinds.rounded_down.sum())))
     claims.append(note(Category.SCALE_SWAP, words=int(kinds.swapped.sum())))
     if bool(kinds.stored_other.any()):
-        claims.append(Claim(Category.SCALE_FORMAT, counts={"words": int(kinds.stored_other.sum())}, found={
-            "format_found": (ScaleFormat.UE8M0 if spec.scale_fmt is ScaleFormat.UE8M0X4
-                             else ScaleFormat.UE8M0X4).value}))
+        found = ScaleFormat.FP32 if bool(kinds.plain_fp32.any()) else \
+            ScaleFormat.UE8M0 if spec.scale_fmt is ScaleFormat.UE8M0X4 else ScaleFormat.UE8M0X4
+        claims.append(Claim(Category.SCALE_FORMAT, counts={"words": int(kinds.stored_other.sum())},
+                            found={"format_found": found.value}))
     return claims

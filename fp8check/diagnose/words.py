@@ -86,7 +86,7 @@ def _stray_write(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
 
 CONVENTIONS = {
     "nvidia": "truncated toward zero, negatives to 0, over 255 wrapped: NVIDIA's conversion",
-    "wrap": "truncated toward zero, negatives wrapped mod 256 (-1 -> 255): numpy, the Triton interpreter",
+    "wrap": "truncated toward zero, negatives wrapped mod 256 (-1 -> 255): numpy, Triton's own CPU interpreter, AMD",
     "trunc": "truncated toward zero",
 }
 
@@ -209,6 +209,12 @@ STORED = {"fp32": "one fp32 word", "ue8m0": "one fp32 word (a power of two)",
 
 def _scale_format(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
     f = cause.facts
+    if f["format_found"] == "fp32":
+        return (f"{_plural(f['words'], 'scale word')} hold a plain fp32 scale (not rounded to a power of two)"
+                f" where the spec stores {STORED[f['format_expected']]}: the writer ignored --scale-fmt"
+                f" {f['format_expected']} and quantized as with fp32 scales.",
+                "give the writer a scale format it supports (check it with --scale-fmt fp32), or make it refuse"
+                " the ones it does not")
     return (f"{_plural(f['words'], 'scale word')} hold the right scale stored as {STORED[f['format_found']]}, where"
             f" the spec stores {STORED[f['format_expected']]}.",
             f"check with --scale-fmt {f['format_found']} if that is what the reader expects")

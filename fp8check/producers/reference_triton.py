@@ -29,7 +29,7 @@ TOKENS_PER_PROGRAM = {"cpu": 256, "cuda": 16}
 
 
 # One kernel body (52 lines): the aiter numerics step by step, kept in one piece so it reads like the
-# PyTorch reference it is proven against (writers/reference.py).
+# PyTorch reference it is proven against (core/reference.py).
 def _aiter_quant_and_cache(
     k_ptr,  # bf16 [num_tokens, HEAD_DIM]
     value_ptr,  # value region of block 0, viewed as the FP8 dtype

@@ -19,7 +19,8 @@ import torch
 from ..core.cache import SKIP_PADDING, CacheBuffer, forget_slot, padded_slots, write_in_layer
 from ..core.errors import CheckerError, ProducerError, failure, one_line
 from ..core.inputs import Inputs, check_slots
-from ..core.isolation import Limits, phase, run_isolated
+from ..core.device import require_triton_format
+from ..core.isolation import IsolatedError, Limits, phase, run_isolated
 from ..code.names import CODE_KINDS, Kind, forms, parse
 from ..core.spec import CacheSpec
 from ..code.load import load_writer
@@ -84,7 +85,7 @@ def _triton_availability() -> tuple[bool, str]:
 
 
 def _adapter(module_name: str) -> tuple[Callable[[], Producer], Callable[[], tuple[bool, str]]]:
-    """(loader, availability) of a real writer that may not be installed (writers/adapters/)."""
+    """(loader, availability) of a real writer that may not be installed (producers/adapters/)."""
 
     def module():
         return importlib.import_module(f"{__package__}.adapters.{module_name}")
@@ -309,7 +310,9 @@ def resolve_reader(name: str, *, spec: CacheSpec, repo=None, isolation: Limits |
     return _entry(name, Role.READER).load(spec)
 
 
-def _write(producer: Producer, spec: CacheSpec, k: torch.Tensor, cache: torch.Tensor, slot_mapping: torch.Tensor) -> None:
+def _write(producer: Producer, spec: CacheSpec, k: torch.Tensor, cache: torch.Tensor, slot_mapping: torch.Tensor,
+           grids: list | None = None) -> None:
+    """Call the writer; `grids` receives how each interpreted Triton grid ran (GridRun records)."""
     kwargs = {}
     if "fp8_dtype" in producer.keywords:
         kwargs["fp8_dtype"] = spec.fp8.torch_dtype()
@@ -318,8 +321,10 @@ def _write(producer: Producer, spec: CacheSpec, k: torch.Tensor, cache: torch.Te
     from ..triton_cpu.interpreter import scope_for
 
     try:
-        with scope_for(cache.device):  # Triton kernels on CPU tensors: the exact interpreter
+        with scope_for(cache.device, grid=producer.interpreter != "sequential") as ran:  # on CPU tensors: exact
             producer.writer(k, cache, slot_mapping, spec.quant_block_size, spec.scale_fmt.writer_arg, **kwargs)
+        if grids is not None:
+            grids.extend(ran)
         if cache.is_cuda:
             torch.cuda.synchronize(cache.device)
     except ProducerError:
@@ -329,19 +334,29 @@ def _write(producer: Producer, spec: CacheSpec, k: torch.Tensor, cache: torch.Te
 
 
 def run_in_child(name: str, spec_json: str, repo: str | None, k: torch.Tensor, slot_mapping: torch.Tensor,
-                 buffer: torch.Tensor) -> dict:
+                 buffer: torch.Tensor, interpreter: str = "grid") -> dict:
     """The child's side of an isolated run (isolation.run_isolated target): load the producer by name,
     write the shared buffer, report where the code came from and whether it ran Triton kernels."""
     import json
 
     phase("loading")
     spec = CacheSpec.from_dict(json.loads(spec_json))
-    producer = resolve(name, fp8=spec.fp8, repo=repo, isolation=None, allow_unpinned=True)  # the parent admitted it
+    producer = dataclasses.replace(resolve(name, fp8=spec.fp8, repo=repo, isolation=None, allow_unpinned=True),
+                                   interpreter=interpreter)  # the parent admitted it
     producer.check(spec, buffer.device)
     phase("writing")
-    write_in_layer(CacheBuffer(spec, buffer), lambda cache: _write(producer, spec, k, cache, slot_mapping))
-    return {"provenance": json.loads(json.dumps(producer.provenance, default=str)),
+    grids: list = []
+    write_in_layer(CacheBuffer(spec, buffer), lambda cache: _write(producer, spec, k, cache, slot_mapping, grids))
+    return {"provenance": json.loads(json.dumps(with_grids(producer.provenance, grids), default=str)),
             "description": producer.description, "triton": bool(producer.triton)}
+
+
+def with_grids(provenance: dict, grids: list) -> dict:
+    """A side's provenance with how its interpreted Triton grids ran (`interpreter`: one line per grid, at
+    once in N batches or sequentially and why), in the JSON's baseline_provenance / candidate_provenance."""
+    if not grids:
+        return provenance
+    return {**provenance, "interpreter": "; ".join(run.note() for run in grids)[:1000]}
 
 
 def _same_bytes(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -365,15 +380,23 @@ def run_producer(producer: Producer, spec: CacheSpec, inputs: Inputs, device: to
     k, slot_mapping = inputs.k.clone(), given.clone()
     if producer.isolation is not None:
         producer.check(spec, device)  # the parent's own checks (a preset's declared specs), no code under test
-        report = run_isolated(f"{__name__}:run_in_child", (producer.name, spec.to_json(), producer.repo, k,
-                              slot_mapping, buffer.buffer), limits=producer.isolation,
-                              label=f"producer {producer.name!r}")
+        try:
+            report = run_isolated(f"{__name__}:run_in_child", (producer.name, spec.to_json(), producer.repo, k,
+                                  slot_mapping, buffer.buffer, producer.interpreter), limits=producer.isolation,
+                                  label=f"producer {producer.name!r}")
+        except IsolatedError as exc:
+            if exc.not_here:  # a skip only where fp8check itself finds the format not runnable here
+                require_triton_format(spec.fp8, device)
+            raise
         producer = dataclasses.replace(
             producer, description=one_line(report.get("description", producer.description), 1000),
             provenance=reported_provenance(report.get("provenance")), triton=report.get("triton") is True)
     else:
         producer.check(spec, device)
-        write_in_layer(buffer, lambda cache: _write(producer, spec, k, cache, slot_mapping))
+        grids: list = []
+        write_in_layer(buffer, lambda cache: _write(producer, spec, k, cache, slot_mapping, grids))
+        if grids:
+            producer = dataclasses.replace(producer, provenance=with_grids(producer.provenance, grids))
     changed = tuple(name for name, handed, passed in (("k", inputs.k, k), ("slot_mapping", given, slot_mapping))
                     if not _same_bytes(handed.contiguous(), passed))
     if pad_slot != SKIP_PADDING:

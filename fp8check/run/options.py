@@ -202,6 +202,18 @@ def checkouts(items, where: str = "") -> dict[str, str]:
     return out
 
 
+INTERPRETER_MODES = ("grid", "sequential")
+
+
+def _run_options() -> list[Option]:
+    return [
+        Option("interpreter", "interpreter", str, "grid",
+               "How a writer's Triton grids run on the CPU: grid, all programs of a grid at once where that gives"
+               " the bytes of a sequential run (the JSON's provenance says how each grid ran); sequential, Triton's"
+               " interpreter program by program.", choices=INTERPRETER_MODES),
+    ]
+
+
 def _parity_options() -> list[Option]:
     from ..core.input_kinds import SlotPattern
 
@@ -241,6 +253,7 @@ def _isolation_options() -> list[Option]:
 SPEC = {o.key: o for o in _spec_options()}  # the cache, the inputs and the device: every command
 BUDGET = {o.key: o for o in _budget_options()}
 CONVENTIONS = {o.key: o for o in _convention_options()}
+RUN = {o.key: o for o in _run_options()}
 PRODUCERS = {  # producer names are checked when they are resolved (registry.resolve), not here
     "baseline": Option("baseline", "baseline", str, "auto"),
     "candidate": Option("candidate", "candidate", str, "triton"),
@@ -251,8 +264,8 @@ PRODUCERS = {  # producer names are checked when they are resolved (registry.res
 ORIGINS = {o.key: o for o in _origin_options()}  # where named code comes from; never swept by a gate
 PARITY = {o.key: o for o in _parity_options()}
 ISOLATION = {o.key: o for o in _isolation_options()}  # how code under test runs: every command that runs it
-COMPARE_KEYS = (*SPEC, "baseline", "candidate", *BUDGET, *CONVENTIONS, *ORIGINS)
-TABLE_KEYS = (*SPEC, "baseline", "buggy", "fixed", *ORIGINS)
+COMPARE_KEYS = (*SPEC, "baseline", "candidate", *BUDGET, *CONVENTIONS, *ORIGINS, *RUN)
+TABLE_KEYS = (*SPEC, "baseline", "buggy", "fixed", *ORIGINS, *RUN)
 # parity: the spec and input options but --num-blocks (the contexts size the cache), --specials-inf-nan and --layers,
 # with its own slot choices (a block table in order or shuffled)
 PARITY_KEYS = (*(k for k in SPEC if k not in ("num_blocks", "specials_inf_nan", "slots", "layers", "allow_unpinned")),
@@ -262,9 +275,9 @@ PARITY_CASE_KEYS = ("ctx", "heads", "head_dim", "block", "qbs", "topk", "next_n"
                     "inputs", "input", "seed", "writers", "baseline", "reader", "rtol", "atol", "min_recall",
                     "expect_fail", "device")
 PARITY_KEYS = (*PARITY_KEYS, "allow_unpinned")  # the last flag of `fp8check parity`; not part of a case's id
-ALL = {**SPEC, **BUDGET, **CONVENTIONS, **ORIGINS, **PRODUCERS, **PARITY, **ISOLATION}
+ALL = {**SPEC, **BUDGET, **CONVENTIONS, **ORIGINS, **RUN, **PRODUCERS, **PARITY, **ISOLATION}
 COMMAND_LINE = ""  # `where` of values typed on the command line: errors name the flag
-COMMAND_KEYS = {"compare": COMPARE_KEYS, "table": TABLE_KEYS, "record": (*SPEC, "producer", *ORIGINS),
+COMMAND_KEYS = {"compare": COMPARE_KEYS, "table": TABLE_KEYS, "record": (*SPEC, "producer", *ORIGINS, *RUN),
                 "parity": PARITY_KEYS}
 
 

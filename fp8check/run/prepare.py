@@ -153,10 +153,9 @@ def prepare(request: Request, *, isolation="default", given_inputs=None, produce
         spec, data = _spec_and_inputs(request, given_inputs, device)
         data = data.to(device)
     names = {role: v[role] for role in ROLES[request.command] if role not in producers}
-    return Prepared(spec, data, device, {**producers, **resolve_producers(device, names, spec, v["repo"],
-                                                                           isolation=isolation,
-                                                                           checkouts=checkouts_of(v, request.command),
-                                                                           allow_unpinned=v["allow_unpinned"])})
+    return Prepared(spec, data, device, {**producers, **resolve_producers(
+        device, names, spec, v["repo"], isolation=isolation, checkouts=checkouts_of(v, request.command),
+        allow_unpinned=v["allow_unpinned"], interpreter=v.get("interpreter", "grid"))})
 
 
 def _spec_and_inputs(request: Request, given_inputs, device):
@@ -263,19 +262,23 @@ def checkouts_of(v: dict, command: str) -> dict[str, str]:
 
 def resolve_producers(device, names: dict[str, str], spec: CacheSpec, repo: Path | None, *,
                       isolation="default", checkouts: dict[str, str] | None = None,
-                      allow_unpinned: bool = False) -> dict:
+                      allow_unpinned: bool = False, interpreter: str = "grid") -> dict:
     """Producers by role. Code from files runs in a child process under `isolation` (Limits; "default":
-    registry.DEFAULT_ISOLATION; None: in this process); released code unpinned only with `allow_unpinned`.
-    A preset runs from its project's clone in `checkouts` when one is given (else `repo`, else its release);
-    a spec its table declares unsupported is NotRunnableHere before anything runs."""
+    registry.DEFAULT_ISOLATION; None: in this process); released code unpinned only with `allow_unpinned`;
+    `interpreter`: how their Triton grids run on the CPU. A preset runs from its project's clone in
+    `checkouts` when one is given (else `repo`, else its release); a spec its table declares unsupported
+    is NotRunnableHere before anything runs."""
+    import dataclasses
+
     from ..producers import registry
     from ..code.projects.compose import check_declared, checkout_of
 
     limits = registry.DEFAULT_ISOLATION if isolation == "default" else isolation
     for name in names.values():
         check_declared(name, "writer", spec)
-    return {role: registry.resolve(name, fp8=spec.fp8, isolation=limits, allow_unpinned=allow_unpinned,
-                                   repo=checkout_of(name, "writer", checkouts or {}) or repo)
+    return {role: dataclasses.replace(registry.resolve(name, fp8=spec.fp8, isolation=limits, allow_unpinned=allow_unpinned,
+                                                       repo=checkout_of(name, "writer", checkouts or {}) or repo),
+                                      interpreter=interpreter)
             for role, name in names.items()}
 
 

@@ -9,13 +9,14 @@ vLLM file alike). Inside it, a kernel launched with CPU tensors runs in Triton's
 (`run_on_cpu`, the one place that does), and a kernel launched with GPU tensors compiles as usual:
 the choice follows the device of the tensors, not an environment variable read when Triton was
 imported. Within the scope, and only there, the interpreter converts to and from E4M3 with
-fp8check's exact encoder (fp8.py) and takes int1 masks held as int32; `@triton.jit` helpers a kernel
-calls (its own, Triton's `tl.max` ...) run interpreted. On exit everything is as it was, including
-the `triton.language` attributes Triton's interpreter patches for device-function calls and does not
-restore itself (measured on Triton 3.9: 64 attributes of `triton.language.core` left patched, which
-would break a later compiled kernel). e4m3fnuz tensors reach the interpreter typed as e4m3fn and
-fp8check converts both ways in the format of the launch: Triton 3.6's interpreter has no fp8e4b8
-type at all ("fail to convert fp8e4b8 to ir type", docs/NUMERICS.md).
+fp8check's exact encoder (fp8.py), evaluates NaN, inf and out-of-range values through min/max/clamp
+and integer and bf16 casts as compiled Triton does (compiled_numerics.py), and takes int1 masks held
+as int32; `@triton.jit` helpers a kernel calls (its own, Triton's `tl.max` ...) run interpreted. On
+exit everything is as it was, including the `triton.language` attributes Triton's interpreter patches
+for device-function calls and does not restore itself (measured on Triton 3.9: 64 attributes of
+`triton.language.core` left patched, which would break a later compiled kernel). e4m3fnuz tensors
+reach the interpreter typed as e4m3fn and fp8check converts both ways in the format of the launch:
+Triton 3.6's interpreter has no fp8e4b8 type at all ("fail to convert fp8e4b8 to ir type", docs/NUMERICS.md).
 
 `check(fmt)` proves the conversion on known answers, `check_semantics()` proves the interpreter
 computes what vLLM-style kernels rely on as compiled Triton does, `require_any_kernel(fmt)` is both
@@ -34,6 +35,7 @@ import numpy as np
 import torch
 
 from ..core import fp8
+from . import compiled_numerics
 from ..core.errors import NotRunnableHere, ProducerError, first_line
 from ..core.spec import FP8Format
 
@@ -98,6 +100,7 @@ def run_on_cpu(fn, args: tuple, kwargs: dict, *, grid):
         return a.view(torch.float8_e4m3fn) if isinstance(a, torch.Tensor) and a.dtype == torch.float8_e4m3fnuz else a
 
     args, kwargs = tuple(map(typed, args)), {key: typed(value) for key, value in kwargs.items()}
+    args, kwargs = compiled_numerics.runtime_arguments(fn, args, kwargs)
     with cpu_kernels():
         previous, _SCOPE["fnuz"] = _SCOPE["fnuz"], fnuz
         try:
@@ -106,26 +109,43 @@ def run_on_cpu(fn, args: tuple, kwargs: dict, *, grid):
             _SCOPE["fnuz"] = previous
 
 
-def scope_for(device: torch.device):
+def scope_for(device: torch.device, *, grid: bool = True):
     """The scope a producer or reader runs in on `device`: cpu_kernels() on the CPU once Triton is imported
     (a module that launches kernels has imported it) and is one whose internals were read, else none. In
     it, a grid runs all its programs at once where it can (grid_interpreter.py: the bytes of a sequential
     run; a grid it cannot run so runs sequentially, with a one-line note saying why)."""
     if device.type != "cpu" or "triton" not in sys.modules:
-        return contextlib.nullcontext()
+        return contextlib.nullcontext([])
     try:
         _internals()
     except ExactConversionError:  # require() refuses Triton producers here; others run without kernels
-        return contextlib.nullcontext()
-    return _cpu_scope()
+        return contextlib.nullcontext([])
+    return _cpu_scope(grid)
 
 
 @contextlib.contextmanager
-def _cpu_scope():
-    from .grid import grid_at_once
+def _cpu_scope(grid: bool):
+    """Yields the list of GridRun records of the grids this scope runs (how each ran: at once, or why not);
+    grid=False: Triton's interpreter runs every grid program by program (--interpreter sequential)."""
+    from .grid import GridRun, grid_at_once
 
-    with cpu_kernels(), grid_at_once():
-        yield
+    if not grid:
+        mine: list = []
+
+        def started(done: int, total: int) -> None:
+            if done == 1:
+                mine.append(GridRun("a grid", total, 0, "--interpreter sequential"))
+
+        with cpu_kernels(), program_listener(started):
+            yield mine
+        return
+    with cpu_kernels(), grid_at_once() as runs:
+        before = len(runs)  # an enclosing scope shares its list
+        mine: list = []
+        try:
+            yield mine
+        finally:
+            mine.extend(runs[before:])
 
 
 def _exact_fp_to_fp(tl, handle_cls, original):
@@ -255,6 +275,7 @@ def cpu_kernels():
                (builder, "create_masked_load", load), (builder, "create_masked_store", store),
                (jit_function, "run", launch(jit_run)), (jit_function, "__call__", device_call),
                (interpreted, "run", launch(interpreted_run))]
+    patches += compiled_numerics.patches(interpreter, amd=lambda: _SCOPE["fnuz"])
     state = _language_state()
     state.update({owner: dict(vars(owner)) for owner, _, _ in patches})
     _SCOPE.update(depth=1, interpreted_run=interpreted_run)

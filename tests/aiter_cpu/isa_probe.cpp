@@ -1,4 +1,4 @@
-// Exposes the emulated instructions (fp8check/writers/aiter_cpu/runtime/include/hipcpu/isa.hpp) to the tests.
+// Exposes the emulated instructions (fp8check/hip_cpu/runtime/include/hipcpu/isa.hpp) to the tests.
 #include "hipcpu/isa.hpp"
 
 using namespace hipcpu::isa;

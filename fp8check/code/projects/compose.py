@@ -3,7 +3,7 @@
 `preset:PROJECT/NAME` names one (projects/*.toml, `[[writer]]` / `[[reader]]`). Its files come from
 the project's released wheel (released.py, hash pinned in the table) or, with `--checkout PROJECT=PATH`,
 from a clone of its repository; each function is compiled unmodified with the project's bindings
-(writers/vllm_file.py). The preset is then a plain function with fp8check's signature:
+(code/bind.py). The preset is then a plain function with fp8check's signature:
 
 - a writer `(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *, fp8_dtype, layout)`;
 - a reader `(q_fp8, kv_cache, weights, context_lens, block_tables, max_model_len)`.

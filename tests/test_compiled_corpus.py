@@ -1,0 +1,96 @@
+"""The CPU interpreter writes the compiled GPU's bytes: goldens recorded with `fp8check record --device cuda`
+on an H200 (tests/corpus/, `make corpus-gpu`) replayed on the CPU with 0 differing bytes, and the compiled
+results of the NaN/inf probe kernel reproduced operation by operation (docs/NUMERICS.md)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from fp8check.core import disk_cache
+from fp8check.cli import main
+from fp8check.code.projects.table import project
+
+HERE = Path(__file__).resolve().parent
+CORPUS = HERE / "corpus"
+sys.path.insert(0, str(CORPUS))
+
+import nan_probe  # noqa: E402
+import record  # noqa: E402
+
+pytestmark = pytest.mark.interpreter
+
+RECORDED = json.loads((CORPUS / "nan-probe-nvidia.json").read_text())
+# Where a compiled result is not a rule of the operation (docs/NUMERICS.md): argmax/argmin over NaN follow
+# the reduction tree of the kernel's layout; an out-of-range int8/uint8 value widened again is LLVM poison
+# (the GPU keeps the 16-bit value), so only what a store writes, its low 8 bits, is compared.
+LAYOUT_DEPENDENT = {"argmax_rows_y", "argmin_rows_y"}
+STORED_LOW_BYTE = {"to_int8", "to_uint8"}
+
+
+def test_the_probe_names_every_operation_it_stores():
+    assert list(RECORDED["results"]) == list(nan_probe.OPERATIONS)
+
+
+@pytest.fixture(scope="module")
+def interpreted_probe():
+    from fp8check.triton_cpu.interpreter import cpu_kernels
+
+    with cpu_kernels():
+        return nan_probe.run("cpu")
+
+
+@pytest.mark.parametrize("operation", [op for op in nan_probe.OPERATIONS if op not in LAYOUT_DEPENDENT])
+def test_nan_inf_and_out_of_range_values_give_the_compiled_bits(interpreted_probe, operation):
+    compiled, interpreted = RECORDED["results"][operation], interpreted_probe[operation]
+    if operation in STORED_LOW_BYTE:
+        compiled, interpreted = [v & 0xFF for v in compiled], [v & 0xFF for v in interpreted]
+    assert [hex(v) for v in interpreted] == [hex(v) for v in compiled]
+
+
+def _cases():
+    with tarfile.open(CORPUS / "compiled-nvidia.tar.xz") as archive:
+        return sorted(archive.getnames())
+
+
+def test_the_corpus_holds_every_case_record_py_declares():
+    assert _cases() == sorted(record.name_of(*case) for case in record.cases())
+
+
+def _sources_missing(key: str, request) -> str | None:
+    """Why a released writer's files are not here (a replay never downloads), or None. The pinned wheel is
+    taken from --wheels into this session's cache folder, where fp8check checks its sha256."""
+    if key == "fp8check":
+        return None
+    table = project(key)
+    given = request.config.getoption("--wheels")
+    if not given or not (Path(given) / table.wheel).is_file():
+        return f"{table.wheel} is not in --wheels DIR (`make corpus-sources` fetches it)"
+    if key == "flaggems" and not request.config.getoption("--flaggems-checkout"):
+        return "FlagGems' writer is in its repository only: give --flaggems-checkout PATH"
+    folder = disk_cache.root() / "wheels" / f"{table.package.lower().replace('-', '_')}-{table.version}"
+    folder.mkdir(parents=True, exist_ok=True)
+    if not (folder / table.wheel).exists():
+        (folder / table.wheel).symlink_to((Path(given) / table.wheel).resolve())
+    return None
+
+
+@pytest.mark.parametrize("name", _cases())
+def test_a_cpu_replay_writes_the_bytes_the_gpu_wrote(name, tmp_path, request, capsys):
+    key = name.split("-")[0]
+    missing = _sources_missing(key, request)
+    if missing:
+        pytest.skip(missing)
+    with tarfile.open(CORPUS / "compiled-nvidia.tar.xz") as archive:
+        archive.extract(name, tmp_path, filter="data")
+    args = ["compare", "--baseline", f"golden:{tmp_path / name}", "--candidate", record.WRITERS[key][0],
+            "--device", "cpu", "--quiet"]
+    if key == "flaggems":
+        args += ["--repo", request.config.getoption("--flaggems-checkout")]
+    code = main(args)
+    verdict = capsys.readouterr().out.strip().splitlines()[-1]
+    assert (code, verdict) == (0, "IDENTICAL: 0 of 33792 bytes differ in 4 blocks")
