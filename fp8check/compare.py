@@ -220,6 +220,29 @@ class CompareCheck:
     def run_json(self) -> dict:
         return {"timings_s": dict(self.result.timings)}
 
+    def views(self) -> tuple:
+        """Who wrote what on which inputs, then the diagnosis' maps and tables (diagnose/maps.py)."""
+        from .diagnose.maps import diagnosis_views
+        from .views import Table
+
+        r = self.result
+        first = r.diff.first_mismatch
+        rows = [
+            ("baseline", f"{r.baseline.name}{' (emulated)' if r.baseline.emulated else ''}",
+             _provenance(r.baseline.provenance)),
+            ("candidate", f"{r.candidate.name}{' (emulated)' if r.candidate.emulated else ''}",
+             _provenance(r.candidate.provenance)),
+            ("cache", r.spec.summary(), ""), ("inputs", r.inputs.source, ""), ("device", r.device, ""),
+            *(("fault", f, "") for f in self.faults),
+            *((("first mismatch", first.describe(), ""),) if first else ()),
+            *((("note", r.interpreter_caveat, ""),) if r.interpreter_caveat else ()),
+        ]
+        return (Table("run", ("", "", "provenance"), tuple(rows)), *diagnosis_views(r.spec, self.diagnosis))
+
+
+def _provenance(provenance: dict | None) -> str:
+    return ", ".join(f"{key}: {value}" for key, value in (provenance or {}).items())
+
 
 def check_compare(spec: CacheSpec, *, baseline: Producer | Side, candidate: Producer, inputs: Inputs,
                   device: torch.device, budget: Budget = Budget(), expect: Expect = Expect.SAME,

@@ -210,6 +210,15 @@ class EcosystemResult:
     def run_json(self) -> dict:
         return {"seconds": round(self.seconds, 3), "run_seconds": [r.get("seconds") for r in self.records]}
 
+    def views(self) -> tuple:
+        """Every run as a row: what ran, on which spec, and what it found."""
+        from .views import Table
+
+        keys = ("block_size", "layout", "fp8", "scale_fmt", "inputs", "next_n")
+        rows = tuple((r["role"], r["preset"], " ".join(f"{k}={r[k]}" for k in keys if k in r), r["status"],
+                      r.get("reason") or ", ".join(r.get("causes") or ()) or "") for r in self.records)
+        return (Table("runs", ("role", "preset", "spec", "status", "found"), rows),)
+
     @property
     def unexpected(self) -> list[dict]:
         """Runs that differ (or fault) without an expectation, and expected bugs that no longer show."""

@@ -7,6 +7,7 @@ stops the others (unless fail_fast); its error is kept as its outcome.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Callable
 
@@ -39,7 +40,12 @@ def run_request(kind: str, values: dict, *, where: str) -> Checked:
 
 def run_case(case: Case, *, strict: bool = False) -> Outcome:
     """One case, decided; an error of the case (exit 2) or of fp8check (exit 3) is its outcome, not a raise.
-    A case this machine cannot run is skipped with its reason (exit 0), or an error with `strict`."""
+    A case this machine cannot run is skipped with its reason (exit 0), or an error with `strict`. The
+    outcome carries the case's parameters (its place in the matrix), whatever became of it."""
+    return dataclasses.replace(_decide(case, strict), axes=case.axes)
+
+
+def _decide(case: Case, strict: bool) -> Outcome:
     start = time.perf_counter()
     try:
         result = run_request(case.kind, case.values, where=case.source)

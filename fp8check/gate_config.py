@@ -67,6 +67,13 @@ class Case:
     values: dict[str, Any] = field(hash=False)
     source: str  # `FILE [[case]] #3`, for error messages
 
+    @property
+    def axes(self) -> tuple[tuple[str, str], ...]:
+        """(key, value as text) of its kind and every value: where it sits in a matrix of cases."""
+        shown = {key: ",".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v)
+                 for key, v in self.values.items()}
+        return (("kind", self.kind), *shown.items())
+
 
 @dataclass(frozen=True)
 class GateConfig:

@@ -51,6 +51,9 @@ class Checked(Protocol):
     def run_json(self) -> dict:
         """Run-dependent values: timings."""
 
+    def views(self) -> tuple:
+        """Tables, maps and plots of the result (views.py) for the HTML report; () where its text says all."""
+
 
 class Status(enum.Enum):
     PASSED = "passed"
@@ -70,6 +73,7 @@ class Outcome:
     error: str | None
     seconds: float
     skipped: bool = False  # `error` says why this machine cannot run it
+    axes: tuple[tuple[str, str], ...] = ()  # a gate case's parameters (key, value): where it sits in the matrix
 
     @classmethod
     def decided(cls, case_id: str, result: Checked, seconds: float) -> "Outcome":
