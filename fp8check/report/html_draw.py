@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 import io
 import json
+import re
 
 from ..views import CellMap, Curves, Table
 
@@ -30,14 +31,14 @@ def _rgb(hex_colour: str) -> tuple[int, int, int]:
 
 def _svg(figure, name: str) -> str:
     """The figure as inline SVG: text as text (no embedded font), ids salted by the view's name so that
-    several SVGs in one page never share one, no date (the same report twice is the same bytes)."""
+    several SVGs in one page never share one, no metadata (no date: the same report twice is the same bytes)."""
     import matplotlib
 
     out = io.StringIO()
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": name}):
         figure.savefig(out, format="svg", metadata={"Date": None}, bbox_inches="tight")
     text = out.getvalue()
-    return text[text.index("<svg"):]
+    return re.sub(r"<metadata>.*?</metadata>", "", text[text.index("<svg"):], count=1, flags=re.DOTALL)
 
 
 def _cells_rgb(view: CellMap):

@@ -12,9 +12,10 @@ MISSING = "-"  # a case without the column's parameter (a seed table, a parity s
 
 
 def _varying(axes: list[dict[str, str]]) -> list[str]:
-    """Parameters with more than one value over the cases (a missing one counts as a value), in first-seen order."""
+    """Parameters with more than one value over the cases that have them, in first-seen order (one that only
+    some kinds of case have, always alike, says no more than the kind)."""
     keys = list(dict.fromkeys(k for a in axes for k in a))
-    return [k for k in keys if len({a.get(k, MISSING) for a in axes}) > 1]
+    return [k for k in keys if len({a[k] for a in axes if k in a}) > 1]
 
 
 def grid(run: Outcomes, anchors: list[str]) -> str:
