@@ -44,7 +44,7 @@ def _section(outcome: Outcome, anchor: str, *, own_verdict: bool) -> str:
     if own_verdict:
         parts.append(f'<p class="verdict">{html.escape(outcome.verdict_line())}</p>')
     detail = outcome.detail()
-    if detail and outcome.status is not Status.PASSED:
+    if detail and not views and outcome.status is not Status.PASSED:  # views show what the detail says
         parts.append(f"<pre>{html.escape(detail)}</pre>")
     parts += [draw(view, f"{anchor}-{getattr(view, 'name', '') or k}") for k, view in enumerate(views)]
     parts.append("</section>")
