@@ -211,13 +211,19 @@ class EcosystemResult:
         return {"seconds": round(self.seconds, 3), "run_seconds": [r.get("seconds") for r in self.records]}
 
     def views(self) -> tuple:
-        """Every run as a row: what ran, on which spec, and what it found."""
-        from .views import Table
+        """The matrix as a grid (a cell per run, by role, preset and spec), then every run as a row."""
+        from collections import Counter
+
+        from .views import Cell, Grid, Table
 
         keys = ("block_size", "layout", "fp8", "scale_fmt", "inputs", "next_n")
+        cases = [({"role": r["role"], "preset": r["preset"], **{k: str(r[k]) for k in keys if k in r}},
+                  Cell(*_tone(r), _describe(r))) for r in self.records]
+        reasons = Counter(r.get("reason") or "" for r in self.records if r["status"] == "skipped")
+        matrix = Grid.of("matrix", cases, tuple(f"{n} skipped: {reason}" for reason, n in reasons.items()))
         rows = tuple((r["role"], r["preset"], " ".join(f"{k}={r[k]}" for k in keys if k in r), r["status"],
                       r.get("reason") or ", ".join(r.get("causes") or ()) or "") for r in self.records)
-        return (Table("runs", ("role", "preset", "spec", "status", "found"), rows),)
+        return (*((matrix,) if matrix else ()), Table("runs", ("role", "preset", "spec", "status", "found"), rows))
 
     @property
     def unexpected(self) -> list[dict]:
@@ -228,6 +234,18 @@ class EcosystemResult:
     @property
     def errors(self) -> list[dict]:
         return [r for r in self.records if r["status"] == "error"]
+
+
+def _tone(record: dict) -> tuple[str, str]:
+    """(tone, symbol) of a run in a grid: a declared upstream difference that shows is `known`."""
+    status, expect = record["status"], record.get("expect")
+    if status in ("error", "skipped"):
+        return status, "!" if status == "error" else "–"
+    if expect == "different":
+        return "known", "≠"
+    if expect == "unexpected" or status in ("different", "fault"):
+        return "failed", "✗"
+    return "passed", "✓"
 
 
 def _describe(record: dict) -> str:

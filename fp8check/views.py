@@ -64,4 +64,52 @@ class Curves:
     log_x: bool = False
 
 
-View = Table | CellMap | Curves
+
+@dataclass(frozen=True)
+class Cell:
+    """One case of a grid: its tone (passed, failed, error, skipped, known: a declared difference that
+    shows), a symbol, a tooltip (what ran, what it found) and the anchor of its section, if it has one."""
+
+    tone: str
+    symbol: str
+    title: str
+    href: str = ""
+
+
+@dataclass(frozen=True)
+class Grid:
+    """Cases as a grid: one column per value of the parameter with most values, one row per setting of
+    the other parameters that vary; `notes` (skip reasons) under it."""
+
+    name: str
+    title: str
+    columns: tuple[str, ...]
+    rows: tuple[tuple[str, tuple[tuple[Cell, ...], ...]], ...]  # (label, the cells of each column)
+    notes: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, name: str, cases: list[tuple[dict[str, str], Cell]], notes: tuple[str, ...] = ()) -> "Grid | None":
+        """The grid of cases given as (parameters, cell); None where no parameter varies."""
+        axes = [a for a, _ in cases]
+        keys = list(dict.fromkeys(k for a in axes for k in a))
+        # a parameter that only some kinds of case have, always alike, says no more than the kind
+        varying = [k for k in keys if len({a[k] for a in axes if k in a}) > 1]
+        if not varying:
+            return None
+        column_key = max(varying, key=lambda k: len({a[k] for a in axes if k in a}))
+        row_keys = [k for k in varying if k != column_key]
+        columns = tuple(dict.fromkeys(a.get(column_key, MISSING) for a in axes))
+        rows: dict[str, dict[str, list[Cell]]] = {}
+        for a, cell in cases:
+            label = " ".join(f"{k}={a[k]}" for k in row_keys if k in a)
+            rows.setdefault(label, {}).setdefault(a.get(column_key, MISSING), []).append(cell)
+        title = f"{len(cases)} cases: rows by {', '.join(row_keys) or 'case'}, columns by {column_key}"
+        return cls(name, title, columns,
+                   tuple((label, tuple(tuple(cells.get(c, ())) for c in columns)) for label, cells in rows.items()),
+                   notes)
+
+
+MISSING = "-"  # a grid column for cases without the column's parameter (a seed table among compares)
+
+
+View = Table | CellMap | Curves | Grid

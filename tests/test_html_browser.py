@@ -210,3 +210,21 @@ def test_parity_plot_has_a_line_per_writer(chrome, capsys, tmp_path):
     assert "FAIL, as expected" in opened.page.locator("table").first.inner_text()
     opened.screenshot("parity")
     opened.close()
+
+
+def test_ecosystem_grid_marks_known_differences_and_says_why_a_run_was_skipped(chrome, capsys, tmp_path):
+    page = tmp_path / "ecosystem.html"
+    config = Path(__file__).parent / "projects" / "ecosystem-ci.toml"
+    code, _, err = run(capsys, "ecosystem", "--config", str(config), "--html", str(page), "--quiet")
+    assert code == 0, err
+    opened = Opened(chrome, page)
+    assert opened.errors == []
+    grid = opened.page.locator("table.grid")
+    assert grid.locator("a").count() == 12  # every run of the offline matrix
+    assert grid.locator("td.known a").count() == 3  # the declared upstream differences, shown as such
+    assert grid.locator("td.passed a").count() == 8 and grid.locator("td.skipped a").count() == 1
+    assert "1 skipped: " in opened.page.locator("ul.skips").inner_text()
+    assert "linear layout only" in opened.page.locator("ul.skips").inner_text()
+    opened.screenshot("ecosystem-grid", "table.grid")
+    opened.close()
+

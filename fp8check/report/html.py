@@ -8,7 +8,7 @@ import html
 
 from ..outcome import Outcome, Outcomes, Status
 from .html_draw import draw
-from .html_grid import grid
+from .html_grid import outcomes_grid
 
 STYLE = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #222; max-width: 1400px }
@@ -22,7 +22,8 @@ td, th { border: 1px solid #ddd; padding: .2em .5em; vertical-align: top; text-a
 table.grid td.cell { text-align: center; min-width: 1.6em; padding: 0 }
 table.grid a { display: inline-block; min-width: 1.4em; text-decoration: none; color: #fff; font-weight: bold }
 td.passed { background: #2ca02c } td.failed { background: #d62728 } td.error { background: #ff7f0e }
-td.skipped { background: #bbb } td.mixed { background: #9467bd } td.empty { background: #fff }
+td.skipped { background: #bbb } td.known { background: #8c564b } td.mixed { background: #9467bd }
+td.empty { background: #fff }
 table.grid th.row { font-family: monospace; font-size: 12px; white-space: nowrap }
 figure { margin: 1em 0 } figure svg { max-width: 100%; height: auto }
 figure.cellmap { display: inline-block; width: 49%; min-width: 520px; vertical-align: top; margin: .5em 0 }
@@ -56,8 +57,9 @@ def render(run: Outcomes) -> str:
     status = "passed" if run.exit_code == 0 else ("failed" if run.exit_code == 1 else "error")
     anchors = [_anchor(i) for i in range(len(run.outcomes))]
     sections = "\n".join(_section(o, a, own_verdict=run.batch) for o, a in zip(run.outcomes, anchors))
+    matrix = outcomes_grid(run, anchors)
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
             f"<title>fp8check {html.escape(run.title)}: {head}</title><style>{STYLE}</style></head>\n<body>"
             f"<h1>fp8check {html.escape(run.title)}</h1>"
             f'<p class="verdict {status}" id="verdict">{html.escape(run.verdict_line())}</p>\n'
-            f"{grid(run, anchors)}\n{sections}\n</body></html>\n")
+            f"{draw(matrix, 'grid') if matrix else ''}\n{sections}\n</body></html>\n")

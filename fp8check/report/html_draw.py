@@ -11,7 +11,7 @@ import io
 import json
 import re
 
-from ..views import CellMap, Curves, Table
+from ..views import CellMap, Curves, Grid, Table
 
 NONE_COLOUR = "#f0f0f0"  # a cell with no differing byte
 # one colour per category, in legend order (matplotlib's tab20, pairs split so that neighbours differ)
@@ -120,10 +120,38 @@ def table(view: Table, anchor: str) -> str:
             f"<tbody>{body}</tbody></table>")
 
 
+KEY = "✓ passed, ✗ failed, ! error, – skipped, ≠ a declared difference that shows; a cell's tooltip says more"
+
+
+def _href(target: str) -> str:
+    return f' href="{html.escape(target, quote=True)}"' if target else ""
+
+
+def grid(view: Grid, anchor: str) -> str:
+    """An HTML table (its cells are links), each cell coloured by its case's tone."""
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in view.columns)
+    body = []
+    for label, cells in view.rows:
+        tds = []
+        for column in cells:
+            links = "".join(f'<a class="{c.tone}"{_href(c.href)} title="{html.escape(c.title, quote=True)}">'
+                            f"{html.escape(c.symbol)}</a>" for c in column)
+            tones = {c.tone for c in column}
+            tone = next(iter(tones)) if len(tones) == 1 else ("mixed" if tones else "empty")
+            tds.append(f'<td class="cell {tone}">{links}</td>')
+        body.append(f'<tr><th class="row">{html.escape(label)}</th>{"".join(tds)}</tr>')
+    notes = "".join(f"<li>{html.escape(note)}</li>" for note in (*view.notes, KEY))
+    return (f'<table class="grid" id="{anchor}"><caption>{html.escape(view.title)}</caption>'
+            f'<thead><tr><th></th>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+            + f'<ul class="skips">{notes}</ul>')
+
+
 def draw(view, anchor: str) -> str:
     """One view as HTML (the one place that tells the views' types apart)."""
     if isinstance(view, CellMap):
         return cell_map(view, anchor)
     if isinstance(view, Curves):
         return curves(view, anchor)
+    if isinstance(view, Grid):
+        return grid(view, anchor)
     return table(view, anchor)
