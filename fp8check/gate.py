@@ -30,7 +30,8 @@ def run_request(kind: str, values: dict, *, where: str) -> Checked:
 
         return check_compare(run.spec, baseline=run.sides["baseline"], candidate=run.sides["candidate"],
                              inputs=run.inputs, device=run.device, budget=request.budget(),
-                             expect=Expect(values.get("expect", "same")), pad_slot=request.values["pad_slot"])
+                             expect=Expect(values.get("expect", "same")), pad_slot=request.values["pad_slot"],
+                             map_blocks=tuple(request.values["map_blocks"]))
     if kind == "table":
         from .table import seed_table
 

@@ -173,6 +173,14 @@ def _convention_options() -> list[Option]:
     ]
 
 
+def _report_options() -> list[Option]:
+    return [
+        Option("map_blocks", "map_blocks", int, (),
+               "Blocks the HTML report maps byte by byte (comma-separated) [default: the first 4 that differ].",
+               many=True, minimum=0, show_default=False),
+    ]
+
+
 def _parity_options() -> list[Option]:
     from .input_kinds import SlotPattern
 
@@ -202,6 +210,7 @@ def _parity_options() -> list[Option]:
 SPEC = {o.key: o for o in _spec_options()}  # the cache, the inputs and the device: every command
 BUDGET = {o.key: o for o in _budget_options()}
 CONVENTIONS = {o.key: o for o in _convention_options()}
+REPORT = {o.key: o for o in _report_options()}
 PRODUCERS = {  # producer names are checked when they are resolved (registry.resolve), not here
     "baseline": Option("baseline", "baseline", str, "auto"),
     "candidate": Option("candidate", "candidate", str, "triton"),
@@ -210,7 +219,7 @@ PRODUCERS = {  # producer names are checked when they are resolved (registry.res
     "producer": Option("producer", "producer", str, "reference"),
 }
 PARITY = {o.key: o for o in _parity_options()}
-COMPARE_KEYS = (*SPEC, "baseline", "candidate", *BUDGET, *CONVENTIONS)
+COMPARE_KEYS = (*SPEC, "baseline", "candidate", *BUDGET, *CONVENTIONS, *REPORT)
 TABLE_KEYS = (*SPEC, "baseline", "buggy", "fixed")
 # parity: the spec and input options but --num-blocks (the contexts size the cache), --specials-inf-nan and --layers,
 # with its own slot choices (a block table in order or shuffled)
@@ -220,7 +229,7 @@ PARITY_KEYS = (*(k for k in SPEC if k not in ("num_blocks", "specials_inf_nan", 
 PARITY_CASE_KEYS = ("ctx", "heads", "head_dim", "block", "qbs", "topk", "next_n", "fp8", "scale_fmt", "layout", "slots",
                     "inputs", "input", "seed", "writers", "baseline", "reader", "rtol", "atol", "min_recall",
                     "expect_fail", "device")
-ALL = {**SPEC, **BUDGET, **CONVENTIONS, **PRODUCERS, **PARITY}
+ALL = {**SPEC, **BUDGET, **CONVENTIONS, **REPORT, **PRODUCERS, **PARITY}
 COMMAND_LINE = ""  # `where` of values typed on the command line: errors name the flag
 COMMAND_KEYS = {"compare": COMPARE_KEYS, "table": TABLE_KEYS, "record": (*SPEC, "producer"), "parity": PARITY_KEYS}
 

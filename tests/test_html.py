@@ -71,10 +71,10 @@ def test_drawing_libraries_load_only_for_a_page():
     assert out.strip().endswith("False")
 
 
-def _compare(candidate: str, spec: CacheSpec):
-    data = generate(spec, seed=0)
+def _compare(candidate: str, spec: CacheSpec, **options):
+    data = generate(spec, seed=0, **options.pop("inputs", {}))
     return check_compare(spec, baseline=registry.resolve("reference"), inputs=data, device=torch.device("cpu"),
-                         candidate=registry.resolve(f"file:{FAULTS / candidate}.py:writer"))
+                         candidate=registry.resolve(f"file:{FAULTS / candidate}.py:writer"), **options)
 
 
 @pytest.mark.parametrize("fault", ["slot_shift", "skip_tokens", "transposed_tile"])
@@ -108,6 +108,27 @@ def test_a_map_counts_what_it_colours_and_a_page_is_the_same_every_time():
         expected = {c.value: int((codes == k).sum()) for k, c in enumerate(Category) if bool((codes == k).any())}
         assert picture.counts() == expected
     assert html.render(single("compare", check, 0.0)) == html.render(single("compare", check, 0.0))
+
+
+def test_the_blocks_a_user_picks_are_mapped_byte_by_byte_differing_or_not():
+    from fp8check.inputs import SlotPattern
+
+    spec = CacheSpec(num_blocks=12, block_size=64, head_dim=128)
+    check = _compare("skip_tokens", spec, map_blocks=(10, 1, 4), inputs={"slots": SlotPattern.SPARSE})
+    differs = (check.result.baseline.buffer.flat != check.result.candidate.buffer.flat).sum(dim=1)
+    assert differs[1] == 0 and differs[4] > 0  # sparse slots: some blocks hold no token, so nothing differs there
+    located = check.diagnosis.located
+    assert located.shown_blocks == (1, 4, 10)
+    maps = {v.name: v for v in check.views() if isinstance(v, CellMap)}
+    assert set(maps) == {"blocks", "block-1", "block-4", "block-10"}
+    for block in (1, 4, 10):
+        assert sum(maps[f"block-{block}"].counts().values()) == int(differs[block])
+
+
+def test_a_block_outside_the_cache_cannot_be_picked(capsys):
+    code, _, err = run(capsys, "compare", "--map-blocks", "0,3")
+    assert code == ExitCode.USAGE
+    assert err == "fp8check: error: --map-blocks 3: the cache has 3 blocks (0-2)\n"
 
 
 def test_gate_grid_shows_skips_and_their_reasons():

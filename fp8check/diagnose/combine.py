@@ -84,9 +84,11 @@ def _tally(claims: list[Claim]) -> _Tally:
     return tally
 
 
-def _located(spec: CacheSpec, tally: _Tally, frame: Frame, expected_per_block: torch.Tensor) -> Located:
+def _located(spec: CacheSpec, tally: _Tally, frame: Frame, expected_per_block: torch.Tensor,
+             picked: tuple[int, ...]) -> Located:
     """Where the categories' bytes are, checked like the totals: each frame block's bytes and each
-    differing byte of the shown blocks attributed exactly once (else CheckerError)."""
+    differing byte of the shown blocks attributed exactly once (else CheckerError). Blocks picked by the
+    caller that are not in the frame have no differing byte: their maps are empty, and shown as such."""
     order = list(Category)
     device = frame.blocks.device
     per_block = torch.zeros(spec.num_blocks, len(order), dtype=torch.int64, device=device)
@@ -103,7 +105,8 @@ def _located(spec: CacheSpec, tally: _Tally, frame: Frame, expected_per_block: t
     if flat.numel() != differing or torch.unique(flat).numel() != flat.numel():
         raise CheckerError(f"diagnosis: {flat.numel()} bytes of the shown blocks attributed, {differing} differ")
     order_by = torch.argsort(flat)
-    return Located(per_block, tuple(frame.blocks[shown].tolist()), flat[order_by], codes[order_by])
+    blocks = tuple(sorted(set(picked))) if picked else tuple(frame.blocks[shown].tolist())
+    return Located(per_block, blocks, flat[order_by], codes[order_by])
 
 
 def _causes(spec: CacheSpec, tally: _Tally, frame: Frame | None, baseline: CacheBuffer,
@@ -121,7 +124,7 @@ def _causes(spec: CacheSpec, tally: _Tally, frame: Frame | None, baseline: Cache
 
 
 def attribute(spec: CacheSpec, baseline: CacheBuffer, candidate: CacheBuffer, inputs: Inputs, *,
-              diff: DiffResult | None = None) -> Diagnosis:
+              diff: DiffResult | None = None, shown: tuple[int, ...] = ()) -> Diagnosis:
     """Attribute every byte that differs between the two caches (guard bytes included) to one cause
     (`fp8check.diagnose.diagnose`, which calls this unless the diff says there is nothing to attribute).
 
@@ -133,7 +136,7 @@ def attribute(spec: CacheSpec, baseline: CacheBuffer, candidate: CacheBuffer, in
     blocks, a, b, n_u, wdiff_u = differing_units(spec, baseline, candidate, diff, runs)
     frame = None
     if blocks.numel():
-        frame = build_frame(spec, inputs, blocks, a, b, n_u, wdiff_u, runs)
+        frame = build_frame(spec, inputs, blocks, a, b, n_u, wdiff_u, runs, shown)
         expected += int(frame.n_u.sum() + frame.wdiff_u.sum())
         claims += _value_stages(frame)
     tally = _tally(claims)
@@ -143,5 +146,5 @@ def attribute(spec: CacheSpec, baseline: CacheBuffer, candidate: CacheBuffer, in
         raise CheckerError(f"diagnosis accounts for {found} bytes but {expected} differ: {by_category}")
     located = None
     if frame is not None:
-        located = _located(spec, tally, frame, (n_u + wdiff_u).view(blocks.numel(), -1).sum(dim=1))
+        located = _located(spec, tally, frame, (n_u + wdiff_u).view(blocks.numel(), -1).sum(dim=1), shown)
     return Diagnosis(_causes(spec, tally, frame, baseline, candidate), located)
