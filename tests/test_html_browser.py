@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from browser import Opened, browser, unavailable
+from browser import READ_CELLS, Opened, browser, unavailable
 from conftest import run
 from fp8check.inputs import generate
 from fp8check.spec import CacheSpec
@@ -149,7 +149,7 @@ def test_heat_map_has_a_cell_per_block(chrome, capsys, tmp_path):
     opened = Opened(chrome, page)
     assert opened.errors == []
     heat = opened.page.locator("figure.cellmap[id$='-blocks']")
-    cells = heat.evaluate(__import__("browser").READ_CELLS)
+    cells = heat.evaluate(READ_CELLS)
     rgba = torch.tensor(cells["rgba"]).view(cells["height"], cells["width"], 4)
     assert (cells["height"], cells["width"]) == (1, 12) and heat.get_attribute("data-cells") == "12"
     differing = [v + s > 0 for v, s in zip(payload["value_diff"], payload["scale_diff"])]
