@@ -41,6 +41,12 @@ $(VENV)/.fp8check-installed: pyproject.toml
 	  || { command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] && apt-get update -q >/dev/null \
 	       && DEBIAN_FRONTEND=noninteractive apt-get install -y -q clang-22 >/dev/null; } \
 	  || echo "no clang >= 20: the aiter-src tests will be skipped"
+	# The HTML report's browser tests drive the system's Chromium (tests/browser.py); where none is found and
+	# apt-get can install (root on Debian), it does.
+	command -v chromium >/dev/null || command -v chromium-browser >/dev/null \
+	  || { command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] && apt-get update -q >/dev/null \
+	       && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null; } \
+	  || echo "no Chromium: the HTML report's browser tests will be skipped"
 	touch $(VENV)/.fp8check-installed
 
 # The environment as it is: what fp8check needs must import (nothing is installed into it).

@@ -236,6 +236,67 @@ def diagnosis_call(candidate: str, changes: dict) -> Call:
     return Call(setup)
 
 
+def _html_report(ctx: Context) -> Path:
+    """The HTML report of a 1M-token compare of the seed bug (integer_cast_wrap: its bytes, no interpreter),
+    written once to a temporary file; render time and size are the cases below."""
+    if "html" not in ctx.memo:
+        import tempfile
+
+        from fp8check.core.budget import Budget, check as check_budget
+        from fp8check.run.compare import CompareCheck, CompareResult
+        from fp8check.diagnose import diagnose
+        from fp8check.core.diff import diff_caches
+        from fp8check.core.outcome import single
+        from fp8check.report import html
+
+        spec, base, cand = _scenario_caches(ctx, *_SEED_BUG[1:])
+        data = _inputs(ctx, spec)
+        diff = diff_caches(spec, base.buffer, cand.buffer)
+        result = CompareResult(spec, data, ctx.device, base, cand, diff)
+        decided = CompareCheck(result, diagnose(spec, base.buffer, cand.buffer, data, diff=diff),
+                               check_budget(Budget(), diff, base.buffer, cand.buffer))
+        run = single("compare", decided, 0.0)
+        path = Path(tempfile.mkdtemp(prefix="fp8check-bench-")) / "report.html"
+        path.write_text(html.render(run))
+        ctx.memo["html"] = (run, path)
+    return ctx.memo["html"]
+
+
+def html_render_call(ctx: Context):
+    from fp8check.report import html
+
+    run, _ = _html_report(ctx)
+    return lambda: html.render(run)
+
+
+def html_size(ctx: Context) -> float:
+    return _html_report(ctx)[1].stat().st_size / 1e6
+
+
+def html_load(ctx: Context, loads: int = 5) -> float:
+    """Median seconds from navigation to the first frame after the load event, in headless Chromium
+    (tests/browser.py), after one load to warm the browser up."""
+    import importlib.util
+    import statistics
+    import time
+
+    found = importlib.util.spec_from_file_location("fp8check_test_browser", ROOT / "tests" / "browser.py")
+    browser = importlib.util.module_from_spec(found)
+    found.loader.exec_module(browser)
+    if browser.unavailable():
+        raise SystemExit(f"no browser here: {browser.unavailable()}")
+    path = _html_report(ctx)[1]
+    seconds = []
+    with browser.browser() as launched:
+        page = launched.new_page(viewport={"width": 1300, "height": 900})
+        for _ in range(loads + 1):
+            start = time.perf_counter()
+            page.goto(path.as_uri(), wait_until="load")
+            page.evaluate("() => new Promise(done => requestAnimationFrame(() => done()))")
+            seconds.append(time.perf_counter() - start)
+    return statistics.median(seconds[1:])
+
+
 PEAK = """
 import json, sys, torch
 from pathlib import Path
@@ -354,6 +415,10 @@ CASES: tuple[Case, ...] = (
                     "writer from a file, default spec, in this process (1 thread)"), CPU, targets=(Target(0.3),)),
     Case("peak memory of a compare, 8000 blocks, file writer isolated (x caches + inputs)",
          peak_memory(8000, FILE_WRITER), CPU, targets=(Target(3.0),)),
+    Case("HTML report, 1M tokens, the seed bug: render()", Call(html_render_call), repeat=3),
+    Case("HTML report, 1M tokens, the seed bug: size", Value(html_size, " MB"), targets=(Target(5.0),)),
+    Case("HTML report, 1M tokens, the seed bug: headless Chromium, load to first frame", Value(html_load, " s"),
+         targets=(Target(2.0),)),
     Case("fp8check parity --config seed-parity (fresh process)",
          Command(("-m", "fp8check", "parity", "--config", "seed-parity")), CPU, repeat=3,
          targets=(Target(15.0),)),

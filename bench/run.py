@@ -71,6 +71,8 @@ def measure(case: Case, ctx: Context, repeat: int | None, done: dict[str, float]
 def described(case: Case, t: timer.Timing | None) -> str:
     if isinstance(case.what, Difference):
         return "difference of the medians above"
+    if isinstance(case.what, Value):
+        return "the case's own measure"
     if t is None:
         return "one fresh process"
     cpu = "" if t.cpu is None else f", CPU {show(t.cpu)}"
@@ -97,7 +99,7 @@ def verdict(case: Case, device: str, figure: float, done: dict[str, float]) -> s
         ratio = figure / done[target.of]
         state = "met" if ratio <= target.at_most else "MISSED"
         return f"{ratio:.2f}x of '{target.of}', target <= {target.at_most:g}x: {state}"
-    limit = f"{target.at_most:g}x" if isinstance(case.what, Value) else show_target(target.at_most)
+    limit = f"{target.at_most:g}{case.what.unit}" if isinstance(case.what, Value) else show_target(target.at_most)
     return f"target <= {limit}: {'met' if figure <= target.at_most else 'MISSED'}"
 
 
@@ -115,11 +117,11 @@ def main() -> None:
     for case in chosen(args.only, args.device):
         figure, timing = measure(case, ctx, args.repeat, done)
         done[case.name] = figure
-        shown = f"{figure:.2f}x" if isinstance(case.what, Value) else show(figure)
+        shown = f"{figure:.2f}{case.what.unit}" if isinstance(case.what, Value) else show(figure)
         judged = verdict(case, args.device, figure, done)
         print(f"{case.name:84s} {shown:>9s}  ({described(case, timing)}){'  ' + judged if judged else ''}",
               flush=True)
-        row = {"case": case.name, "figure": figure, "unit": "x" if isinstance(case.what, Value) else "s"}
+        row = {"case": case.name, "figure": figure, "unit": case.what.unit.strip() if isinstance(case.what, Value) else "s"}
         if timing is not None:
             row |= {"best": timing.best, "cpu": timing.cpu, "runs": timing.runs}
         rows.append(row | {"verdict": judged})

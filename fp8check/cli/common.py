@@ -56,7 +56,12 @@ def handled(fn):
     return wrapper
 
 
-OUTPUT_OPTIONS = {"json_path": "--json", "junit_path": "--junit", "markdown_path": "--markdown", "out_path": "--out"}
+def output_paths() -> dict[str, str]:
+    """Every option that names an output file: each format's (report/formats.py), and record's --out."""
+    from ..report.formats import FORMATS
+
+    return {**{f"{f.name}_path": f"--{f.name}" for f in FORMATS}, "out_path": "--out"}
+
 READ_OPTIONS = ("input_path", "config_path", "baseline", "candidate", "producer", "buggy", "fixed", "reader", "writers")
 
 
@@ -86,7 +91,7 @@ def checked_outputs(kwargs: dict) -> tuple[dict[str, Path], UsageError | None]:
 
     reading = reading_paths(kwargs)
     targets, problem = {}, None
-    for name, option in OUTPUT_OPTIONS.items():
+    for name, option in output_paths().items():
         value = kwargs.get(name)
         if value is None or str(value) == "-":
             continue

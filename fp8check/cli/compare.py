@@ -32,7 +32,7 @@ def compare(all_blocks, debug, **opts):
     with progress(run.device, run.sides.values()):
         checked = check_compare(run.spec, baseline=run.sides["baseline"], candidate=run.sides["candidate"],
                                 inputs=run.inputs, device=run.device, budget=req.budget(),
-                                pad_slot=req.values["pad_slot"])
+                                pad_slot=req.values["pad_slot"], map_blocks=tuple(req.values["map_blocks"]))
     outcomes = single(req.id, checked, time.perf_counter() - start)
     emit(out, outcomes, render_compare(checked, all_blocks=all_blocks))
     return outcomes.exit_code

@@ -51,6 +51,9 @@ class Checked(Protocol):
     def run_json(self) -> dict:
         """Run-dependent values: timings."""
 
+    def views(self) -> tuple:
+        """Tables, maps and plots of the result (views.py) for the HTML report; () where its text says all."""
+
 
 @dataclass(frozen=True)
 class Differs:
@@ -88,6 +91,9 @@ class Differs:
     def run_json(self) -> dict:
         return self.result.run_json()
 
+    def views(self) -> tuple:
+        return self.result.views()
+
 
 class Status(enum.Enum):
     PASSED = "passed"
@@ -108,6 +114,7 @@ class Outcome:
     seconds: float
     skipped: bool = False  # `error` says why this machine cannot run it
     reason: str | None = None  # why the case is expected to differ (a gate's [[expect]] row), if it is
+    axes: tuple[tuple[str, str], ...] = ()  # a gate case's parameters (key, value): where it sits in the matrix
 
     @classmethod
     def decided(cls, case_id: str, result: Checked, seconds: float, reason: str | None = None) -> "Outcome":

@@ -36,12 +36,14 @@ DiagnosisError = CheckerError  # the diagnosis' own bookkeeping failed: a checke
 __all__ = ["EXAMPLES", "Category", "Cause", "Diagnosis", "DiagnosisError", "Example", "diagnose"]
 
 
-def diagnose(spec, baseline, candidate, inputs, *, diff=None) -> Diagnosis:
+def diagnose(spec, baseline, candidate, inputs, *, diff=None, shown=()) -> Diagnosis:
     """Attribute every byte that differs between the two caches (guard bytes included) to one cause
     (combine.attribute). `diff`: diff_caches' result for these two caches, if at hand; when it says they
-    are identical, guards included, there is nothing to attribute: no stage is imported, no tensor read."""
+    are identical, guards included, there is nothing to attribute: no stage is imported, no tensor read.
+    `shown`: blocks whose every differing byte's cause is kept (Diagnosis.located; default: the first
+    frame.SHOWN_BLOCKS that differ)."""
     if diff is not None and diff.identical:
         return Diagnosis()
     from .combine import attribute
 
-    return attribute(spec, baseline, candidate, inputs, diff=diff)
+    return attribute(spec, baseline, candidate, inputs, diff=diff, shown=shown)

@@ -2,7 +2,8 @@
 
 A claim is frozen: its category, how many bytes it takes, the blocks holding them, up to EXAMPLES of its
 bytes (by flat cache index, or guard offset), and the raw counts it observed (summed over claims) or
-findings it made (layout found, ratio; merged).
+findings it made (layout found, ratio; merged). A claim of cache bytes also says where they are: how
+many in each of the frame's blocks, and each one of them in the blocks a map shows (Frame.shown).
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ class Claim:
     examples: tuple[tuple[str, int], ...] = ()  # ("cache", flat index) or ("guard", guard offset)
     counts: dict = field(default_factory=dict)  # str -> int, summed over a category's claims
     found: dict = field(default_factory=dict)  # str -> value, merged over a category's claims
+    per_block: torch.Tensor | None = None  # int64 [nd]: the bytes in each of the frame's blocks
+    shown: torch.Tensor | None = None  # int64: flat cache index of each of the bytes in the frame's shown blocks
 
 
 def note(category: Category, **counts) -> Claim:
@@ -36,25 +39,39 @@ def unit_claim(frame: Frame, category: Category, units: torch.Tensor, *, value: 
     count = 0
     examples = []
     giving = torch.zeros_like(units)
+    per_unit = torch.zeros_like(frame.n_u)
+    shown = []
+    in_shown = frame.shown[frame.block_i]
     if value:
         has = units & (frame.n_u > 0)
         count += int(torch.where(has, frame.n_u, 0).sum())  # no list of the (up to all) units' indices
         giving |= has
+        per_unit += torch.where(has, frame.n_u, 0)
         for u in first_true(has, EXAMPLES).tolist():
             unit = torch.tensor([u], device=units.device)
             row = frame.value_rows(frame.base_phys, unit) != frame.value_rows(frame.cand_phys, unit)
             column = int(torch.argmax(row[0].to(torch.uint8)))
             examples.append(("cache", int(frame.value_flat(unit[0], torch.tensor(column)))))
+        picked = torch.nonzero(has & in_shown).view(-1)
+        rows, columns = torch.nonzero(frame.value_rows(frame.base_phys, picked)
+                                      != frame.value_rows(frame.cand_phys, picked), as_tuple=True)
+        shown.append(frame.value_flat(picked[rows], columns))
     if scale:
         has = units & (frame.wdiff_u > 0)
         count += int(torch.where(has, frame.wdiff_u, 0).sum())
         giving |= has
+        per_unit += torch.where(has, frame.wdiff_u, 0)
         for u in first_true(has, EXAMPLES).tolist():
             j = int(torch.argmax((frame.base_wb[u] != frame.cand_wb[u]).to(torch.uint8)))
             examples.append(("cache", int(frame.scale_flat(torch.tensor(u))) + j))
+        picked = torch.nonzero(has & in_shown).view(-1)
+        rows, j = torch.nonzero(frame.base_wb[picked] != frame.cand_wb[picked], as_tuple=True)
+        shown.append(frame.scale_flat(picked[rows]) + j)
     # the blocks, one per block rather than one per unit
-    blocks = frame.blocks[any_rows(giving.view(frame.blocks.numel(), -1))]
-    return Claim(category, count, blocks, tuple(examples))
+    nd = frame.blocks.numel()
+    blocks = frame.blocks[any_rows(giving.view(nd, -1))]
+    return Claim(category, count, blocks, tuple(examples), per_block=per_unit.view(nd, -1).sum(dim=1),
+                 shown=torch.cat(shown) if shown else None)
 
 
 @dataclass(frozen=True)
@@ -103,6 +120,7 @@ class Bytes:
         claims = [note(category, **counts)] if counts else []
         if not count:
             return claims, left
+        nd = frame.blocks.numel()
         if self.dense:
             hit = any_rows(mask)
             units = self.unit.view(-1)[hit]
@@ -110,9 +128,18 @@ class Bytes:
             for row in first_true(hit, EXAMPLES).tolist():
                 column = int(torch.argmax(mask[row].to(torch.uint8)))
                 examples.append(("cache", int(frame.value_flat(self.unit[row, 0], torch.tensor(column)))))
+            per_block = torch.zeros(nd, dtype=torch.int64, device=mask.device).index_add_(
+                0, frame.block_i[self.unit.view(-1)], mask.sum(dim=1))
+            picked = frame.shown[frame.block_i[self.unit.view(-1)]]
+            rows, columns = torch.nonzero(mask[picked], as_tuple=True)
+            shown = frame.value_flat(self.unit.view(-1)[picked][rows], self.column.view(-1)[columns])
         else:
             first = first_true(mask, EXAMPLES)
             examples = [("cache", int(i)) for i in frame.value_flat(self.unit[first], self.column[first]).tolist()]
             units = self.unit[mask]
-        claims.append(Claim(category, count, frame.blocks[frame.block_i[units]], tuple(examples)))
+            per_block = torch.bincount(frame.block_i[units], minlength=nd)
+            picked = mask & frame.shown[frame.block_i[self.unit]]
+            shown = frame.value_flat(self.unit[picked], self.column[picked])
+        claims.append(Claim(category, count, frame.blocks[frame.block_i[units]], tuple(examples),
+                            per_block=per_block, shown=shown))
         return claims, left & ~mask

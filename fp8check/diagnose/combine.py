@@ -18,7 +18,7 @@ from . import bytewise, scales, systemic, where
 from .claims import Claim
 from .decide import cause_facts, example
 from .frame import Frame, build_frame, differing_units, unit_runs
-from .model import EXAMPLES, Category, Cause, Diagnosis
+from .model import EXAMPLES, Category, Cause, Diagnosis, Located
 
 
 def _value_stages(frame: Frame) -> list[Claim]:
@@ -59,6 +59,8 @@ class _Tally:
     examples: dict = field(default_factory=lambda: defaultdict(list))
     counts: dict = field(default_factory=lambda: defaultdict(Counter))
     found: dict = field(default_factory=lambda: defaultdict(dict))
+    per_block: dict = field(default_factory=dict)  # category -> int64 [nd]
+    shown: dict = field(default_factory=lambda: defaultdict(list))  # category -> [int64 flat indices]
 
 
 def _tally(claims: list[Claim]) -> _Tally:
@@ -74,7 +76,37 @@ def _tally(claims: list[Claim]) -> _Tally:
             tally.blocks[category].append(claim.blocks)
         room = EXAMPLES - len(tally.examples[category])
         tally.examples[category].extend(claim.examples[: max(room, 0)])
+        if claim.per_block is not None:
+            so_far = tally.per_block.get(category)
+            tally.per_block[category] = claim.per_block if so_far is None else so_far + claim.per_block
+        if claim.shown is not None:
+            tally.shown[category].append(claim.shown)
     return tally
+
+
+def _located(spec: CacheSpec, tally: _Tally, frame: Frame, expected_per_block: torch.Tensor,
+             picked: tuple[int, ...]) -> Located:
+    """Where the categories' bytes are, checked like the totals: each frame block's bytes and each
+    differing byte of the shown blocks attributed exactly once (else CheckerError). Blocks picked by the
+    caller that are not in the frame have no differing byte: their maps are empty, and shown as such."""
+    order = list(Category)
+    device = frame.blocks.device
+    per_block = torch.zeros(spec.num_blocks, len(order), dtype=torch.int64, device=device)
+    for category, counts in tally.per_block.items():
+        per_block[frame.blocks, order.index(category)] += counts
+    if not torch.equal(per_block[frame.blocks].sum(dim=1), expected_per_block):
+        raise CheckerError("diagnosis: the causes' bytes per block do not add up to the differing bytes per block")
+    parts = [(torch.cat(p), order.index(c)) for c, p in tally.shown.items()]
+    flat = torch.cat([p for p, _ in parts]) if parts else torch.zeros(0, dtype=torch.int64, device=device)
+    codes = torch.cat([torch.full_like(p, code, dtype=torch.uint8) for p, code in parts]) if parts else \
+        torch.zeros(0, dtype=torch.uint8, device=device)
+    shown = frame.shown
+    differing = int(torch.count_nonzero(frame.base_phys[shown] != frame.cand_phys[shown]))
+    if flat.numel() != differing or torch.unique(flat).numel() != flat.numel():
+        raise CheckerError(f"diagnosis: {flat.numel()} bytes of the shown blocks attributed, {differing} differ")
+    order_by = torch.argsort(flat)
+    blocks = tuple(sorted(set(picked))) if picked else tuple(frame.blocks[shown].tolist())
+    return Located(per_block, blocks, flat[order_by], codes[order_by])
 
 
 def _causes(spec: CacheSpec, tally: _Tally, frame: Frame | None, baseline: CacheBuffer,
@@ -92,7 +124,7 @@ def _causes(spec: CacheSpec, tally: _Tally, frame: Frame | None, baseline: Cache
 
 
 def attribute(spec: CacheSpec, baseline: CacheBuffer, candidate: CacheBuffer, inputs: Inputs, *,
-              diff: DiffResult | None = None) -> Diagnosis:
+              diff: DiffResult | None = None, shown: tuple[int, ...] = ()) -> Diagnosis:
     """Attribute every byte that differs between the two caches (guard bytes included) to one cause
     (`fp8check.diagnose.diagnose`, which calls this unless the diff says there is nothing to attribute).
 
@@ -104,7 +136,7 @@ def attribute(spec: CacheSpec, baseline: CacheBuffer, candidate: CacheBuffer, in
     blocks, a, b, n_u, wdiff_u = differing_units(spec, baseline, candidate, diff, runs)
     frame = None
     if blocks.numel():
-        frame = build_frame(spec, inputs, blocks, a, b, n_u, wdiff_u, runs)
+        frame = build_frame(spec, inputs, blocks, a, b, n_u, wdiff_u, runs, shown)
         expected += int(frame.n_u.sum() + frame.wdiff_u.sum())
         claims += _value_stages(frame)
     tally = _tally(claims)
@@ -112,4 +144,7 @@ def attribute(spec: CacheSpec, baseline: CacheBuffer, candidate: CacheBuffer, in
     if found != expected:
         by_category = {c.value: n for c, n in tally.bytes.items()}
         raise CheckerError(f"diagnosis accounts for {found} bytes but {expected} differ: {by_category}")
-    return Diagnosis(_causes(spec, tally, frame, baseline, candidate))
+    located = None
+    if frame is not None:
+        located = _located(spec, tally, frame, (n_u + wdiff_u).view(blocks.numel(), -1).sum(dim=1), shown)
+    return Diagnosis(_causes(spec, tally, frame, baseline, candidate), located)

@@ -21,6 +21,9 @@ from ..core.spec import CacheSpec, Layout
 # blocks) stays in the CPU cache; measured on 2 cores, 16384 blocks: ~31 ms, against ~57 ms for one whole-
 # cache mask and then the count.
 COUNT_BLOCKS = 2048
+# Differing blocks whose every byte's cause is kept (Frame.shown): the byte maps of a report. Four blocks of
+# DeepSeek's shape are 4 x 64 tokens x 132 bytes.
+SHOWN_BLOCKS = 4
 
 
 def any_rows(mask: torch.Tensor) -> torch.Tensor:
@@ -170,6 +173,7 @@ class Frame:
     poison_row: torch.Tensor  # uint8 [block_size * groups, qbs]: byte_poison of each unit row's value bytes
     poison_block: torch.Tensor  # uint8 [nd]: poison_at of each block's first byte
     padding: torch.Tensor  # int64 [P]: rows of k whose slot is negative (padding: written nowhere)
+    shown: torch.Tensor  # bool [nd]: blocks whose bytes' causes are kept (the first SHOWN_BLOCKS that differ, or picked)
 
     @property
     def mapped(self) -> torch.Tensor:
@@ -262,8 +266,9 @@ def _slot_sources(spec: CacheSpec, inputs: Inputs, blocks: torch.Tensor, block_i
 
 
 def build_frame(spec: CacheSpec, inputs: Inputs, blocks: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
-                n_u: torch.Tensor, wdiff_u: torch.Tensor, runs) -> Frame:
-    """The frame of the differing blocks, from their bytes a, b [nd, block_bytes] (differing_units)."""
+                n_u: torch.Tensor, wdiff_u: torch.Tensor, runs, shown: tuple[int, ...] = ()) -> Frame:
+    """The frame of the differing blocks, from their bytes a, b [nd, block_bytes] (differing_units); `shown`:
+    the cache blocks whose bytes' causes are kept (default: the first SHOWN_BLOCKS that differ)."""
     nd, groups = blocks.numel(), spec.groups_per_token
     num_units = nd * spec.block_size * groups
     base_wb = spec.scale_words(a).reshape(num_units, 4)  # unit (t, g)'s word, in (token, group) order
@@ -273,6 +278,11 @@ def build_frame(spec: CacheSpec, inputs: Inputs, blocks: torch.Tensor, a: torch.
     token = (unit // groups) % spec.block_size
     source = _slot_sources(spec, inputs, blocks, block_i, token)
     value_index = spec.value_index(a.device)
+    if shown:
+        shown = torch.isin(blocks, torch.tensor(shown, dtype=blocks.dtype, device=blocks.device))
+    else:
+        differs = (n_u + wdiff_u).view(nd, -1).sum(dim=1) > 0
+        shown = differs & (torch.cumsum(differs, dim=0) <= SHOWN_BLOCKS)
     return Frame(
         spec=spec, k=inputs.k.to(a.device).contiguous(), blocks=blocks, base_phys=a, cand_phys=b, n_u=n_u,
         base_w=decode_scales(base_wb, spec.scale_fmt).view(-1),
@@ -281,5 +291,5 @@ def build_frame(spec: CacheSpec, inputs: Inputs, blocks: torch.Tensor, a: torch.
         block_mapped=(source >= 0).view(nd, -1).any(dim=1), value_index=value_index, run_length=runs[0],
         runs=runs[1], poison_row=byte_poison(value_index).reshape(spec.block_size * groups, -1),
         poison_block=poison_at(guard_bytes(spec) + blocks * spec.block_bytes),
-        padding=torch.nonzero(inputs.slot_mapping.to(a.device) < 0).view(-1),
+        padding=torch.nonzero(inputs.slot_mapping.to(a.device) < 0).view(-1), shown=shown,
     )

@@ -80,10 +80,22 @@ class Cause:
 
 
 @dataclass(frozen=True)
+class Located:
+    """Where each category's cache bytes are (guard bytes have no place in a block): a count per block for
+    the whole cache, and every differing byte of the first differing blocks (frame.SHOWN_BLOCKS)."""
+
+    per_block: "torch.Tensor"  # int64 [num_blocks, len(Category)]: differing bytes per block and category
+    shown_blocks: tuple[int, ...]  # cache blocks, ascending
+    shown_bytes: "torch.Tensor"  # int64 [N]: flat cache index of every differing byte of the shown blocks
+    shown_codes: "torch.Tensor"  # uint8 [N]: each one's category, as its index in list(Category)
+
+
+@dataclass(frozen=True)
 class Diagnosis:
     """The causes of all differing bytes, most bytes first; empty when the caches are identical."""
 
     causes: tuple[Cause, ...] = ()
+    located: Located | None = field(default=None, compare=False, repr=False)  # None: nothing differs in the cache
 
     @property
     def bytes(self) -> int:

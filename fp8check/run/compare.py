@@ -220,13 +220,41 @@ class CompareCheck:
     def run_json(self) -> dict:
         return {"timings_s": dict(self.result.timings)}
 
+    def views(self) -> tuple:
+        """Who wrote what on which inputs, then the diagnosis' maps and tables (diagnose/maps.py)."""
+        from ..diagnose.maps import diagnosis_views
+        from ..core.views import Table
+
+        r = self.result
+        first = r.diff.first_mismatch
+        rows = [
+            ("baseline", f"{r.baseline.name}{' (emulated)' if r.baseline.emulated else ''}",
+             _provenance(r.baseline.provenance)),
+            ("candidate", f"{r.candidate.name}{' (emulated)' if r.candidate.emulated else ''}",
+             _provenance(r.candidate.provenance)),
+            ("cache", r.spec.summary(), ""), ("inputs", r.inputs.source, ""), ("device", r.device, ""),
+            *(("fault", f, "") for f in self.faults),
+            *((("first mismatch", first.describe(), ""),) if first else ()),
+            *((("note", r.interpreter_caveat, ""),) if r.interpreter_caveat else ()),
+        ]
+        return (Table("run", ("", "", "provenance"), tuple(rows)), *diagnosis_views(r.spec, self.diagnosis))
+
+
+def _provenance(provenance: dict | None) -> str:
+    return ", ".join(f"{key}: {value}" for key, value in (provenance or {}).items())
+
 
 def check_compare(spec: CacheSpec, *, baseline: Producer | Side, candidate: Producer, inputs: Inputs,
                   device: torch.device, budget: Budget = Budget(), expect: Expect = Expect.SAME,
-                  pad_slot: int = SKIP_PADDING) -> CompareCheck:
+                  pad_slot: int = SKIP_PADDING, map_blocks: tuple[int, ...] = ()) -> CompareCheck:
     """Run both writers, diff, diagnose and decide: the one body of `compare`, gate cases and the API.
-    pad_slot: the padding convention (compare())."""
+    pad_slot: the padding convention (compare()); map_blocks: the blocks whose every byte's cause is kept
+    for the report's byte maps (default: the first that differ)."""
+    outside = [b for b in map_blocks if b >= spec.num_blocks]
+    if outside:
+        raise InputError(f"--map-blocks {outside[0]}: the cache has {spec.num_blocks} blocks (0-{spec.num_blocks - 1})")
     result = compare(spec, baseline=baseline, candidate=candidate, inputs=inputs, device=device, pad_slot=pad_slot)
-    diagnosis = diagnose(result.spec, result.baseline.buffer, result.candidate.buffer, result.inputs, diff=result.diff)
+    diagnosis = diagnose(result.spec, result.baseline.buffer, result.candidate.buffer, result.inputs, diff=result.diff,
+                         shown=map_blocks)
     decided = check_budget(budget, result.diff, result.baseline.buffer, result.candidate.buffer)
     return CompareCheck(result, diagnosis, decided, expect)

@@ -90,6 +90,9 @@ class DoctorReport:
     def run_json(self) -> dict:
         return {}
 
+    def views(self) -> tuple:
+        return ()
+
 
 def requirable() -> list[str]:
     from ..producers import registry as producers

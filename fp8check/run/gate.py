@@ -12,6 +12,7 @@ an error that names the cause. A gate in which no case ran never passes (outcome
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Callable
 
@@ -81,7 +82,8 @@ def run_request(kind: str, values: dict, *, where: str, reason: str | None = Non
 
         return check_compare(run.spec, baseline=run.sides["baseline"], candidate=run.sides["candidate"],
                              inputs=run.inputs, device=run.device, budget=request.budget(),
-                             expect=Expect(values.get("expect", "same")), pad_slot=request.values["pad_slot"])
+                             expect=Expect(values.get("expect", "same")), pad_slot=request.values["pad_slot"],
+                             map_blocks=tuple(request.values["map_blocks"]))
     if kind == "table":
         from .table import seed_table
 
@@ -94,7 +96,12 @@ def run_case(case: Case, *, strict: bool = False, unfetched: dict[tuple, str] | 
              isolation="default") -> Outcome:
     """One case, decided; an error of the case (exit 2) or of fp8check (exit 3) is its outcome, not a raise.
     A case this machine cannot run is skipped with its reason (exit 0), or an error with `strict`.
-    `unfetched`: fetch()'s failures; a case naming one of those presets is an error with its line."""
+    `unfetched`: fetch()'s failures; a case naming one of those presets is an error with its line. The
+    outcome carries the case's parameters (its place in the matrix), whatever became of it."""
+    return dataclasses.replace(_decide(case, strict, unfetched, isolation), axes=case.axes)
+
+
+def _decide(case: Case, strict: bool, unfetched: dict[tuple, str] | None, isolation) -> Outcome:
     start = time.perf_counter()
     try:
         check_declared(case)

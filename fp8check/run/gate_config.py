@@ -84,6 +84,13 @@ class Case:
     source: str  # `FILE [[case]] #3`, for error messages
     reason: str | None = None  # why it is expected to differ (the [[expect]] row that says so)
 
+    @property
+    def axes(self) -> tuple[tuple[str, str], ...]:
+        """(key, value as text) of its kind and every value: where it sits in a matrix of cases."""
+        shown = {key: ",".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v)
+                 for key, v in self.values.items()}
+        return (("kind", self.kind), *shown.items())
+
 
 @dataclass(frozen=True)
 class GateConfig:

@@ -214,6 +214,14 @@ def _run_options() -> list[Option]:
     ]
 
 
+def _report_options() -> list[Option]:
+    return [
+        Option("map_blocks", "map_blocks", int, (),
+               "Blocks the HTML report maps byte by byte (comma-separated) [default: the first 4 that differ].",
+               many=True, minimum=0, show_default=False),
+    ]
+
+
 def _parity_options() -> list[Option]:
     from ..core.input_kinds import SlotPattern
 
@@ -254,6 +262,7 @@ SPEC = {o.key: o for o in _spec_options()}  # the cache, the inputs and the devi
 BUDGET = {o.key: o for o in _budget_options()}
 CONVENTIONS = {o.key: o for o in _convention_options()}
 RUN = {o.key: o for o in _run_options()}
+REPORT = {o.key: o for o in _report_options()}
 PRODUCERS = {  # producer names are checked when they are resolved (registry.resolve), not here
     "baseline": Option("baseline", "baseline", str, "auto"),
     "candidate": Option("candidate", "candidate", str, "triton"),
@@ -264,7 +273,7 @@ PRODUCERS = {  # producer names are checked when they are resolved (registry.res
 ORIGINS = {o.key: o for o in _origin_options()}  # where named code comes from; never swept by a gate
 PARITY = {o.key: o for o in _parity_options()}
 ISOLATION = {o.key: o for o in _isolation_options()}  # how code under test runs: every command that runs it
-COMPARE_KEYS = (*SPEC, "baseline", "candidate", *BUDGET, *CONVENTIONS, *ORIGINS, *RUN)
+COMPARE_KEYS = (*SPEC, "baseline", "candidate", *BUDGET, *CONVENTIONS, *ORIGINS, *RUN, *REPORT)
 TABLE_KEYS = (*SPEC, "baseline", "buggy", "fixed", *ORIGINS, *RUN)
 # parity: the spec and input options but --num-blocks (the contexts size the cache), --specials-inf-nan and --layers,
 # with its own slot choices (a block table in order or shuffled)
@@ -275,7 +284,7 @@ PARITY_CASE_KEYS = ("ctx", "heads", "head_dim", "block", "qbs", "topk", "next_n"
                     "inputs", "input", "seed", "writers", "baseline", "reader", "rtol", "atol", "min_recall",
                     "expect_fail", "device")
 PARITY_KEYS = (*PARITY_KEYS, "allow_unpinned")  # the last flag of `fp8check parity`; not part of a case's id
-ALL = {**SPEC, **BUDGET, **CONVENTIONS, **ORIGINS, **RUN, **PRODUCERS, **PARITY, **ISOLATION}
+ALL = {**SPEC, **BUDGET, **CONVENTIONS, **ORIGINS, **RUN, **REPORT, **PRODUCERS, **PARITY, **ISOLATION}
 COMMAND_LINE = ""  # `where` of values typed on the command line: errors name the flag
 COMMAND_KEYS = {"compare": COMPARE_KEYS, "table": TABLE_KEYS, "record": (*SPEC, "producer", *ORIGINS, *RUN),
                 "parity": PARITY_KEYS}

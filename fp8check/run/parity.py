@@ -389,6 +389,25 @@ class ParityResult:
     def run_json(self) -> dict:
         return {"timings_s": dict(self.timings)}
 
+    def views(self) -> tuple:
+        """Recall against context per writer (and the reader on the baseline's bytes), vacuous contexts shaded;
+        then every note: the reader's verdict, each writer's."""
+        from ..core.views import Curves, Series, Table
+
+        c = self.config
+        series = [Series(col.name, tuple(c.ctx), tuple(m.recall for m in col.rows),
+                         "expected to fail" if col.expect_fail else "") for col in self.columns]
+        if self.reader_check is not None:
+            series.append(Series(f"{self.baseline.name} (reader check)", tuple(c.ctx),
+                                 tuple(m.recall for m in self.reader_check)))
+        curves = Curves("recall", f"recall@{c.topk} read by {self.reader.name}", "context (tokens)",
+                        f"recall@{c.topk}", tuple(series), shaded=tuple(x for x in c.ctx if c.vacuous(x)),
+                        shaded_label=f"vacuous: ctx <= K = {c.topk}", log_x=max(c.ctx) >= 8 * min(c.ctx))
+        records = tuple((col.name, str(ctx), fraction(m.recall), "vacuous" if m.vacuous else "", rel(m.max_rel))
+                        for col in self.columns for ctx, m in zip(c.ctx, col.rows))
+        return (curves, Table("verdicts", ("", "note"), tuple((n.tone, n.text) for n in self.notes())),
+                Table("rows", ("writer", "ctx", f"recall@{c.topk}", "", "max_rel"), records))
+
 
 # ---- the sweep ----------------------------------------------------------------------------------------
 

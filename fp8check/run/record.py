@@ -35,6 +35,9 @@ class Recorded:
     def run_json(self) -> dict:
         return {}
 
+    def views(self) -> tuple:
+        return ()
+
 
 def record(prepared, out_path: Path, *, key: bytes | None) -> Recorded:
     """Run the producer on the prepared inputs; refuse one that modified its inputs; write the golden file."""

@@ -79,6 +79,13 @@ class SeedTable:
             "passed": self.passed,
         }
 
+    def views(self) -> tuple:
+        """The maps and tables of the column that decides (the fixed one when it differs)."""
+        from ..diagnose.maps import diagnosis_views
+
+        column, causes = self._deciding()
+        return diagnosis_views(column.spec, causes)
+
     def run_json(self) -> dict:
         timings = {f"buggy_{k}": v for k, v in self.buggy.timings.items()}
         timings.update({f"fixed_{k}": v for k, v in self.fixed.timings.items()})
