@@ -139,7 +139,8 @@ class Role(Enum):
 REFERENCE = "reference"
 REGISTRY: dict[Role, dict[str, Entry]] = {Role.WRITER: _writers(), Role.READER: _readers()}
 # Names of code from outside fp8check each role takes: untrusted, run in a child process unless --in-process.
-KINDS = {Role.WRITER: (*CODE_KINDS, Kind.PRESET, Kind.AITER_SRC), Role.READER: (*CODE_KINDS, Kind.PRESET)}
+KINDS = {Role.WRITER: (*CODE_KINDS, Kind.PRESET, Kind.AITER_SRC, Kind.VLLM_SRC),
+         Role.READER: (*CODE_KINDS, Kind.PRESET, Kind.DEEPGEMM_SRC)}
 
 # The default baseline: the real aiter op where it can run, its PyTorch emulation `reference` elsewhere.
 AUTO = "auto"
@@ -206,6 +207,10 @@ def resolve(name: str, *, fp8=None, repo=None, isolation: Limits | None = DEFAUL
     it, and `run` loads and runs it in a child process under those limits. `isolation=None` loads it
     into this process (`--in-process`, for debugging)."""
     parsed = parse(name, error=ProducerError)
+    if parsed.kind is Kind.VLLM_SRC:  # no nvcc or no NVIDIA GPU: NotRunnableHere before a child starts
+        from .vllm_src import require_here
+
+        require_here(parsed)
     if parsed.kind in KINDS[Role.WRITER] and isolation is not None:
         return Producer(name, f"{name} (run in a child process)", _not_here, isolation=isolation,
                         repo=None if repo is None else str(repo))
@@ -217,6 +222,10 @@ def resolve(name: str, *, fp8=None, repo=None, isolation: Limits | None = DEFAUL
         from .aiter_src import load as load_aiter_source
 
         return load_aiter_source(parsed, fp8=fp8)
+    if parsed.kind is Kind.VLLM_SRC:
+        from .vllm_src import load as load_vllm_source
+
+        return load_vllm_source(parsed)
     if name == AUTO:
         return _auto()
     return _entry(name, Role.WRITER, AUTO).load()
@@ -267,6 +276,10 @@ def resolve_reader(name: str, *, spec: CacheSpec, repo=None, isolation: Limits |
     it, and `readers.run_reader` loads and runs it in a child process under those limits (with the spec's FP8
     format and `repo`). `isolation=None` loads it into this process (`--in-process`, for debugging)."""
     parsed = parse(name, error=ProducerError)
+    if parsed.kind is Kind.DEEPGEMM_SRC:  # no nvcc, GPU or checkout: NotRunnableHere before a child starts
+        from .adapters.deepgemm_src import require_here
+
+        require_here(parsed)
     if parsed.kind in KINDS[Role.READER] and isolation is not None:
         return Reader(name, f"{name} (run in a child process)", _isolated_reader, isolation=isolation,
                       repo=None if repo is None else str(repo), spec=spec)
@@ -277,6 +290,10 @@ def resolve_reader(name: str, *, spec: CacheSpec, repo=None, isolation: Limits |
         done.loaded.rebind(spec.fp8, spec.layout)
         return Reader(name, f"{done.preset.description} from {done.loaded.origin.describe()}", done.fn,
                       check=cpu_check(done.loaded), provenance=done.provenance)
+    if parsed.kind is Kind.DEEPGEMM_SRC:
+        from .adapters.deepgemm_src import reader
+
+        return reader(parsed, spec)
     if parsed.kind in KINDS[Role.READER]:
         return _reader_from_code(name, spec, repo)
     return _entry(name, Role.READER).load(spec)
