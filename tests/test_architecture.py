@@ -16,6 +16,7 @@ LAYERS = {
     "_version": 0,
     "core": 1,  # facts, buffers, inputs, the diff, isolation, outcomes, errors
     "diagnose": 2, "triton_cpu": 2, "hip_cpu": 2,  # causes; the exact Triton interpreter; aiter's CPU build
+    "cuda_src": 2,  # CUDA sources cut out and built with nvcc for the GPU present
     "code": 3,  # names, released packages, loading and binding other projects' code
     "producers": 4,  # writers and readers behind the registry
     "run": 5,  # options, requests and the use cases (compare, table, parity, record, doctor, gate)

@@ -64,7 +64,7 @@ def test_doctor_on_this_cpu_machine(capsys, tmp_path, monkeypatch):
     assert payload["device"] == {
         "backend": platform.probe().backend.value, "gpu": False, "name": "cpu", "arch": "cpu", "deployment_fp8": "e4m3fn",
     }
-    assert set(payload["versions"]) == {"python", "torch", "triton", "fp8check", "clang (aiter-src)"}
+    assert set(payload["versions"]) == {"python", "torch", "triton", "fp8check", "clang (aiter-src)", "nvcc (vllm-src)"}
 
 
 def test_aiter_available_makes_it_the_auto_baseline(capsys, tmp_path, monkeypatch):

@@ -29,6 +29,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "fp8check"
     ("aiter-src:pkg:amd-aiter==0.1.7.post2.dev18", Kind.AITER_SRC, "pkg:amd-aiter==0.1.7.post2.dev18", None,
      "amd-aiter", "0.1.7.post2.dev18", True),
     ("aiter-src:/src/aiter", Kind.AITER_SRC, "/src/aiter", None, None, None, True),
+    ("vllm-src:.sources/vllm-0.33.0", Kind.VLLM_SRC, ".sources/vllm-0.33.0", None, None, None, True),
+    ("deepgemm-src:/src/DeepGEMM", Kind.DEEPGEMM_SRC, "/src/DeepGEMM", None, None, None, True),
     ("golden:g.safetensors", Kind.GOLDEN, "g.safetensors", None, None, None, False),
 ])
 def test_every_kind_of_name_parses_into_one_type(text, kind, path, function, package, version, untrusted):

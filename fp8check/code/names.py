@@ -34,6 +34,8 @@ class Kind(Enum):
     PKG = "pkg:"  # pkg:NAME==VERSION:PATH[:FUNC], one function of a file of a released wheel (released.py)
     PRESET = "preset:"  # preset:PROJECT/NAME, a writer or reader a project table declares (projects/)
     AITER_SRC = "aiter-src:"  # aiter-src:PATH | git:REV:PATH | pkg:amd-aiter==VERSION, aiter's op built for the CPU
+    VLLM_SRC = "vllm-src:"  # vllm-src:SDIST|PATH, vLLM's CUDA op built from its released source with nvcc
+    DEEPGEMM_SRC = "deepgemm-src:"  # deepgemm-src:PATH, DeepGEMM's paged MQA logits built by its own JIT
     GOLDEN = "golden:"  # golden:FILE, bytes recorded by `fp8check record`
 
     @property
@@ -49,10 +51,12 @@ class Kind(Enum):
 
 _FORMS = {Kind.BUILTIN: "NAME", Kind.FILE: "file:PATH:FUNC", Kind.VLLM_FILE: "vllm-file:PATH[:FUNC]",
           Kind.PKG: "pkg:NAME==VERSION:PATH[:FUNC]", Kind.PRESET: "preset:PROJECT/NAME",
-          Kind.AITER_SRC: "aiter-src:PATH", Kind.GOLDEN: "golden:FILE"}
+          Kind.AITER_SRC: "aiter-src:PATH", Kind.VLLM_SRC: "vllm-src:PATH",
+          Kind.DEEPGEMM_SRC: "deepgemm-src:PATH", Kind.GOLDEN: "golden:FILE"}
 FILE_PREFIX, VLLM_FILE_PREFIX, PKG_PREFIX = Kind.FILE.value, Kind.VLLM_FILE.value, Kind.PKG.value
 PRESET_PREFIX, AITER_SRC_PREFIX, GOLDEN_PREFIX = Kind.PRESET.value, Kind.AITER_SRC.value, Kind.GOLDEN.value
 CODE_KINDS = (Kind.FILE, Kind.VLLM_FILE, Kind.PKG)  # one function loaded from a file (code/load.py)
+SOURCE_KINDS = (Kind.VLLM_SRC, Kind.DEEPGEMM_SRC)  # a project's CUDA source tree, built with nvcc (cuda_src/)
 
 
 @dataclass(frozen=True)
@@ -76,7 +80,7 @@ class Name:
     @property
     def local_path(self) -> Path | None:
         """The file of this machine the name reads (not a git revision, a wheel or a preset), else None."""
-        if self.kind in (Kind.FILE, Kind.VLLM_FILE, Kind.GOLDEN, Kind.AITER_SRC) and self.path \
+        if self.kind in (Kind.FILE, Kind.VLLM_FILE, Kind.GOLDEN, Kind.AITER_SRC, *SOURCE_KINDS) and self.path \
                 and not is_git(self.path) and not self.path.startswith(PKG_PREFIX):
             return Path(self.path)
         return None
@@ -85,7 +89,7 @@ class Name:
         """The name's text with its file replaced (a config's relative path made absolute)."""
         if self.kind in (Kind.FILE, Kind.VLLM_FILE):
             return f"{self.kind.value}{path}" + (f":{self.function}" if self.function else "")
-        return f"{self.kind.value}{path}" if self.kind in (Kind.GOLDEN, Kind.AITER_SRC) else self.text
+        return f"{self.kind.value}{path}" if self.kind in (Kind.GOLDEN, Kind.AITER_SRC, *SOURCE_KINDS) else self.text
 
 
 def _split_function(body: str) -> tuple[str, str | None]:
@@ -146,7 +150,9 @@ def parse(text: str, *, error: type[UserError] = UserError) -> Name:
             package, version, _ = split_pkg(body[len(PKG_PREFIX):], text, error)
             return Name(text, kind, body, body, package=package, version=version)
         return Name(text, kind, body, body)
-    if kind in (Kind.GOLDEN,):
+    if kind in SOURCE_KINDS and not body:
+        raise error(f"{text!r}: expected {kind.form}")
+    if kind in (Kind.GOLDEN, *SOURCE_KINDS):  # golden: with no file is refused where the option is named
         return Name(text, kind, body, body)
     return Name(text, kind, body)  # BUILTIN, PRESET (body: PROJECT/NAME)
 

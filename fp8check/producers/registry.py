@@ -140,7 +140,8 @@ class Role(Enum):
 REFERENCE = "reference"
 REGISTRY: dict[Role, dict[str, Entry]] = {Role.WRITER: _writers(), Role.READER: _readers()}
 # Names of code from outside fp8check each role takes: untrusted, run in a child process unless --in-process.
-KINDS = {Role.WRITER: (*CODE_KINDS, Kind.PRESET, Kind.AITER_SRC), Role.READER: (*CODE_KINDS, Kind.PRESET)}
+KINDS = {Role.WRITER: (*CODE_KINDS, Kind.PRESET, Kind.AITER_SRC, Kind.VLLM_SRC),
+         Role.READER: (*CODE_KINDS, Kind.PRESET, Kind.DEEPGEMM_SRC)}
 
 # The default baseline: the real aiter op where it can run, its PyTorch emulation `reference` elsewhere.
 AUTO = "auto"
@@ -217,6 +218,10 @@ def resolve(name: str, *, fp8=None, repo=None, isolation: Limits | None = DEFAUL
     Released code (`pkg:`, `aiter-src:pkg:`, a preset's release) passes the one hash rule first, here in
     the parent: a version no project table pins is refused unless `allow_unpinned` (released.admit)."""
     parsed = parse(name, error=ProducerError)
+    if parsed.kind is Kind.VLLM_SRC:  # no nvcc or no NVIDIA GPU: NotRunnableHere before a child starts
+        from .vllm_src import require_here
+
+        require_here(parsed)
     if parsed.kind in KINDS[Role.WRITER]:
         from ..code.projects.pins import admit_release
 
@@ -235,6 +240,10 @@ def resolve(name: str, *, fp8=None, repo=None, isolation: Limits | None = DEFAUL
         from .aiter_src import load as load_aiter_source
 
         return load_aiter_source(parsed, fp8=fp8)
+    if parsed.kind is Kind.VLLM_SRC:
+        from .vllm_src import load as load_vllm_source
+
+        return load_vllm_source(parsed)
     if name == AUTO:
         return _auto()
     return _entry(name, Role.WRITER, AUTO).load()
@@ -287,6 +296,10 @@ def resolve_reader(name: str, *, spec: CacheSpec, repo=None, isolation: Limits |
     format and `repo`). `isolation=None` loads it into this process (`--in-process`, for debugging).
     Released code passes the one hash rule first, as writers do (resolve)."""
     parsed = parse(name, error=ProducerError)
+    if parsed.kind is Kind.DEEPGEMM_SRC:  # no nvcc, GPU or checkout: NotRunnableHere before a child starts
+        from .adapters.deepgemm_src import require_here
+
+        require_here(parsed)
     if parsed.kind in KINDS[Role.READER]:
         from ..code.projects.pins import admit_release
 
@@ -305,6 +318,10 @@ def resolve_reader(name: str, *, spec: CacheSpec, repo=None, isolation: Limits |
         done.loaded.rebind(spec.fp8, spec.layout)
         return Reader(name, f"{done.preset.description} from {done.loaded.origin.describe()}", done.fn,
                       check=cpu_check(done.loaded), provenance=done.provenance)
+    if parsed.kind is Kind.DEEPGEMM_SRC:
+        from .adapters.deepgemm_src import reader
+
+        return reader(parsed, spec)
     if parsed.kind in KINDS[Role.READER]:
         return _reader_from_code(name, spec, repo)
     return _entry(name, Role.READER).load(spec)

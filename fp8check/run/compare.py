@@ -159,6 +159,14 @@ class Expect(enum.Enum):
     # (a scale some ulp off, its group's values following) or rounding (one code apart, equal scales: x / s
     # itself approximate)
     SCALE_ULP = "scale-ulp"
+    # division against reciprocal (vLLM's CUDA op x / s against aiter's x * fl(1/s), fp32 scales): every
+    # differing byte diagnosed rounding, one code apart under equal scales
+    ROUNDING = "rounding"
+
+
+# The causes each expectation accepts for every differing byte, and how its PASS line names them.
+EXPLAINED = {Expect.SCALE_ULP: ((Category.SCALE_ULP, Category.ROUNDING), "scale-ulp and one-code rounding"),
+             Expect.ROUNDING: ((Category.ROUNDING,), "one-code rounding of x / s against x * (1/s)")}
 
 
 @dataclass(frozen=True)
@@ -182,9 +190,10 @@ class CompareCheck:
 
     @property
     def approximate_division(self) -> bool:
-        """expect = "scale-ulp", and every differing byte is what an approximate fp32 division explains."""
-        return self.expect is Expect.SCALE_ULP and len(self.diagnosis) > 0 and all(
-            c.category in (Category.SCALE_ULP, Category.ROUNDING) for c in self.diagnosis)
+        """expect = "scale-ulp" (or "rounding"), and every differing byte is what an approximate fp32 division
+        (or division against reciprocal) explains."""
+        accepted = EXPLAINED.get(self.expect, ((), ""))[0]
+        return len(self.diagnosis) > 0 and all(c.category in accepted for c in self.diagnosis)
 
     @property
     def passed(self) -> bool:
@@ -200,7 +209,7 @@ class CompareCheck:
         if self.expect is Expect.DIFFERENT:
             return f"{'PASS' if self.passed else 'FAIL'} (expected to differ): {line}"
         if self.approximate_division and not self.budget.within and self.passed:
-            return f"PASS (scale-ulp and one-code rounding expected): {line}"
+            return f"PASS ({EXPLAINED[self.expect][1]} expected): {line}"
         return line
 
     def top_cause(self) -> str | None:

@@ -134,6 +134,7 @@ def triton_exact_checks() -> tuple[Check, ...]:
 def versions() -> tuple[tuple[str, str], ...]:
     import torch
 
+    from ..cuda_src import toolchain
     from ..hip_cpu import compiler
     from ..core.device import versions as package_versions
 
@@ -148,6 +149,7 @@ def versions() -> tuple[tuple[str, str], ...]:
         ("triton", found["triton"]),
         ("fp8check", found["fp8check"]),
         ("clang (aiter-src)", compiler.status()[1]),
+        ("nvcc (vllm-src)", toolchain.status()[1]),
     )
 
 

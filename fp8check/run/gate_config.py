@@ -52,12 +52,12 @@ from . import gate_expect
 from ..core.config import find, load_toml
 from ..core.errors import ConfigError, SpecError, UsageError, UserError
 from .prepare import named_code, run_id, spec_of
-from ..code.names import GOLDEN_PREFIX, Kind, is_git, parse
+from ..code.names import GOLDEN_PREFIX, SOURCE_KINDS, Kind, is_git, parse
 
 MAX_CASES = 10_000  # 10^6 cases took 72 s and 1 GB for --list alone
 
 KINDS = ("compare", "table", "parity")
-EXPECT = ("same", "different", "scale-ulp")
+EXPECT = ("same", "different", "scale-ulp", "rounding")
 EXPECTS = {"compare": EXPECT, "table": (), "parity": ("same", "different")}  # parity: "different", a reader fault
 CASE_KEYS = {
     "compare": (*options.COMPARE_KEYS, "expect"),
@@ -349,7 +349,7 @@ def _relative_to(values: dict, base: Path) -> dict:
             name = parse(text)
         except UserError:  # refused where the name is used, with the option named
             return text
-        if name.kind in (Kind.FILE, Kind.VLLM_FILE) and name.local_path is not None \
+        if name.kind in (Kind.FILE, Kind.VLLM_FILE, *SOURCE_KINDS) and name.local_path is not None \
                 and not name.local_path.is_absolute():
             return name.with_path(str(base / name.path))
         return text

@@ -1,0 +1,189 @@
+"""`deepgemm-src:PATH`: DeepGEMM's `fp8_paged_mqa_logits` as a reader for `parity`, built from a DeepGEMM
+checkout through DeepGEMM's own JIT for the GPU present.
+
+PATH is a DeepGEMM checkout with its submodules' headers (third-party/cutlass, third-party/fmt). Its
+`csrc/python_api.cpp` is built into a torch extension (cuda_src/build.py, cached per sources, nvcc and
+arch) and initialised with a library root holding `include/{deep_gemm,cute,cutlass}`, as DeepGEMM's own
+setup.py lays it out; the kernel itself is compiled by DeepGEMM's JIT when first called (its cache folder:
+`DG_JIT_CACHE_DIR`, else ~/.deep_gemm). The reader reads the LINEAR layout (token t's values at t*D + d,
+the block's fp32 scales after them): other layouts are read as if they were linear, as a deployment would.
+
+It takes fp8check's reader signature: `context_lens` [B] becomes DeepGEMM's 2-D form (row n of a sequence
+sees ctx - next_n + n + 1 tokens), and, as vLLM's top-k after it does, the positions a row cannot see are
+set to -inf (DeepGEMM leaves them unwritten with 2-D context lengths: `clean_logits` needs 1-D ones).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from ...code.names import Kind, Name, parse
+from ...core import disk_cache
+from ...core.errors import NotRunnableHere, ProducerError
+from ...core.producer import Reader
+from ...core.spec import CacheSpec, FP8Format
+from ...cuda_src import build, toolchain as toolchains
+
+PREFIX = Kind.DEEPGEMM_SRC.value
+API = "csrc/python_api.cpp"
+HEADERS = {"deep_gemm": "deep_gemm/include/deep_gemm", "cute": "third-party/cutlass/include/cute",
+           "cutlass": "third-party/cutlass/include/cutlass"}
+INCLUDES = ("deep_gemm/include", "third-party/cutlass/include", "third-party/fmt/include")
+# DeepGEMM's setup.py: its C++ flags and libraries (the JIT compiles the kernels itself, with its own flags).
+CXX_FLAGS = ("-std=c++17", "-O3", "-fPIC", "-Wno-psabi", "-Wno-deprecated-declarations")
+BLOCK_KV = {9: (64,), 10: (32, 64)}  # the block sizes its paged kernels take, per arch major
+HEADS = {9: (32, 64), 10: (8, 16, 32, 64)}
+
+
+@dataclass(frozen=True)
+class Checkout:
+    root: Path
+    label: str
+    commit: str  # DeepGEMM's, "unknown" outside git
+    cutlass: str  # the submodule commit recorded by DeepGEMM's tree, "unknown" outside git
+    api_sha256: str
+
+
+def _git(root: Path, *args: str) -> str:
+    try:
+        done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return done.stdout.strip() if done.returncode == 0 else ""
+
+
+def locate(name: Name | str) -> Checkout:
+    name = name if isinstance(name, Name) else parse(PREFIX + str(name), error=ProducerError)
+    root = Path(name.body)
+    missing = [p for p in (API, *HEADERS.values()) if not (root / p).exists()]
+    if missing:
+        raise NotRunnableHere(f"{name.text}: not a DeepGEMM checkout with its submodules (missing"
+                              f" {', '.join(missing)}; `git submodule update --init` fetches cutlass and fmt)")
+    commit = _git(root, "rev-parse", "HEAD") or _stamp(root, "COMMIT")
+    cutlass = (_git(root, "ls-tree", "HEAD", "third-party/cutlass").split() or [""] * 3)[2:3]
+    return Checkout(root, name.body, commit or "unknown", (cutlass[0] if cutlass else "") or _stamp(root, "CUTLASS"),
+                    hashlib.sha256((root / API).read_bytes()).hexdigest())
+
+
+def _stamp(root: Path, what: str) -> str:
+    """A commit written beside an exported tree (no .git): `COMMIT` / `CUTLASS` files, else unknown."""
+    path = root / what
+    return path.read_text().strip() if path.is_file() else "unknown"
+
+
+def _digest(checkout: Checkout, found: toolchains.Toolchain) -> str:
+    sha = hashlib.sha256()
+    for folder in ("csrc", *INCLUDES):
+        for path in sorted((checkout.root / folder).rglob("*")):
+            if path.is_file() and path.suffix in (".h", ".hpp", ".cuh", ".cpp", ".cu", ".inl"):
+                sha.update(str(path.relative_to(checkout.root)).encode() + b"\0" + path.read_bytes())
+    return disk_cache.key_of({"deepgemm": sha.hexdigest(), "nvcc": found.version, "arch": found.arch,
+                              "torch": torch.__version__, "flags": list(CXX_FLAGS)})
+
+
+def library_root(checkout: Checkout, digest: str) -> Path:
+    """A folder with include/{deep_gemm,cute,cutlass} linked to the checkout: what DeepGEMM's JIT reads."""
+    root = disk_cache.entry("deepgemm-root", digest)
+    if root is None:
+        import tempfile
+
+        root = Path(tempfile.mkdtemp(prefix="fp8check-deepgemm-"))
+    include = root / "include"
+    include.mkdir(parents=True, exist_ok=True)
+    for name, relative in HEADERS.items():
+        link = include / name
+        if not link.exists():
+            link.symlink_to((checkout.root / relative).resolve(), target_is_directory=True)
+    return root
+
+
+@dataclass
+class Library:
+    module: object
+    built: build.Built
+    arch_major: int
+
+
+_LIBRARIES: dict[str, Library] = {}
+
+
+def library(checkout: Checkout) -> Library:
+    found = toolchains.require()
+    digest = _digest(checkout, found)
+    if digest not in _LIBRARIES:
+        from torch.utils import cpp_extension
+
+        cuda = Path(cpp_extension.CUDA_HOME)
+        built = build.load_extension(
+            "deepgemm", digest, [checkout.root / API],
+            include_dirs=(cuda / "include", cuda / "include" / "cccl", *(checkout.root / i for i in INCLUDES)),
+            cxx_flags=(*CXX_FLAGS, f"-D_GLIBCXX_USE_CXX11_ABI={int(torch.compiled_with_cxx11_abi())}"),
+            ld_flags=(f"-L{cuda / 'lib64'}", "-lcudart", "-lnvrtc"), toolchain=found)
+        built.module.init(str(library_root(checkout, digest)), str(cuda))
+        _LIBRARIES[digest] = Library(built.module, built, torch.cuda.get_device_capability()[0])
+    return _LIBRARIES[digest]
+
+
+def context_2d(context_lens: torch.Tensor, next_n: int) -> torch.Tensor:
+    """fp8check's context lengths ([B]: the sequence's; [B, next_n]: per row) as DeepGEMM's [B, next_n]:
+    the tokens row n may see, ctx - next_n + n + 1."""
+    if context_lens.dim() == 2:
+        return context_lens.to(torch.int32).contiguous()
+    rows = torch.arange(next_n, device=context_lens.device, dtype=torch.int32)
+    return (context_lens.to(torch.int32)[:, None] - next_n + rows[None, :] + 1).contiguous()
+
+
+def make_reader(checkout: Checkout):
+    def reader(q_fp8, kv_cache, weights, context_lens, block_tables, max_model_len):
+        lib = library(checkout)
+        batch, next_n, heads, head_dim = q_fp8.shape
+        lens = context_2d(context_lens, next_n)
+        schedule = lib.module.get_paged_mqa_logits_metadata(lens, kv_cache.shape[1], lib.module.get_num_sms())
+        logits = lib.module.fp8_paged_mqa_logits(q_fp8.contiguous(), kv_cache, weights.contiguous(), lens,
+                                                 block_tables.to(torch.int32), schedule, max_model_len, False)
+        positions = torch.arange(logits.shape[1], device=logits.device)
+        return logits.masked_fill(positions[None, :] >= lens.reshape(-1, 1), float("-inf"))
+
+    return reader
+
+
+def check_for(checkout: Checkout):
+    def check(spec: CacheSpec, device: torch.device) -> None:
+        if device.type != "cuda":
+            raise ProducerError("deepgemm-src runs on the GPU: give --device cuda")
+        major = torch.cuda.get_device_capability(device)[0]
+        if major not in BLOCK_KV:
+            raise NotRunnableHere(f"DeepGEMM's paged MQA logits run on SM90 and SM100, not sm_{major}x")
+        if spec.block_size not in BLOCK_KV[major]:
+            raise ProducerError(f"DeepGEMM's paged MQA logits on sm_{major}0 read blocks of"
+                                f" {' or '.join(map(str, BLOCK_KV[major]))} tokens: run with --block 64")
+        if spec.fp8 is not FP8Format.E4M3FN:
+            raise NotRunnableHere(f"DeepGEMM reads e4m3fn caches, not {spec.fp8.value}")
+        library(checkout)
+
+    return check
+
+
+def provenance(checkout: Checkout) -> dict:
+    found, reason = toolchains.find()
+    return {"function": "fp8_paged_mqa_logits (DeepGEMM JIT)", "source": checkout.label,
+            "commit": checkout.commit, "cutlass": checkout.cutlass, "file": API, "sha256": checkout.api_sha256,
+            "compiler": found.description if found else reason, "arch": found.arch if found else "none"}
+
+
+def require_here(name: Name) -> None:
+    """nvcc, an NVIDIA GPU and the checkout, or NotRunnableHere with the reason (a gate skips the case)."""
+    toolchains.require()
+    locate(name)
+
+
+def reader(name: Name, spec: CacheSpec) -> Reader:
+    checkout = locate(name)
+    return Reader(name.text, f"DeepGEMM {checkout.commit[:12]}'s fp8_paged_mqa_logits (JIT, reads LINEAR)",
+                  make_reader(checkout), check=check_for(checkout), provenance=provenance(checkout))
+
