@@ -166,6 +166,16 @@ def non_finite_slots(spec, base, cand, inputs) -> int:
     return changed
 
 
+def negative_max_groups(spec, base, cand, inputs) -> int:
+    # groups whose signed max is not their largest magnitude: only they can get another scale
+    x = inputs.k.cpu().float().view(-1, spec.groups_per_token, spec.quant_block_size)
+    negative = (x.amax(dim=-1) < x.abs().amax(dim=-1)).any(dim=1)
+    slots = inputs.slot_mapping.cpu()[negative]
+    changed = count(rows_of_slots(spec, base, slots) != rows_of_slots(spec, cand, slots))
+    assert changed == count(base.buffer != cand.buffer), "only groups with a negative extreme change"
+    return changed
+
+
 @dataclass(frozen=True)
 class Fault:
     name: str
@@ -200,6 +210,10 @@ FAULT_SUITE = [
     Fault("amax_floor_1e6", Category.AMAX_FLOOR, tiny_amax_slots, {"scale_fmt": ScaleFormat.FP32},
           distribution=Distribution.TINY),
     Fault("finite_amax", Category.NON_FINITE, non_finite_slots, distribution=Distribution.SPECIALS, inf_nan=True),
+    Fault("slot_shift", Category.SHIFT, all_bytes_differ),
+    Fault("scale_shift", Category.SHIFT, scale_bytes_only),
+    Fault("transposed_tile", Category.PERMUTATION, value_bytes_differ),
+    Fault("signed_amax", Category.AMAX, negative_max_groups),
 ]
 
 
@@ -702,3 +716,44 @@ def test_one_group_with_another_scale_is_no_divisor_claim():
                                                                            inputs.slot_mapping[:1]))
     assert Category.SCALE_RATIO not in found.by_category()
     assert all("DIV" not in " ".join(t for t in said(spec, c) if t) for c in found)
+
+
+# ---- the bugs people write: right bytes at the wrong place, the wrong amax ------------------------------
+
+
+def test_slot_shift_is_a_shift_by_one_slot_with_the_slot_hint():
+    spec, _, found = run_fault(fault_named("slot_shift"))
+    assert found.top.facts == {"moved": "rows", "by": "slots", "offset": 1, "units_moved_in": 191}
+    explanation, hint = said(spec, found.top)
+    assert "stored 1 slot further on: slot s holds what belongs at slot s-1" in explanation
+    assert "slot index" in hint
+
+
+def test_scale_only_shift_is_no_swap():
+    spec, _, found = run_fault(fault_named("scale_shift"), scale_fmt=ScaleFormat.FP32)
+    assert [c.category for c in found] == [Category.SHIFT]
+    assert found.top.facts["moved"] == "scales" and found.top.facts["offset"] == 1
+    assert "scale store" in said(spec, found.top)[1]
+
+
+def test_transposed_tile_is_named_transposed_with_no_unwritten_bytes():
+    spec, result, found = run_fault(fault_named("transposed_tile"))
+    assert found.top.facts == {"permutation": "transposed", "moved_positions": 240}
+    assert "transposed (token and dim exchanged)" in said(spec, found.top)[0]
+    # some moved values equal the poison fill of their new place: still the permutation's bytes
+    poison_like = count(value_region(spec, result.candidate.buffer)
+                        == poison_at(torch.arange(result.candidate.buffer.flat.numel()).view(spec.num_blocks, -1)
+                                     + result.candidate.buffer.guard_bytes)[:, : spec.value_bytes])
+    assert poison_like > 0 and Category.UNWRITTEN not in found.by_category()
+
+
+@pytest.mark.parametrize("scale_fmt", [ScaleFormat.UE8M0, ScaleFormat.FP32])
+def test_signed_amax_points_at_the_abs_not_a_divisor(scale_fmt):
+    spec = CacheSpec(scale_fmt=scale_fmt)
+    result, found = run_pair(spec, fault("signed_amax"), baseline="triton")
+    assert [c.category for c in found] == [Category.AMAX]
+    assert found.top.bytes == negative_max_groups(spec, result.baseline.buffer, result.candidate.buffer, result.inputs)
+    assert found.top.facts["amax"] == "max(x)" and found.top.facts["divisor"] == 448.0
+    explanation, hint = said(spec, found.top)
+    assert "max(x), the signed maximum" in explanation and "tl.abs" in hint
+    assert "224" not in explanation + hint

@@ -10,6 +10,7 @@ import torch
 
 from ..fp8 import decode_scales
 from ..spec import SCALE_FLOOR, FP8Format, ScaleFormat
+from .amax import implied_divisor, wrong_amax
 from .claims import Claim, note, unit_claim
 from .frame import Frame
 from .model import Category
@@ -43,6 +44,9 @@ class _ScaleKinds:
     floor_found: float | None  # the candidate's amax floor, where a group shows it
     floor_bound: str  # "exact": floor_found is the floor; "range": in (found / 2, found]; "at_most": <= found
     stored_other: torch.Tensor  # the right scale in the other word format (scale-format)
+    amax: torch.Tensor  # the scale of another amax (amax.py: no abs, wrong range)
+    amax_found: dict
+    divisor_range: tuple[float, float] | None  # the DIV the ratio cluster's words imply
 
 
 def _amax(frame: Frame, units: torch.Tensor) -> torch.Tensor:
@@ -100,6 +104,8 @@ def _classify(frame: Frame, units: torch.Tensor) -> _ScaleKinds:
     if frame.spec.scale_fmt.power_of_two:
         doubled = ratio_units & ((ratio == 2.0) | (ratio == 0.5))
         pow2[doubled] = _on_boundary(frame, units[doubled])
+    wrong, amax_found = wrong_amax(frame, units, ratio_units & ~pow2)
+    ratio_units = ratio_units & ~wrong
     swapped = _swapped(frame, units, ratio_units & ~pow2)
     floor, floor_found, floor_bound = _amax_floor(frame, units, ratio_units & ~pow2 & ~swapped)
     rounded_down = torch.zeros_like(ratio_units)
@@ -112,8 +118,10 @@ def _classify(frame: Frame, units: torch.Tensor) -> _ScaleKinds:
     plain = ratio_units & ~pow2 & ~swapped & ~floor & ~rounded_down
     in_cluster = _cluster(log_ratio, ratio_units & ~swapped & ~floor & ~rounded_down, plain)
     mode_ratio = float(torch.median(ratio[in_cluster])) if bool(in_cluster.any()) else None
+    divisor_range = implied_divisor(frame, units[in_cluster]) if mode_ratio is not None else None
     return _ScaleKinds(units, unwritten, base_unwritten, ulp, ratio, bits, in_cluster, pow2 & ~in_cluster,
-                       mode_ratio, floor, rounded_down, swapped, floor_found, floor_bound, stored_other)
+                       mode_ratio, floor, rounded_down, swapped, floor_found, floor_bound, stored_other, wrong,
+                       amax_found, divisor_range)
 
 
 def _swapped(frame: Frame, units: torch.Tensor, open_w: torch.Tensor) -> torch.Tensor:
@@ -188,7 +196,8 @@ def scales(frame: Frame, open_u: torch.Tensor) -> tuple[list[Claim], torch.Tenso
     for category, chosen in ((Category.UNWRITTEN, kinds.unwritten), (Category.SCALE_ULP, kinds.ulp),
                              (Category.SCALE_RATIO, kinds.in_cluster), (Category.SCALE_POW2, kinds.pow2),
                              (Category.AMAX_FLOOR, kinds.floor), (Category.UE8M0_ROUNDING, kinds.rounded_down),
-                             (Category.SCALE_SWAP, kinds.swapped), (Category.SCALE_FORMAT, kinds.stored_other)):
+                             (Category.SCALE_SWAP, kinds.swapped), (Category.SCALE_FORMAT, kinds.stored_other),
+                             (Category.AMAX, kinds.amax)):
         if not bool(chosen.any()):
             continue
         mask = frame.units_mask(kinds.units[chosen])
@@ -200,7 +209,7 @@ def scales(frame: Frame, open_u: torch.Tensor) -> tuple[list[Claim], torch.Tenso
     # scale words no cause explains: their bytes go through the byte-level fallback
     rest = differs.clone()
     explained = kinds.unwritten | kinds.ulp | kinds.in_cluster | kinds.pow2 | kinds.floor | kinds.rounded_down
-    rest[kinds.units[explained | kinds.swapped | kinds.stored_other]] = False
+    rest[kinds.units[explained | kinds.swapped | kinds.stored_other | kinds.amax]] = False
     if bool(rest.any()):
         claims.append(unit_claim(frame, Category.UNKNOWN, rest, value=False, scale=True))
     return claims, taken
@@ -209,7 +218,10 @@ def scales(frame: Frame, open_u: torch.Tensor) -> tuple[list[Claim], torch.Tenso
 def _scale_notes(kinds: _ScaleKinds, spec) -> list[Claim]:
     claims = [note(Category.UNWRITTEN, baseline_scale_words=int(kinds.base_unwritten.sum()))]
     if kinds.mode_ratio is not None:
-        claims.append(Claim(Category.SCALE_RATIO, found={"ratio": kinds.mode_ratio}))
+        claims.append(Claim(Category.SCALE_RATIO, found={"ratio": kinds.mode_ratio,
+                                                         "divisor_range": kinds.divisor_range}))
+    if bool(kinds.amax.any()):
+        claims.append(Claim(Category.AMAX, counts={"words": int(kinds.amax.sum())}, found=kinds.amax_found))
     if bool(kinds.ulp.any()):
         claims.append(Claim(Category.SCALE_ULP, found={"max_ulp": int(kinds.bits[kinds.ulp].abs().max())}))
     claims.append(note(Category.SCALE_POW2, doubled=int((kinds.pow2 & (kinds.ratio > 1)).sum()),

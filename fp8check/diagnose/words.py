@@ -125,6 +125,11 @@ def _scale_ratio(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
         a, b = pair
         hint = (f"s = amax / DIV: the ratio suggests DIV {a:g} ({names[a]}) in the baseline against {b:g}"
                 f" ({names[b]}) in the candidate")
+    elif cause.facts.get("divisor_range"):
+        low, high = cause.facts["divisor_range"]
+        implied = f"DIV = {low:.6g}" if high <= low * (1 + 1e-4) else f"DIV in [{low:.6g}, {high:.6g})"
+        hint = (f"s = max(amax, 1e-4) / DIV: the candidate's scales imply {implied}: check the divisor constant"
+                " (and the clamp bound that goes with it)")
     else:
         hint = "compare the two writers' DIV in s = max(amax, 1e-4) / DIV"
     return (f"Candidate scales are {ratio:.6g}x the baseline's{MOVED}.", f"{hint} ({NUMERICS}#writer-numerics)")
@@ -203,6 +208,62 @@ def _scale_swap(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
             "store token t's scale at scale_offset(t, group): check the scale index of each token")
 
 
+MOVED_WHAT = {"rows": "rows (values and scales)", "values": "value rows (their scales are right)",
+              "scales": "scale words (their values are right)"}
+MOVED_HINT = {
+    "rows": "an off-by-one in the store's slot: check the slot index (the slot_mapping load, slot // block_size,"
+            " slot % block_size) of both stores",
+    "values": "the value store's offset: check its token term (slot % block_size, the tile offset)",
+    "scales": "the scale store's index: check its token term (scale_offset(t, group)) and the token it reads",
+}
+
+
+def _shift(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
+    f = cause.facts
+    k, by = f["offset"], f["by"]
+    unit = "slot" if by == "slots" else "token"
+    if by == "slots":
+        where = (f"stored {_plural(abs(k), 'slot')} {'further on' if k > 0 else 'earlier'}: slot s holds what"
+                 f" belongs at slot s{'-' if k > 0 else '+'}{abs(k)}")
+        hint = MOVED_HINT[f["moved"]]
+    else:
+        where = (f"of the wrong token: the slot of token t holds token t{'+' if k > 0 else '-'}{abs(k)}'s"
+                 f" {'scale' if f['moved'] == 'scales' else 'row'}")
+        hint = f"the token index of the load: check the program id and the row offset of k ({unit} t{k:+d})"
+    return f"{MOVED_WHAT[f['moved']].capitalize()} are {where}.", hint
+
+
+def _permutation(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
+    f = cause.facts
+    how = f["permutation"]
+    what = ("transposed (token and dim exchanged)" if how == "transposed"
+            else f"{how}" if how != "permuted" else "permuted the same way in every tile")
+    return (f"The values are right but inside each 16x16 tile of the shuffle layout they are {what}"
+            f" ({f['moved_positions']} of 256 positions move).",
+            "the tile offset (t//16)*16*head_dim + (d//16)*256 + (t%16)*16 + d%16: check the order of its last"
+            " two terms (token row, dim column)")
+
+
+AMAX_WORDS = {
+    "max(x)": ("max(x), the signed maximum, where amax is max(|x|)",
+               "take the absolute value before the max: amax = max(|x|) (tl.max(tl.abs(x)))"),
+    "min(x)": ("min(x) where amax is max(|x|)", "amax is the max of |x|: check the reduction (max, not min) and the abs"),
+    "min(amax, floor)": ("min(amax, 1e-4): the floor applied as a ceiling",
+                         "s = max(amax, 1e-4) / DIV: the floor is a maximum, not a minimum"),
+    "token": ("max(|x|) over the whole token where each quant group has its own",
+              "the amax reduction's range: one amax per quant group of quant_block_size elements"),
+    "first half": ("max(|x|) over the first half of the group only", "the amax reduction's range or mask"),
+    "second half": ("max(|x|) over the second half of the group only", "the amax reduction's range or mask"),
+}
+
+
+def _amax(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
+    f = cause.facts
+    what, hint = AMAX_WORDS[f["amax"]]
+    return (f"{_plural(f['words'], 'scale word')} are s = max(amax, 1e-4) / {f['divisor']:g} with amax ="
+            f" {what}{MOVED}.", hint)
+
+
 STORED = {"fp32": "one fp32 word", "ue8m0": "one fp32 word (a power of two)",
           "ue8m0x4": "four equal UE8M0 bytes (vLLM's mxfp8)"}
 
@@ -232,7 +293,8 @@ WORDS = {
     Category.SCALE_POW2: _scale_pow2, Category.SCALE_ULP: _scale_ulp, Category.ROUNDING: _rounding,
     Category.SATURATION_NAN: _saturation_nan, Category.SIGNED_ZERO: _signed_zero, Category.AMAX_FLOOR: _amax_floor,
     Category.UE8M0_ROUNDING: _ue8m0_rounding, Category.SCALE_SWAP: _scale_swap, Category.SCALE_FORMAT: _scale_format,
-    Category.NON_FINITE: _non_finite,
+    Category.NON_FINITE: _non_finite, Category.SHIFT: _shift, Category.PERMUTATION: _permutation,
+    Category.AMAX: _amax,
     Category.UNKNOWN: _unknown,
 }
 
