@@ -214,6 +214,7 @@ FAULT_SUITE = [
     Fault("scale_shift", Category.SHIFT, scale_bytes_only),
     Fault("transposed_tile", Category.PERMUTATION, value_bytes_differ),
     Fault("signed_amax", Category.AMAX, negative_max_groups),
+    Fault("extra_lane", Category.STRAY_WRITE, slot_zero),
 ]
 
 
@@ -757,3 +758,29 @@ def test_signed_amax_points_at_the_abs_not_a_divisor(scale_fmt):
     explanation, hint = said(spec, found.top)
     assert "max(x), the signed maximum" in explanation and "tl.abs" in hint
     assert "224" not in explanation + hint
+
+
+def test_a_lane_past_the_last_token_is_a_stray_row_with_the_mask_hint():
+    spec, _, found = run_fault(fault_named("extra_lane"))
+    assert found.top.facts["foreign_slots"] == 1 and found.top.facts["foreign_bytes"] == found.top.bytes
+    explanation, hint = said(spec, found.top)
+    assert "overwritten by a row no token has" in explanation and "token < num_tokens" in hint
+    assert "FP8" not in hint
+
+
+def test_another_tokens_row_over_a_slot_is_named_a_copy():
+    spec = CacheSpec()
+    inputs = generate(spec, seed=0)
+
+    def copies_token_1_over_token_0(k, kv_cache, slot_mapping, quant_block_size, scale_fmt):
+        reference = producers.resolve("reference").writer
+        reference(k, kv_cache, slot_mapping, quant_block_size, scale_fmt)
+        reference(k[1:2], kv_cache, slot_mapping[:1], quant_block_size, scale_fmt)
+
+    result = compare(spec, baseline=producers.resolve("reference"),
+                     candidate=producers.Producer("overwrite", "token 1 over token 0", copies_token_1_over_token_0),
+                     inputs=inputs, device=CPU)
+    found = diagnose(spec, result.baseline.buffer, result.candidate.buffer, result.inputs)
+    assert [c.category for c in found] == [Category.STRAY_WRITE]
+    assert found.top.facts["copied_slots"] == 1 and found.top.facts["copied_bytes"] == result.diff.diff_bytes
+    assert "another token's row" in said(spec, found.top)[0]

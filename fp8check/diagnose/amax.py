@@ -32,7 +32,7 @@ def hypotheses(frame: Frame, units: torch.Tensor) -> dict[str, torch.Tensor]:
     x = _group_x(frame, units)
     amax = x.abs().amax(dim=1)
     half = x.shape[1] // 2
-    found = {"max(x)": x.amax(dim=1), "min(x)": x.amin(dim=1),
+    found = {"max(x)": x.amax(dim=1), "min(x)": x.amin(dim=1), "min(|x|)": x.abs().amin(dim=1),
              "min(amax, floor)": torch.clamp(amax, max=SCALE_FLOOR)}
     if frame.spec.groups_per_token > 1:
         found["token"] = _token_amax(frame, units)

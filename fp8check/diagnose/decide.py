@@ -79,9 +79,14 @@ def cause_facts(spec: CacheSpec, category: Category, count: int, counts: dict, f
         return {"tokens_never_written": c("units", 0) // spec.groups_per_token,
                 "baseline_poison_bytes": c("baseline_bytes", 0), "baseline_poison_scales": c("baseline_scale_words", 0)}
     if category is Category.STRAY_WRITE:
-        return {"guard_bytes": c("guard", 0), "slot_bytes": count - c("guard", 0) - c("overwritten", 0),
-                "candidate_guard_bytes": c("candidate_guard", 0), "overwritten_bytes": c("overwritten", 0),
-                "overwritten_slots": c("overwritten_slots", 0)}
+        facts = {"guard_bytes": c("guard", 0),
+                 "slot_bytes": count - c("guard", 0) - c("overwritten", 0) - c("foreign", 0) - c("copied", 0),
+                 "candidate_guard_bytes": c("candidate_guard", 0), "overwritten_bytes": c("overwritten", 0),
+                 "overwritten_slots": c("overwritten_slots", 0)}
+        for key in ("foreign", "copied"):
+            if c(key, 0):
+                facts |= {f"{key}_bytes": c(key, 0), f"{key}_slots": c(f"{key}_slots", 0)}
+        return facts
     if category is Category.INTEGER_CAST:
         return _integer_cast(counts)
     if category is Category.LAYOUT:

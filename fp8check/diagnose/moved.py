@@ -53,8 +53,9 @@ def _slot_tables(frame: Frame) -> tuple[torch.Tensor, torch.Tensor]:
     return at_slot, of_token[:tokens]
 
 
-def _sources(frame: Frame, tables, units: torch.Tensor, by: str, k: int) -> _Sources:
-    """The units whose baseline rows a writer that moved everything by k slots (or k tokens) leaves at `units`."""
+def _sources(frame: Frame, tables, units: torch.Tensor, by: str, k) -> _Sources:
+    """The units whose baseline rows a writer that moved everything by k slots (or k tokens) leaves at `units`
+    (k: an int, or an int64 [m, 1] of offsets: then [m, n] for all of them)."""
     at_slot, of_token = tables
     spec, groups = frame.spec, frame.spec.groups_per_token
     group = frame.group[units]
@@ -77,9 +78,18 @@ def _predicted(frame: Frame, units: torch.Tensor, src: _Sources) -> tuple[torch.
     """(value rows [n, qbs], scale words [n, 4]) the moved writer leaves at `units`."""
     moved = src.unit >= 0
     source = src.unit.clamp(min=0)
-    rows = torch.where(moved.view(-1, 1), frame.value_rows(frame.base_phys, source), frame.poison_rows(units))
+    base_rows = frame.value_rows(frame.base_phys, source)
+    rows = torch.where(moved.view(-1, 1), base_rows, frame.poison_rows(units))
     words = torch.where(moved.view(-1, 1), frame.base_wb[source], frame.scale_poison(units))
     return rows, words
+
+
+def _fingerprints(rows: torch.Tensor) -> torch.Tensor:
+    """int64 [n]: one number per uint8 row, equal for equal rows (the probe counts with them; every unit a move
+    takes is then compared byte by byte)."""
+    words = rows.contiguous().view(torch.int64) if rows.shape[1] % 8 == 0 else rows.long()
+    odd = torch.arange(1, 2 * words.shape[1], 2, device=rows.device, dtype=torch.int64) * 0x2545F491
+    return (words * odd).sum(dim=1)  # wraps around: fine for a fingerprint
 
 
 def _offsets(frame: Frame) -> list[int]:
@@ -111,17 +121,25 @@ def shifted(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
     tables = _slot_tables(frame)
     cand_rows, cand_words = frame.value_rows(frame.cand_phys, probe), frame.cand_wb[probe]
     word_differs = frame.wdiff_u[probe] > 0
+    offsets = _offsets(frame)
+    k = torch.tensor(offsets, device=probe.device).view(-1, 1)
+    moves = {by: _sources(frame, tables, probe, by, k) for by in ("slots", "tokens")}  # [offsets, probe] each
+    # the baseline rows of every source unit, gathered and fingerprinted once
+    every = torch.unique(torch.cat([s.unit.clamp(min=0).view(-1) for s in moves.values()]))
+    base_prints = _fingerprints(frame.value_rows(frame.base_phys, every))
+    base_words = frame.base_wb.contiguous().view(torch.int32).view(-1)
+    cand_prints = _fingerprints(cand_rows)
+    cand_word = cand_words.contiguous().view(torch.int32).view(-1)
     rows_score, values_score, words_score = {}, {}, {}
-    for by in ("slots", "tokens"):
-        for k in _offsets(frame):
-            src = _sources(frame, tables, probe, by, k)
-            rows, words = _predicted(frame, probe, src)
-            real = src.unit >= 0  # a real row moved in (poison moved in proves nothing about k)
-            same_values = real & (rows == cand_rows).all(dim=1) & (frame.n_u[probe] > 0)
-            same_word = real & (words == cand_words).all(dim=1)
-            rows_score[by, k] = int((same_values & same_word).sum())
-            values_score[by, k] = int(same_values.sum())
-            words_score[by, k] = int((same_word & word_differs).sum())
+    for by, src in moves.items():
+        real = src.unit >= 0  # a real row moved in (poison moved in proves nothing about k)
+        source = src.unit.clamp(min=0)
+        same_values = real & (base_prints[torch.searchsorted(every, source)] == cand_prints) & (frame.n_u[probe] > 0)
+        same_word = real & (base_words[source] == cand_word)
+        for i, (rows, values, words) in enumerate(zip((same_values & same_word).sum(dim=1).tolist(),
+                                                       same_values.sum(dim=1).tolist(),
+                                                       (same_word & word_differs).sum(dim=1).tolist())):
+            rows_score[by, offsets[i]], values_score[by, offsets[i]], words_score[by, offsets[i]] = rows, values, words
     half = probe.numel() / 2
     for what, scores, minimum in (("rows", rows_score, half), ("values", values_score, half),
                                   ("scales", words_score, SCALE_SHARE * int(word_differs.sum()))):

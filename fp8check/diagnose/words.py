@@ -74,6 +74,18 @@ def _stray_write(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
     where = [f"{f['guard_bytes']} outside the cache ({outside})"] if f["guard_bytes"] else []
     if f["slot_bytes"]:
         where.append(f"{f['slot_bytes']} in slots no token maps to")
+    if f.get("foreign_bytes"):
+        where.append(f"{f['foreign_bytes']} in {_plural(f['foreign_slots'], 'slot')} of real tokens, overwritten by"
+                     " a row no token has (values and scale)")
+        return (f"Bytes changed where no token of this slot mapping writes: {', '.join(where)}.",
+                "a lane or program past the last token wrote: check the token mask (token < num_tokens, not <=)"
+                " and the grid (cdiv(num_tokens, TOKENS) programs)")
+    if f.get("copied_bytes"):
+        where.append(f"{f['copied_bytes']} in {_plural(f['copied_slots'], 'slot')} of real tokens, overwritten by"
+                     " another token's row (values and scale)")
+        return (f"Bytes changed where no token of this slot mapping writes: {', '.join(where)}.",
+                "two tokens stored to one slot: check the slot each token's store uses (the slot_mapping load"
+                " and its token index)")
     if f.get("overwritten_bytes"):
         where.append(f"{f['overwritten_bytes']} in {_plural(f['overwritten_slots'], 'slot')} of real tokens,"
                      " overwritten by padding tokens (slot < 0)")
@@ -248,6 +260,8 @@ AMAX_WORDS = {
     "max(x)": ("max(x), the signed maximum, where amax is max(|x|)",
                "take the absolute value before the max: amax = max(|x|) (tl.max(tl.abs(x)))"),
     "min(x)": ("min(x) where amax is max(|x|)", "amax is the max of |x|: check the reduction (max, not min) and the abs"),
+    "min(|x|)": ("min(|x|), the smallest magnitude, where amax is max(|x|)",
+                 "the amax reduction must be a max: check its combiner (max, not min)"),
     "min(amax, floor)": ("min(amax, 1e-4): the floor applied as a ceiling",
                          "s = max(amax, 1e-4) / DIV: the floor is a maximum, not a minimum"),
     "token": ("max(|x|) over the whole token where each quant group has its own",
