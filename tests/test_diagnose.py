@@ -215,6 +215,7 @@ FAULT_SUITE = [
     Fault("transposed_tile", Category.PERMUTATION, value_bytes_differ),
     Fault("signed_amax", Category.AMAX, negative_max_groups),
     Fault("extra_lane", Category.STRAY_WRITE, slot_zero),
+    Fault("no_scale_store", Category.UNWRITTEN, scale_bytes_only),
 ]
 
 
@@ -784,3 +785,16 @@ def test_another_tokens_row_over_a_slot_is_named_a_copy():
     assert [c.category for c in found] == [Category.STRAY_WRITE]
     assert found.top.facts["copied_slots"] == 1 and found.top.facts["copied_bytes"] == result.diff.diff_bytes
     assert "another token's row" in said(spec, found.top)[0]
+
+
+def test_a_dropped_scale_store_points_at_the_scale_store():
+    spec, _, found = run_fault(fault_named("no_scale_store"))
+    assert found.top.facts["scale_words_unwritten"] == 192 and found.top.facts["value_groups_unwritten"] == 0
+    explanation, hint = said(spec, found.top)
+    assert "192 scale words whose values it wrote" in explanation and "scale store" in hint
+
+
+def test_tokens_never_written_point_at_the_grid():
+    spec, _, found = run_fault(fault_named("skip_tokens"))
+    assert found.top.facts["value_groups_unwritten"] == found.top.facts["scale_words_unwritten"] == 38
+    assert "grid covers all tokens" in said(spec, found.top)[1]

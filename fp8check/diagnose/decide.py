@@ -77,7 +77,8 @@ def cause_facts(spec: CacheSpec, category: Category, count: int, counts: dict, f
     c = counts.get
     if category is Category.UNWRITTEN:
         return {"tokens_never_written": c("units", 0) // spec.groups_per_token,
-                "baseline_poison_bytes": c("baseline_bytes", 0), "baseline_poison_scales": c("baseline_scale_words", 0)}
+                "baseline_poison_bytes": c("baseline_bytes", 0), "baseline_poison_scales": c("baseline_scale_words", 0),
+                "value_groups_unwritten": c("units", 0), "scale_words_unwritten": c("candidate_scale_words", 0)}
     if category is Category.STRAY_WRITE:
         facts = {"guard_bytes": c("guard", 0),
                  "slot_bytes": count - c("guard", 0) - c("overwritten", 0) - c("foreign", 0) - c("copied", 0),

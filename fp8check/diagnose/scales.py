@@ -216,7 +216,8 @@ def scales(frame: Frame, open_u: torch.Tensor) -> tuple[list[Claim], torch.Tenso
 
 
 def _scale_notes(kinds: _ScaleKinds, spec) -> list[Claim]:
-    claims = [note(Category.UNWRITTEN, baseline_scale_words=int(kinds.base_unwritten.sum()))]
+    claims = [note(Category.UNWRITTEN, baseline_scale_words=int(kinds.base_unwritten.sum()),
+                   candidate_scale_words=int((kinds.unwritten & ~kinds.base_unwritten).sum()))]
     if kinds.mode_ratio is not None:
         claims.append(Claim(Category.SCALE_RATIO, found={"ratio": kinds.mode_ratio,
                                                          "divisor_range": kinds.divisor_range}))

@@ -60,10 +60,18 @@ def _plural(n: int, word: str) -> str:
 
 def _unwritten(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
     f = cause.facts
-    tokens = f["tokens_never_written"]
-    whole = f", {_plural(tokens, 'token')} never written at all" if tokens else ""
+    groups, words = f.get("value_groups_unwritten", 0), f.get("scale_words_unwritten", 0)
     base_side = f["baseline_poison_bytes"] + f["baseline_poison_scales"]
     side = "; in some, the baseline left poison where the candidate wrote" if base_side else ""
+    if words and not groups:
+        return (f"The candidate left the poison fill in {_plural(words, 'scale word')} whose values it wrote{side}.",
+                "the scale store is missing or masked off: check the scale store (its pointer, index and mask)")
+    if groups and not words:
+        return (f"The candidate left the poison fill in the values of {_plural(groups, 'quant group')} whose scales"
+                f" it wrote{side}.",
+                "the value store is missing or masked off: check the value store (its pointer, offsets and mask)")
+    tokens = f["tokens_never_written"]
+    whole = f", {_plural(tokens, 'token')} never written at all" if tokens else ""
     return (f"The candidate left the poison fill where the baseline wrote{whole}{side}.",
             "every token with slot >= 0 must be written: check that the grid covers all tokens")
 
