@@ -18,12 +18,13 @@ from .prepare import Request, prepare, prepare_parity
 CASE_ONLY = ("expect", "golden_check")  # a case's keys that are not options of its command
 
 
-def run_request(kind: str, values: dict, *, where: str) -> Checked:
-    """One case's values through the one request path, then its command's check."""
+def run_request(kind: str, values: dict, *, where: str, isolation="default") -> Checked:
+    """One case's values through the one request path, then its command's check. isolation: the Limits
+    of writers from files (prepare's)."""
     stated = set(values.get("golden_check", ())) if "golden_check" in values else set(values)
     given = {k: v for k, v in values.items() if k not in CASE_ONLY}
     request = Request.of(kind, given, where=where, stated=stated - set(CASE_ONLY))
-    run = prepare_parity(request) if kind == "parity" else prepare(request)
+    run = prepare_parity(request, isolation=isolation) if kind == "parity" else prepare(request, isolation=isolation)
     if kind == "compare":
         from .compare import Expect, check_compare
 
@@ -37,12 +38,12 @@ def run_request(kind: str, values: dict, *, where: str) -> Checked:
     return run.run_parity()
 
 
-def run_case(case: Case, *, strict: bool = False) -> Outcome:
+def run_case(case: Case, *, strict: bool = False, isolation="default") -> Outcome:
     """One case, decided; an error of the case (exit 2) or of fp8check (exit 3) is its outcome, not a raise.
     A case this machine cannot run is skipped with its reason (exit 0), or an error with `strict`."""
     start = time.perf_counter()
     try:
-        result = run_request(case.kind, case.values, where=case.source)
+        result = run_request(case.kind, case.values, where=case.source, isolation=isolation)
     except NotRunnableHere as exc:
         return Outcome(case.id, case.kind, ExitCode.USAGE if strict else ExitCode.OK, None, str(exc),
                        time.perf_counter() - start, skipped=not strict)
