@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import torch
 
 from .claims import Claim, note, unit_claim
-from .frame import Frame, first_true
+from .frame import Frame
 from .model import Category
 from ..spec import Layout
 
@@ -57,7 +57,7 @@ def _sources(frame: Frame, tables, units: torch.Tensor, by: str, k) -> _Sources:
     """The units whose baseline rows a writer that moved everything by k slots (or k tokens) leaves at `units`
     (k: an int, or an int64 [m, 1] of offsets: then [m, n] for all of them)."""
     at_slot, of_token = tables
-    spec, groups = frame.spec, frame.spec.groups_per_token
+    spec = frame.spec
     group = frame.group[units]
     if by == "slots":
         slot = frame.blocks[frame.block_i[units]] * spec.block_size + frame.token[units] - k
