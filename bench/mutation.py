@@ -344,8 +344,6 @@ def equivalence(candidate: str, repo: str | None, original: str, original_repo: 
     for values in EQUIVALENCE_INPUTS:
         try:
             if repo is not None and original_repo != repo:
-                from fp8check.gate import run_request
-
                 base = compare_defaults(original, original_repo, baseline="reference", **values)
                 mut = compare_defaults(candidate, repo, baseline="reference", **values)
                 same = (base.result.candidate.buffer.flat.equal(mut.result.candidate.buffer.flat)
@@ -383,7 +381,7 @@ def judge(target: Target, sources: dict[str, str], mutant: Mutant, folder: Path,
     except UserError as exc:
         verdict.compare, verdict.top = "crashed", None
         verdict.hint = str(exc).splitlines()[0]
-    if verdict.compare == "survived":
+    if verdict.compare == "survived" and gate is not None:
         verdict.equivalent = equivalence(candidate, repo, *original)
         if not verdict.equivalent.startswith("equivalent") and gate is not None:
             verdict.gate, verdict.gate_case = run_gate(gate_cases(candidate, repo, folder), gate())
@@ -439,10 +437,15 @@ def main(argv=None) -> int:
     parser.add_argument("--targets", nargs="*", default=[t.name for t in TARGETS])
     parser.add_argument("--operators", nargs="*", default=[o.name for o in OPERATORS])
     parser.add_argument("--limit", type=int, default=None, help="at most N mutants per target, evenly spread")
-    parser.add_argument("--no-gate", action="store_true", help="compare defaults only")
+    parser.add_argument("--no-gate", action="store_true", help="compare defaults only (no equivalence, no gate)")
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--markdown", type=Path, default=None)
     args = parser.parse_args(argv)
+    import torch
+
+    # every mutant runs in a forked child: a parent whose intra-op thread pool has run may fork a child
+    # that waits forever on that pool's lock (seen here); one thread keeps the forks sound
+    torch.set_num_threads(1)
     operators = tuple(o for o in OPERATORS if o.name in args.operators)
     verdicts = []
     for target in (t for t in TARGETS if t.name in args.targets):
