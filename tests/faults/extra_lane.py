@@ -11,8 +11,9 @@ from fp8check.writers.reference import AITER, quantize, spec_of_call
 
 def writer(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *, fp8_dtype=torch.float8_e4m3fn, layout=None):
     spec = spec_of_call(k, kv_cache, quant_block_size, scale_fmt, fp8_dtype, layout)
-    past_the_end = torch.cat([k, torch.zeros_like(k[:1])])  # the fault: one lane too many
-    slots = torch.cat([slot_mapping, torch.zeros_like(slot_mapping[:1])])
-    codes, scales = quantize(past_the_end, profile=AITER, fmt=spec.fp8, scale_fmt=spec.scale_fmt,
-                             quant_block_size=quant_block_size)
-    scatter_rows(spec, kv_cache, slots, codes, scales)
+    codes, scales = quantize(k, profile=AITER, fmt=spec.fp8, scale_fmt=spec.scale_fmt, quant_block_size=quant_block_size)
+    scatter_rows(spec, kv_cache, slot_mapping, codes, scales)
+    # the fault: one lane too many, which runs after the others here, reads slot 0 and a row of zeros
+    zero_codes, zero_scales = quantize(torch.zeros_like(k[:1]), profile=AITER, fmt=spec.fp8, scale_fmt=spec.scale_fmt,
+                                       quant_block_size=quant_block_size)
+    scatter_rows(spec, kv_cache, torch.zeros_like(slot_mapping[:1]), zero_codes, zero_scales)
