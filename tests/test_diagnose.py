@@ -798,3 +798,20 @@ def test_tokens_never_written_point_at_the_grid():
     spec, _, found = run_fault(fault_named("skip_tokens"))
     assert found.top.facts["value_groups_unwritten"] == found.top.facts["scale_words_unwritten"] == 38
     assert "grid covers all tokens" in said(spec, found.top)[1]
+
+
+@pytest.mark.parametrize("spec_fmt, direction", [(ScaleFormat.UE8M0, "none"), (ScaleFormat.FP32, "ceil")])
+def test_an_inverted_ue8m0_flag_is_a_rounding_cause_with_the_flag_hint(spec_fmt, direction):
+    spec = CacheSpec(scale_fmt=spec_fmt)
+    inputs = generate(spec, seed=0)
+    other = ScaleFormat.FP32 if spec_fmt is ScaleFormat.UE8M0 else ScaleFormat.UE8M0
+
+    def inverted(k, kv_cache, slot_mapping, quant_block_size, scale_fmt):
+        producers.resolve("reference").writer(k, kv_cache, slot_mapping, quant_block_size, other.writer_arg)
+
+    result = compare(spec, baseline=producers.resolve("reference"),
+                     candidate=producers.Producer("inverted", "the other rounding", inverted), inputs=inputs, device=CPU)
+    found = diagnose(spec, result.baseline.buffer, result.candidate.buffer, result.inputs)
+    assert [c.category for c in found] == [Category.UE8M0_ROUNDING]
+    assert found.top.bytes == result.diff.diff_bytes and found.top.facts["direction"] == direction
+    assert "check the flag that selects it" in said(spec, found.top)[1]

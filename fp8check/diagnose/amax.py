@@ -48,11 +48,9 @@ def _pow2_ceil(x: torch.Tensor) -> torch.Tensor:
     return torch.where(mantissa == 0.5, torch.ldexp(one, exponent - 1), torch.ldexp(one, exponent))
 
 
-def _scale(frame: Frame, amax: torch.Tensor, divisor: float, floor: bool = True) -> torch.Tensor:
+def _scale(amax: torch.Tensor, divisor: float, floor: bool, rounded: bool) -> torch.Tensor:
     s = (torch.clamp(amax, min=SCALE_FLOOR) if floor else amax) / torch.tensor(divisor, dtype=torch.float32)
-    if frame.spec.scale_fmt.power_of_two:
-        return _pow2_ceil(s.double()).float()
-    return s
+    return _pow2_ceil(s.double()).float() if rounded else s
 
 
 def wrong_amax(frame: Frame, units: torch.Tensor, open_w: torch.Tensor) -> tuple[torch.Tensor, dict]:
@@ -64,18 +62,22 @@ def wrong_amax(frame: Frame, units: torch.Tensor, open_w: torch.Tensor) -> tuple
         return none, {}
     cand = frame.cand_w[units]
     divisors = sorted({frame.spec.fp8.max, frame.spec.fp8.vllm_divisor}, reverse=True)
+    pow2 = frame.spec.scale_fmt.power_of_two
+    tried = hypotheses(frame, units)
+    tried["max(|x|)"] = _group_x(frame, units).abs().amax(dim=1)  # the right amax: only with the other rounding
     best, best_found = none, {}
-    for name, amax in hypotheses(frame, units).items():
-        floor = name != "min(amax, floor)"
-        for divisor in divisors:
-            wanted = _scale(frame, amax, divisor, floor)
-            if frame.spec.scale_fmt.power_of_two:
-                match = cand == wanted
-            else:
+    for name, amax in tried.items():
+        for rounded in (pow2, not pow2):
+            if name == "max(|x|)" and rounded == pow2:
+                continue
+            for divisor in divisors:
+                wanted = _scale(amax, divisor, name != "min(amax, floor)", rounded)
                 match = (cand - wanted).abs() <= ULP_LIMIT * torch.finfo(torch.float32).eps * wanted.abs()
-            match &= open_w
-            if int(match.sum()) > int(best.sum()):
-                best, best_found = match, {"amax": name, "divisor": divisor}
+                match &= open_w
+                if int(match.sum()) > int(best.sum()):
+                    best, best_found = match, {"amax": name, "divisor": divisor}
+                    if rounded != pow2:
+                        best_found["rounding"] = "ceil" if rounded else "none"
     if int(best.sum()) >= max(MIN_WORDS, SHARE * count):
         return best, best_found
     return none, {}

@@ -107,7 +107,8 @@ def cause_facts(spec: CacheSpec, category: Category, count: int, counts: dict, f
         return {"groups": c("groups", 0), "floor_found": found.get("floor_found"),
                 "floor_bound": found.get("floor_bound"), "floor_expected": SCALE_FLOOR}
     if category is Category.UE8M0_ROUNDING:
-        return {"groups": c("groups", 0), "direction": "floor", "expected": "ceil"}
+        expected = "ceil" if spec.scale_fmt.power_of_two else "none"
+        return {"groups": c("groups", 0), "direction": found.get("rounding", "floor"), "expected": expected}
     if category is Category.SCALE_SWAP:
         return {"words": c("words", 0)}
     if category is Category.SHIFT:

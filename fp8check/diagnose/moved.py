@@ -21,7 +21,8 @@ from .model import Category
 from ..spec import Layout
 
 PROBE_UNITS = 256  # differing units compared at every offset to find the one the writer used
-MIN_UNITS = 4  # units (or scale words) a move needs: one row equal to another's is no pattern
+MIN_UNITS = 2  # whole quant groups a move needs (equal rows of qbs bytes: no chance coincidence, but two)
+MIN_WORDS = 4  # scale words a scale-only move needs: ue8m0 words repeat often
 SCALE_SHARE = 0.9  # share of the probe's differing scale words a scale-only shift must explain
 TILE = 16  # the shuffle layout's tiles are 16 tokens x 16 dims (docs/NUMERICS.md)
 TILE_PROBE = 64  # fully mapped differing tiles compared to find a permutation inside them
@@ -98,13 +99,13 @@ def _offsets(frame: Frame) -> list[int]:
     return [k for k in range(-reach, reach + 1) if k]
 
 
-def _best(scores: dict, minimum: float) -> tuple[tuple[str, int] | None, int]:
+def _best(scores: dict, minimum: float, least: int) -> tuple[tuple[str, int] | None, int]:
     """The (by, k) with the most matches, slots before tokens and the smallest |k| on ties, if it has
-    `minimum`."""
+    `minimum` and `least`."""
     if not scores:
         return None, 0
     key = max(scores, key=lambda key: (scores[key], key[0] == "slots", -abs(key[1])))
-    return (key, scores[key]) if scores[key] >= max(minimum, MIN_UNITS) else (None, 0)
+    return (key, scores[key]) if scores[key] >= max(minimum, least) else (None, 0)
 
 
 def shifted(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
@@ -141,9 +142,10 @@ def shifted(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
                                                        (same_word & word_differs).sum(dim=1).tolist())):
             rows_score[by, offsets[i]], values_score[by, offsets[i]], words_score[by, offsets[i]] = rows, values, words
     half = probe.numel() / 2
-    for what, scores, minimum in (("rows", rows_score, half), ("values", values_score, half),
-                                  ("scales", words_score, SCALE_SHARE * int(word_differs.sum()))):
-        move, _ = _best(scores, minimum)
+    for what, scores, minimum, least in (("rows", rows_score, half, MIN_UNITS),
+                                         ("values", values_score, half, MIN_UNITS),
+                                         ("scales", words_score, SCALE_SHARE * int(word_differs.sum()), MIN_WORDS)):
+        move, _ = _best(scores, minimum, least)
         if move is not None:
             return _take(frame, open_units, tables, what, *move)
     return [], taken

@@ -197,7 +197,7 @@ def scales(frame: Frame, open_u: torch.Tensor) -> tuple[list[Claim], torch.Tenso
                              (Category.SCALE_RATIO, kinds.in_cluster), (Category.SCALE_POW2, kinds.pow2),
                              (Category.AMAX_FLOOR, kinds.floor), (Category.UE8M0_ROUNDING, kinds.rounded_down),
                              (Category.SCALE_SWAP, kinds.swapped), (Category.SCALE_FORMAT, kinds.stored_other),
-                             (Category.AMAX, kinds.amax)):
+                             (_amax_category(kinds), kinds.amax)):
         if not bool(chosen.any()):
             continue
         mask = frame.units_mask(kinds.units[chosen])
@@ -215,6 +215,11 @@ def scales(frame: Frame, open_u: torch.Tensor) -> tuple[list[Claim], torch.Tenso
     return claims, taken
 
 
+def _amax_category(kinds: _ScaleKinds) -> Category:
+    """The right amax with the other rounding is a ue8m0 rounding cause; any other amax is `amax`."""
+    return Category.UE8M0_ROUNDING if kinds.amax_found.get("rounding") else Category.AMAX
+
+
 def _scale_notes(kinds: _ScaleKinds, spec) -> list[Claim]:
     claims = [note(Category.UNWRITTEN, baseline_scale_words=int(kinds.base_unwritten.sum()),
                    candidate_scale_words=int((kinds.unwritten & ~kinds.base_unwritten).sum()))]
@@ -222,7 +227,8 @@ def _scale_notes(kinds: _ScaleKinds, spec) -> list[Claim]:
         claims.append(Claim(Category.SCALE_RATIO, found={"ratio": kinds.mode_ratio,
                                                          "divisor_range": kinds.divisor_range}))
     if bool(kinds.amax.any()):
-        claims.append(Claim(Category.AMAX, counts={"words": int(kinds.amax.sum())}, found=kinds.amax_found))
+        counts = {"words": int(kinds.amax.sum()), "groups": int(kinds.amax.sum())}
+        claims.append(Claim(_amax_category(kinds), counts=counts, found=kinds.amax_found))
     if bool(kinds.ulp.any()):
         claims.append(Claim(Category.SCALE_ULP, found={"max_ulp": int(kinds.bits[kinds.ulp].abs().max())}))
     claims.append(note(Category.SCALE_POW2, doubled=int((kinds.pow2 & (kinds.ratio > 1)).sum()),
