@@ -60,11 +60,11 @@ OPERATORS = (
              {"+": ("-",), "-": ("+",), "*": ("/",), "/": ("*",), "//": ("/",), "%": ("//",)}),
     Operator("comparison", ROLE, r"<=|>=|==|!=|<|>",
              {"<": ("<=",), "<=": ("<",), ">": (">=",), ">=": (">",), "==": ("!=",), "!=": ("==",)}),
-    Operator("constant", "scale", r"\b(?:448\.0|448|224\.0|224|1e-4|0\.5)\b",
+    Operator("constant", ROLE, r"\b(?:448\.0|448|224\.0|224|1e-4|0\.5)\b",
              {"448.0": ("447.0", "449.0"), "448": ("447", "449"), "224.0": ("223.0", "225.0"), "224": ("223", "225"),
               "1e-4": ("1e-3", "1e-5"), "0.5": ("0.25",)}),
     Operator("abs", "amax", r"tl\.abs\((\w+)\)|(\w+)\.abs\(\)", None, (r"\1\2",)),
-    Operator("max-min", "amax", r"tl\.maximum|tl\.minimum|\btl\.max\b|\btl\.min\b|_elementwise_max",
+    Operator("max-min", ROLE, r"tl\.maximum|tl\.minimum|\btl\.max\b|\btl\.min\b|_elementwise_max",
              {"tl.maximum": ("tl.minimum",), "tl.minimum": ("tl.maximum",), "tl.max": ("tl.min",),
               "tl.min": ("tl.max",), "_elementwise_max": ("_elementwise_min",)}),
     Operator("offset", ROLE, r"\b(?:slot|slot_id|loc|block_offset|tile_block_offset|token_id|tid|t|block|block_id"
@@ -82,6 +82,7 @@ OPERATORS = (
 )
 
 SCALE_LINE = re.compile(r"\bamax\b|\bscale\s*=|log2|exp2|ceil|1e-4|448|224|\bDIV\b|abs\(|fp8_max|log_val|log_ceil")
+CLAMP_LINE = re.compile(r"\bfp8_min\s*=|\by\s*=\s*tl\.m")  # the values' clamp to +-max
 VALUE_LINE = re.compile(r"\.to\(|\by\s*=|fp8_val\s*=|/ scale|scale_broadcast")
 
 
@@ -95,6 +96,8 @@ def line_family(line: str, column: int) -> str:
             if start <= column < end:
                 return "placement" if index != 1 else ("scale" if "scale" in line[start:end] else "value")
         return "placement"
+    if CLAMP_LINE.search(line):
+        return "value"
     if SCALE_LINE.search(line):
         return "scale"
     if VALUE_LINE.search(line):
@@ -241,7 +244,7 @@ def mutated_sources(sources: dict[str, str], mutant: Mutant) -> dict[str, str]:
 @dataclass
 class Verdict:
     mutant: Mutant
-    compare: str = ""  # killed | crashed | survived
+    compare: str = ""  # killed | crashed | survived | checker-error
     top: str | None = None
     causes: list = field(default_factory=list)
     hint: str | None = None
@@ -381,6 +384,9 @@ def judge(target: Target, sources: dict[str, str], mutant: Mutant, folder: Path,
     except UserError as exc:
         verdict.compare, verdict.top = "crashed", None
         verdict.hint = str(exc).splitlines()[0]
+    except Exception as exc:  # fp8check's own failure (exit 3): reported, never a kill
+        verdict.compare, verdict.top = "checker-error", None
+        verdict.hint = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
     if verdict.compare == "survived" and gate is not None:
         verdict.equivalent = equivalence(candidate, repo, *original)
         if not verdict.equivalent.startswith("equivalent") and gate is not None:

@@ -815,3 +815,28 @@ def test_an_inverted_ue8m0_flag_is_a_rounding_cause_with_the_flag_hint(spec_fmt,
     assert [c.category for c in found] == [Category.UE8M0_ROUNDING]
     assert found.top.bytes == result.diff.diff_bytes and found.top.facts["direction"] == direction
     assert "check the flag that selects it" in said(spec, found.top)[1]
+
+
+def test_a_value_shift_beside_a_wrong_scale_keeps_every_byte():
+    # values stored one slot early, and one token's scale doubled as well: the move takes the value rows of
+    # units whose scale is right, and nothing of the others is lost
+    spec = CacheSpec()
+    inputs = generate(spec, seed=0)
+
+    def values_early(k, kv_cache, slot_mapping, quant_block_size, scale_fmt):
+        reference = producers.resolve("reference").writer
+        moved = kv_cache.clone()
+        reference(k, kv_cache, slot_mapping, quant_block_size, scale_fmt)
+        reference(k, moved, torch.where(slot_mapping > 0, slot_mapping - 1, -1), quant_block_size, scale_fmt)
+        blocks, moved_blocks = kv_cache.view(spec.num_blocks, -1), moved.view(spec.num_blocks, -1)
+        blocks[:, : spec.value_bytes] = moved_blocks[:, : spec.value_bytes]
+        word = blocks[0, spec.scale_offset(5, 0): spec.scale_offset(5, 0) + 4].view(torch.float32)
+        word *= 2
+
+    result = compare(spec, baseline=producers.resolve("reference"),
+                     candidate=producers.Producer("early", "values one slot early", values_early), inputs=inputs,
+                     device=CPU)
+    found = diagnose(spec, result.baseline.buffer, result.candidate.buffer, result.inputs)
+    assert found.bytes == result.diff.diff_bytes
+    assert found.top.category is Category.SHIFT and found.top.facts["moved"] == "values"
+    assert found.top.facts["offset"] == -1

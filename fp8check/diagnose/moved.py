@@ -159,8 +159,8 @@ def _take(frame: Frame, units: torch.Tensor, tables, what: str, by: str, k: int)
     same_word = (frame.cand_wb[units] == words).all(dim=1)
     if what == "rows":
         fits = same_values & same_word
-    elif what == "values":
-        fits = same_values & (frame.n_u[units] > 0)
+    elif what == "values":  # units whose scale differs too are left to the scale causes, whole
+        fits = same_values & (frame.n_u[units] > 0) & (frame.wdiff_u[units] == 0)
     else:
         fits = same_word & (frame.wdiff_u[units] > 0)
     fits &= src.known
