@@ -840,3 +840,26 @@ def test_a_value_shift_beside_a_wrong_scale_keeps_every_byte():
     assert found.bytes == result.diff.diff_bytes
     assert found.top.category is Category.SHIFT and found.top.facts["moved"] == "values"
     assert found.top.facts["offset"] == -1
+
+
+@pytest.mark.parametrize("values, computed", [(lambda x, s: x * s, "x * s"), (lambda x, s: x, "x"),
+                                              (lambda x, s: torch.full_like(x, -448.0), "-max")])
+def test_values_of_another_quotient_name_it(values, computed):
+    # the scales are right; the value bytes are the FP8 codes of x * s, of x, or of -max everywhere
+    spec = CacheSpec()
+    inputs = generate(spec, seed=0)
+
+    def writer(k, kv_cache, slot_mapping, quant_block_size, scale_fmt):
+        from fp8check.cache import scatter_rows
+        from fp8check.writers.reference import AITER, quantize
+
+        codes, scales = quantize(k, profile=AITER, fmt=spec.fp8, scale_fmt=spec.scale_fmt,
+                                 quant_block_size=quant_block_size)
+        wrong = fp8.encode(values(k.float(), scales.view(-1, 1)), spec.fp8)
+        scatter_rows(spec, kv_cache, slot_mapping, wrong, scales)
+
+    result = compare(spec, baseline=producers.resolve("reference"),
+                     candidate=producers.Producer("quotient", "another quotient", writer), inputs=inputs, device=CPU)
+    found = diagnose(spec, result.baseline.buffer, result.candidate.buffer, result.inputs)
+    assert found.top.category is Category.QUOTIENT and found.top.facts["computed"] == computed
+    assert found.top.bytes == result.diff.diff_bytes

@@ -116,6 +116,10 @@ def cause_facts(spec: CacheSpec, category: Category, count: int, counts: dict, f
                 "units_moved_in": c("units", 0)}
     if category is Category.PERMUTATION:
         return {"permutation": found.get("permutation"), "moved_positions": found.get("moved_positions")}
+    if category is Category.QUOTIENT:
+        from .systemic import QUOTIENTS
+
+        return {"computed": max(QUOTIENTS, key=lambda name: c(name, 0)), **{name: c(name, 0) for name in QUOTIENTS}}
     if category is Category.AMAX:
         return {"amax": found.get("amax"), "divisor": found.get("divisor"), "words": c("words", 0)}
     if category is Category.SCALE_FORMAT:

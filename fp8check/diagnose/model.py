@@ -30,6 +30,7 @@ class Category(enum.Enum):
     SHIFT = "shift"
     PERMUTATION = "permutation"
     AMAX = "amax"
+    QUOTIENT = "quotient"
     SCALE_FORMAT = "scale-format"
     NON_FINITE = "non-finite-input"
     UNKNOWN = "unknown"

@@ -275,6 +275,21 @@ def _permutation(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
             " two terms (token row, dim column)")
 
 
+QUOTIENT_WORDS = {
+    "x * s": ("fp8(x * s): the scale multiplied where it divides", "the value's quotient: x / s (or x * (1/s))"),
+    "x": ("fp8(x): the input not divided by its scale at all", "the value's quotient: x / s before the FP8 cast"),
+    "-max": ("-max for every value: clamped to the lower bound", "the clamp of x / s: min(max(y, -max), max), with its"
+             " min and max in that order"),
+    "+max": ("+max for every value: clamped to the upper bound", "the clamp of x / s: min(max(y, -max), max), with its"
+             " min and max in that order"),
+}
+
+
+def _quotient(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
+    what, hint = QUOTIENT_WORDS[cause.facts["computed"]]
+    return f"Value bytes are {what}, where they are fp8(x / s) (the scales are right).", hint
+
+
 AMAX_WORDS = {
     "max(x)": ("max(x), the signed maximum, where amax is max(|x|)",
                "take the absolute value before the max: amax = max(|x|) (tl.max(tl.abs(x)))"),
@@ -327,7 +342,7 @@ WORDS = {
     Category.SATURATION_NAN: _saturation_nan, Category.SIGNED_ZERO: _signed_zero, Category.AMAX_FLOOR: _amax_floor,
     Category.UE8M0_ROUNDING: _ue8m0_rounding, Category.SCALE_SWAP: _scale_swap, Category.SCALE_FORMAT: _scale_format,
     Category.NON_FINITE: _non_finite, Category.SHIFT: _shift, Category.PERMUTATION: _permutation,
-    Category.AMAX: _amax,
+    Category.AMAX: _amax, Category.QUOTIENT: _quotient,
     Category.UNKNOWN: _unknown,
 }
 
