@@ -131,6 +131,7 @@ class Target:
     name: str
     files: tuple[str, ...]  # paths as the origin names them; mutants change one of them
     functions: tuple[str, ...]  # the functions whose lines are mutated
+    formats: tuple[str, ...] | None = None  # the FP8 formats the writer writes (None: both)
 
     def sources(self) -> dict[str, str]:
         if self.name == "fp8check-triton":
@@ -164,7 +165,7 @@ TARGETS = (
            ("_indexer_k_quant_and_cache_kernel", "indexer_k_quant_and_cache_triton")),
     Target("sglang-0.5.23", ("sglang/kernels/ops/quantization/act_quant_triton.py",
                              "sglang/kernels/ops/kvcache/dsa_index_k_cache.py"),
-           ("_act_quant_kernel", "act_quant", "_set_k_and_s_triton", "_set_k_and_s_triton_kernel")),
+           ("_act_quant_kernel", "act_quant", "_set_k_and_s_triton", "_set_k_and_s_triton_kernel"), ("e4m3fn",)),
 )
 
 
@@ -331,20 +332,29 @@ def passing_cases(candidate: str, repo: str | None, folder: Path) -> list[int]:
 
 
 # Inputs an equivalent mutant must write exactly as the unmutated writer does: every input kind with both
-# scale formats, the slot patterns in turn, on a geometry whose token count (112) is no multiple of 32.
+# scale formats, with the slot patterns, both FP8 formats and four geometries in turn: 112 tokens (no
+# multiple of 32) in the shuffle layout and in the linear one, 576 tokens in blocks of 64 (more than one
+# program's tile), and 300 one-token blocks.
 SLOT_PATTERNS = ("sequential", "shuffled", "padded", "sparse")
+GEOMETRIES = ({"block": 16, "num_blocks": 7}, {"block": 16, "num_blocks": 7, "layout": "linear"},
+              {"block": 64, "num_blocks": 9}, {"block": 1, "num_blocks": 300})
 EQUIVALENCE_INPUTS = [
-    {"inputs": d, "slots": SLOT_PATTERNS[(i + j) % 4], "scale_fmt": f, "block": 16, "num_blocks": 7}
+    {"inputs": d, "slots": SLOT_PATTERNS[(i + j) % 4], "scale_fmt": f, "fp8": ("e4m3fn", "e4m3fnuz")[(i // 4 + j) % 2],
+     **GEOMETRIES[(i + 2 * j) % 4]}
     for i, d in enumerate(("normal", "uniform", "outliers", "ue8m0-boundary", "ties", "tiny", "specials", "mixed"))
     for j, f in enumerate(("ue8m0", "fp32"))
 ]
 
 
-def equivalence(candidate: str, repo: str | None, original: str, original_repo: str | None) -> str:
+def equivalence(candidate: str, repo: str | None, original: str, original_repo: str | None, *,
+                formats: tuple[str, ...] | None = None) -> str:
     from fp8check.errors import UserError
 
-    # the unmutated writer as the baseline: a preset's two sides differ only in their --repo
+    # the unmutated writer as the baseline: a preset's two sides differ only in their --repo; inputs the
+    # unmutated writer cannot write (SGLang's writer writes e4m3fn only) are no evidence either way
     for values in EQUIVALENCE_INPUTS:
+        if formats is not None and values["fp8"] not in formats:
+            continue
         try:
             if repo is not None and original_repo != repo:
                 base = compare_defaults(original, original_repo, baseline="reference", **values)
@@ -357,7 +367,8 @@ def equivalence(candidate: str, repo: str | None, original: str, original_repo: 
             return f"differs: {values} ({str(exc).splitlines()[0][:80]})"
         if not same:
             return f"differs: {values}"
-    return f"equivalent on {len(EQUIVALENCE_INPUTS)} inputs"
+    runs = sum(formats is None or v["fp8"] in formats for v in EQUIVALENCE_INPUTS)
+    return f"equivalent on {runs} inputs"
 
 
 def judge(target: Target, sources: dict[str, str], mutant: Mutant, folder: Path, gate, original) -> Verdict:
@@ -388,7 +399,7 @@ def judge(target: Target, sources: dict[str, str], mutant: Mutant, folder: Path,
         verdict.compare, verdict.top = "checker-error", None
         verdict.hint = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
     if verdict.compare == "survived" and gate is not None:
-        verdict.equivalent = equivalence(candidate, repo, *original)
+        verdict.equivalent = equivalence(candidate, repo, *original, formats=target.formats)
         if not verdict.equivalent.startswith("equivalent") and gate is not None:
             verdict.gate, verdict.gate_case = run_gate(gate_cases(candidate, repo, folder), gate())
     verdict.seconds = time.perf_counter() - start
