@@ -39,7 +39,7 @@ FAMILIES = {
     "scale": {"amax", "scale-ratio", "scale-pow2", "scale-ulp", "amax-floor", "ue8m0-rounding", "scale-format",
               "shift"},
     "amax": {"amax", "amax-floor"},
-    "value": {"integer-cast", "fp8-format", "rounding", "saturation-nan", "signed-zero"},
+    "value": {"integer-cast", "fp8-format", "rounding", "saturation-nan", "signed-zero", "quotient"},
     "rounding": {"ue8m0-rounding", "scale-pow2", "scale-format", "scale-ratio"},
 }
 ROLE = "role"  # the family follows from the mutated line (line_family)
