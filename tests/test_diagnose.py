@@ -863,3 +863,24 @@ def test_values_of_another_quotient_name_it(values, computed):
     found = diagnose(spec, result.baseline.buffer, result.candidate.buffer, result.inputs)
     assert found.top.category is Category.QUOTIENT and found.top.facts["computed"] == computed
     assert found.top.bytes == result.diff.diff_bytes
+
+
+def test_a_divisor_that_multiplies_is_named_with_the_operator_hint():
+    spec = CacheSpec()
+    inputs = generate(spec, seed=0)
+
+    def multiplies(k, kv_cache, slot_mapping, quant_block_size, scale_fmt):
+        from fp8check.cache import scatter_rows
+
+        x = k.float().view(k.shape[0], -1, quant_block_size)
+        s = x.abs().amax(dim=-1).clamp(min=1e-4) * 448.0  # the fault: * DIV
+        s = torch.exp2(torch.ceil(torch.log2(s)))
+        codes = fp8.encode(x / s.unsqueeze(-1), spec.fp8).view(k.shape[0], -1)
+        scatter_rows(spec, kv_cache, slot_mapping, codes, s)
+
+    result = compare(spec, baseline=producers.resolve("reference"),
+                     candidate=producers.Producer("multiplies", "s = amax * DIV", multiplies), inputs=inputs, device=CPU)
+    found = diagnose(spec, result.baseline.buffer, result.candidate.buffer, result.inputs)
+    assert [c.category for c in found] == [Category.AMAX] and found.top.bytes == result.diff.diff_bytes
+    assert found.top.facts["amax"] == "max(|x|) * DIV" and found.top.facts["words"] == 192
+    assert "the divisor multiplies" in said(spec, found.top)[0] and "operator" in said(spec, found.top)[1]

@@ -78,6 +78,13 @@ def wrong_amax(frame: Frame, units: torch.Tensor, open_w: torch.Tensor) -> tuple
                     best, best_found = match, {"amax": name, "divisor": divisor}
                     if rounded != pow2:
                         best_found["rounding"] = "ceil" if rounded else "none"
+    # the right amax with the divisor multiplying (s = amax * DIV): the scale formula's operator swapped
+    for divisor in divisors:
+        wanted = _scale(tried["max(|x|)"], 1 / divisor, True, pow2)
+        match = (cand - wanted).abs() <= ULP_LIMIT * torch.finfo(torch.float32).eps * wanted.abs()
+        match &= open_w
+        if int(match.sum()) > int(best.sum()):
+            best, best_found = match, {"amax": "max(|x|) * DIV", "divisor": divisor}
     if int(best.sum()) >= max(MIN_WORDS, SHARE * count):
         return best, best_found
     return none, {}

@@ -307,6 +307,10 @@ AMAX_WORDS = {
 
 def _amax(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
     f = cause.facts
+    if f["amax"] == "max(|x|) * DIV":
+        return (f"{_plural(f['words'], 'scale word')} are s = max(amax, 1e-4) * {f['divisor']:g}: the divisor"
+                f" multiplies{MOVED}.", "s = max(amax, 1e-4) / DIV: check the operator of the scale formula (or the"
+                " reciprocal 1 / DIV it uses)")
     what, hint = AMAX_WORDS[f["amax"]]
     return (f"{_plural(f['words'], 'scale word')} are s = max(amax, 1e-4) / {f['divisor']:g} with amax ="
             f" {what}{MOVED}.", hint)
