@@ -884,3 +884,28 @@ def test_a_divisor_that_multiplies_is_named_with_the_operator_hint():
     assert [c.category for c in found] == [Category.AMAX] and found.top.bytes == result.diff.diff_bytes
     assert found.top.facts["amax"] == "max(|x|) * DIV" and found.top.facts["words"] == 192
     assert "the divisor multiplies" in said(spec, found.top)[0] and "operator" in said(spec, found.top)[1]
+
+
+def test_swapped_words_over_values_they_do_not_explain_are_no_swap():
+    # the scale words of tokens 0/1, 8/9, ... exchanged as in swapped_scales, but those tokens' values are
+    # random bytes: the words coincide, they do not explain the values, so no scale-swap is claimed
+    spec = CacheSpec(scale_fmt=ScaleFormat.FP32)
+    inputs = generate(spec, seed=0)
+
+    def garbage_under_swapped_words(k, kv_cache, slot_mapping, quant_block_size, scale_fmt):
+        producers.resolve(f"file:{FAULTS / 'swapped_scales.py'}:writer", isolation=None).writer(
+            k, kv_cache, slot_mapping, quant_block_size, scale_fmt, fp8_dtype=spec.fp8.torch_dtype(),
+            layout=spec.layout.value)
+        rows = torch.arange(0, k.shape[0] - 1, 8)
+        slots = torch.cat([slot_mapping[rows], slot_mapping[rows + 1]])
+        noise = torch.randint(0, 256, (slots.numel(), spec.head_dim), generator=torch.Generator().manual_seed(1),
+                              dtype=torch.uint8)
+        index = spec.value_index(kv_cache.device)[slots % spec.block_size] + (slots // spec.block_size).view(-1, 1) * spec.block_bytes
+        kv_cache.view(-1)[index] = noise
+
+    result = compare(spec, baseline=producers.resolve("reference"),
+                     candidate=producers.Producer("noise", "swapped words, random values", garbage_under_swapped_words),
+                     inputs=inputs, device=CPU)
+    found = diagnose(spec, result.baseline.buffer, result.candidate.buffer, result.inputs)
+    assert found.bytes == result.diff.diff_bytes
+    assert Category.SCALE_SWAP not in found.by_category()

@@ -107,6 +107,7 @@ def _classify(frame: Frame, units: torch.Tensor) -> _ScaleKinds:
     wrong, amax_found = wrong_amax(frame, units, ratio_units & ~pow2)
     ratio_units = ratio_units & ~wrong
     swapped = _swapped(frame, units, ratio_units & ~pow2)
+    swapped[swapped.clone()] = _values_follow(frame, units[swapped])
     floor, floor_found, floor_bound = _amax_floor(frame, units, ratio_units & ~pow2 & ~swapped)
     rounded_down = torch.zeros_like(ratio_units)
     if frame.spec.scale_fmt.power_of_two:
@@ -141,6 +142,22 @@ def _swapped(frame: Frame, units: torch.Tensor, open_w: torch.Tensor) -> torch.T
                   & (frame.base_wb[u] != frame.base_wb[v]).any(dim=1))
         found |= open_w & same_block & mutual
     return found
+
+
+def _values_follow(frame: Frame, units: torch.Tensor) -> torch.Tensor:
+    """bool [n]: each unit's value bytes are the baseline's or x / s quantized with its own candidate scale
+    (one code apart at most: x / s against x * (1/s)). A scale cause whose values are garbage is no cause
+    of those bytes, only a coincidence of the words."""
+    from ..fp8 import code_distance, encode
+
+    if not units.numel():
+        return torch.zeros(0, dtype=torch.bool, device=units.device)
+    columns = torch.arange(frame.spec.quant_block_size, device=units.device).view(1, -1)
+    x = frame.x(units.view(-1, 1), columns)
+    cand = frame.value_rows(frame.cand_phys, units)
+    own = encode(x / frame.cand_w[units].view(-1, 1), frame.spec.fp8)
+    same = cand == frame.value_rows(frame.base_phys, units)
+    return (same | (code_distance(cand, own, frame.spec.fp8) <= 1)).all(dim=1)
 
 
 def _amax_floor(frame: Frame, units: torch.Tensor, open_w: torch.Tensor) -> tuple[torch.Tensor, float | None, str]:
