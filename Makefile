@@ -17,7 +17,7 @@ STAMP := $(VENV)/.fp8check-installed
 FP8CHECK := $(VENV)/bin/fp8check
 endif
 
-.PHONY: env-check compare test test-install test-triton-matrix torch-plan gate gate-gpu bench table parity doctor clean vllm-wheel-table ecosystem aiter-src-table corpus-sources corpus-test corpus-gpu
+.PHONY: env-check compare test test-install test-triton-matrix torch-plan gate gate-gpu bench table parity doctor clean vllm-wheel-table ecosystem aiter-src-table corpus-sources corpus-test corpus-gpu mutation
 
 # Which torch build: the machine decides, TORCH_INDEX=cpu|cu126|cu128|rocm6.4|... overrides. No NVIDIA or
 # AMD GPU here: PyTorch's CPU-only index and a `+cpu` pin, so no CUDA package is ever downloaded (a plain
@@ -125,6 +125,13 @@ aiter-src-table: $(STAMP)
 	$(PY) bench/aiter_src_table.py $(AITER_SRC) --candidates reference --slots sequential,shuffled,padded,sparse --expect-identical
 	$(PY) bench/aiter_src_table.py $(AITER_SRC) --candidates reference --inputs specials,mixed --specials-inf-nan --expect-identical
 	$(PY) bench/aiter_src_table.py $(AITER_SRC) --candidates triton,triton-buggy --inputs normal
+
+# Not part of `make test`: mutation testing of fp8check's Triton writer, vLLM 0.33.0's writer file and
+# SGLang 0.5.23's preset writer (both read from their pinned wheels, downloaded without dependencies into
+# fp8check's cache folder, once), docs/MUTATION.md. MUTANTS: at most that many per writer (empty: all).
+MUTANTS ?= 30
+mutation: $(STAMP)
+	$(PY) bench/mutation.py $(if $(MUTANTS),--limit $(MUTANTS)) --json out/mutation.json --markdown out/mutation.md
 
 clean:
 	rm -rf $(VENV) .venv-triton-* .pytest_cache .hypothesis *.egg-info

@@ -166,6 +166,16 @@ def non_finite_slots(spec, base, cand, inputs) -> int:
     return changed
 
 
+def negative_max_groups(spec, base, cand, inputs) -> int:
+    # groups whose signed max is not their largest magnitude: only they can get another scale
+    x = inputs.k.cpu().float().view(-1, spec.groups_per_token, spec.quant_block_size)
+    negative = (x.amax(dim=-1) < x.abs().amax(dim=-1)).any(dim=1)
+    slots = inputs.slot_mapping.cpu()[negative]
+    changed = count(rows_of_slots(spec, base, slots) != rows_of_slots(spec, cand, slots))
+    assert changed == count(base.buffer != cand.buffer), "only groups with a negative extreme change"
+    return changed
+
+
 @dataclass(frozen=True)
 class Fault:
     name: str
@@ -200,6 +210,12 @@ FAULT_SUITE = [
     Fault("amax_floor_1e6", Category.AMAX_FLOOR, tiny_amax_slots, {"scale_fmt": ScaleFormat.FP32},
           distribution=Distribution.TINY),
     Fault("finite_amax", Category.NON_FINITE, non_finite_slots, distribution=Distribution.SPECIALS, inf_nan=True),
+    Fault("slot_shift", Category.SHIFT, all_bytes_differ),
+    Fault("scale_shift", Category.SHIFT, scale_bytes_only),
+    Fault("transposed_tile", Category.PERMUTATION, value_bytes_differ),
+    Fault("signed_amax", Category.AMAX, negative_max_groups),
+    Fault("extra_lane", Category.STRAY_WRITE, slot_zero),
+    Fault("no_scale_store", Category.UNWRITTEN, scale_bytes_only),
 ]
 
 
@@ -718,3 +734,194 @@ def test_one_group_with_another_scale_is_no_divisor_claim():
                                                                            inputs.slot_mapping[:1]))
     assert Category.SCALE_RATIO not in found.by_category()
     assert all("DIV" not in " ".join(t for t in said(spec, c) if t) for c in found)
+
+
+# ---- the bugs people write: right bytes at the wrong place, the wrong amax ------------------------------
+
+
+def test_slot_shift_is_a_shift_by_one_slot_with_the_slot_hint():
+    spec, _, found = run_fault(fault_named("slot_shift"))
+    assert found.top.facts == {"moved": "rows", "by": "slots", "offset": 1, "units_moved_in": 191}
+    explanation, hint = said(spec, found.top)
+    assert "stored 1 slot further on: slot s holds what belongs at slot s-1" in explanation
+    assert "slot index" in hint
+
+
+def test_scale_only_shift_is_no_swap():
+    spec, _, found = run_fault(fault_named("scale_shift"), scale_fmt=ScaleFormat.FP32)
+    assert [c.category for c in found] == [Category.SHIFT]
+    assert found.top.facts["moved"] == "scales" and found.top.facts["offset"] == 1
+    assert "scale store" in said(spec, found.top)[1]
+
+
+def test_transposed_tile_is_named_transposed_with_no_unwritten_bytes():
+    spec, result, found = run_fault(fault_named("transposed_tile"))
+    assert found.top.facts == {"permutation": "transposed", "moved_positions": 240}
+    assert "transposed (token and dim exchanged)" in said(spec, found.top)[0]
+    # some moved values equal the poison fill of their new place: still the permutation's bytes
+    poison_like = count(value_region(spec, result.candidate.buffer)
+                        == poison_at(torch.arange(result.candidate.buffer.flat.numel()).view(spec.num_blocks, -1)
+                                     + result.candidate.buffer.guard_bytes)[:, : spec.value_bytes])
+    assert poison_like > 0 and Category.UNWRITTEN not in found.by_category()
+
+
+@pytest.mark.parametrize("scale_fmt", [ScaleFormat.UE8M0, ScaleFormat.FP32])
+def test_signed_amax_points_at_the_abs_not_a_divisor(scale_fmt):
+    spec = CacheSpec(scale_fmt=scale_fmt)
+    result, found = run_pair(spec, fault("signed_amax"), baseline="triton")
+    assert [c.category for c in found] == [Category.AMAX]
+    assert found.top.bytes == negative_max_groups(spec, result.baseline.buffer, result.candidate.buffer, result.inputs)
+    assert found.top.facts["amax"] == "max(x)" and found.top.facts["divisor"] == 448.0
+    explanation, hint = said(spec, found.top)
+    assert "max(x), the signed maximum" in explanation and "tl.abs" in hint
+    assert "224" not in explanation + hint
+
+
+def test_a_lane_past_the_last_token_is_a_stray_row_with_the_mask_hint():
+    spec, _, found = run_fault(fault_named("extra_lane"))
+    assert found.top.facts["foreign_slots"] == 1 and found.top.facts["foreign_bytes"] == found.top.bytes
+    explanation, hint = said(spec, found.top)
+    assert "overwritten by a row no token has" in explanation and "token < num_tokens" in hint
+    assert "FP8" not in hint
+
+
+def test_another_tokens_row_over_a_slot_is_named_a_copy():
+    spec = CacheSpec()
+    inputs = generate(spec, seed=0)
+
+    def copies_token_1_over_token_0(k, kv_cache, slot_mapping, quant_block_size, scale_fmt):
+        reference = producers.resolve("reference").writer
+        reference(k, kv_cache, slot_mapping, quant_block_size, scale_fmt)
+        reference(k[1:2], kv_cache, slot_mapping[:1], quant_block_size, scale_fmt)
+
+    result = compare(spec, baseline=producers.resolve("reference"),
+                     candidate=producers.Producer("overwrite", "token 1 over token 0", copies_token_1_over_token_0),
+                     inputs=inputs, device=CPU)
+    found = diagnose(spec, result.baseline.buffer, result.candidate.buffer, result.inputs)
+    assert [c.category for c in found] == [Category.STRAY_WRITE]
+    assert found.top.facts["copied_slots"] == 1 and found.top.facts["copied_bytes"] == result.diff.diff_bytes
+    assert "another token's row" in said(spec, found.top)[0]
+
+
+def test_a_dropped_scale_store_points_at_the_scale_store():
+    spec, _, found = run_fault(fault_named("no_scale_store"))
+    assert found.top.facts["scale_words_unwritten"] == 192 and found.top.facts["value_groups_unwritten"] == 0
+    explanation, hint = said(spec, found.top)
+    assert "192 scale words whose values it wrote" in explanation and "scale store" in hint
+
+
+def test_tokens_never_written_point_at_the_grid():
+    spec, _, found = run_fault(fault_named("skip_tokens"))
+    assert found.top.facts["value_groups_unwritten"] == found.top.facts["scale_words_unwritten"] == 38
+    assert "grid covers all tokens" in said(spec, found.top)[1]
+
+
+@pytest.mark.parametrize("spec_fmt, direction", [(ScaleFormat.UE8M0, "none"), (ScaleFormat.FP32, "ceil")])
+def test_an_inverted_ue8m0_flag_is_a_rounding_cause_with_the_flag_hint(spec_fmt, direction):
+    spec = CacheSpec(scale_fmt=spec_fmt)
+    inputs = generate(spec, seed=0)
+    other = ScaleFormat.FP32 if spec_fmt is ScaleFormat.UE8M0 else ScaleFormat.UE8M0
+
+    def inverted(k, kv_cache, slot_mapping, quant_block_size, scale_fmt):
+        producers.resolve("reference").writer(k, kv_cache, slot_mapping, quant_block_size, other.writer_arg)
+
+    result = compare(spec, baseline=producers.resolve("reference"),
+                     candidate=producers.Producer("inverted", "the other rounding", inverted), inputs=inputs, device=CPU)
+    found = diagnose(spec, result.baseline.buffer, result.candidate.buffer, result.inputs)
+    assert [c.category for c in found] == [Category.UE8M0_ROUNDING]
+    assert found.top.bytes == result.diff.diff_bytes and found.top.facts["direction"] == direction
+    assert "check the flag that selects it" in said(spec, found.top)[1]
+
+
+def test_a_value_shift_beside_a_wrong_scale_keeps_every_byte():
+    # values stored one slot early, and one token's scale doubled as well: the move takes the value rows of
+    # units whose scale is right, and nothing of the others is lost
+    spec = CacheSpec()
+    inputs = generate(spec, seed=0)
+
+    def values_early(k, kv_cache, slot_mapping, quant_block_size, scale_fmt):
+        reference = producers.resolve("reference").writer
+        moved = kv_cache.clone()
+        reference(k, kv_cache, slot_mapping, quant_block_size, scale_fmt)
+        reference(k, moved, torch.where(slot_mapping > 0, slot_mapping - 1, -1), quant_block_size, scale_fmt)
+        blocks, moved_blocks = kv_cache.view(spec.num_blocks, -1), moved.view(spec.num_blocks, -1)
+        blocks[:, : spec.value_bytes] = moved_blocks[:, : spec.value_bytes]
+        word = blocks[0, spec.scale_offset(5, 0): spec.scale_offset(5, 0) + 4].view(torch.float32)
+        word *= 2
+
+    result = compare(spec, baseline=producers.resolve("reference"),
+                     candidate=producers.Producer("early", "values one slot early", values_early), inputs=inputs,
+                     device=CPU)
+    found = diagnose(spec, result.baseline.buffer, result.candidate.buffer, result.inputs)
+    assert found.bytes == result.diff.diff_bytes
+    assert found.top.category is Category.SHIFT and found.top.facts["moved"] == "values"
+    assert found.top.facts["offset"] == -1
+
+
+@pytest.mark.parametrize("values, computed", [(lambda x, s: x * s, "x * s"), (lambda x, s: x, "x"),
+                                              (lambda x, s: torch.full_like(x, -448.0), "-max")])
+def test_values_of_another_quotient_name_it(values, computed):
+    # the scales are right; the value bytes are the FP8 codes of x * s, of x, or of -max everywhere
+    spec = CacheSpec()
+    inputs = generate(spec, seed=0)
+
+    def writer(k, kv_cache, slot_mapping, quant_block_size, scale_fmt):
+        from fp8check.core.cache import scatter_rows
+        from fp8check.core.reference import AITER, quantize
+
+        codes, scales = quantize(k, profile=AITER, fmt=spec.fp8, scale_fmt=spec.scale_fmt,
+                                 quant_block_size=quant_block_size)
+        wrong = fp8.encode(values(k.float(), scales.view(-1, 1)), spec.fp8)
+        scatter_rows(spec, kv_cache, slot_mapping, wrong, scales)
+
+    result = compare(spec, baseline=producers.resolve("reference"),
+                     candidate=producers.Producer("quotient", "another quotient", writer), inputs=inputs, device=CPU)
+    found = diagnose(spec, result.baseline.buffer, result.candidate.buffer, result.inputs)
+    assert found.top.category is Category.QUOTIENT and found.top.facts["computed"] == computed
+    assert found.top.bytes == result.diff.diff_bytes
+
+
+def test_a_divisor_that_multiplies_is_named_with_the_operator_hint():
+    spec = CacheSpec()
+    inputs = generate(spec, seed=0)
+
+    def multiplies(k, kv_cache, slot_mapping, quant_block_size, scale_fmt):
+        from fp8check.core.cache import scatter_rows
+
+        x = k.float().view(k.shape[0], -1, quant_block_size)
+        s = x.abs().amax(dim=-1).clamp(min=1e-4) * 448.0  # the fault: * DIV
+        s = torch.exp2(torch.ceil(torch.log2(s)))
+        codes = fp8.encode(x / s.unsqueeze(-1), spec.fp8).view(k.shape[0], -1)
+        scatter_rows(spec, kv_cache, slot_mapping, codes, s)
+
+    result = compare(spec, baseline=producers.resolve("reference"),
+                     candidate=producers.Producer("multiplies", "s = amax * DIV", multiplies), inputs=inputs, device=CPU)
+    found = diagnose(spec, result.baseline.buffer, result.candidate.buffer, result.inputs)
+    assert [c.category for c in found] == [Category.AMAX] and found.top.bytes == result.diff.diff_bytes
+    assert found.top.facts["amax"] == "max(|x|) * DIV" and found.top.facts["words"] == 192
+    assert "the divisor multiplies" in said(spec, found.top)[0] and "operator" in said(spec, found.top)[1]
+
+
+def test_swapped_words_over_values_they_do_not_explain_are_no_swap():
+    # the scale words of tokens 0/1, 8/9, ... exchanged as in swapped_scales, but those tokens' values are
+    # random bytes: the words coincide, they do not explain the values, so no scale-swap is claimed
+    spec = CacheSpec(scale_fmt=ScaleFormat.FP32)
+    inputs = generate(spec, seed=0)
+
+    def garbage_under_swapped_words(k, kv_cache, slot_mapping, quant_block_size, scale_fmt):
+        producers.resolve(f"file:{FAULTS / 'swapped_scales.py'}:writer", isolation=None).writer(
+            k, kv_cache, slot_mapping, quant_block_size, scale_fmt, fp8_dtype=spec.fp8.torch_dtype(),
+            layout=spec.layout.value)
+        rows = torch.arange(0, k.shape[0] - 1, 8)
+        slots = torch.cat([slot_mapping[rows], slot_mapping[rows + 1]])
+        noise = torch.randint(0, 256, (slots.numel(), spec.head_dim), generator=torch.Generator().manual_seed(1),
+                              dtype=torch.uint8)
+        index = spec.value_index(kv_cache.device)[slots % spec.block_size] + (slots // spec.block_size).view(-1, 1) * spec.block_bytes
+        kv_cache.view(-1)[index] = noise
+
+    result = compare(spec, baseline=producers.resolve("reference"),
+                     candidate=producers.Producer("noise", "swapped words, random values", garbage_under_swapped_words),
+                     inputs=inputs, device=CPU)
+    found = diagnose(spec, result.baseline.buffer, result.candidate.buffer, result.inputs)
+    assert found.bytes == result.diff.diff_bytes
+    assert Category.SCALE_SWAP not in found.by_category()

@@ -301,7 +301,7 @@ def test_candidate_puts_the_writer_where_fp8checks_own_stands_with_its_presets_c
     (tmp_path / "padding.toml").write_text(table)
     name = f"preset:{tmp_path}/padding.toml/two-step"
     before, after = load("ci").cases, load("ci", candidate=name).cases
-    assert len(before) == len(after) == 160
+    assert len(before) == len(after) > 100  # every case of the shipped gate, none lost or added
     for old, new in zip(before, after):
         ours = (old.kind == "compare" and old.values["candidate"] == "triton") or (
             old.kind == "table" and old.values["fixed"] == "triton")

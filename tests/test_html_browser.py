@@ -126,7 +126,7 @@ def test_transposed_tile_map_shows_the_tiles_diagonals_in_place(chrome, capsys, 
     opened.close()
 
 
-def test_slot_shift_map_shows_the_first_slot_unwritten(chrome, capsys, tmp_path):
+def test_slot_shift_map_shows_every_differing_row_as_the_shift(chrome, capsys, tmp_path):
     page, payload = compare_page(capsys, tmp_path, "slot-shift", "--candidate", fault("slot_shift"),
                                  "--baseline", "reference", "--layout", "shuffle")
     opened = Opened(chrome, page)
@@ -134,9 +134,11 @@ def test_slot_shift_map_shows_the_first_slot_unwritten(chrome, capsys, tmp_path)
     attrs, rgba = picture(opened, 0)
     check_counts(attrs, rgba, payload, 0)
     colours = json.loads(attrs["colours"])
-    # slot 0 is nobody's after the shift: its whole row (values and scale) still holds the poison fill
-    unwritten = painted(rgba, colours["unwritten"])
-    assert bool(unwritten[0].all()) and int(unwritten.sum()) == 132
+    # one cause for the whole picture: every differing byte of every row (slot 0, which nobody writes after
+    # the shift, included) is the shift's
+    assert set(json.loads(attrs["counts"])) == {"shift"}
+    shifted = painted(rgba, colours["shift"])
+    assert bool(shifted[0].all()) and int(shifted.sum()) == payload["value_diff"][0] + payload["scale_diff"][0]
     for block in (1, 2):
         check_counts(*picture(opened, block), payload, block)
     opened.screenshot("compare-slot-shift")

@@ -151,7 +151,9 @@ def _rounding(frame: Frame, b: Bytes, left: torch.Tensor) -> tuple[list[Claim], 
 
 
 def _poison_bytes(frame: Frame, b: Bytes, left: torch.Tensor) -> tuple[list[Claim], torch.Tensor]:
-    """Bytes still holding the poison fill on either side: unwritten."""
+    """Bytes still holding the poison fill on either side: unwritten, where the poison is a pattern (MIN_MATCHES
+    of them and half the open bytes of their unit, or of their column across units: a skipped column); a
+    written value that equals the poison fill of its place by chance (1 in 256) is no unwritten byte."""
     if b.dense:
         poison = frame.poison_rows(b.unit.view(-1))
     else:
@@ -160,8 +162,16 @@ def _poison_bytes(frame: Frame, b: Bytes, left: torch.Tensor) -> tuple[list[Clai
     left_poison = ((b.cand == poison) & left) | base_poison
     if not bool(left_poison.any()):
         return [], left
-    return b.claim(frame, Category.UNWRITTEN, left_poison, left,
-                   baseline_bytes=int(torch.count_nonzero(base_poison)))
+    unit = b.unit.expand_as(b.base).reshape(-1)
+    column = (frame.group[unit] * frame.spec.quant_block_size + b.column.expand_as(b.base).reshape(-1))
+    flat_poison, flat_left = left_poison.reshape(-1), left.reshape(-1)
+    pattern = _gate(unit, flat_poison, flat_left, frame.n_u.numel(), MIN_MATCHES)
+    pattern |= _gate(column, flat_poison, flat_left, frame.spec.head_dim, MIN_MATCHES)
+    pattern = pattern.view_as(left)
+    if not bool(pattern.any()):
+        return [], left
+    return b.claim(frame, Category.UNWRITTEN, pattern, left,
+                   baseline_bytes=int(torch.count_nonzero(base_poison & pattern)))
 
 
 def byte_local(frame: Frame, b: Bytes, left: torch.Tensor) -> list[Claim]:

@@ -14,7 +14,7 @@ from ..core.diff import DiffResult
 from ..core.errors import CheckerError
 from ..core.inputs import Inputs
 from ..core.spec import CacheSpec
-from . import bytewise, scales, systemic, where
+from . import bytewise, moved, scales, systemic, where
 from .claims import Claim
 from .decide import cause_facts, example
 from .frame import Frame, build_frame, differing_units, unit_runs
@@ -26,7 +26,9 @@ def _value_stages(frame: Frame) -> list[Claim]:
     # whole units first: blocks of whole tokens at other places (interleaved against planar), groups of
     # non-finite inputs, real tokens overwritten by padding rows; each takes all the bytes of its units
     first: list[Claim] = []
-    for stage in (systemic.arrangement_blocks, where.non_finite, where.overwritten):
+    # then right bytes at the wrong place: rows shifted by k slots or tokens, tiles permuted
+    for stage in (systemic.arrangement_blocks, where.non_finite, where.overwritten, moved.shifted,
+                  moved.tile_permutation, where.foreign_rows):
         more, taken = stage(frame)
         first += more
         if bool(taken.any()):

@@ -32,14 +32,22 @@ def _ratio_pairs(ratio: float, divisors, ue8m0: bool) -> list[tuple[float, float
     return [(a, b) for _, a, b in sorted(found)]
 
 
-def divisor_pair(ratio: float, spec: CacheSpec) -> list[float] | None:
-    """The DIV pair most likely behind a constant scale ratio: the spec format's own divisors first (on
-    e4m3fnuz: 240, its max, against vLLM's 224), any known divisor only where those cannot explain it."""
+def divisor_pair(ratio: float, spec: CacheSpec, divisor_range=None) -> list[float] | None:
+    """The DIV pair behind a constant scale ratio: the spec format's own divisors first (on e4m3fnuz: 240,
+    its max, against vLLM's 224), any known divisor only where those cannot explain it. divisor_range: the
+    candidate DIV the written scales allow (amax.implied_divisor); a pair is named only when its candidate
+    DIV is the one known divisor in that range (the bytes single it out)."""
     if not (math.isfinite(ratio) and ratio > 0):
         return None
     ue8m0 = spec.scale_fmt.power_of_two
+    inside = None
+    if divisor_range is not None:
+        low, high = divisor_range
+        inside = [d for d in KNOWN_DIVISORS if low * (1 - 1e-6) <= d <= high * (1 + 1e-6)]
+        if len(inside) != 1:
+            return None
     for pool in (sorted({spec.fp8.max, spec.fp8.vllm_divisor}, reverse=True), KNOWN_DIVISORS):
-        found = _ratio_pairs(ratio, pool, ue8m0)
+        found = [pair for pair in _ratio_pairs(ratio, pool, ue8m0) if inside is None or pair[1] in inside]
         if found:
             return list(found[0])
     return None
@@ -69,11 +77,17 @@ def cause_facts(spec: CacheSpec, category: Category, count: int, counts: dict, f
     c = counts.get
     if category is Category.UNWRITTEN:
         return {"tokens_never_written": c("units", 0) // spec.groups_per_token,
-                "baseline_poison_bytes": c("baseline_bytes", 0), "baseline_poison_scales": c("baseline_scale_words", 0)}
+                "baseline_poison_bytes": c("baseline_bytes", 0), "baseline_poison_scales": c("baseline_scale_words", 0),
+                "value_groups_unwritten": c("units", 0), "scale_words_unwritten": c("candidate_scale_words", 0)}
     if category is Category.STRAY_WRITE:
-        return {"guard_bytes": c("guard", 0), "slot_bytes": count - c("guard", 0) - c("overwritten", 0),
-                "candidate_guard_bytes": c("candidate_guard", 0), "overwritten_bytes": c("overwritten", 0),
-                "overwritten_slots": c("overwritten_slots", 0)}
+        facts = {"guard_bytes": c("guard", 0),
+                 "slot_bytes": count - c("guard", 0) - c("overwritten", 0) - c("foreign", 0) - c("copied", 0),
+                 "candidate_guard_bytes": c("candidate_guard", 0), "overwritten_bytes": c("overwritten", 0),
+                 "overwritten_slots": c("overwritten_slots", 0)}
+        for key in ("foreign", "copied"):
+            if c(key, 0):
+                facts |= {f"{key}_bytes": c(key, 0), f"{key}_slots": c(f"{key}_slots", 0)}
+        return facts
     if category is Category.INTEGER_CAST:
         return _integer_cast(counts)
     if category is Category.LAYOUT:
@@ -81,8 +95,9 @@ def cause_facts(spec: CacheSpec, category: Category, count: int, counts: dict, f
     if category is Category.FP8_FORMAT:
         return {"format_found": pairs.other_format(spec.fp8).value, "format_expected": spec.fp8.value}
     if category is Category.SCALE_RATIO:
-        ratio = found.get("ratio", math.nan)
-        return {"ratio": ratio, "divisors": divisor_pair(ratio, spec)}
+        ratio, implied = found.get("ratio", math.nan), found.get("divisor_range")
+        return {"ratio": ratio, "divisors": divisor_pair(ratio, spec, implied),
+                "divisor_range": list(implied) if implied else None}
     if category is Category.SCALE_POW2:
         return {"direction": "doubled" if c("doubled", 0) >= c("halved", 0) else "halved",
                 "doubled": c("doubled", 0), "halved": c("halved", 0)}
@@ -92,9 +107,21 @@ def cause_facts(spec: CacheSpec, category: Category, count: int, counts: dict, f
         return {"groups": c("groups", 0), "floor_found": found.get("floor_found"),
                 "floor_bound": found.get("floor_bound"), "floor_expected": SCALE_FLOOR}
     if category is Category.UE8M0_ROUNDING:
-        return {"groups": c("groups", 0), "direction": "floor", "expected": "ceil"}
+        expected = "ceil" if spec.scale_fmt.power_of_two else "none"
+        return {"groups": c("groups", 0), "direction": found.get("rounding", "floor"), "expected": expected}
     if category is Category.SCALE_SWAP:
         return {"words": c("words", 0)}
+    if category is Category.SHIFT:
+        return {"moved": found.get("moved"), "by": found.get("by"), "offset": found.get("offset"),
+                "units_moved_in": c("units", 0)}
+    if category is Category.PERMUTATION:
+        return {"permutation": found.get("permutation"), "moved_positions": found.get("moved_positions")}
+    if category is Category.QUOTIENT:
+        from .systemic import QUOTIENTS
+
+        return {"computed": max(QUOTIENTS, key=lambda name: c(name, 0)), **{name: c(name, 0) for name in QUOTIENTS}}
+    if category is Category.AMAX:
+        return {"amax": found.get("amax"), "divisor": found.get("divisor"), "words": c("words", 0)}
     if category is Category.SCALE_FORMAT:
         return {"words": c("words", 0), "format_found": found.get("format_found"),
                 "format_expected": spec.scale_fmt.value}
@@ -128,7 +155,7 @@ def example(spec: CacheSpec, category: Category, locus: tuple[str, int], frame: 
 
 
 SCALE_CAUSES = (Category.SCALE_RATIO, Category.SCALE_POW2, Category.SCALE_ULP, Category.AMAX_FLOOR,
-                Category.UE8M0_ROUNDING, Category.SCALE_SWAP, Category.SCALE_FORMAT)
+                Category.UE8M0_ROUNDING, Category.SCALE_SWAP, Category.SCALE_FORMAT, Category.AMAX)
 
 
 def _word_hex(word: torch.Tensor) -> str:
@@ -143,7 +170,7 @@ def _example_facts(spec: CacheSpec, category: Category, m: Mismatch, frame: Fram
         unit = frame.unit_of(c.block, c.token, c.group if c.group is not None else c.dim // spec.quant_block_size)
         source = int(frame.source[unit])
         return {"slot_owner": source} if source >= 0 else {}
-    if category is Category.UNWRITTEN:
+    if category in (Category.UNWRITTEN, Category.SHIFT, Category.PERMUTATION):
         return {}
     if category is Category.LAYOUT:
         other = Layout(found["layout_found"]) if found.get("layout_found") else other_layout(spec)

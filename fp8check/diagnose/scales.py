@@ -10,6 +10,7 @@ import torch
 
 from ..core.fp8 import decode_scales
 from ..core.spec import SCALE_FLOOR, FP8Format, ScaleFormat
+from .amax import implied_divisor, wrong_amax
 from .claims import Claim, note, unit_claim
 from .frame import Frame
 from .model import Category
@@ -44,6 +45,9 @@ class _ScaleKinds:
     floor_bound: str  # "exact": floor_found is the floor; "range": in (found / 2, found]; "at_most": <= found
     stored_other: torch.Tensor  # the right scale in the other word format (scale-format)
     plain_fp32: torch.Tensor  # where ue8m0x4 was asked, the fp32 scale of --scale-fmt fp32 (scale-format)
+    amax: torch.Tensor  # the scale of another amax (amax.py: no abs, wrong range)
+    amax_found: dict
+    divisor_range: tuple[float, float] | None  # the DIV the ratio cluster's words imply
 
 
 def _amax(frame: Frame, units: torch.Tensor) -> torch.Tensor:
@@ -109,7 +113,10 @@ def _classify(frame: Frame, units: torch.Tensor) -> _ScaleKinds:
     if frame.spec.scale_fmt.power_of_two:
         doubled = ratio_units & ((ratio == 2.0) | (ratio == 0.5))
         pow2[doubled] = _on_boundary(frame, units[doubled])
+    wrong, amax_found = wrong_amax(frame, units, ratio_units & ~pow2)
+    ratio_units = ratio_units & ~wrong
     swapped = _swapped(frame, units, ratio_units & ~pow2)
+    swapped[swapped.clone()] = _values_follow(frame, units[swapped])
     floor, floor_found, floor_bound = _amax_floor(frame, units, ratio_units & ~pow2 & ~swapped)
     rounded_down = torch.zeros_like(ratio_units)
     if frame.spec.scale_fmt.power_of_two:
@@ -121,8 +128,10 @@ def _classify(frame: Frame, units: torch.Tensor) -> _ScaleKinds:
     plain = ratio_units & ~pow2 & ~swapped & ~floor & ~rounded_down
     in_cluster = _cluster(log_ratio, ratio_units & ~swapped & ~floor & ~rounded_down, plain)
     mode_ratio = float(torch.median(ratio[in_cluster])) if bool(in_cluster.any()) else None
+    divisor_range = implied_divisor(frame, units[in_cluster]) if mode_ratio is not None else None
     return _ScaleKinds(units, unwritten, base_unwritten, ulp, ratio, bits, in_cluster, pow2 & ~in_cluster,
-                       mode_ratio, floor, rounded_down, swapped, floor_found, floor_bound, stored_other, plain_fp32)
+                       mode_ratio, floor, rounded_down, swapped, floor_found, floor_bound, stored_other, plain_fp32,
+                       wrong, amax_found, divisor_range)
 
 
 def _swapped(frame: Frame, units: torch.Tensor, open_w: torch.Tensor) -> torch.Tensor:
@@ -142,6 +151,22 @@ def _swapped(frame: Frame, units: torch.Tensor, open_w: torch.Tensor) -> torch.T
                   & (frame.base_wb[u] != frame.base_wb[v]).any(dim=1))
         found |= open_w & same_block & mutual
     return found
+
+
+def _values_follow(frame: Frame, units: torch.Tensor) -> torch.Tensor:
+    """bool [n]: each unit's value bytes are the baseline's or x / s quantized with its own candidate scale
+    (one code apart at most: x / s against x * (1/s)). A scale cause whose values are garbage is no cause
+    of those bytes, only a coincidence of the words."""
+    from ..core.fp8 import code_distance, encode
+
+    if not units.numel():
+        return torch.zeros(0, dtype=torch.bool, device=units.device)
+    columns = torch.arange(frame.spec.quant_block_size, device=units.device).view(1, -1)
+    x = frame.x(units.view(-1, 1), columns)
+    cand = frame.value_rows(frame.cand_phys, units)
+    own = encode(x / frame.cand_w[units].view(-1, 1), frame.spec.fp8)
+    same = cand == frame.value_rows(frame.base_phys, units)
+    return (same | (code_distance(cand, own, frame.spec.fp8) <= 1)).all(dim=1)
 
 
 def _amax_floor(frame: Frame, units: torch.Tensor, open_w: torch.Tensor) -> tuple[torch.Tensor, float | None, str]:
@@ -197,7 +222,8 @@ def scales(frame: Frame, open_u: torch.Tensor) -> tuple[list[Claim], torch.Tenso
     for category, chosen in ((Category.UNWRITTEN, kinds.unwritten), (Category.SCALE_ULP, kinds.ulp),
                              (Category.SCALE_RATIO, kinds.in_cluster), (Category.SCALE_POW2, kinds.pow2),
                              (Category.AMAX_FLOOR, kinds.floor), (Category.UE8M0_ROUNDING, kinds.rounded_down),
-                             (Category.SCALE_SWAP, kinds.swapped), (Category.SCALE_FORMAT, kinds.stored_other)):
+                             (Category.SCALE_SWAP, kinds.swapped), (Category.SCALE_FORMAT, kinds.stored_other),
+                             (_amax_category(kinds), kinds.amax)):
         if not bool(chosen.any()):
             continue
         mask = frame.units_mask(kinds.units[chosen])
@@ -209,16 +235,26 @@ def scales(frame: Frame, open_u: torch.Tensor) -> tuple[list[Claim], torch.Tenso
     # scale words no cause explains: their bytes go through the byte-level fallback
     rest = differs.clone()
     explained = kinds.unwritten | kinds.ulp | kinds.in_cluster | kinds.pow2 | kinds.floor | kinds.rounded_down
-    rest[kinds.units[explained | kinds.swapped | kinds.stored_other]] = False
+    rest[kinds.units[explained | kinds.swapped | kinds.stored_other | kinds.amax]] = False
     if bool(rest.any()):
         claims.append(unit_claim(frame, Category.UNKNOWN, rest, value=False, scale=True))
     return claims, taken
 
 
+def _amax_category(kinds: _ScaleKinds) -> Category:
+    """The right amax with the other rounding is a ue8m0 rounding cause; any other amax is `amax`."""
+    return Category.UE8M0_ROUNDING if kinds.amax_found.get("rounding") else Category.AMAX
+
+
 def _scale_notes(kinds: _ScaleKinds, spec) -> list[Claim]:
-    claims = [note(Category.UNWRITTEN, baseline_scale_words=int(kinds.base_unwritten.sum()))]
+    claims = [note(Category.UNWRITTEN, baseline_scale_words=int(kinds.base_unwritten.sum()),
+                   candidate_scale_words=int((kinds.unwritten & ~kinds.base_unwritten).sum()))]
     if kinds.mode_ratio is not None:
-        claims.append(Claim(Category.SCALE_RATIO, found={"ratio": kinds.mode_ratio}))
+        claims.append(Claim(Category.SCALE_RATIO, found={"ratio": kinds.mode_ratio,
+                                                         "divisor_range": kinds.divisor_range}))
+    if bool(kinds.amax.any()):
+        counts = {"words": int(kinds.amax.sum()), "groups": int(kinds.amax.sum())}
+        claims.append(Claim(_amax_category(kinds), counts=counts, found=kinds.amax_found))
     if bool(kinds.ulp.any()):
         claims.append(Claim(Category.SCALE_ULP, found={"max_ulp": int(kinds.bits[kinds.ulp].abs().max())}))
     claims.append(note(Category.SCALE_POW2, doubled=int((kinds.pow2 & (kinds.ratio > 1)).sum()),

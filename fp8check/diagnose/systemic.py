@@ -249,8 +249,39 @@ def _judge_integer_cast(s: _Sample, rows: torch.Tensor, screen: bool) -> tuple[t
     return rows, {"negative_wrap": wrap, "negative_zero": zero}
 
 
+# the values a writer computes instead of x / s: the scale multiplied, not divided; no division at all; every
+# value clamped to one bound (the clamp's min and max exchanged)
+QUOTIENTS = ("x * s", "x", "-max", "+max")
+
+
+def _quotient_columns(s: _Sample, r: torch.Tensor, cols, aux):
+    """(matched, one count per QUOTIENTS entry) of the sampled bytes that are another quotient's FP8 code."""
+    from ..core import fp8
+
+    frame, qbs = s.frame, s.frame.spec.quant_block_size
+    units = s.units[r]
+    k_row = frame.source[units].clamp(min=0) * frame.spec.groups_per_token + frame.group[units]
+    x = frame.k.view(-1, qbs)[k_row.view(-1, 1), s.columns[cols].view(1, -1)].float()
+    scale = frame.quotient_scale(units).view(-1, 1)
+    bound = torch.full_like(x, frame.spec.fp8.max)
+    cand, differs = s.cand[r, cols], s.differs[r, cols]
+    counts, matched = [], torch.zeros_like(differs)
+    for y in (x * scale, x, -bound, bound):
+        hit = (fp8.encode(y, frame.spec.fp8) == cand) & differs
+        counts.append(hit.sum(dim=1))
+        matched |= hit
+    return (matched, *counts)
+
+
+def _judge_quotient(s: _Sample, rows: torch.Tensor, screen: bool) -> tuple[torch.Tensor, dict]:
+    """Units whose bytes are the FP8 codes of another quotient than x / s (QUOTIENTS)."""
+    rows, facts = _by_share(s, _quotient_columns, rows, screen)
+    return rows, {name: int(f.sum()) for name, f in zip(QUOTIENTS, facts)} if facts else {}
+
+
 JUDGES = {Category.UNWRITTEN: _judge_unwritten, Category.FP8_FORMAT: _judge_fp8_format,
-          Category.INTEGER_CAST: _judge_integer_cast}  # ties of the probe keep this order
+          Category.INTEGER_CAST: _judge_integer_cast,
+          Category.QUOTIENT: _judge_quotient}  # ties of the probe keep this order
 
 
 # ---- the stage -------------------------------------------------------------------------------------------

@@ -92,3 +92,32 @@ def overwritten(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
     slots = torch.unique(frame.blocks[frame.block_i[units[hit]]] * spec.block_size + frame.token[units[hit]])
     counts = {"overwritten": claim.bytes, "overwritten_slots": slots.numel()}
     return [dataclasses.replace(claim, counts=counts)], taken
+
+
+FOREIGN_SLOTS = 2  # real tokens' slots a row of no token may overwrite: more is a systematic fault
+FOREIGN_SHARE = 0.75  # value bytes of such a unit that must differ (a whole row, not a few codes)
+
+
+def foreign_rows(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
+    """A real token's slot holding a row of no token, values and scale alike, where nothing else in the cache
+    differs: a lane or program past the last token (a `<=` in the token mask, a grid too large) wrote its
+    masked (zero or stale) input there. Stray writes, not a cause of the values' numerics."""
+    spec = frame.spec
+    none = torch.zeros_like(frame.mapped)
+    differs = (frame.n_u > 0) | (frame.wdiff_u > 0)
+    whole = frame.mapped & (frame.wdiff_u > 0) & (frame.n_u >= FOREIGN_SHARE * spec.quant_block_size)
+    units = torch.nonzero(whole).view(-1)
+    slots = torch.unique(frame.blocks[frame.block_i[units]] * spec.block_size + frame.token[units])
+    if not units.numel() or slots.numel() > FOREIGN_SLOTS or not torch.equal(whole, differs):
+        return [], none
+    claim = unit_claim(frame, Category.STRAY_WRITE, whole, value=True, scale=True)
+    # another real token's row (values and scale word) copied there, or a row of no token at all
+    rows = frame.value_rows(frame.cand_phys, units)
+    others = torch.nonzero(frame.mapped).view(-1)
+    copied = 0
+    for row, word in zip(rows, frame.cand_wb[units]):
+        same = (frame.value_rows(frame.base_phys, others) == row).all(dim=1) & (frame.base_wb[others] == word).all(dim=1)
+        copied += int(bool(same.any()))
+    key = "copied" if copied == units.numel() else "foreign"
+    counts = {key: claim.bytes, f"{key}_slots": slots.numel()}
+    return [dataclasses.replace(claim, counts=counts)], whole

@@ -60,10 +60,18 @@ def _plural(n: int, word: str) -> str:
 
 def _unwritten(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
     f = cause.facts
-    tokens = f["tokens_never_written"]
-    whole = f", {_plural(tokens, 'token')} never written at all" if tokens else ""
+    groups, words = f.get("value_groups_unwritten", 0), f.get("scale_words_unwritten", 0)
     base_side = f["baseline_poison_bytes"] + f["baseline_poison_scales"]
     side = "; in some, the baseline left poison where the candidate wrote" if base_side else ""
+    if words and not groups:
+        return (f"The candidate left the poison fill in {_plural(words, 'scale word')} whose values it wrote{side}.",
+                "the scale store is missing or masked off: check the scale store (its pointer, index and mask)")
+    if groups and not words:
+        return (f"The candidate left the poison fill in the values of {_plural(groups, 'quant group')} whose scales"
+                f" it wrote{side}.",
+                "the value store is missing or masked off: check the value store (its pointer, offsets and mask)")
+    tokens = f["tokens_never_written"]
+    whole = f", {_plural(tokens, 'token')} never written at all" if tokens else ""
     return (f"The candidate left the poison fill where the baseline wrote{whole}{side}.",
             "every token with slot >= 0 must be written: check that the grid covers all tokens")
 
@@ -74,6 +82,18 @@ def _stray_write(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
     where = [f"{f['guard_bytes']} outside the cache ({outside})"] if f["guard_bytes"] else []
     if f["slot_bytes"]:
         where.append(f"{f['slot_bytes']} in slots no token maps to")
+    if f.get("foreign_bytes"):
+        where.append(f"{f['foreign_bytes']} in {_plural(f['foreign_slots'], 'slot')} of real tokens, overwritten by"
+                     " a row no token has (values and scale)")
+        return (f"Bytes changed where no token of this slot mapping writes: {', '.join(where)}.",
+                "a lane or program past the last token wrote: check the token mask (token < num_tokens, not <=)"
+                " and the grid (cdiv(num_tokens, TOKENS) programs)")
+    if f.get("copied_bytes"):
+        where.append(f"{f['copied_bytes']} in {_plural(f['copied_slots'], 'slot')} of real tokens, overwritten by"
+                     " another token's row (values and scale)")
+        return (f"Bytes changed where no token of this slot mapping writes: {', '.join(where)}.",
+                "two tokens stored to one slot: check the slot each token's store uses (the slot_mapping load"
+                " and its token index)")
     if f.get("overwritten_bytes"):
         where.append(f"{f['overwritten_bytes']} in {_plural(f['overwritten_slots'], 'slot')} of real tokens,"
                      " overwritten by padding tokens (slot < 0)")
@@ -125,6 +145,11 @@ def _scale_ratio(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
         a, b = pair
         hint = (f"s = amax / DIV: the ratio suggests DIV {a:g} ({names[a]}) in the baseline against {b:g}"
                 f" ({names[b]}) in the candidate")
+    elif cause.facts.get("divisor_range"):
+        low, high = cause.facts["divisor_range"]
+        implied = f"DIV = {low:.6g}" if high <= low * (1 + 1e-4) else f"DIV in [{low:.6g}, {high:.6g})"
+        hint = (f"s = max(amax, 1e-4) / DIV: the candidate's scales imply {implied}: check the divisor constant"
+                " (and the clamp bound that goes with it)")
     else:
         hint = "compare the two writers' DIV in s = max(amax, 1e-4) / DIV"
     return (f"Candidate scales are {ratio:.6g}x the baseline's{MOVED}.", f"{hint} ({NUMERICS}#writer-numerics)")
@@ -192,6 +217,17 @@ def _amax_floor(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
 
 
 def _ue8m0_rounding(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
+    f = cause.facts
+    if f["direction"] == "none":
+        return (f"Scales on {_plural(f['groups'], 'group')} are s = max(amax, 1e-4) / DIV not rounded to a power of"
+                f" two, where the spec's scales are ue8m0{MOVED}.",
+                "the ue8m0 rounding s = 2 ** ceil(log2(s)) is skipped: check the flag that selects it (the"
+                " scale_fmt argument, an inverted condition)")
+    if f["direction"] == "ceil":
+        return (f"Scales on {_plural(f['groups'], 'group')} are rounded up to a power of two (ue8m0) where the spec's"
+                f" scales are plain fp32{MOVED}.",
+                "the ue8m0 rounding is applied where it must not be: check the flag that selects it (the scale_fmt"
+                " argument, an inverted condition)")
     return (f"ue8m0 scales are half the baseline's on {_plural(cause.facts['groups'], 'group')}: the candidate"
             f" rounds log2(s) down (floor) where ue8m0 rounds it up (ceil){MOVED}.",
             "s = 2 ** ceil(log2(s)): with a floor x/s exceeds the format's max and saturates")
@@ -201,6 +237,83 @@ def _scale_swap(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
     return (f"{_plural(cause.facts['words'], 'scale word')} hold the scale of the neighbouring token, which holds"
             " theirs: scales stored swapped between tokens.",
             "store token t's scale at scale_offset(t, group): check the scale index of each token")
+
+
+MOVED_WHAT = {"rows": "rows (values and scales)", "values": "value rows (their scales are right)",
+              "scales": "scale words (their values are right)"}
+MOVED_HINT = {
+    "rows": "an off-by-one in the store's slot: check the slot index (the slot_mapping load, slot // block_size,"
+            " slot % block_size) of both stores",
+    "values": "the value store's offset: check its token term (slot % block_size, the tile offset)",
+    "scales": "the scale store's index: check its token term (scale_offset(t, group)) and the token it reads",
+}
+
+
+def _shift(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
+    f = cause.facts
+    k, by = f["offset"], f["by"]
+    unit = "slot" if by == "slots" else "token"
+    if by == "slots":
+        where = (f"stored {_plural(abs(k), 'slot')} {'further on' if k > 0 else 'earlier'}: slot s holds what"
+                 f" belongs at slot s{'-' if k > 0 else '+'}{abs(k)}")
+        hint = MOVED_HINT[f["moved"]]
+    else:
+        where = (f"of the wrong token: the slot of token t holds token t{'+' if k > 0 else '-'}{abs(k)}'s"
+                 f" {'scale' if f['moved'] == 'scales' else 'row'}")
+        hint = f"the token index of the load: check the program id and the row offset of k ({unit} t{k:+d})"
+    return f"{MOVED_WHAT[f['moved']].capitalize()} are {where}.", hint
+
+
+def _permutation(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
+    f = cause.facts
+    how = f["permutation"]
+    what = ("transposed (token and dim exchanged)" if how == "transposed"
+            else f"{how}" if how != "permuted" else "permuted the same way in every tile")
+    return (f"The values are right but inside each 16x16 tile of the shuffle layout they are {what}"
+            f" ({f['moved_positions']} of 256 positions move).",
+            "the tile offset (t//16)*16*head_dim + (d//16)*256 + (t%16)*16 + d%16: check the order of its last"
+            " two terms (token row, dim column)")
+
+
+QUOTIENT_WORDS = {
+    "x * s": ("fp8(x * s): the scale multiplied where it divides", "the value's quotient: x / s (or x * (1/s))"),
+    "x": ("fp8(x): the input not divided by its scale at all", "the value's quotient: x / s before the FP8 cast"),
+    "-max": ("-max for every value: clamped to the lower bound", "the clamp of x / s: min(max(y, -max), max), with its"
+             " min and max in that order"),
+    "+max": ("+max for every value: clamped to the upper bound", "the clamp of x / s: min(max(y, -max), max), with its"
+             " min and max in that order"),
+}
+
+
+def _quotient(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
+    what, hint = QUOTIENT_WORDS[cause.facts["computed"]]
+    return f"Value bytes are {what}, where they are fp8(x / s) (the scales are right).", hint
+
+
+AMAX_WORDS = {
+    "max(x)": ("max(x), the signed maximum, where amax is max(|x|)",
+               "take the absolute value before the max: amax = max(|x|) (tl.max(tl.abs(x)))"),
+    "min(x)": ("min(x) where amax is max(|x|)", "amax is the max of |x|: check the reduction (max, not min) and the abs"),
+    "min(|x|)": ("min(|x|), the smallest magnitude, where amax is max(|x|)",
+                 "the amax reduction must be a max: check its combiner (max, not min)"),
+    "min(amax, floor)": ("min(amax, 1e-4): the floor applied as a ceiling",
+                         "s = max(amax, 1e-4) / DIV: the floor is a maximum, not a minimum"),
+    "token": ("max(|x|) over the whole token where each quant group has its own",
+              "the amax reduction's range: one amax per quant group of quant_block_size elements"),
+    "first half": ("max(|x|) over the first half of the group only", "the amax reduction's range or mask"),
+    "second half": ("max(|x|) over the second half of the group only", "the amax reduction's range or mask"),
+}
+
+
+def _amax(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
+    f = cause.facts
+    if f["amax"] == "max(|x|) * DIV":
+        return (f"{_plural(f['words'], 'scale word')} are s = max(amax, 1e-4) * {f['divisor']:g}: the divisor"
+                f" multiplies{MOVED}.", "s = max(amax, 1e-4) / DIV: check the operator of the scale formula (or the"
+                " reciprocal 1 / DIV it uses)")
+    what, hint = AMAX_WORDS[f["amax"]]
+    return (f"{_plural(f['words'], 'scale word')} are s = max(amax, 1e-4) / {f['divisor']:g} with amax ="
+            f" {what}{MOVED}.", hint)
 
 
 STORED = {"fp32": "one fp32 word", "ue8m0": "one fp32 word (a power of two)",
@@ -238,7 +351,8 @@ WORDS = {
     Category.SCALE_POW2: _scale_pow2, Category.SCALE_ULP: _scale_ulp, Category.ROUNDING: _rounding,
     Category.SATURATION_NAN: _saturation_nan, Category.SIGNED_ZERO: _signed_zero, Category.AMAX_FLOOR: _amax_floor,
     Category.UE8M0_ROUNDING: _ue8m0_rounding, Category.SCALE_SWAP: _scale_swap, Category.SCALE_FORMAT: _scale_format,
-    Category.NON_FINITE: _non_finite,
+    Category.NON_FINITE: _non_finite, Category.SHIFT: _shift, Category.PERMUTATION: _permutation,
+    Category.AMAX: _amax, Category.QUOTIENT: _quotient,
     Category.UNKNOWN: _unknown,
 }
 

@@ -347,6 +347,11 @@ def _write(producer: Producer, spec: CacheSpec, k: torch.Tensor, cache: torch.Te
     except ProducerError:
         raise
     except Exception as exc:
+        from .casts import fp8_integer_cast
+
+        cast = fp8_integer_cast(exc)
+        if cast is not None:
+            raise ProducerError(f"producer {producer.name!r}: {cast}") from exc
         raise ProducerError(f"producer {producer.name!r} raised {failure(exc)}") from exc
 
 

@@ -1,0 +1,105 @@
+"""Scale words computed from the wrong amax: the signed max (no abs), min, the floor applied as a ceiling, or
+the max over the wrong range (the whole token, half a group). Each hypothesis recomputes the scale every
+writer computes, s = max(amax', 1e-4) / DIV (ue8m0: rounded up to a power of two), from k and the written
+word must equal it; one hypothesis must explain nearly all of the words left open, so a ue8m0 word that
+equals it by chance (a few powers of two cover a whole cache) never makes a cause.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..core.spec import SCALE_FLOOR
+from .frame import Frame
+
+MIN_WORDS = 4
+SHARE = 0.9  # share of the open differing words one hypothesis must explain
+ULP_LIMIT = 16  # fp32 scales this close to the recomputed one match (x * (1/DIV) against x / DIV)
+
+
+def _group_x(frame: Frame, units: torch.Tensor) -> torch.Tensor:
+    columns = torch.arange(frame.spec.quant_block_size, device=units.device)
+    return frame.x(units.view(-1, 1), columns.view(1, -1))
+
+
+def _token_amax(frame: Frame, units: torch.Tensor) -> torch.Tensor:
+    hd = frame.spec.head_dim
+    return frame.k.view(-1, hd)[frame.source[units].clamp(min=0)].float().abs().amax(dim=1)
+
+
+def hypotheses(frame: Frame, units: torch.Tensor) -> dict[str, torch.Tensor]:
+    """The amax' of each hypothesis for each unit (fp32), before the floor."""
+    x = _group_x(frame, units)
+    amax = x.abs().amax(dim=1)
+    half = x.shape[1] // 2
+    found = {"max(x)": x.amax(dim=1), "min(x)": x.amin(dim=1), "min(|x|)": x.abs().amin(dim=1),
+             "min(amax, floor)": torch.clamp(amax, max=SCALE_FLOOR)}
+    if frame.spec.groups_per_token > 1:
+        found["token"] = _token_amax(frame, units)
+    if half:
+        found["first half"] = x[:, :half].abs().amax(dim=1)
+        found["second half"] = x[:, half:].abs().amax(dim=1)
+    return found
+
+
+def _pow2_ceil(x: torch.Tensor) -> torch.Tensor:
+    mantissa, exponent = torch.frexp(x)
+    one = torch.ones_like(x)
+    return torch.where(mantissa == 0.5, torch.ldexp(one, exponent - 1), torch.ldexp(one, exponent))
+
+
+def _scale(amax: torch.Tensor, divisor: float, floor: bool, rounded: bool) -> torch.Tensor:
+    s = (torch.clamp(amax, min=SCALE_FLOOR) if floor else amax) / torch.tensor(divisor, dtype=torch.float32)
+    return _pow2_ceil(s.double()).float() if rounded else s
+
+
+def wrong_amax(frame: Frame, units: torch.Tensor, open_w: torch.Tensor) -> tuple[torch.Tensor, dict]:
+    """(bool [n]: the open words one amax hypothesis explains, its findings {amax, divisor}); none where no
+    hypothesis explains SHARE of the open words."""
+    none = torch.zeros_like(open_w)
+    count = int(open_w.sum())
+    if count < MIN_WORDS:
+        return none, {}
+    cand = frame.cand_w[units]
+    divisors = sorted({frame.spec.fp8.max, frame.spec.fp8.vllm_divisor}, reverse=True)
+    pow2 = frame.spec.scale_fmt.power_of_two
+    tried = hypotheses(frame, units)
+    tried["max(|x|)"] = _group_x(frame, units).abs().amax(dim=1)  # the right amax: only with the other rounding
+    best, best_found = none, {}
+    for name, amax in tried.items():
+        for rounded in (pow2, not pow2):
+            if name == "max(|x|)" and rounded == pow2:
+                continue
+            for divisor in divisors:
+                wanted = _scale(amax, divisor, name != "min(amax, floor)", rounded)
+                match = (cand - wanted).abs() <= ULP_LIMIT * torch.finfo(torch.float32).eps * wanted.abs()
+                match &= open_w
+                if int(match.sum()) > int(best.sum()):
+                    best, best_found = match, {"amax": name, "divisor": divisor}
+                    if rounded != pow2:
+                        best_found["rounding"] = "ceil" if rounded else "none"
+    # the right amax with the divisor multiplying (s = amax * DIV): the scale formula's operator swapped
+    for divisor in divisors:
+        wanted = _scale(tried["max(|x|)"], 1 / divisor, True, pow2)
+        match = (cand - wanted).abs() <= ULP_LIMIT * torch.finfo(torch.float32).eps * wanted.abs()
+        match &= open_w
+        if int(match.sum()) > int(best.sum()):
+            best, best_found = match, {"amax": "max(|x|) * DIV", "divisor": divisor}
+    if int(best.sum()) >= max(MIN_WORDS, SHARE * count):
+        return best, best_found
+    return none, {}
+
+
+def implied_divisor(frame: Frame, units: torch.Tensor) -> tuple[float, float] | None:
+    """The DIV range consistent with every unit's written scale and its max(|x|): fp32 scales pin it (the
+    median of amax / s, as an interval of the spread), ue8m0 scales bound it (2^ceil(log2(a / DIV)) = s holds
+    for DIV in [a / s, 2 a / s)); None where the units disagree."""
+    if not units.numel():
+        return None
+    amax = torch.clamp(_group_x(frame, units).abs().amax(dim=1), min=SCALE_FLOOR).double()
+    s = frame.cand_w[units].double()
+    if frame.spec.scale_fmt.power_of_two:
+        low, high = float((amax / s).max()), float((2 * amax / s).min())
+        return (low, high) if low < high else None
+    implied = amax / s
+    return float(implied.min()), float(implied.max())

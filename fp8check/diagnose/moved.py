@@ -1,0 +1,245 @@
+"""Stage 1b: right bytes at the wrong place. Rows, value rows or scale words shifted by k slots or k tokens,
+and value bytes permuted inside the shuffle layout's 16x16 tiles (a transposed tile offset).
+
+Found by matching, never by guessing a pair: a probe of differing units is compared with the baseline's
+rows at every offset in a window (exact byte equality of whole quant groups: 1 in 2^(8 qbs) by chance), the
+offset that explains most of the probe is then tried on every open unit, and a unit is taken only when its
+bytes are exactly what the moved writer leaves there (the baseline's bytes of the row it moves there, or
+the poison fill where nothing is moved in). Pure functions of the frame: they return claims and the units
+they took.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from .claims import Claim, note, unit_claim
+from .frame import Frame
+from .model import Category
+from ..core.spec import Layout
+
+PROBE_UNITS = 256  # differing units compared at every offset to find the one the writer used
+MIN_UNITS = 2  # whole quant groups a move needs (equal rows of qbs bytes: no chance coincidence, but two)
+MIN_WORDS = 4  # scale words a scale-only move needs: ue8m0 words repeat often
+SCALE_SHARE = 0.9  # share of the probe's differing scale words a scale-only shift must explain
+TILE = 16  # the shuffle layout's tiles are 16 tokens x 16 dims (docs/NUMERICS.md)
+TILE_PROBE = 64  # fully mapped differing tiles compared to find a permutation inside them
+
+
+@dataclass(frozen=True)
+class _Sources:
+    """Where each unit's bytes come from under one move: the frame unit whose baseline row is moved there
+    (-1: nothing is moved there, the poison fill stays), and whether that is known (the source lies in a
+    block the frame holds)."""
+
+    unit: torch.Tensor  # int64 [n]
+    known: torch.Tensor  # bool [n]
+
+
+def _slot_tables(frame: Frame) -> tuple[torch.Tensor, torch.Tensor]:
+    """(first frame unit of each cache slot or -1 where its block is not in the frame, first frame unit of
+    each token's slot or -1)."""
+    spec, groups = frame.spec, frame.spec.groups_per_token
+    device = frame.blocks.device
+    first = torch.arange(0, frame.n_u.numel(), groups, device=device)
+    slot = frame.blocks[frame.block_i[first]] * spec.block_size + frame.token[first]
+    at_slot = torch.full((spec.num_slots,), -1, dtype=torch.int64, device=device)
+    at_slot[slot] = first
+    tokens = int(frame.k.shape[0])
+    of_token = torch.full((tokens + 1,), -1, dtype=torch.int64, device=device)
+    mapped = frame.source[first] >= 0
+    of_token[frame.source[first][mapped]] = first[mapped]
+    return at_slot, of_token[:tokens]
+
+
+def _sources(frame: Frame, tables, units: torch.Tensor, by: str, k) -> _Sources:
+    """The units whose baseline rows a writer that moved everything by k slots (or k tokens) leaves at `units`
+    (k: an int, or an int64 [m, 1] of offsets: then [m, n] for all of them)."""
+    at_slot, of_token = tables
+    spec = frame.spec
+    group = frame.group[units]
+    if by == "slots":
+        slot = frame.blocks[frame.block_i[units]] * spec.block_size + frame.token[units] - k
+        inside = (slot >= 0) & (slot < spec.num_slots)
+        first = at_slot[slot.clamp(0, spec.num_slots - 1)]
+        known = ~inside | (first >= 0)
+        moved_in = inside & (first >= 0) & (frame.source[first.clamp(min=0)] >= 0)
+    else:  # the slot of token T holds token T + k's row
+        token = frame.source[units] + k
+        inside = (frame.source[units] >= 0) & (token >= 0) & (token < of_token.numel())
+        first = of_token[token.clamp(0, of_token.numel() - 1)]
+        known = inside & (first >= 0)
+        moved_in = known
+    return _Sources(torch.where(moved_in, first + group, -1), known)
+
+
+def _predicted(frame: Frame, units: torch.Tensor, src: _Sources) -> tuple[torch.Tensor, torch.Tensor]:
+    """(value rows [n, qbs], scale words [n, 4]) the moved writer leaves at `units`."""
+    moved = src.unit >= 0
+    source = src.unit.clamp(min=0)
+    base_rows = frame.value_rows(frame.base_phys, source)
+    rows = torch.where(moved.view(-1, 1), base_rows, frame.poison_rows(units))
+    words = torch.where(moved.view(-1, 1), frame.base_wb[source], frame.scale_poison(units))
+    return rows, words
+
+
+def _fingerprints(rows: torch.Tensor) -> torch.Tensor:
+    """int64 [n]: one number per uint8 row, equal for equal rows (the probe counts with them; every unit a move
+    takes is then compared byte by byte)."""
+    words = rows.contiguous().view(torch.int64) if rows.shape[1] % 8 == 0 else rows.long()
+    odd = torch.arange(1, 2 * words.shape[1], 2, device=rows.device, dtype=torch.int64) * 0x2545F491
+    return (words * odd).sum(dim=1)  # wraps around: fine for a fingerprint
+
+
+def _offsets(frame: Frame) -> list[int]:
+    """The window of offsets tried: every offset up to two blocks (16 slots at least), both ways."""
+    reach = min(max(2 * frame.spec.block_size + 1, 16), frame.spec.num_slots - 1)
+    return [k for k in range(-reach, reach + 1) if k]
+
+
+def _best(scores: dict, minimum: float, least: int) -> tuple[tuple[str, int] | None, int]:
+    """The (by, k) with the most matches, slots before tokens and the smallest |k| on ties, if it has
+    `minimum` and `least`."""
+    if not scores:
+        return None, 0
+    key = max(scores, key=lambda key: (scores[key], key[0] == "slots", -abs(key[1])))
+    return (key, scores[key]) if scores[key] >= max(minimum, least) else (None, 0)
+
+
+def shifted(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
+    """Whole rows, value rows or scale words stored k slots (or k tokens) away from where the baseline stores
+    them. Takes every differing byte of a unit the move explains (a unit with a moved scale: its values too,
+    as a wrong scale moves every value of its group). Returns (claims, units taken: bool [U])."""
+    taken = torch.zeros_like(frame.n_u, dtype=torch.bool)
+    differs = (frame.n_u > 0) | (frame.wdiff_u > 0)
+    open_units = torch.nonzero(differs).view(-1)
+    if open_units.numel() < MIN_UNITS:
+        return [], taken
+    probe = open_units[torch.linspace(0, open_units.numel() - 1, min(PROBE_UNITS, open_units.numel()),
+                                      device=open_units.device).long().unique()]
+    tables = _slot_tables(frame)
+    cand_rows, cand_words = frame.value_rows(frame.cand_phys, probe), frame.cand_wb[probe]
+    word_differs = frame.wdiff_u[probe] > 0
+    offsets = _offsets(frame)
+    k = torch.tensor(offsets, device=probe.device).view(-1, 1)
+    moves = {by: _sources(frame, tables, probe, by, k) for by in ("slots", "tokens")}  # [offsets, probe] each
+    # the baseline rows of every source unit, gathered and fingerprinted once
+    every = torch.unique(torch.cat([s.unit.clamp(min=0).view(-1) for s in moves.values()]))
+    base_prints = _fingerprints(frame.value_rows(frame.base_phys, every))
+    base_words = frame.base_wb.contiguous().view(torch.int32).view(-1)
+    cand_prints = _fingerprints(cand_rows)
+    cand_word = cand_words.contiguous().view(torch.int32).view(-1)
+    rows_score, values_score, words_score = {}, {}, {}
+    for by, src in moves.items():
+        real = src.unit >= 0  # a real row moved in (poison moved in proves nothing about k)
+        source = src.unit.clamp(min=0)
+        same_values = real & (base_prints[torch.searchsorted(every, source)] == cand_prints) & (frame.n_u[probe] > 0)
+        same_word = real & (base_words[source] == cand_word)
+        for i, (rows, values, words) in enumerate(zip((same_values & same_word).sum(dim=1).tolist(),
+                                                       same_values.sum(dim=1).tolist(),
+                                                       (same_word & word_differs).sum(dim=1).tolist())):
+            rows_score[by, offsets[i]], values_score[by, offsets[i]], words_score[by, offsets[i]] = rows, values, words
+    half = probe.numel() / 2
+    for what, scores, minimum, least in (("rows", rows_score, half, MIN_UNITS),
+                                         ("values", values_score, half, MIN_UNITS),
+                                         ("scales", words_score, SCALE_SHARE * int(word_differs.sum()), MIN_WORDS)):
+        move, _ = _best(scores, minimum, least)
+        if move is not None:
+            return _take(frame, open_units, tables, what, *move)
+    return [], taken
+
+
+def _take(frame: Frame, units: torch.Tensor, tables, what: str, by: str, k: int) -> tuple[list[Claim], torch.Tensor]:
+    """The claims of one move found by the probe, over every differing unit it explains exactly."""
+    src = _sources(frame, tables, units, by, k)
+    rows, words = _predicted(frame, units, src)
+    same_values = (frame.value_rows(frame.cand_phys, units) == rows).all(dim=1)
+    same_word = (frame.cand_wb[units] == words).all(dim=1)
+    if what == "rows":
+        fits = same_values & same_word
+    elif what == "values":  # units whose scale differs too are left to the scale causes, whole
+        fits = same_values & (frame.n_u[units] > 0) & (frame.wdiff_u[units] == 0)
+    else:
+        fits = same_word & (frame.wdiff_u[units] > 0)
+    fits &= src.known
+    taken = frame.units_mask(units[fits])
+    claim = unit_claim(frame, Category.SHIFT, taken, value=True, scale=what != "values")
+    found = {"moved": what, "by": by, "offset": k}
+    moved_in = int((fits & (src.unit >= 0)).sum())
+    return [claim, Claim(Category.SHIFT, found=found), note(Category.SHIFT, units=moved_in)], taken
+
+
+# ---- a permutation inside the shuffle layout's 16 x 16 tiles -------------------------------------------------
+
+
+def _tiles(frame: Frame, phys: torch.Tensor) -> torch.Tensor:
+    """uint8 [nd, tiles per block, 256]: the value region as its 16 x 16 tiles (row: token % 16)."""
+    spec = frame.spec
+    return phys[:, : spec.value_bytes].reshape(phys.shape[0], -1, TILE * TILE)
+
+
+def tile_permutation(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
+    """Value bytes moved to other positions of their own 16 x 16 tile, the same way in every tile (a tile
+    offset with its row and column exchanged, or any other fixed permutation): found by matching each
+    position against every position of a probe of fully written differing tiles. Returns (claims, units
+    taken: bool [U])."""
+    spec = frame.spec
+    taken = torch.zeros_like(frame.n_u, dtype=torch.bool)
+    if spec.layout is not Layout.SHUFFLE:
+        return [], taken
+    base, cand = _tiles(frame, frame.base_phys), _tiles(frame, frame.cand_phys)
+    nd, per_block = base.shape[0], base.shape[1]
+    token_tiles = spec.block_size // TILE
+    slot_mapped = (frame.source.view(nd, spec.block_size, -1)[:, :, 0] >= 0).view(nd, token_tiles, TILE).all(dim=2)
+    # tile j of a block: token tile j // (head_dim / 16), dim tile j % (head_dim / 16)
+    full = slot_mapped.repeat_interleave(per_block // token_tiles, dim=1)
+    candidates = torch.nonzero((full & (base != cand).any(dim=2)).view(-1)).view(-1)
+    if candidates.numel() < MIN_UNITS:
+        return [], taken
+    pick = candidates[torch.linspace(0, candidates.numel() - 1, min(TILE_PROBE, candidates.numel()),
+                                     device=candidates.device).long().unique()]
+    b, c = base.reshape(-1, TILE * TILE)[pick], cand.reshape(-1, TILE * TILE)[pick]
+    agree = (c.unsqueeze(2) == b.unsqueeze(1)).sum(dim=0)  # [position in cand, position in base]
+    unanimous = agree == pick.numel()
+    if not bool((unanimous.sum(dim=1) == 1).all()):
+        return [], taken  # some position has no single source in every probed tile: no fixed permutation
+    perm = torch.argmax(unanimous.to(torch.uint8), dim=1)
+    identity = torch.arange(TILE * TILE, device=perm.device)
+    if torch.unique(perm).numel() != perm.numel() or torch.equal(perm, identity):
+        return [], taken
+    return _take_tiles(frame, perm)
+
+
+def _take_tiles(frame: Frame, perm: torch.Tensor) -> tuple[list[Claim], torch.Tensor]:
+    spec = frame.spec
+    device = perm.device
+    t = torch.arange(spec.block_size, device=device).view(-1, 1)
+    d = torch.arange(spec.head_dim, device=device).view(1, -1)
+    q = perm[(t % TILE) * TILE + d % TILE]
+    owner = (t // TILE) * TILE + q // TILE
+    source_dim = (d // TILE) * TILE + q % TILE
+    tables = (owner, frame.value_index[owner, source_dim])
+    from .systemic import layout_predicted
+
+    units = torch.nonzero(frame.n_u > 0).view(-1)
+    dims = frame.group[units].view(-1, 1) * spec.quant_block_size + torch.arange(spec.quant_block_size, device=device)
+    predicted = layout_predicted(frame, tables, frame.block_i[units].view(-1, 1), frame.token[units].view(-1, 1), dims)
+    fits = (frame.value_rows(frame.cand_phys, units) == predicted).all(dim=1) & (frame.wdiff_u[units] == 0)
+    taken = frame.units_mask(units[fits])
+    found = {"permutation": _name(perm), "moved_positions": int((perm != torch.arange(perm.numel(), device=device)).sum())}
+    return [unit_claim(frame, Category.PERMUTATION, taken), Claim(Category.PERMUTATION, found=found)], taken
+
+
+def _name(perm: torch.Tensor) -> str:
+    """`transposed` (row and column of the tile exchanged), `rows reversed`, `columns reversed`, or
+    `permuted`."""
+    p = torch.arange(TILE * TILE, device=perm.device)
+    r, c = p // TILE, p % TILE
+    named = {"transposed": c * TILE + r, "rows reversed": (TILE - 1 - r) * TILE + c,
+             "columns reversed": r * TILE + (TILE - 1 - c)}
+    for name, table in named.items():
+        if torch.equal(perm, table):
+            return name
+    return "permuted"
