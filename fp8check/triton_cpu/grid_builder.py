@@ -1,0 +1,270 @@
+"""The batched builder of a grid run (grid.py): the Triton interpreter's builder operations on arrays with
+a leading program axis; loads and stores gather and scatter through the real memory with their masks."""
+
+from __future__ import annotations
+import dataclasses
+import inspect
+import numpy as np
+
+from .grid_values import Unsupported
+
+
+# ---- the batched builder ----------------------------------------------------------------------------------
+# Builder methods of Triton's interpreter that compute elementwise on numpy data of any shape (read in
+# Triton 3.6-3.9): with a leading program axis they compute every program's value at once. A builder
+# method not named here and not overridden below raises Unsupported, so an interpreter that grew or
+# changed an operation runs sequentially instead of guessing.
+ELEMENTWISE = frozenset("""
+create_add create_sub create_mul create_sdiv create_udiv create_srem create_urem create_idiv create_fadd create_fsub
+create_fmul create_fdiv create_frem create_fneg create_precise_divf create_approx_divf create_shl create_lshr
+create_ashr create_and create_or create_xor create_minsi create_minui create_minimumf create_minnumf create_maxsi
+create_maxui create_maximumf create_maxnumf create_icmpSLE create_icmpSLT create_icmpSGE create_icmpSGT
+create_icmpULE create_icmpULT create_icmpUGE create_icmpUGT create_icmpEQ create_icmpNE create_fcmpOLT
+create_fcmpOGT create_fcmpOLE create_fcmpOGE create_fcmpOEQ create_fcmpONE create_fcmpULT create_fcmpUGT
+create_fcmpULE create_fcmpUGE create_fcmpUEQ create_fcmpUNE create_umulhi create_select create_clampf create_fma
+create_cos create_sin create_exp create_exp2 create_log create_log2 create_sqrt create_precise_sqrt create_rsqrt
+create_fabs create_iabs create_floor create_ceil create_erf create_si_to_fp create_ui_to_fp create_fp_to_si
+create_fp_to_ui create_fp_ext create_fp_trunc create_int_cast create_fp_to_fp create_bitcast create_int_to_ptr
+create_ptr_to_int create_addptr create_dot create_join create_split create_barrier create_assume create_load
+create_store create_get_num_programs get_cache_policy get_null_value get_all_ones_value binary_op ternary_op
+unary_op cast_impl set_grid_idx set_grid_dim
+""".split())
+
+
+def _lead(data: np.ndarray) -> int:
+    return data.shape[0]
+
+
+def _bool_mask(data: np.ndarray) -> np.ndarray:
+    return data if data.dtype == np.bool_ else (data & 1).astype(np.bool_)
+
+
+class _Batch:
+    """What one run of the grid did: how to undo its stores, and the loads and stores of completed batches."""
+
+    def __init__(self, storages: list[tuple[int, int, object]]):
+        self.storages = storages  # (first byte, end, uint8 tensor over it) of every tensor argument's storage
+        self.snapshots: dict[int, tuple[object, object]] = {}  # storage start -> (tensor, copy before the grid)
+        self.gathered: list[tuple[np.ndarray, np.ndarray, np.ndarray, object]] = []  # stores elsewhere: old values
+        self.load_ranges: list[tuple[int, int]] = []
+        self.stores: list[_Stored] = []
+        self.attempt_loads: list[tuple[int, int]] = []
+        self.attempt_stores: list[_Stored] = []
+        self.program_ids: np.ndarray = np.zeros(0, dtype=np.int64)  # linear ids of the batch's programs
+        self.batch_number = 0
+
+    def gather(self, pointers: np.ndarray, taken: np.ndarray, low: int, high: int, dtype, element):
+        """The loaded elements (masked lanes arbitrary) by numpy indexing into the argument storage that
+        holds bytes [low, high), the same bytes the interpreter's element-wise load copies; None when no
+        argument storage holds them or an element is misaligned there."""
+        width = np.dtype(dtype).itemsize
+        if dtype == np.bool_ or width * 8 != max(8, element.primitive_bitwidth):
+            return None
+        for start, end, tensor in self.storages:
+            if start <= low and high <= end:
+                offsets = pointers - np.uint64(start)
+                if bool((offsets % np.uint64(width))[taken].any()):
+                    return None
+                whole = tensor.numpy()[: (end - start) // width * width].view(dtype)
+                index = np.where(taken, offsets // np.uint64(width), np.uint64(0)).astype(np.intp)
+                return whole[index]
+        return None
+
+    def keep_for_undo(self, low: int, high: int) -> int | None:
+        """Copy the argument storage holding bytes [low, high) once, before the grid's first store to it;
+        its first byte, or None when no argument storage holds them."""
+        for start, end, tensor in self.storages:
+            if start <= low and high <= end:
+                if start not in self.snapshots:
+                    self.snapshots[start] = (tensor, tensor.clone())
+                return start
+        return None
+
+
+@dataclasses.dataclass
+class _Stored:
+    """One store operation of a batch: its pointers, which lanes stored (None: all), whose they are."""
+
+    pointers: np.ndarray
+    taken: np.ndarray | None
+    owners: np.ndarray  # per program (rows of `pointers`), or one virtual owner for a store all programs share
+    width: int
+    low: int
+    high: int
+    storage: int | None  # first byte of the argument storage holding every stored byte, if one does
+
+    def addresses(self) -> np.ndarray:
+        return self.pointers.reshape(-1) if self.taken is None else self.pointers[self.taken]
+
+    def owner_of_each(self) -> np.ndarray:
+        owners = np.broadcast_to(self.owners.reshape((-1,) + (1,) * (self.pointers.ndim - 1)), self.pointers.shape)
+        return owners.reshape(-1) if self.taken is None else owners[self.taken]
+
+
+def _cache_arguments(method, fixed: int) -> int:
+    """How many cache arguments a masked load / store takes (3.6-3.8: two, 3.9: one)."""
+    return len(inspect.signature(method).parameters) - fixed
+
+
+def _make_builder_class(interpreter):
+    """InterpreterBuilder with a leading program axis on every value."""
+    import triton.language as tl
+
+    base = interpreter.InterpreterBuilder
+    handle_cls = interpreter.TensorHandle
+    np_dtype = interpreter._get_np_dtype
+
+    load_cache = (None,) * _cache_arguments(base.create_masked_load, 5)
+
+    def unsupported(name):
+        def method(self, *args, **kwargs):
+            raise Unsupported(f"tl operation {name.removeprefix('create_')} is not run grid-at-once")
+
+        return method
+
+    class BatchBuilder(base):
+        def __init__(self, batch: _Batch):
+            super().__init__()
+            self.batch = batch
+            self.program_vectors: tuple[np.ndarray, np.ndarray, np.ndarray] = ()
+            self.grid_idx = (0, 0, 0)
+
+        def begin(self, program_ids: np.ndarray, grid: tuple[int, int, int]):
+            _, ny, nz = grid
+            self.batch.program_ids = program_ids
+            coords = (program_ids // (ny * nz), (program_ids // nz) % ny, program_ids % nz)
+            vectors = []
+            for values in coords:
+                values = values.astype(np.int32)
+                vectors.append(values[:1] if bool((values == values[0]).all()) else values)
+            self.program_vectors = tuple(vectors)
+
+        def create_get_program_id(self, axis):
+            return handle_cls(self.program_vectors[axis], tl.int32)
+
+        # memory: the interpreter's own gather and scatter, with every program's pointers at once
+        def create_masked_load(self, ptrs, mask, other, *cache_and_volatile):
+            arrays = [ptrs.data, mask.data] + ([] if other is None else [other.data])
+            arrays = [np.ascontiguousarray(a) for a in np.broadcast_arrays(*arrays)]
+            taken = _bool_mask(arrays[1])
+            element = ptrs.get_element_ty()
+            if not taken.any():
+                gathered = None
+            else:
+                addresses = arrays[0] if taken.all() else arrays[0][taken]
+                width = max(1, element.primitive_bitwidth // 8)
+                low, high = int(addresses.min()), int(addresses.max()) + width
+                self.batch.attempt_loads.append((low, high))
+                gathered = self.batch.gather(arrays[0], taken, low, high, np_dtype(element), element)
+            if gathered is not None:
+                other_data = arrays[2] if other is not None else np.zeros((), dtype=gathered.dtype)
+                return handle_cls(np.where(taken, gathered, other_data).astype(gathered.dtype, copy=False), element)
+            other_handle = None if other is None else handle_cls(arrays[2], other.dtype)
+            return base.create_masked_load(self, handle_cls(arrays[0], ptrs.dtype), handle_cls(arrays[1], mask.dtype),
+                                           other_handle, *cache_and_volatile)
+
+        def create_dot(self, a, b, d, input_precision, max_num_imprecise_acc):
+            # the interpreter's own dot, with its fp8 -> fp16 conversion read from a table of that same
+            # conversion over all 256 codes (it is elementwise)
+            if not any(h.dtype.primitive_bitwidth == 8 and h.dtype.is_floating() for h in (a, b)):
+                return base.create_dot(self, a, b, d, input_precision, max_num_imprecise_acc)
+            a_data, b_data = (_to_fp16(interpreter, h) for h in (a, b))
+            return handle_cls(np.matmul(a_data, b_data, dtype=d.data.dtype) + d.data, d.dtype.scalar)
+
+        def create_masked_store(self, ptrs, value, mask, *cache):
+            pointers, values, flags = (np.ascontiguousarray(a) for a in
+                                       np.broadcast_arrays(ptrs.data, value.data, mask.data))
+            taken = _bool_mask(flags)
+            if taken.all():
+                taken, addresses = None, pointers
+            elif not taken.any():
+                return None
+            else:
+                addresses = pointers[taken]
+            width = max(1, ptrs.get_element_ty().primitive_bitwidth // 8)
+            low, high = int(addresses.min()), int(addresses.max()) + width
+            pointer_handle, mask_handle = handle_cls(pointers, ptrs.dtype), handle_cls(flags, mask.dtype)
+            storage = self.batch.keep_for_undo(low, high)
+            if storage is None:
+                old = base.create_masked_load(self, pointer_handle, mask_handle, None, *load_cache, False)
+                self.batch.gathered.append((pointers, old.data, flags, ptrs.dtype))
+            if _lead(pointers) == 1 and len(self.batch.program_ids) > 1:
+                owners = np.array([-1 - self.batch.batch_number], dtype=np.int64)
+            else:
+                owners = self.batch.program_ids
+            self.batch.attempt_stores.append(_Stored(pointers, taken, owners, width, low, high, storage))
+            return base.create_masked_store(self, pointer_handle, handle_cls(values, value.dtype), mask_handle, *cache)
+
+        # shapes: the leading program axis stays first
+        def create_reshape(self, arg, shape, allow_reorder=False):
+            return handle_cls(arg.data.reshape((_lead(arg.data),) + tuple(shape)), arg.dtype.scalar)
+
+        def create_trans(self, arg, perm):
+            return handle_cls(np.transpose(arg.data, (0,) + tuple(p + 1 for p in perm)), arg.dtype.scalar)
+
+        def create_expand_dims(self, arg, axis):
+            if axis < 0:
+                axis += arg.data.ndim
+            return handle_cls(np.expand_dims(arg.data, axis + 1), arg.dtype.scalar)
+
+        def create_broadcast(self, arg, shape):
+            return handle_cls(np.broadcast_to(arg.data, (_lead(arg.data),) + tuple(shape)), arg.dtype.scalar)
+
+        def create_splat(self, ret_ty, arg):
+            shape = tuple(ret_ty.shape)
+            first = arg.data.reshape(_lead(arg.data), -1)[:, 0].astype(np_dtype(arg.dtype), copy=False)
+            full = np.broadcast_to(first.reshape((-1,) + (1,) * len(shape)), (first.shape[0],) + shape)
+            return handle_cls(np.ascontiguousarray(full), arg.dtype.scalar)
+
+        def create_unsplat(self, arg):
+            first = arg.data.reshape(_lead(arg.data), -1)[:, 0]
+            return handle_cls(first.astype(np_dtype(arg.dtype)), arg.dtype.scalar)
+
+        def create_make_range(self, *args):
+            start, stop = args[-2:]
+            return handle_cls(np.arange(start, stop, dtype=np.int32)[None], tl.int32)
+
+        def create_cat(self, lhs, rhs):
+            lead = max(_lead(lhs.data), _lead(rhs.data))
+            parts = [np.broadcast_to(h.data, (lead,) + h.data.shape[1:]) for h in (lhs, rhs)]
+            return handle_cls(np.concatenate(parts, axis=1), lhs.dtype.scalar)
+
+        def create_join(self, lhs, rhs):
+            lead = max(_lead(lhs.data), _lead(rhs.data))
+            parts = [np.broadcast_to(h.data, (lead,) + h.data.shape[1:]) for h in (lhs, rhs)]
+            return handle_cls(np.stack(parts, axis=-1), lhs.dtype.scalar)
+
+        def create_gather(self, src, indices, axis):
+            lead = max(_lead(src.data), _lead(indices.data))
+            data = np.broadcast_to(src.data, (lead,) + src.data.shape[1:])
+            index = np.broadcast_to(indices.data, (lead,) + indices.data.shape[1:])
+            return handle_cls(np.take_along_axis(data, index, axis=axis + 1), src.dtype.scalar)
+
+        def create_assert(self, condition, message):
+            if not bool(np.asarray(condition.data).all()):
+                raise Unsupported("a device assertion fails")
+
+    overridden = set(vars(BatchBuilder))
+    for name in dir(base):
+        if name.startswith(("create_", "get_")) and name not in overridden and name not in ELEMENTWISE \
+                and not name.endswith("_ty") and not name.startswith(("get_int", "get_uint", "get_fp", "get_bf16")):
+            setattr(BatchBuilder, name, unsupported(name))
+    return BatchBuilder
+
+
+_FP16_TABLES: dict = {}
+
+
+def _to_fp16(interpreter, handle) -> np.ndarray:
+    """The interpreter's _convert_float(data, dtype, fp16) as create_dot calls it; fp8 codes through a
+    table of that same function over all 256 codes."""
+    import triton.language as tl
+
+    dtype = handle.dtype.scalar
+    if dtype.primitive_bitwidth != 8 or not dtype.is_floating():
+        return interpreter._convert_float(handle.data, dtype, tl.float16, None).view(np.float16)
+    key = str(dtype)
+    if key not in _FP16_TABLES:
+        codes = np.arange(256, dtype=np.uint8).view(interpreter._get_np_dtype(dtype))
+        _FP16_TABLES[key] = interpreter._convert_float(codes, dtype, tl.float16, None).view(np.float16)
+    return np.ascontiguousarray(_FP16_TABLES[key][np.ascontiguousarray(handle.data).view(np.uint8)])

@@ -1,0 +1,279 @@
+"""Reductions, scans, ranges and the language patches of one batched grid (grid.py), undone after it."""
+
+from __future__ import annotations
+import contextlib
+import inspect
+import numpy as np
+
+from .grid_values import ProgramBools, ProgramInts, Unsupported, _Diverge, _INT_LIMIT, _int_dtype_class, _uniform
+from .grid_builder import _lead
+
+
+# ---- reductions --------------------------------------------------------------------------------------------
+def _reduce_function(tl, combine_fn):
+    standard = tl.standard
+    table = [
+        (("_argmin_combine_tie_break_left", "_argmin_combine_tie_break_fast"), (np.nanmin, np.nanargmin)),
+        (("_argmax_combine_tie_break_left", "_argmax_combine_tie_break_fast"), (np.nanmax, np.nanargmax)),
+        (("_elementwise_max",), (np.nanmax, None)),
+        (("_elementwise_min",), (np.nanmin, None)),
+        (("_sum_combine",), (np.sum, None)),
+    ]
+    for names, ops in table:
+        if any(getattr(standard, name, None) is combine_fn for name in names):
+            return ops
+    raise Unsupported(f"tl.reduce with combine function {getattr(combine_fn, '__name__', combine_fn)}")
+
+
+def _per_program(op, data: np.ndarray, axis, keep_dims: bool) -> np.ndarray:
+    """op over each program's block, reducing in the order the sequential interpreter does: the same numpy
+    call on the same layout (one call for all programs where each program's block is a C-contiguous row)."""
+    if _lead(data) == 1:
+        return np.asarray(op(data[0], axis=axis, keepdims=keep_dims))[None]
+    if data.flags.c_contiguous and axis is None:
+        flat = np.asarray(op(data.reshape(_lead(data), -1), axis=1))
+        return flat.reshape((-1,) + (1,) * (data.ndim - 1)) if keep_dims else flat
+    if data.flags.c_contiguous and (axis == data.ndim - 2 or axis == -1):
+        return np.asarray(op(data, axis=data.ndim - 1, keepdims=keep_dims))
+    return np.stack([np.asarray(op(data[p], axis=axis, keepdims=keep_dims)) for p in range(_lead(data))])
+
+
+def _make_reduce(interpreter, tl):
+    handle_cls = interpreter.TensorHandle
+
+    def to_tensor(result: np.ndarray, dtype):
+        result = result.astype(interpreter._get_np_dtype(dtype))
+        shape = list(result.shape[1:])
+        return tl.core.tensor(handle_cls(result, dtype.scalar), tl.block_type(dtype, shape) if shape else dtype)
+
+    def reduce(input, axis, combine_fn, keep_dims=False, **kwargs):
+        inputs = input if isinstance(input, tuple) else (input,)
+        value_op, index_op = _reduce_function(tl, combine_fn)
+        first = inputs[0]
+        if axis is not None and not -len(first.shape) <= axis < len(first.shape):
+            raise Unsupported(f"tl.reduce over axis {axis} of a {len(first.shape)}-d block")
+        data = first.handle.data
+        results = [to_tensor(_per_program(value_op, data, axis, keep_dims), first.dtype)]
+        if index_op is not None:
+            results.append(to_tensor(_per_program(index_op, data, axis, keep_dims), tl.int32))
+        if isinstance(input, tuple):
+            if len(input) != len(results):
+                raise Unsupported("tl.reduce over a tuple with a non-standard combine function")
+            return tuple(results)
+        return results[0]
+
+    return reduce
+
+
+# ---- the patch scope of one grid ---------------------------------------------------------------------------
+class _Patches:
+    """Attributes set for one grid and restored after it (instance attributes removed, not shadowed)."""
+
+    def __init__(self):
+        self._changes: list[tuple[object, str, bool, object]] = []
+
+    def set(self, obj, name, value):
+        own = name in getattr(obj, "__dict__", {})
+        self._changes.append((obj, name, own, obj.__dict__.get(name) if own else None))
+        setattr(obj, name, value)
+
+    def restore(self):
+        while self._changes:
+            obj, name, own, old = self._changes.pop()
+            if own:
+                setattr(obj, name, old)
+            else:
+                delattr(obj, name)
+
+
+def _tensor_values(tensor) -> np.ndarray:
+    """Each program's value of a tensor that holds one element per program."""
+    data = tensor.handle.data
+    flat = data.reshape(_lead(data), -1)
+    if flat.shape[1] != 1:
+        raise Unsupported("a block used where Python needs one value")
+    return flat[:, 0]
+
+
+def _int_values(value):
+    """A loop bound as an int (the same in every program) or an int64 vector (one per program)."""
+    import triton.language as tl
+
+    if isinstance(value, tl.constexpr):
+        value = value.value
+    if isinstance(value, ProgramInts):
+        return value.values
+    if isinstance(value, tl.tensor):
+        values = _tensor_values(value)
+        if values.dtype == np.uint64 and bool((values >= _INT_LIMIT).any()):
+            raise Unsupported("a loop bound beyond 2**62")
+        values = values.astype(np.int64)
+        return int(values[0]) if bool((values == values[0]).all()) else values
+    return int(value)
+
+
+def _range(arg1, arg2=None, step=None, **kwargs):
+    """tl.range / tl.static_range: Python's range where every program agrees on the bounds; a range of
+    ProgramInts where they agree only on the trip count; a divergence otherwise."""
+    step = 1 if step is None else step
+    start, end = (0, arg1) if arg2 is None else (arg1, arg2)
+    bounds = [_int_values(v) for v in (start, end, step)]
+    if all(isinstance(b, int) for b in bounds):
+        return range(*bounds)
+    s, e, st = np.broadcast_arrays(*(np.asarray(b, dtype=np.int64).reshape(-1) for b in bounds))
+    if bool((st == 0).any()):
+        raise Unsupported("a loop with step 0")
+    trips = np.where(st > 0, np.maximum(0, -((s - e) // st)), np.maximum(0, -((e - s) // -st)))
+    count = int(_uniform(trips))
+    if bool((s == s[0]).all()) and bool((st == st[0]).all()):
+        return range(int(s[0]), int(s[0]) + count * int(st[0]), int(st[0]))
+    return (ProgramInts(s + k * st) for k in range(count))
+
+
+@contextlib.contextmanager
+def _batched_language(interpreter, fn, builder):
+    """triton.language patched as the interpreter patches it, then the batch-aware pieces on top."""
+    import triton.language as tl
+
+    lang_scope = interpreter._LangPatchScope()
+    patches = _Patches()
+    try:
+        # the builder given here is the one Triton 3.6-3.8's builtins use; 3.9's use interpreter_semantic's
+        for lang in (tl, tl.core):
+            _patch_builtins(interpreter, lang, builder, lang_scope)
+            _patch_builtins(interpreter, lang.tensor, builder, lang_scope)
+            interpreter._patch_lang_tensor(lang.tensor, lang_scope)
+            interpreter._patch_lang_core(lang, lang_scope)
+        _patch_builtins(interpreter, tl.math, builder, lang_scope)
+        if hasattr(tl.core, "tensor_descriptor_base"):
+            _patch_builtins(interpreter, tl.core.tensor_descriptor_base, builder, lang_scope)
+        semantic = interpreter.interpreter_semantic
+        patches.set(semantic, "builder", builder)
+        _patch_semantic(type(semantic), patches, interpreter, tl)
+        reduce, scan = _make_reduce(interpreter, tl), _make_scan(interpreter, tl)
+        for lang in (tl, tl.core):
+            patches.set(lang, "reduce", reduce)
+            patches.set(lang, "associative_scan", scan)
+        for lang in {tl, tl.core}:
+            if hasattr(lang, "range"):
+                patches.set(lang, "range", _range)
+            if hasattr(lang, "static_range"):
+                patches.set(lang, "static_range", _range)
+        patches.set(tl.tensor, "__bool__", _tensor_bool)
+        patches.set(tl.tensor, "__index__", _tensor_index)
+        patches.set(tl.tensor, "T", property(_tensor_transpose))
+        patches.set(interpreter.InterpretedFunction, "__call__", _device_call(interpreter))
+        yield
+    finally:
+        patches.restore()
+        lang_scope.restore()
+
+
+def _patch_builtins(interpreter, package, builder, scope) -> None:
+    """The interpreter's _patch_builtin, also over builtins an earlier device-function call left patched
+    (Triton's InterpretedFunction.__call__ patches without restoring; 3.6-3.8 bind the builder there)."""
+    import triton.language as tl
+
+    for name, member in inspect.getmembers(package):
+        original = member if tl.core.is_builtin(member) else (getattr(member, "__kwdefaults__", None) or {}).get("member")
+        if original is not None and tl.core.is_builtin(original):
+            interpreter._patch_attr(package, name, original, builder, scope)
+
+
+def _make_scan(interpreter, tl):
+    """tl.associative_scan for the interpreter's own fast cases (cumsum, cumprod): numpy's accumulate along
+    the block axis, which adds in order whatever the layout; other combine functions run sequentially."""
+    def scan(input, axis, combine_fn, reverse=False, **kwargs):
+        if isinstance(input, tuple):
+            if len(input) != 1:
+                raise Unsupported("tl.associative_scan over a tuple")
+            return (scan(input[0], axis, combine_fn, reverse),)
+        ops = {id(getattr(tl.standard, "_sum_combine", None)): np.cumsum,
+               id(getattr(tl.standard, "_prod_combine", None)): np.cumprod}
+        op = ops.get(id(combine_fn))
+        if op is None or not isinstance(axis, int) or not -len(input.shape) <= axis < len(input.shape):
+            raise Unsupported(f"tl.associative_scan with {getattr(combine_fn, '__name__', combine_fn)}")
+        data_axis = axis if axis < 0 else axis + 1
+        data = input.handle.data
+        if reverse:
+            data = np.ascontiguousarray(np.flip(data, axis=data_axis))
+        result = op(data, axis=data_axis).astype(interpreter._get_np_dtype(input.dtype))
+        if reverse:
+            result = np.ascontiguousarray(np.flip(result, axis=data_axis))
+        handle = interpreter.TensorHandle(result, input.dtype.scalar)
+        return tl.core.tensor(handle, tl.block_type(input.dtype, list(result.shape[1:])))
+
+    return scan
+
+
+def _tensor_bool(self):
+    if self.handle.data[0].size != 1:  # a block is truthy in the interpreter, as there
+        return True
+    return bool(_uniform(self.handle.data.reshape(_lead(self.handle.data)).astype(np.bool_)))
+
+
+def _tensor_index(self):
+    return int(_uniform(_tensor_values(self)))
+
+
+def _tensor_transpose(self):
+    import triton.language as tl
+
+    if len(self.shape) != 2:
+        raise Unsupported(".T of a block that is not 2-d")
+    from triton.runtime.interpreter import TensorHandle
+
+    handle = TensorHandle(np.swapaxes(self.handle.data, -1, -2), self.handle.dtype)
+    return tl.core.tensor(handle, tl.core.block_type(self.dtype, [self.shape[1], self.shape[0]]))
+
+
+def _device_call(interpreter):
+    def __call__(self, *args, **kwargs):  # a @triton.jit helper called from a kernel: language already patched
+        try:
+            return self.rewrite()(*args, **kwargs)
+        except (Unsupported, _Diverge):
+            raise
+        except Exception as exc:
+            raise interpreter.InterpreterError(repr(exc)) from exc
+
+    return __call__
+
+
+def _patch_semantic(semantic_cls, patches: _Patches, interpreter, tl):
+    """Make ProgramInts convert to tensors exactly where, and with the dtype with which, a Python int would.
+    Patched on the class: Triton 3.6-3.8 give every builtin its own semantic object."""
+    to_tensor, scalar_constant = semantic_cls.to_tensor, semantic_cls.scalar_constant
+    to_tensor_type = getattr(semantic_cls, "to_tensor_type", None)  # Triton 3.9; 3.6-3.8 convert in to_tensor
+
+    def program_tensor(value: ProgramInts, dtype):
+        if isinstance(value, ProgramBools):
+            dtype = tl.int1 if dtype is None else dtype
+        if dtype.is_floating() and (dtype not in (tl.float16, tl.float32, tl.float64)
+                                    or int(np.abs(value.values).max()) >= 1 << 53):
+            raise Unsupported(f"a loop variable converted to {dtype}")  # numpy's own conversion only
+        data = value.values.astype(np.float64) if dtype.is_floating() else value.values
+        data = data.astype(interpreter._get_np_dtype(dtype))
+        return tl.tensor(interpreter.TensorHandle(data, dtype), dtype)
+
+    def program_dtype(x):
+        return tl.int1 if isinstance(x, ProgramBools) else _int_dtype_class(x.values)
+
+    def new_to_tensor(self, x, check_type=True):
+        if isinstance(x, ProgramInts):
+            return program_tensor(x, program_dtype(x))
+        return to_tensor(self, x, check_type)
+
+    def new_to_tensor_type(self, x):
+        if isinstance(x, ProgramInts):
+            return program_dtype(x)
+        return to_tensor_type(self, x)
+
+    def new_scalar_constant(self, value, dtype):
+        if isinstance(value, ProgramInts):
+            return program_tensor(value, dtype)
+        return scalar_constant(self, value, dtype)
+
+    patches.set(semantic_cls, "to_tensor", new_to_tensor)
+    if to_tensor_type is not None:
+        patches.set(semantic_cls, "to_tensor_type", new_to_tensor_type)
+    patches.set(semantic_cls, "scalar_constant", new_scalar_constant)
