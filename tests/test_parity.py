@@ -14,7 +14,7 @@ import torch
 from safetensors.torch import save_file
 
 from fp8check.core import fp8
-from fp8check.run import parity
+from fp8check.run import parity, parity_inputs
 from fp8check.cli import main
 from fp8check.core.errors import ProducerError
 from fp8check.core.inputs import Inputs
@@ -325,8 +325,8 @@ def test_min_recall_lowers_the_bar(capsys):
 
 def test_input_file_replays_the_generated_sweep(capsys, tmp_path):
     spec = CacheSpec(num_blocks=4)
-    config = parity.ParityConfig(ctx=(64, 200), topk=32)
-    made = parity.generate(spec, config, heads=4, seed=3, shuffled=False)
+    config = parity_inputs.ParityConfig(ctx=(64, 200), topk=32)
+    made = parity_inputs.generate(spec, config, heads=4, seed=3, shuffled=False)
     path = tmp_path / "in.safetensors"
     save_file({"k": made.k, "q": made.q[0], "weights": made.weights[0]}, str(path))  # [H, D] and [H] forms
     results = []
@@ -453,9 +453,9 @@ def _kth_swapping_reader(spec: CacheSpec, topk: int):
 
 @pytest.mark.parametrize("atol, fault", [(10.0, False), (0.0, True)])
 def test_reader_check_says_near_tie_or_fault(atol, fault):
-    config = parity.ParityConfig(ctx=(300,), topk=32, rtol=0.0, atol=atol)
+    config = parity_inputs.ParityConfig(ctx=(300,), topk=32, rtol=0.0, atol=atol)
     spec = CacheSpec(block_size=1, num_blocks=300)
-    inputs = parity.generate(spec, config, heads=4, seed=2, shuffled=False)
+    inputs = parity_inputs.generate(spec, config, heads=4, seed=2, shuffled=False)
     reader = Reader("kth-swap", "swaps the K-th and (K+1)-th logits", _kth_swapping_reader(spec, 32))
     result = parity.run_parity(spec, config, baseline=producers.resolve("reference"),
                                writers=[producers.resolve("reference")], reader=reader, inputs=inputs, device=CPU)
@@ -472,11 +472,11 @@ def test_reader_check_says_near_tie_or_fault(atol, fault):
 def test_exact_reader_reads_interleaved_and_a_planar_reader_faults_on_it():
     # FlagGems' and vLLM's next_n > 1 readers read per-token records; fp8check's planar linear_reader plugin on
     # an interleaved cache is the same disagreement the other way round: right at block 1 only
-    config = parity.ParityConfig(ctx=(100, 300), topk=32)
+    config = parity_inputs.ParityConfig(ctx=(100, 300), topk=32)
     outcomes = {}
     for block in (1, 64):
         spec = CacheSpec(block_size=block, num_blocks=-(-300 // block), layout=Layout.INTERLEAVED)
-        inputs = parity.generate(spec, config, heads=4, seed=2, shuffled=True)
+        inputs = parity_inputs.generate(spec, config, heads=4, seed=2, shuffled=True)
         for name in ("reference", reader_plugin()):
             reader = registry.resolve_reader(name, spec=spec, isolation=None)
             result = parity.run_parity(spec, config, baseline=producers.resolve("reference"),
@@ -491,9 +491,9 @@ def test_a_reader_fault_names_the_layout_the_reader_reads(written, reads):
     # linear_reader reads planar row-major whatever was written: on a shuffle cache of block 64 the exact reader
     # agrees with it only when told to read linear (whole blocks: a partly written block read in another order
     # holds poison, whatever reads it)
-    config = parity.ParityConfig(ctx=(128, 320), topk=32)
+    config = parity_inputs.ParityConfig(ctx=(128, 320), topk=32)
     spec = CacheSpec(block_size=64, num_blocks=5, layout=written)
-    inputs = parity.generate(spec, config, heads=4, seed=2, shuffled=True)
+    inputs = parity_inputs.generate(spec, config, heads=4, seed=2, shuffled=True)
     result = parity.run_parity(spec, config, baseline=producers.resolve("reference"),
                                writers=[producers.resolve("reference")],
                                reader=registry.resolve_reader(reader_plugin(), spec=spec, isolation=None), inputs=inputs,

@@ -16,7 +16,7 @@ import torch
 
 import fp8check.run.parity
 import fp8check.core.metrics as metrics
-from fp8check.run import parity
+from fp8check.run import parity, parity_inputs, parity_result
 from fp8check.cli import main
 from fp8check.core.errors import UserError
 from fp8check.core.inputs import Inputs
@@ -31,7 +31,7 @@ HOSTILE = HERE / "hostile"
 LINEAR = HERE / "readers" / "linear_reader.py"
 VLLM_TORCH = f"vllm-file:{HERE / 'readers' / 'vllm_style_readers.py'}:fp8_paged_mqa_logits_torch"
 CPU = torch.device("cpu")
-CONFIG = parity.ParityConfig(ctx=(20, 64, 200), topk=32)
+CONFIG = parity_inputs.ParityConfig(ctx=(20, 64, 200), topk=32)
 SMALL = ("--heads", "4", "--topk", "32", "--ctx", "20,64,200", "--baseline", "reference",
          "--writers", "reference,reference-vllm")
 
@@ -42,13 +42,13 @@ def hostile(target: str) -> str:
 
 
 def spec_for(layout: Layout | None = None):
-    return parity.cache_spec(CONFIG, CacheSpec(num_blocks=1, block_size=64, head_dim=128, quant_block_size=128,
+    return parity_inputs.cache_spec(CONFIG, CacheSpec(num_blocks=1, block_size=64, head_dim=128, quant_block_size=128,
                                                fp8=FP8Format.E4M3FN, scale_fmt=ScaleFormat.UE8M0, layout=layout))
 
 
-def sweep(reader: Reader, spec) -> parity.ParityResult:
+def sweep(reader: Reader, spec) -> parity_result.ParityResult:
     """The small sweep of tests/test_parity.py's SMALL, through the library."""
-    data = parity.generate(spec, CONFIG, heads=4, seed=0, shuffled=False)
+    data = parity_inputs.generate(spec, CONFIG, heads=4, seed=0, shuffled=False)
     return parity.run_parity(spec, CONFIG, baseline=producers.resolve("reference"),
                              writers=[producers.resolve("reference"), producers.resolve("reference-vllm")],
                              reader=reader, inputs=data, device=CPU)
@@ -56,7 +56,7 @@ def sweep(reader: Reader, spec) -> parity.ParityResult:
 
 def reader_args(spec) -> tuple:
     """A reader's arguments on the reference writer's bytes, as run_parity builds them."""
-    data = parity.generate(spec, CONFIG, heads=4, seed=0, shuffled=False)
+    data = parity_inputs.generate(spec, CONFIG, heads=4, seed=0, shuffled=False)
     written = Inputs(data.k, data.slot_mapping(CONFIG.max_ctx, spec.block_size), data.source)
     cache = producers.run(producers.resolve("reference"), spec, written, CPU)
     batch = parity.make_batch(spec, CONFIG, data, CPU)

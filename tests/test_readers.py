@@ -6,7 +6,7 @@ import pytest
 import torch
 from standins import aiter_reader_standin, install
 
-from fp8check.run import parity
+from fp8check.run import parity, parity_inputs
 from fp8check.core.errors import ProducerError
 from fp8check.producers.adapters import aiter_reader
 from fp8check.core.producer import Reader
@@ -24,9 +24,9 @@ pytestmark = pytest.mark.usefixtures("no_real_libraries")  # tests/conftest.py
 
 
 def sweep(spec: CacheSpec, reader, ctx=(16, 100, 300)):
-    config = parity.ParityConfig(ctx=ctx, topk=32)
+    config = parity_inputs.ParityConfig(ctx=ctx, topk=32)
     spec = spec.replace(num_blocks=-(-config.max_ctx // spec.block_size))
-    inputs = parity.generate(spec, config, heads=4, seed=2, shuffled=True)
+    inputs = parity_inputs.generate(spec, config, heads=4, seed=2, shuffled=True)
     return parity.run_parity(spec, config, baseline=producers.resolve("reference"),
                              writers=[producers.resolve("reference")], reader=reader, inputs=inputs, device=CPU)
 
@@ -101,9 +101,9 @@ def aiter_017(monkeypatch):
 
 
 def sweep_next_n(spec: CacheSpec, reader, next_n: int, ctx=(100, 300)):
-    config = parity.ParityConfig(ctx=ctx, topk=32, next_n=next_n)
+    config = parity_inputs.ParityConfig(ctx=ctx, topk=32, next_n=next_n)
     spec = spec.replace(num_blocks=-(-config.max_ctx // spec.block_size))
-    inputs = parity.generate(spec, config, heads=4, seed=2, shuffled=True)
+    inputs = parity_inputs.generate(spec, config, heads=4, seed=2, shuffled=True)
     return parity.run_parity(spec, config, baseline=producers.resolve("reference"),
                              writers=[producers.resolve("reference")], reader=reader, inputs=inputs, device=CPU)
 

@@ -65,7 +65,7 @@ class Request:
 @dataclasses.dataclass(frozen=True)
 class Prepared:
     spec: CacheSpec
-    inputs: Any  # inputs.Inputs, or parity.QueryInputs
+    inputs: Any  # inputs.Inputs, or parity_inputs.QueryInputs
     device: Any  # torch.device
     sides: dict[str, Any]  # role -> Producer, or a golden baseline's recorded Side
     reader: Any = None  # parity: the reader under test
@@ -284,20 +284,20 @@ def resolve_producers(device, names: dict[str, str], spec: CacheSpec, repo: Path
 
 def prepare_parity(request: Request, *, isolation="default") -> Prepared:
     """A parity run: the cache the contexts need, K/Q/weights drawn or read, the baseline, writers and reader."""
-    from . import parity
+    from . import parity_inputs
     from ..producers import registry
 
     v = dict(request.values)
     if not {"writers", "expect_fail"} & request.stated:  # the default columns: the seed's buggy and fixed wrappers,
         v["expect_fail"] = tuple(name for name in v["writers"] if name in KNOWN_BAD)  # the buggy one expected to fail
     config = parity_config(v)
-    spec = parity.cache_spec(config, spec_of(v))
+    spec = parity_inputs.cache_spec(config, spec_of(v))
     shuffled, device = v["slots"] == "shuffled", resolve_device(v["device"])
     _check_parity_memory(spec, config, v, device)
     if v["input"] is not None:
-        data = parity.read(Path(v["input"]), spec, config, heads=v["heads"], seed=v["seed"], shuffled=shuffled)
+        data = parity_inputs.read(Path(v["input"]), spec, config, heads=v["heads"], seed=v["seed"], shuffled=shuffled)
     else:
-        data = parity.generate(spec, config, heads=v["heads"] or parity.DEFAULT_HEADS, seed=v["seed"],
+        data = parity_inputs.generate(spec, config, heads=v["heads"] or parity_inputs.DEFAULT_HEADS, seed=v["seed"],
                                shuffled=shuffled, distribution=inputs_mod.Distribution(v["inputs"]))
     if not v["writers"] and v["reader"] == "reference":
         raise UsageError("--writers: name at least one writer (with no writer, name a --reader to check on the"
@@ -317,11 +317,11 @@ def prepare_parity(request: Request, *, isolation="default") -> Prepared:
 
 def _check_parity_memory(spec: CacheSpec, config, v: dict, device) -> None:
     """Refuse a parity run that cannot fit, naming its sizes, before anything is drawn or allocated."""
-    from . import parity
+    from . import parity_inputs
     from ..core.cache import require_memory
 
-    heads = v["heads"] or parity.DEFAULT_HEADS
-    needed = parity.memory_bytes(spec, config, heads=heads, writers=len(v["writers"]))
+    heads = v["heads"] or parity_inputs.DEFAULT_HEADS
+    needed = parity_inputs.memory_bytes(spec, config, heads=heads, writers=len(v["writers"]))
     sizes = (f"--ctx {','.join(map(str, config.ctx))}, --heads {heads}, --head-dim {spec.head_dim}, --block"
              f" {spec.block_size}, --next-n {config.next_n}, --topk {config.topk}, {len(v['writers'])} writer(s)")
     for where in {device.type, "cpu"}:  # inputs are drawn on the CPU, then copied
@@ -329,7 +329,7 @@ def _check_parity_memory(spec: CacheSpec, config, v: dict, device) -> None:
 
 
 def parity_config(v: dict):
-    from .parity import ParityConfig
+    from .parity_inputs import ParityConfig
 
     return ParityConfig(ctx=tuple(v["ctx"]), topk=v["topk"], next_n=v["next_n"], rtol=v["rtol"], atol=v["atol"],
                         min_recall=v["min_recall"], expect_fail=frozenset(v["expect_fail"]))

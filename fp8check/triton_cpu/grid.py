@@ -31,10 +31,12 @@ Active only inside `grid_at_once()`, which patches `GridExecutor.__call__` for i
 """
 
 from __future__ import annotations
+
 import contextlib
 import dataclasses
 import inspect
 import logging
+
 import numpy as np
 
 from .grid_values import Unsupported, _Diverge

@@ -2,8 +2,10 @@
 a leading program axis; loads and stores gather and scatter through the real memory with their masks."""
 
 from __future__ import annotations
+
 import dataclasses
 import inspect
+
 import numpy as np
 
 from .grid_values import Unsupported

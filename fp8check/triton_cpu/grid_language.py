@@ -1,8 +1,10 @@
 """Reductions, scans, ranges and the language patches of one batched grid (grid.py), undone after it."""
 
 from __future__ import annotations
+
 import contextlib
 import inspect
+
 import numpy as np
 
 from .grid_values import ProgramBools, ProgramInts, Unsupported, _Diverge, _INT_LIMIT, _int_dtype_class, _uniform

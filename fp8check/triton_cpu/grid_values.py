@@ -2,7 +2,9 @@
 batch (ProgramInts, ProgramBools), and the exceptions that end a batched run."""
 
 from __future__ import annotations
+
 import numbers
+
 import numpy as np
 
 
