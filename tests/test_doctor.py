@@ -128,12 +128,12 @@ def test_require_an_unknown_name_is_a_usage_error(capsys):
 
 
 def test_triton_exact_reports_the_real_known_answer_check_per_format(capsys, tmp_path):
-    from fp8check.triton_cpu import interpreter
+    from fp8check.triton_cpu import known_answers
 
     code, payload = doctor_json(capsys, tmp_path, "--require", "triton-exact:e4m3fn")
     assert code == 0
     for fmt in FP8Format:
-        ok, reason = interpreter.check(fmt)
+        ok, reason = known_answers.check(fmt)
         assert payload["triton_exact"][fmt.value] == {"ok": ok, "reason": reason}
     assert payload["triton_exact"]["e4m3fn"]["ok"] is True
 

@@ -11,7 +11,7 @@ import pytest
 import torch
 from conftest import run
 
-from fp8check.triton_cpu import interpreter
+from fp8check.triton_cpu import interpreter, known_answers
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -75,9 +75,9 @@ def interpreter_without_fnuz(monkeypatch):
 
     interpreter_exact = interpreter._exact_fp_to_fp
     monkeypatch.setattr(interpreter, "_exact_fp_to_fp", without_fnuz)
-    interpreter.check.cache_clear()
+    known_answers.check.cache_clear()
     yield
-    interpreter.check.cache_clear()
+    known_answers.check.cache_clear()
 
 
 def test_a_format_this_interpreter_cannot_run_is_skipped_with_its_reason(capsys, tmp_path, interpreter_without_fnuz):

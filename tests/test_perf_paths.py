@@ -15,7 +15,7 @@ from fp8check.core.cache import CacheBuffer
 from fp8check.core.diff import diff_caches
 from fp8check.core.spec import CacheSpec, FP8Format, Layout, ScaleFormat
 from fp8check.producers import registry
-from fp8check.triton_cpu.interpreter import check as interpreter_check
+from fp8check.triton_cpu.known_answers import check as interpreter_check
 from fp8check.triton_cpu.interpreter import cpu_kernels
 from fp8check.core.reference import aiter_writer
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from fp8check.core import fp8
-from fp8check.triton_cpu import interpreter as triton_exact
+from fp8check.triton_cpu import interpreter as triton_exact, known_answers
 from fp8check.producers import registry as producers
 from fp8check.core.cache import CacheBuffer, guard_bytes, poison
 from fp8check.cli import main
@@ -68,7 +68,7 @@ def test_interpreter_conversion_equals_exact_encoder_on_every_finite_bf16(fmt, s
 
 def test_known_answer_check_passes_on_the_installed_triton():
     for fmt in FP8Format:
-        ok, reason = triton_exact.check(fmt)
+        ok, reason = known_answers.check(fmt)
         assert ok, reason
 
 
@@ -77,13 +77,13 @@ def stock_interpreter_conversion(monkeypatch):
     """Triton's own (inexact) float -> fp8 conversion inside the CPU scope, as on a Triton where the
     exact one failed (a stand-in: fp8check's scope told to keep the stock conversion)."""
     monkeypatch.setattr(triton_exact, "_exact_fp_to_fp", lambda tl, handle_cls, original: original)
-    triton_exact.check.cache_clear()
+    known_answers.check.cache_clear()
     yield
-    triton_exact.check.cache_clear()
+    known_answers.check.cache_clear()
 
 
 def test_known_answer_check_refuses_the_stock_interpreter_conversion(stock_interpreter_conversion):
-    ok, reason = triton_exact.check(FP8Format.E4M3FN)
+    ok, reason = known_answers.check(FP8Format.E4M3FN)
     assert not ok
     assert "not exact" in reason
 
@@ -112,11 +112,11 @@ def test_unknown_triton_version_is_refused(monkeypatch):
     import triton
 
     monkeypatch.setattr(triton, "__version__", "9.1.0")
-    triton_exact.check.cache_clear()
+    known_answers.check.cache_clear()
     try:
-        ok, reason = triton_exact.check(FP8Format.E4M3FN)
+        ok, reason = known_answers.check(FP8Format.E4M3FN)
     finally:
-        triton_exact.check.cache_clear()
+        known_answers.check.cache_clear()
     assert not ok and "Triton 9.1.0" in reason
 
 

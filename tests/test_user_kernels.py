@@ -19,7 +19,7 @@ import pytest
 import torch
 
 from fp8check.core.spec import CacheSpec, FP8Format, Layout, ScaleFormat
-from fp8check.triton_cpu import interpreter
+from fp8check.triton_cpu import interpreter, known_answers
 from fp8check.code.load import load_function, prepare_to_run
 
 KERNELS = Path(__file__).parent / "kernels"
@@ -95,7 +95,7 @@ def writer_target(variant: str, fp8: str, tmp_path: Path) -> str:
 @pytest.mark.parametrize("baseline, fp8, scale_fmt", PROFILES)
 @pytest.mark.parametrize("variant", ["vllm-imports", "shimmed"])
 def test_correct_wrapper_is_identical_on_the_cpu(capsys, tmp_path, variant, baseline, fp8, scale_fmt, block, slots):
-    ok, reason = interpreter.check(FP8Format(fp8))
+    ok, reason = known_answers.check(FP8Format(fp8))
     if not ok:
         pytest.skip(f"this Triton's interpreter cannot convert to {fp8}: {reason}")
     code, out, err = run(capsys, "compare", "--baseline", baseline, "--candidate", writer_target(variant, fp8, tmp_path),
@@ -376,14 +376,14 @@ def test_fp32_scales_carry_the_approximate_division_note(capsys, tmp_path):
 
 
 def test_interpreter_semantics_known_answers_pass_here():
-    ok, reason = interpreter.check_semantics()
+    ok, reason = known_answers.check_semantics()
     assert ok, reason
 
 
 def test_program_listener_hears_every_program():
     heard = []
     with interpreter.cpu_kernels(), interpreter.program_listener(lambda done, total: heard.append((done, total))):
-        interpreter._run_semantics_kernel()
+        known_answers._run_semantics_kernel()
     assert heard == [(1, 2), (2, 2)]
 
 
@@ -391,14 +391,14 @@ def test_program_listener_hears_every_program():
 def stock_interpreter_masks(monkeypatch):
     """The interpreter's masked load/store as Triton ships them (fp8check's mask fix taken out)."""
     monkeypatch.setattr(interpreter, "_mask_fix", lambda handle_cls, load, store: (load, store))
-    interpreter.check_semantics.cache_clear()
+    known_answers.check_semantics.cache_clear()
     yield
-    interpreter.check_semantics.cache_clear()
+    known_answers.check_semantics.cache_clear()
 
 
 @pytest.mark.triton(min="3.9")  # Triton 3.6's stock interpreter takes int32 masks; 3.9's refuses them
 def test_semantics_check_refuses_the_stock_interpreters_int1_masks(stock_interpreter_masks):
-    ok, reason = interpreter.check_semantics()
+    ok, reason = known_answers.check_semantics()
     assert not ok
     assert "cannot run the semantics kernel" in reason and "mask has unsupported dtype" in reason
 

@@ -205,7 +205,7 @@ def prepare_to_run(loaded: LoadedFunction, fp8: FP8Format, device: torch.device)
         if loaded.uses_triton:
             require_triton_format(fp8, device)
         return
-    from ..triton_cpu.interpreter import require_any_kernel
+    from ..triton_cpu.known_answers import require_any_kernel
 
     if loaded.uses_triton:
         require_any_kernel(fp8)

@@ -75,7 +75,7 @@ _kernel = triton.jit(_quant_and_cache)
 
 
 def check(spec, device: torch.device) -> None:
-    from ..triton_cpu.interpreter import require
+    from ..triton_cpu.known_answers import require
 
     if not hasattr(tl.standard, "_elementwise_max"):
         raise ProducerError(f"Triton {triton.__version__} has no tl.standard._elementwise_max; this writer needs it")

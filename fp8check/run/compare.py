@@ -56,7 +56,7 @@ class CompareResult:
         """On a CPU run of Triton kernels: why a compiled kernel could write other bytes, where known."""
         if self.device != "cpu" or not (self.baseline.triton or self.candidate.triton):
             return None
-        from ..triton_cpu.interpreter import compiled_caveat
+        from ..triton_cpu.known_answers import compiled_caveat
 
         return compiled_caveat(self.spec)
 
