@@ -21,7 +21,8 @@ from fp8check.cli import main
 from fp8check.run.compare import compare
 from fp8check.diagnose import EXAMPLES, Category, diagnose
 from fp8check.core.inputs import Distribution, SlotPattern, generate
-from fp8check.diagnose.words import describe_example, diagnosis_json, explain
+from fp8check.diagnose.example_words import describe_example
+from fp8check.diagnose.words import diagnosis_json, explain
 from fp8check.core.spec import CacheSpec, FP8Format, Layout, ScaleFormat
 
 FAULTS = Path(__file__).parent / "faults"

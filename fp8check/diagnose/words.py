@@ -6,11 +6,11 @@ docs/NUMERICS.md, the user-facing page of the numeric facts.
 
 from __future__ import annotations
 
-import math
-
-from .model import Category, Cause, Diagnosis, Example
+from .model import Category, Cause, Diagnosis
 from .scales import E5M2_MAX
-from ..core.spec import CacheSpec, FP8Format, Layout, Region
+from ..core.spec import CacheSpec, FP8Format, Layout
+from .example_words import describe_example, example_note, plural
+
 
 NUMERICS = "docs/NUMERICS.md"
 MOVED = " (the values of those groups move with their scale)"
@@ -54,24 +54,20 @@ def block_ranges(blocks: tuple[int, ...], limit: int = 6) -> str:
     return shown if len(blocks) == 1 else f"{shown} ({len(blocks)} blocks)"
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'s' if n != 1 else ''}"
-
-
 def _unwritten(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
     f = cause.facts
     groups, words = f.get("value_groups_unwritten", 0), f.get("scale_words_unwritten", 0)
     base_side = f["baseline_poison_bytes"] + f["baseline_poison_scales"]
     side = "; in some, the baseline left poison where the candidate wrote" if base_side else ""
     if words and not groups:
-        return (f"The candidate left the poison fill in {_plural(words, 'scale word')} whose values it wrote{side}.",
+        return (f"The candidate left the poison fill in {plural(words, 'scale word')} whose values it wrote{side}.",
                 "the scale store is missing or masked off: check the scale store (its pointer, index and mask)")
     if groups and not words:
-        return (f"The candidate left the poison fill in the values of {_plural(groups, 'quant group')} whose scales"
+        return (f"The candidate left the poison fill in the values of {plural(groups, 'quant group')} whose scales"
                 f" it wrote{side}.",
                 "the value store is missing or masked off: check the value store (its pointer, offsets and mask)")
     tokens = f["tokens_never_written"]
-    whole = f", {_plural(tokens, 'token')} never written at all" if tokens else ""
+    whole = f", {plural(tokens, 'token')} never written at all" if tokens else ""
     return (f"The candidate left the poison fill where the baseline wrote{whole}{side}.",
             "every token with slot >= 0 must be written: check that the grid covers all tokens")
 
@@ -83,19 +79,19 @@ def _stray_write(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
     if f["slot_bytes"]:
         where.append(f"{f['slot_bytes']} in slots no token maps to")
     if f.get("foreign_bytes"):
-        where.append(f"{f['foreign_bytes']} in {_plural(f['foreign_slots'], 'slot')} of real tokens, overwritten by"
+        where.append(f"{f['foreign_bytes']} in {plural(f['foreign_slots'], 'slot')} of real tokens, overwritten by"
                      " a row no token has (values and scale)")
         return (f"Bytes changed where no token of this slot mapping writes: {', '.join(where)}.",
                 "a lane or program past the last token wrote: check the token mask (token < num_tokens, not <=)"
                 " and the grid (cdiv(num_tokens, TOKENS) programs)")
     if f.get("copied_bytes"):
-        where.append(f"{f['copied_bytes']} in {_plural(f['copied_slots'], 'slot')} of real tokens, overwritten by"
+        where.append(f"{f['copied_bytes']} in {plural(f['copied_slots'], 'slot')} of real tokens, overwritten by"
                      " another token's row (values and scale)")
         return (f"Bytes changed where no token of this slot mapping writes: {', '.join(where)}.",
                 "two tokens stored to one slot: check the slot each token's store uses (the slot_mapping load"
                 " and its token index)")
     if f.get("overwritten_bytes"):
-        where.append(f"{f['overwritten_bytes']} in {_plural(f['overwritten_slots'], 'slot')} of real tokens,"
+        where.append(f"{f['overwritten_bytes']} in {plural(f['overwritten_slots'], 'slot')} of real tokens,"
                      " overwritten by padding tokens (slot < 0)")
         return (f"Bytes changed where no token of this slot mapping writes: {', '.join(where)}.",
                 "tokens with slot < 0 must write nothing; if padding goes to a dummy slot (SGLang), give that"
@@ -209,7 +205,7 @@ def _amax_floor(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
         floor = f"a floor above {found / 2:.2g} and at most {found:.2g}"
     else:
         floor = f"a floor of at most {found:.2g} (no group's amax is below it)"
-    return (f"Scales differ on {_plural(f['groups'], 'group')} whose amax is below {f['floor_expected']:g}: the"
+    return (f"Scales differ on {plural(f['groups'], 'group')} whose amax is below {f['floor_expected']:g}: the"
             f" candidate uses {floor} in s = max(amax, floor) / DIV where the baseline uses {f['floor_expected']:g}"
             f"{MOVED}.",
             f"floor amax at {f['floor_expected']:g} as vLLM, aiter and SGLang do (LMDeploy 0.18.0 uses 1e-6);"
@@ -219,22 +215,22 @@ def _amax_floor(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
 def _ue8m0_rounding(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
     f = cause.facts
     if f["direction"] == "none":
-        return (f"Scales on {_plural(f['groups'], 'group')} are s = max(amax, 1e-4) / DIV not rounded to a power of"
+        return (f"Scales on {plural(f['groups'], 'group')} are s = max(amax, 1e-4) / DIV not rounded to a power of"
                 f" two, where the spec's scales are ue8m0{MOVED}.",
                 "the ue8m0 rounding s = 2 ** ceil(log2(s)) is skipped: check the flag that selects it (the"
                 " scale_fmt argument, an inverted condition)")
     if f["direction"] == "ceil":
-        return (f"Scales on {_plural(f['groups'], 'group')} are rounded up to a power of two (ue8m0) where the spec's"
+        return (f"Scales on {plural(f['groups'], 'group')} are rounded up to a power of two (ue8m0) where the spec's"
                 f" scales are plain fp32{MOVED}.",
                 "the ue8m0 rounding is applied where it must not be: check the flag that selects it (the scale_fmt"
                 " argument, an inverted condition)")
-    return (f"ue8m0 scales are half the baseline's on {_plural(cause.facts['groups'], 'group')}: the candidate"
+    return (f"ue8m0 scales are half the baseline's on {plural(cause.facts['groups'], 'group')}: the candidate"
             f" rounds log2(s) down (floor) where ue8m0 rounds it up (ceil){MOVED}.",
             "s = 2 ** ceil(log2(s)): with a floor x/s exceeds the format's max and saturates")
 
 
 def _scale_swap(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
-    return (f"{_plural(cause.facts['words'], 'scale word')} hold the scale of the neighbouring token, which holds"
+    return (f"{plural(cause.facts['words'], 'scale word')} hold the scale of the neighbouring token, which holds"
             " theirs: scales stored swapped between tokens.",
             "store token t's scale at scale_offset(t, group): check the scale index of each token")
 
@@ -254,7 +250,7 @@ def _shift(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
     k, by = f["offset"], f["by"]
     unit = "slot" if by == "slots" else "token"
     if by == "slots":
-        where = (f"stored {_plural(abs(k), 'slot')} {'further on' if k > 0 else 'earlier'}: slot s holds what"
+        where = (f"stored {plural(abs(k), 'slot')} {'further on' if k > 0 else 'earlier'}: slot s holds what"
                  f" belongs at slot s{'-' if k > 0 else '+'}{abs(k)}")
         hint = MOVED_HINT[f["moved"]]
     else:
@@ -308,11 +304,11 @@ AMAX_WORDS = {
 def _amax(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
     f = cause.facts
     if f["amax"] == "max(|x|) * DIV":
-        return (f"{_plural(f['words'], 'scale word')} are s = max(amax, 1e-4) * {f['divisor']:g}: the divisor"
+        return (f"{plural(f['words'], 'scale word')} are s = max(amax, 1e-4) * {f['divisor']:g}: the divisor"
                 f" multiplies{MOVED}.", "s = max(amax, 1e-4) / DIV: check the operator of the scale formula (or the"
                 " reciprocal 1 / DIV it uses)")
     what, hint = AMAX_WORDS[f["amax"]]
-    return (f"{_plural(f['words'], 'scale word')} are s = max(amax, 1e-4) / {f['divisor']:g} with amax ="
+    return (f"{plural(f['words'], 'scale word')} are s = max(amax, 1e-4) / {f['divisor']:g} with amax ="
             f" {what}{MOVED}.", hint)
 
 
@@ -323,19 +319,19 @@ STORED = {"fp32": "one fp32 word", "ue8m0": "one fp32 word (a power of two)",
 def _scale_format(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
     f = cause.facts
     if f["format_found"] == "fp32":
-        return (f"{_plural(f['words'], 'scale word')} hold a plain fp32 scale (not rounded to a power of two)"
+        return (f"{plural(f['words'], 'scale word')} hold a plain fp32 scale (not rounded to a power of two)"
                 f" where the spec stores {STORED[f['format_expected']]}: the writer ignored --scale-fmt"
                 f" {f['format_expected']} and quantized as with fp32 scales.",
                 "give the writer a scale format it supports (check it with --scale-fmt fp32), or make it refuse"
                 " the ones it does not")
-    return (f"{_plural(f['words'], 'scale word')} hold the right scale stored as {STORED[f['format_found']]}, where"
+    return (f"{plural(f['words'], 'scale word')} hold the right scale stored as {STORED[f['format_found']]}, where"
             f" the spec stores {STORED[f['format_expected']]}.",
             f"check with --scale-fmt {f['format_found']} if that is what the reader expects")
 
 
 def _non_finite(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
     f = cause.facts
-    return (f"Bytes of {_plural(f['groups'], 'quant group')} whose input holds NaN ({f['nan_groups']}) or inf"
+    return (f"Bytes of {plural(f['groups'], 'quant group')} whose input holds NaN ({f['nan_groups']}) or inf"
             f" ({f['inf_groups']}): the writers disagree on non-finite inputs, and no convention is shared.",
             "real writers differ here (aiter drops NaN from amax; others propagate it): leave inf and NaN out of"
             " the inputs (no --specials-inf-nan) unless this is what you check")
@@ -382,79 +378,6 @@ def causes_text(diagnosis: Diagnosis, spec: CacheSpec) -> list[str]:
         if cause.examples:
             lines.append(f"  e.g. {describe_example(cause.category, cause.examples[0])}")
     return lines
-
-
-# ---- examples ----------------------------------------------------------------------------------------------
-
-
-def scale_pair(base: float, cand: float, base_word: str | None = None, cand_word: str | None = None) -> str:
-    """`0.0078125 vs 0.00390625`; where the two print alike, with the words in hex and the distance in ulps
-    (never "0.00453404 vs 0.00453404")."""
-    if f"{base:g}" != f"{cand:g}" or base_word is None or base_word == cand_word:
-        return f"{base:g} vs {cand:g}"
-    text = f"{base:.9g} ({base_word}) vs {cand:.9g} ({cand_word})"
-    if math.isfinite(base) and math.isfinite(cand) and (base > 0) == (cand > 0):
-        ulps = abs(int(base_word, 16) - int(cand_word, 16))
-        text += f", {_plural(ulps, 'ulp')} apart"
-    return text
-
-
-def _scales_note(f: dict) -> str:
-    base, cand = f["baseline_scale"], f["candidate_scale"]
-    ratio = f", x{cand / base:.6g}" if base and math.isfinite(base) and math.isfinite(cand) else ""
-    if f"{base:g}" == f"{cand:g}":
-        ratio = ""
-    return f"scales {scale_pair(base, cand, f.get('baseline_scale_word'), f.get('candidate_scale_word'))}{ratio}"
-
-
-def _value_note(category: Category, example: Example) -> str:
-    f = example.facts
-    if category is Category.INTEGER_CAST:
-        y = f["quotient"]
-        whole = math.trunc(y) if math.isfinite(y) else None
-        return f"x/s = {y:.6g}" + (f", trunc {whole} = 0x{whole % 256:02x} mod 256" if whole is not None else "")
-    if category is Category.LAYOUT:
-        what = f"dim {f['dim']}" if f.get("dim") is not None else f"scale group {f.get('scale_group')}"
-        return f"the {f['layout']} layout puts token {f['token']}, {what} at this byte"
-    if category is Category.FP8_FORMAT:
-        return f"0x{example.candidate_byte:02x} is {f['candidate_value']:g} in {f['format']}"
-    if "baseline_scale" in f and "x" not in f:
-        pair = scale_pair(f["baseline_scale"], f["candidate_scale"], f.get("baseline_scale_word"),
-                          f.get("candidate_scale_word"))
-        return f"this group's scales: {pair}"
-    if category is Category.ROUNDING:
-        return (f"x = {f['x']:g}, x/s = {f['quotient']!r} exactly; in fp32 x / s = {f['quotient_fp32']!r},"
-                f" x * (1/s) = {f['quotient_reciprocal_fp32']!r}")
-    return f"x = {f['x']:g}, x/s = {f['quotient']!r}"
-
-
-def example_note(category: Category, example: Example) -> str | None:
-    """What fits at one example byte: the quotient, the moved token, the other format's value, the scales."""
-    if example.coordinate is None:
-        return "outside the cache handed to the writer"
-    if category is Category.STRAY_WRITE:
-        if example.facts.get("slot_owner") is not None:
-            return f"token {example.facts['slot_owner']} owns this slot; a padding token was written over it"
-        return "no token maps to this slot"
-    if category is Category.UNWRITTEN:
-        return "the poison fill is still there"
-    if not example.facts:
-        return None
-    if example.coordinate.region is Region.SCALE and category is not Category.LAYOUT:
-        return _scales_note(example.facts)
-    return _value_note(category, example)
-
-
-def describe_example(category: Category, example: Example) -> str:
-    """`where: baseline 0x.. (value), candidate 0x.. (value); note`."""
-    def show(byte: int, value: float | None) -> str:
-        return f"0x{byte:02x}" if value is None else f"0x{byte:02x} ({value:g})"
-
-    text = f"{example.where()}: baseline {show(example.baseline_byte, example.baseline_value)}, " \
-           f"candidate {show(example.candidate_byte, example.candidate_value)}"
-    note = example_note(category, example)
-    return f"{text}; {note}" if note else text
-
 
 # ---- JSON ----------------------------------------------------------------------------------------------
 

@@ -1,0 +1,85 @@
+"""The words of one example byte of a cause (words.py writes the causes): both bytes, both decoded values,
+and what the cause says about them."""
+
+from __future__ import annotations
+
+import math
+
+from .model import Category, Example
+from ..core.spec import Region
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}{'s' if n != 1 else ''}"
+
+
+# ---- examples ----------------------------------------------------------------------------------------------
+
+
+def scale_pair(base: float, cand: float, base_word: str | None = None, cand_word: str | None = None) -> str:
+    """`0.0078125 vs 0.00390625`; where the two print alike, with the words in hex and the distance in ulps
+    (never "0.00453404 vs 0.00453404")."""
+    if f"{base:g}" != f"{cand:g}" or base_word is None or base_word == cand_word:
+        return f"{base:g} vs {cand:g}"
+    text = f"{base:.9g} ({base_word}) vs {cand:.9g} ({cand_word})"
+    if math.isfinite(base) and math.isfinite(cand) and (base > 0) == (cand > 0):
+        ulps = abs(int(base_word, 16) - int(cand_word, 16))
+        text += f", {plural(ulps, 'ulp')} apart"
+    return text
+
+
+def _scales_note(f: dict) -> str:
+    base, cand = f["baseline_scale"], f["candidate_scale"]
+    ratio = f", x{cand / base:.6g}" if base and math.isfinite(base) and math.isfinite(cand) else ""
+    if f"{base:g}" == f"{cand:g}":
+        ratio = ""
+    return f"scales {scale_pair(base, cand, f.get('baseline_scale_word'), f.get('candidate_scale_word'))}{ratio}"
+
+
+def _value_note(category: Category, example: Example) -> str:
+    f = example.facts
+    if category is Category.INTEGER_CAST:
+        y = f["quotient"]
+        whole = math.trunc(y) if math.isfinite(y) else None
+        return f"x/s = {y:.6g}" + (f", trunc {whole} = 0x{whole % 256:02x} mod 256" if whole is not None else "")
+    if category is Category.LAYOUT:
+        what = f"dim {f['dim']}" if f.get("dim") is not None else f"scale group {f.get('scale_group')}"
+        return f"the {f['layout']} layout puts token {f['token']}, {what} at this byte"
+    if category is Category.FP8_FORMAT:
+        return f"0x{example.candidate_byte:02x} is {f['candidate_value']:g} in {f['format']}"
+    if "baseline_scale" in f and "x" not in f:
+        pair = scale_pair(f["baseline_scale"], f["candidate_scale"], f.get("baseline_scale_word"),
+                          f.get("candidate_scale_word"))
+        return f"this group's scales: {pair}"
+    if category is Category.ROUNDING:
+        return (f"x = {f['x']:g}, x/s = {f['quotient']!r} exactly; in fp32 x / s = {f['quotient_fp32']!r},"
+                f" x * (1/s) = {f['quotient_reciprocal_fp32']!r}")
+    return f"x = {f['x']:g}, x/s = {f['quotient']!r}"
+
+
+def example_note(category: Category, example: Example) -> str | None:
+    """What fits at one example byte: the quotient, the moved token, the other format's value, the scales."""
+    if example.coordinate is None:
+        return "outside the cache handed to the writer"
+    if category is Category.STRAY_WRITE:
+        if example.facts.get("slot_owner") is not None:
+            return f"token {example.facts['slot_owner']} owns this slot; a padding token was written over it"
+        return "no token maps to this slot"
+    if category is Category.UNWRITTEN:
+        return "the poison fill is still there"
+    if not example.facts:
+        return None
+    if example.coordinate.region is Region.SCALE and category is not Category.LAYOUT:
+        return _scales_note(example.facts)
+    return _value_note(category, example)
+
+
+def describe_example(category: Category, example: Example) -> str:
+    """`where: baseline 0x.. (value), candidate 0x.. (value); note`."""
+    def show(byte: int, value: float | None) -> str:
+        return f"0x{byte:02x}" if value is None else f"0x{byte:02x} ({value:g})"
+
+    text = f"{example.where()}: baseline {show(example.baseline_byte, example.baseline_value)}, " \
+           f"candidate {show(example.candidate_byte, example.candidate_value)}"
+    note = example_note(category, example)
+    return f"{text}; {note}" if note else text
