@@ -8,7 +8,8 @@ from rich.text import Text
 
 from ..run.compare import CompareCheck, CompareResult
 from ..diagnose import Diagnosis
-from ..diagnose.words import block_ranges, describe_example, explain, percent
+from ..diagnose.example_words import describe_example
+from ..diagnose.words import block_ranges, explain, percent
 from ..core.diff import BlockDiff, DiffResult
 from ..core.errors import printable
 from ..core.spec import CacheSpec
