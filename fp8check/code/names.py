@@ -53,8 +53,7 @@ _FORMS = {Kind.BUILTIN: "NAME", Kind.FILE: "file:PATH:FUNC", Kind.VLLM_FILE: "vl
           Kind.PKG: "pkg:NAME==VERSION:PATH[:FUNC]", Kind.PRESET: "preset:PROJECT/NAME",
           Kind.AITER_SRC: "aiter-src:PATH", Kind.VLLM_SRC: "vllm-src:PATH",
           Kind.DEEPGEMM_SRC: "deepgemm-src:PATH", Kind.GOLDEN: "golden:FILE"}
-FILE_PREFIX, VLLM_FILE_PREFIX, PKG_PREFIX = Kind.FILE.value, Kind.VLLM_FILE.value, Kind.PKG.value
-PRESET_PREFIX, AITER_SRC_PREFIX, GOLDEN_PREFIX = Kind.PRESET.value, Kind.AITER_SRC.value, Kind.GOLDEN.value
+PKG_PREFIX, PRESET_PREFIX, GOLDEN_PREFIX = Kind.PKG.value, Kind.PRESET.value, Kind.GOLDEN.value  # to build names
 CODE_KINDS = (Kind.FILE, Kind.VLLM_FILE, Kind.PKG)  # one function loaded from a file (code/load.py)
 SOURCE_KINDS = (Kind.VLLM_SRC, Kind.DEEPGEMM_SRC)  # a project's CUDA source tree, built with nvcc (cuda_src/)
 

@@ -148,11 +148,6 @@ AUTO = "auto"
 DEFAULT_ISOLATION = Limits()
 
 
-def untrusted(name: str, role: Role = Role.WRITER) -> bool:
-    """Its code comes from the user's files or another project: run in a child process unless --in-process."""
-    return parse(name).kind in KINDS[role]
-
-
 def names(role: Role = Role.WRITER) -> list[str]:
     return list(REGISTRY[role])
 
@@ -305,9 +300,9 @@ def resolve_reader(name: str, *, spec: CacheSpec, repo=None, isolation: Limits |
 
         admit_release(parsed, repo=repo, allow_unpinned=allow_unpinned)
     if parsed.kind is Kind.PRESET:  # a spec its table declares unsupported: refused before anything runs
-        from ..code.projects.compose import spec_check
+        from ..code.projects.compose import check_declared
 
-        spec_check(name, "reader")(spec, None)
+        check_declared(name, "reader", spec)
     if parsed.kind in KINDS[Role.READER] and isolation is not None:
         return Reader(name, f"{name} (run in a child process)", _isolated_reader, isolation=isolation,
                       repo=None if repo is None else str(repo), spec=spec)

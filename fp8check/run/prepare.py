@@ -302,16 +302,16 @@ def prepare_parity(request: Request, *, isolation="default") -> Prepared:
     if not v["writers"] and v["reader"] == "reference":
         raise UsageError("--writers: name at least one writer (with no writer, name a --reader to check on the"
                          " baseline's bytes)")
-    from ..code.projects.compose import check_declared, checkout_of
+    from ..code.projects.compose import checkout_of
 
     checkouts = checkouts_of(v, "parity")
-    check_declared(v["reader"], "reader", spec)
-    names = {"baseline": v["baseline"], **{f"w{i}": n for i, n in enumerate(v["writers"])}}
-    sides = resolve_producers(device, names, spec, v["repo"], isolation=isolation, checkouts=checkouts,
-                              allow_unpinned=v["allow_unpinned"])
+    # the reader first: a spec its preset declares unsupported is refused before any writer is resolved
     reader = registry.resolve_reader(v["reader"], spec=spec, allow_unpinned=v["allow_unpinned"],
                                      repo=checkout_of(v["reader"], "reader", checkouts) or v["repo"],
                                      isolation=registry.DEFAULT_ISOLATION if isolation == "default" else isolation)
+    names = {"baseline": v["baseline"], **{f"w{i}": n for i, n in enumerate(v["writers"])}}
+    sides = resolve_producers(device, names, spec, v["repo"], isolation=isolation, checkouts=checkouts,
+                              allow_unpinned=v["allow_unpinned"])
     return Prepared(spec, data, device, sides, reader, config)
 
 
