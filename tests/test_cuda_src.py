@@ -5,6 +5,8 @@ is skipped where nvcc, a GPU or the source is missing."""
 from __future__ import annotations
 
 import io
+import shutil
+import subprocess
 import tarfile
 from pathlib import Path
 
@@ -219,3 +221,45 @@ def test_a_config_may_declare_division_against_reciprocal(tmp_path):
                       'scale_fmt = "fp32"\nexpect = "rounding"\n')
     (case,) = gate_config.load(config).cases
     assert case.values["expect"] == "rounding"
+
+
+@pytest.mark.skipif(not shutil.which("g++") or not shutil.which("readelf"), reason="needs g++ and readelf")
+@pytest.mark.parametrize("static", [False, True])
+def test_an_extension_with_its_own_static_libstdcxx_is_refused_with_the_fix(tmp_path, static):
+    # a second, static libstdc++ in the process crashed DeepGEMM's std::regex (SIGSEGV) on a GPU host whose
+    # CXX linked libstdc++ statically: the built library's NEEDED entries tell the two apart
+    source = tmp_path / "r.cpp"
+    source.write_text('#include <regex>\nbool m(const char* s) { return std::regex_match(s, std::regex("[a-z]+")); }\n')
+    library = tmp_path / "libr.so"
+    subprocess.run(["g++", "-shared", "-fPIC", *(["-static-libstdc++"] if static else []), "-o", str(library),
+                    str(source)], check=True)
+    assert ("libstdc++.so.6" in build.needed(library)) is not static
+    if static:
+        with pytest.raises(ProducerError, match=r"static copy of libstdc\+\+ .* e\.g\. CXX=c\+\+ CC=gcc"):
+            build._require_shared_libstdcxx(library)
+    else:
+        build._require_shared_libstdcxx(library)
+
+
+def test_an_exported_deepgemm_tree_inside_another_repository_takes_its_commit_from_the_stamp(tmp_path):
+    # a tree without .git inside some other checkout: `git -C` would walk up and name that repository's HEAD
+    root = tmp_path / "repo" / "DeepGEMM"
+    for relative in (deepgemm_src.API, *deepgemm_src.HEADERS.values()):
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        (root / relative).mkdir() if relative != deepgemm_src.API else (root / relative).write_text("// api\n")
+    (root / "COMMIT").write_text("54e2261e\n")
+    subprocess.run(["git", "init", "-q", str(tmp_path / "repo")], check=True)
+    subprocess.run(["git", "-C", str(tmp_path / "repo"), "-c", "user.email=a@b", "-c", "user.name=a", "commit", "-q",
+                    "--allow-empty", "-m", "x"], check=True)
+    checkout = deepgemm_src.locate(str(root))
+    assert checkout.commit == "54e2261e" and checkout.cutlass == "unknown"
+
+
+def test_a_source_builds_provenance_names_its_commit_without_a_git_revision():
+    from fp8check.report.terminal import describe_provenance
+
+    checkout = deepgemm_src.Checkout(Path("DG"), "DG", "54e2261e", "f3fde583", "ab" * 32)
+    text = describe_provenance(deepgemm_src.provenance(checkout))
+    assert text.startswith("fp8_paged_mqa_logits (DeepGEMM JIT) from csrc/python_api.cpp at commit 54e2261e,")
+    assert describe_provenance({"function": "f", "file": "w.py", "revision": "HEAD~1", "commit": "c0ffee",
+                                "sha256": "00"}) == "f from w.py at git HEAD~1 = c0ffee, sha256 00"

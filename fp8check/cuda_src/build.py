@@ -6,6 +6,9 @@ the binding), the nvcc version and the arch; what the cache holds is loaded only
 from __future__ import annotations
 
 import hashlib
+import os
+import re
+import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
@@ -89,9 +92,11 @@ def _folder(stem: str, digest: str) -> Path:
 
 
 def load_extension(stem: str, digest: str, sources, *, include_dirs=(), cxx_flags=(), cuda_flags=(),
-                   ld_flags=(), toolchain: Toolchain) -> Built:
+                   ld_flags=(), toolchain: Toolchain, shared_libstdcxx: bool = False) -> Built:
     """A project's sources (or a unit's) built as one torch extension in the cache folder of `digest`, and
-    loaded; ProducerError with the compiler's first error otherwise."""
+    loaded; ProducerError with the compiler's first error otherwise. `shared_libstdcxx`: the extension must
+    use this process's libstdc++ (code that uses std::locale, such as std::regex, crashes on a second,
+    static copy: a host compiler that links libstdc++ statically is refused with the fix)."""
     from torch.utils import cpp_extension
 
     if digest in _LOADED:
@@ -108,9 +113,30 @@ def load_extension(stem: str, digest: str, sources, *, include_dirs=(), cxx_flag
     except Exception as exc:  # a compile error of the project's code as cut out, or of the binding
         raise ProducerError(f"building {stem} with nvcc {toolchain.version} for {toolchain.arch} failed:"
                             f" {_first_error(exc)} (build folder {folder})") from exc
+    if shared_libstdcxx:
+        _require_shared_libstdcxx(next(folder.glob(f"{name}*.so"), None))
     built = Built(module, digest, time.perf_counter() - start, cached)
     _LOADED[digest] = built
     return built
+
+
+def needed(library: Path) -> list[str] | None:
+    """The shared libraries an ELF file names as NEEDED (`readelf -d`), or None where readelf cannot say."""
+    try:
+        done = subprocess.run(["readelf", "-d", str(library)], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", done.stdout) if done.returncode == 0 else None
+
+
+def _require_shared_libstdcxx(library: Path | None) -> None:
+    names = needed(library) if library is not None else None
+    if names is not None and not any(n.startswith("libstdc++.so") for n in names):
+        cxx = os.environ.get("CXX", "c++")
+        raise ProducerError(f"{library.name} was linked with a static copy of libstdc++ (the host compiler"
+                            f" CXX={cxx} has no shared one): a second libstdc++ in this process crashes its"
+                            " std::locale users (DeepGEMM's std::regex); build with a compiler that links the"
+                            " shared libstdc++, e.g. CXX=c++ CC=gcc")
 
 
 def _first_error(exc: Exception) -> str:

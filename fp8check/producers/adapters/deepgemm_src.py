@@ -64,8 +64,9 @@ def locate(name: Name | str) -> Checkout:
     if missing:
         raise NotRunnableHere(f"{name.text}: not a DeepGEMM checkout with its submodules (missing"
                               f" {', '.join(missing)}; `git submodule update --init` fetches cutlass and fmt)")
-    commit = _git(root, "rev-parse", "HEAD") or _stamp(root, "COMMIT")
-    cutlass = (_git(root, "ls-tree", "HEAD", "third-party/cutlass").split() or [""] * 3)[2:3]
+    own = Path(_git(root, "rev-parse", "--show-toplevel") or "/nonexistent").resolve() == root.resolve()
+    commit = (_git(root, "rev-parse", "HEAD") if own else "") or _stamp(root, "COMMIT")
+    cutlass = ((_git(root, "ls-tree", "HEAD", "third-party/cutlass") if own else "").split() or [""] * 3)[2:3]
     return Checkout(root, name.body, commit or "unknown", (cutlass[0] if cutlass else "") or _stamp(root, "CUTLASS"),
                     hashlib.sha256((root / API).read_bytes()).hexdigest())
 
@@ -123,7 +124,7 @@ def library(checkout: Checkout) -> Library:
             "deepgemm", digest, [checkout.root / API],
             include_dirs=(cuda / "include", cuda / "include" / "cccl", *(checkout.root / i for i in INCLUDES)),
             cxx_flags=(*CXX_FLAGS, f"-D_GLIBCXX_USE_CXX11_ABI={int(torch.compiled_with_cxx11_abi())}"),
-            ld_flags=(f"-L{cuda / 'lib64'}", "-lcudart", "-lnvrtc"), toolchain=found)
+            ld_flags=(f"-L{cuda / 'lib64'}", "-lcudart", "-lnvrtc"), toolchain=found, shared_libstdcxx=True)
         built.module.init(str(library_root(checkout, digest)), str(cuda))
         _LIBRARIES[digest] = Library(built.module, built, torch.cuda.get_device_capability()[0])
     return _LIBRARIES[digest]
