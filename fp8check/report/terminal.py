@@ -128,8 +128,10 @@ def describe_provenance(provenance: dict) -> str:
     if not provenance:
         return ""
     text = f"{provenance.get('function', '?')} from {provenance.get('file', '?')}"
-    if "commit" in provenance:
+    if "revision" in provenance:  # a file read with git show
         text += f" at git {provenance['revision']} = {provenance['commit']}"
+    elif "commit" in provenance:  # a checkout's commit (a source build: deepgemm-src)
+        text += f" at commit {provenance['commit']}"
     text += f", sha256 {provenance.get('sha256', '?')}"
     if "wheel_sha256" in provenance:  # released code: its wheel, and whether a project table pinned that hash
         pinned = "pinned" if provenance.get("wheel_pinned") == "yes" else "UNPINNED: recorded, not checked"
