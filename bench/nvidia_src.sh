@@ -3,6 +3,8 @@
 # GPU, then compared and read: the figures of docs/nvidia.md. Usage: bench/nvidia_src.sh OUT [SOURCES]
 # SOURCES (default .sources) holds vllm-0.33.0/ (the unpacked sdist) and DeepGEMM/ (a checkout with its
 # cutlass and fmt submodules). Each step's output goes to OUT/<step>.txt; build times are in the logs.
+# DeepGEMM's host library needs a compiler that links the shared libstdc++: run with CXX=c++ CC=gcc where
+# the default CXX links it statically (fp8check refuses such a build, naming the fix).
 set -u
 out=${1:?usage: bench/nvidia_src.sh OUT [SOURCES]}
 src=${2:-.sources}
