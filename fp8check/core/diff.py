@@ -97,8 +97,7 @@ class DiffResult:
 
     def block(self, index: int) -> BlockDiff:
         """The record of one block, for a renderer's row."""
-        return BlockDiff(index, int(self.value_diff[index]), self.spec.value_bytes, int(self.scale_diff[index]),
-                         self.spec.scale_bytes)
+        return self.rows([index])[0]
 
     def all_rows(self) -> list[BlockDiff]:
         return self.rows(range(self.num_blocks))
@@ -133,22 +132,11 @@ def count_true(mask: torch.Tensor) -> torch.Tensor:
     return ((lanes & 0xFFFFFFFF) + (lanes >> 32)).sum(dim=1)
 
 
-def _scale_word(flat_block: torch.Tensor, spec: CacheSpec, byte_in_block: int) -> float:
-    start = spec.word_start(byte_in_block)
-    return fp8.decode_scale_word(bytes(flat_block[start : start + 4].tolist()), spec.scale_fmt)
-
-
 def mismatch_at(spec: CacheSpec, baseline: torch.Tensor, candidate: torch.Tensor, flat_index: int) -> Mismatch:
     """The record of byte `flat_index` of two [num_blocks, block_bytes] caches."""
-    coordinate = spec.locate(flat_index)
-    a = int(baseline.view(-1)[flat_index])
-    b = int(candidate.view(-1)[flat_index])
-    if coordinate.region is Region.VALUE:
-        va, vb = fp8.decode_byte(a, spec.fp8), fp8.decode_byte(b, spec.fp8)
-    else:
-        va = _scale_word(baseline[coordinate.block], spec, coordinate.byte_in_block)
-        vb = _scale_word(candidate[coordinate.block], spec, coordinate.byte_in_block)
-    return Mismatch(coordinate, a, b, va, vb, spec.fp8.value)
+    index = int(flat_index)
+    start = index - index % spec.block_bytes + spec.word_start(index % spec.block_bytes)
+    return _mismatch_from(spec, index, *(c.reshape(-1)[start : start + 4].tolist() for c in (baseline, candidate)))
 
 
 def _mismatch_from(spec: CacheSpec, index: int, window_a: list[int], window_b: list[int]) -> Mismatch:
@@ -180,11 +168,6 @@ def _block_counts(spec: CacheSpec, a: torch.Tensor, b: torch.Tensor):
     return value_diff, scale_diff, first
 
 
-def _identical(spec: CacheSpec, device: torch.device) -> DiffResult:
-    zeros = torch.zeros(spec.num_blocks, dtype=torch.int64, device=device)
-    return DiffResult(spec, zeros, zeros, 0, 0, 0, None)
-
-
 def diff_caches(spec: CacheSpec, baseline: CacheBuffer, candidate: CacheBuffer) -> DiffResult:
     """Counts per block and region, guard bytes and the first mismatch, with one host transfer.
 
@@ -194,7 +177,8 @@ def diff_caches(spec: CacheSpec, baseline: CacheBuffer, candidate: CacheBuffer) 
     """
     a, b = baseline.flat, candidate.flat
     if not a.is_cuda and torch.equal(baseline.buffer, candidate.buffer):
-        return _identical(spec, a.device)
+        zeros = torch.zeros(spec.num_blocks, dtype=torch.int64, device=a.device)
+        return DiffResult(spec, zeros, zeros, 0, 0, 0, None)
     if a.is_cuda and spec.layout.planar:
         try:
             from .diff_kernel import block_diff, summary
