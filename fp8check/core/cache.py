@@ -55,17 +55,16 @@ def poison_at(position: torch.Tensor) -> torch.Tensor:
     return ((position * POISON_STEP + POISON_OFFSET) % 256).to(torch.uint8)
 
 
-def _period(device=None) -> torch.Tensor:
-    return poison_at(torch.arange(POISON_PERIOD, device=device, dtype=torch.int64))
+def _period(start: int, device) -> torch.Tensor:
+    return poison_at(torch.arange(start, start + POISON_PERIOD, device=device, dtype=torch.int64))
 
 
 def fill_poison(out: torch.Tensor, start: int = 0) -> torch.Tensor:
     """Fill the flat uint8 tensor `out` with the poison of buffer positions start, start+1, ...: one period
     tiled (no int64 per byte; a 169 MB cache used to cost 1.3 GB of positions)."""
-    period = _period(out.device).roll(-(start % POISON_PERIOD))
-    whole = out.numel() // POISON_PERIOD
-    out[: whole * POISON_PERIOD].view(whole, POISON_PERIOD).copy_(period)
-    out[whole * POISON_PERIOD :].copy_(period[: out.numel() - whole * POISON_PERIOD])
+    period, whole = _period(start, out.device), out.numel() // POISON_PERIOD * POISON_PERIOD
+    out[:whole].view(-1, POISON_PERIOD).copy_(period)
+    out[whole:].copy_(period[: out.numel() - whole])
     return out
 
 
@@ -76,12 +75,9 @@ def poison(num_bytes: int, device=None) -> torch.Tensor:
 
 def equals_poison(data: torch.Tensor, start: int = 0) -> bool:
     """Whether the flat uint8 tensor `data`, at buffer positions start.., still holds the poison fill."""
-    period = _period(data.device).roll(-(start % POISON_PERIOD))
-    whole = data.numel() // POISON_PERIOD
-    tail = data[whole * POISON_PERIOD :]
-    return bool((data[: whole * POISON_PERIOD].view(whole, POISON_PERIOD) == period).all()) and torch.equal(
-        tail, period[: tail.numel()]
-    )
+    period, whole = _period(start, data.device), data.numel() // POISON_PERIOD * POISON_PERIOD
+    return bool((data[:whole].view(-1, POISON_PERIOD) == period).all()) and torch.equal(
+        data[whole:], period[: data.numel() - whole])
 
 
 @dataclass(frozen=True)
@@ -96,7 +92,7 @@ class CacheBuffer:
 
     @classmethod
     def allocate(cls, spec: CacheSpec, device) -> "CacheBuffer":
-        device = torch.device(device) if device is not None else torch.device("cpu")
+        device = torch.device(device or "cpu")
         require_memory(buffer_bytes(spec), device, f"a cache of {spec.summary()}")
         return cls(spec, poison(buffer_bytes(spec), device))
 
@@ -107,10 +103,8 @@ class CacheBuffer:
     @property
     def flat(self) -> torch.Tensor:
         """uint8 [num_blocks, block_bytes]: one flat byte buffer per block."""
-        g = self.guard_bytes
-        return self.buffer[g : g + self.spec.num_blocks * self.spec.block_bytes].view(
-            self.spec.num_blocks, self.spec.block_bytes
-        )
+        g, spec = self.guard_bytes, self.spec
+        return self.buffer[g : g + spec.num_blocks * spec.block_bytes].view(spec.num_blocks, spec.block_bytes)
 
     @property
     def cache(self) -> torch.Tensor:
@@ -144,13 +138,8 @@ class CacheBuffer:
         return found
 
 
-def scatter_rows(
-    spec: CacheSpec,
-    cache: torch.Tensor,
-    slot_mapping: torch.Tensor,
-    codes: torch.Tensor,
-    scales: torch.Tensor,
-) -> None:
+def scatter_rows(spec: CacheSpec, cache: torch.Tensor, slot_mapping: torch.Tensor, codes: torch.Tensor,
+                 scales: torch.Tensor) -> None:
     """Write FP8 codes (uint8 [T, head_dim]) and fp32 scales ([T, head_dim/qbs]) of each token to its
     slot, in the spec's layout and scale format; tokens with a negative slot write nothing."""
     from .fp8 import encode_scales
@@ -231,14 +220,13 @@ def forget_slot(buffer: CacheBuffer, slot: int) -> None:
 # ---- allocation size checks: before anything large is allocated ----------------------------------------
 
 
-def _meminfo(key: str) -> int | None:
+def _proc_bytes(path: str, key: str) -> int | None:
+    """The `key: N kB` line of a /proc file, in bytes; None when unknown."""
     try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith(key + ":"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
+        return next(int(line.split()[1]) * 1024 for line in Path(path).read_text().splitlines()
+                    if line.startswith(key + ":"))
+    except (OSError, ValueError, IndexError, StopIteration):
         return None
-    return None
 
 
 def _cgroup_room() -> int | None:
@@ -255,24 +243,17 @@ def _cgroup_room() -> int | None:
 def _address_space_room() -> int | None:
     """Bytes this process may still map under RLIMIT_AS (`ulimit -v`), or None when unlimited."""
     soft, _ = resource.getrlimit(resource.RLIMIT_AS)
-    if soft == resource.RLIM_INFINITY:
-        return None
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmSize:"):
-                return soft - int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
+    size = None if soft == resource.RLIM_INFINITY else _proc_bytes("/proc/self/status", "VmSize")
+    return None if size is None else soft - size
 
 
 def available_memory(device) -> int | None:
     """Bytes that can still be allocated on `device`; None when unknown (no check is then possible)."""
     device = torch.device(device)
     if device.type == "cuda":
-        free, _ = torch.cuda.mem_get_info(device)
-        return int(free)
-    rooms = [r for r in (_meminfo("MemAvailable"), _cgroup_room(), _address_space_room()) if r is not None]
+        return int(torch.cuda.mem_get_info(device)[0])
+    rooms = [r for r in (_proc_bytes("/proc/meminfo", "MemAvailable"), _cgroup_room(), _address_space_room())
+             if r is not None]
     return max(0, min(rooms)) if rooms else None
 
 
