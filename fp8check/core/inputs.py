@@ -47,36 +47,29 @@ def make_k(
 ) -> torch.Tensor:
     """bf16 K [num_tokens, head_dim]. `quant_block_size` (default head_dim) and `fp8` say where the
     boundary and tie distributions must plant their values; `inf_nan` lets specials (and mixed) add inf/NaN."""
-    qbs = quant_block_size or head_dim
-    if distribution is Distribution.NORMAL:
-        row_scale = _row_scales(num_tokens, generator)
-        return (torch.randn(num_tokens, head_dim, generator=generator) * row_scale).to(torch.bfloat16)
-    if distribution is Distribution.UNIFORM:
-        row_scale = _row_scales(num_tokens, generator)
-        return ((torch.rand(num_tokens, head_dim, generator=generator) * 2 - 1) * row_scale).to(torch.bfloat16)
-    if distribution is Distribution.OUTLIERS:
-        return _outliers(num_tokens, head_dim, generator)
-    if distribution is Distribution.UE8M0_BOUNDARY:
-        return _ue8m0_boundary(num_tokens, head_dim, qbs, fp8, generator)
-    if distribution is Distribution.TIES:
-        return _ties(num_tokens, head_dim, qbs, fp8, generator)
-    if distribution is Distribution.TINY:
-        return _tiny(num_tokens, head_dim, generator)
-    if distribution is Distribution.SPECIALS:
-        return _specials(num_tokens, head_dim, generator, inf_nan)
+    qbs, n, g = quant_block_size or head_dim, num_tokens, generator
     if distribution is Distribution.HASHED:
         from .hashed import hashed_k
 
-        return hashed_k(num_tokens, head_dim, int(torch.randint(2**31, (), generator=generator)))
+        return hashed_k(n, head_dim, int(torch.randint(2**31, (), generator=g)))
     if distribution is Distribution.MIXED:
         kinds = [d for d in Distribution if d not in (Distribution.MIXED, Distribution.HASHED)]
-        kind = torch.randint(len(kinds), (num_tokens,), generator=generator)
-        k = torch.empty(num_tokens, head_dim, dtype=torch.bfloat16)
+        kind = torch.randint(len(kinds), (n,), generator=g)
+        k = torch.empty(n, head_dim, dtype=torch.bfloat16)
         for i, each in enumerate(kinds):  # one call per distribution, not per token
             rows = (kind == i).nonzero().view(-1)
-            k[rows] = make_k(rows.numel(), head_dim, each, generator, quant_block_size=qbs, fp8=fp8, inf_nan=inf_nan)
+            k[rows] = make_k(rows.numel(), head_dim, each, g, quant_block_size=qbs, fp8=fp8, inf_nan=inf_nan)
         return k
-    raise AssertionError(distribution)
+    make = {  # each draws from the generator in the order written
+        Distribution.NORMAL: lambda: _row_scales(n, g) * torch.randn(n, head_dim, generator=g),
+        Distribution.UNIFORM: lambda: _row_scales(n, g) * (torch.rand(n, head_dim, generator=g) * 2 - 1),
+        Distribution.OUTLIERS: lambda: _outliers(n, head_dim, g),
+        Distribution.UE8M0_BOUNDARY: lambda: _ue8m0_boundary(n, head_dim, qbs, fp8, g),
+        Distribution.TIES: lambda: _ties(n, head_dim, qbs, fp8, g),
+        Distribution.TINY: lambda: _tiny(n, head_dim, g),
+        Distribution.SPECIALS: lambda: _specials(n, head_dim, g, inf_nan),
+    }
+    return make[distribution]().to(torch.bfloat16)
 
 
 def _row_scales(num_tokens: int, generator: torch.Generator) -> torch.Tensor:
@@ -84,8 +77,7 @@ def _row_scales(num_tokens: int, generator: torch.Generator) -> torch.Tensor:
     return torch.exp2(torch.rand(num_tokens, 1, generator=generator) * 6 - 3)
 
 
-def _random_signs(shape: tuple[int, ...] | int, generator: torch.Generator) -> torch.Tensor:
-    shape = (shape,) if isinstance(shape, int) else shape
+def _random_signs(shape: tuple[int, ...], generator: torch.Generator) -> torch.Tensor:
     return torch.randint(2, shape, generator=generator).float() * 2 - 1
 
 
@@ -104,7 +96,7 @@ def _outliers(num_tokens: int, head_dim: int, generator: torch.Generator) -> tor
         take = torch.rand(num_tokens, 1, generator=generator) < (1.0 if i == 0 else 0.5)
         column = torch.randint(head_dim, (num_tokens, 1), generator=generator)
         k.scatter_(1, column, torch.where(take, outlier, k.gather(1, column)))
-    return k.to(torch.bfloat16)
+    return k
 
 
 def _divisors(fp8: FP8Format) -> torch.Tensor:
@@ -123,7 +115,7 @@ def _ue8m0_boundary(num_tokens: int, head_dim: int, qbs: int, fp8: FP8Format, ge
     step = torch.randint(-1, 2, (groups,), generator=generator).to(torch.int16)
     amax = (amax.view(torch.int16) + step).view(torch.bfloat16).float()
     rest = torch.randn(groups, qbs, generator=generator).clamp(-3, 3) * (amax.view(-1, 1) / 4)
-    return _plant(rest, amax * _random_signs(groups, generator), generator).view(num_tokens, head_dim).to(torch.bfloat16)
+    return _plant(rest, amax * _random_signs((groups,), generator), generator).view(num_tokens, head_dim)
 
 
 def _ties(num_tokens: int, head_dim: int, qbs: int, fp8: FP8Format, generator) -> torch.Tensor:
@@ -138,8 +130,8 @@ def _ties(num_tokens: int, head_dim: int, qbs: int, fp8: FP8Format, generator) -
     scale = torch.exp2(torch.randint(-12, 3, (groups, 1), generator=generator).float())
     pick = torch.randint(midpoints.numel(), (groups, qbs), generator=generator)
     values = midpoints[pick] * _random_signs((groups, qbs), generator) * scale
-    amax = fp8.max * scale.view(-1) * _random_signs(groups, generator)
-    return _plant(values, amax, generator).view(num_tokens, head_dim).to(torch.bfloat16)
+    amax = fp8.max * scale.view(-1) * _random_signs((groups,), generator)
+    return _plant(values, amax, generator).view(num_tokens, head_dim)
 
 
 def _tiny(num_tokens: int, head_dim: int, generator: torch.Generator) -> torch.Tensor:
@@ -152,12 +144,11 @@ def _tiny(num_tokens: int, head_dim: int, generator: torch.Generator) -> torch.T
     swap = torch.rand(num_tokens, head_dim, generator=generator) < 0.5
     mixed = torch.where(swap, denormal * torch.randint(0, 2, (num_tokens, head_dim), generator=generator), mixed)
     k = torch.where(kind == 1, below_floor, torch.where(kind == 2, denormal, mixed))
-    return torch.where(kind == 0, torch.zeros_like(k), k).to(torch.bfloat16)
+    return torch.where(kind == 0, torch.zeros_like(k), k)
 
 
 def _specials(num_tokens: int, head_dim: int, generator: torch.Generator, inf_nan: bool) -> torch.Tensor:
-    row_scale = _row_scales(num_tokens, generator)
-    k = torch.randn(num_tokens, head_dim, generator=generator) * row_scale
+    k = _row_scales(num_tokens, generator) * torch.randn(num_tokens, head_dim, generator=generator)
     zero = torch.rand(num_tokens, head_dim, generator=generator)
     k = torch.where(zero < 0.1, torch.full_like(k, -0.0), torch.where(zero < 0.15, torch.zeros_like(k), k))
     if inf_nan:
@@ -166,7 +157,7 @@ def _specials(num_tokens: int, head_dim: int, generator: torch.Generator, inf_na
         column = torch.randint(head_dim, (num_tokens, 1), generator=generator)
         hit = torch.rand(num_tokens, 1, generator=generator) < 0.25
         k.scatter_(1, column, torch.where(hit, pick.view(-1, 1), k.gather(1, column)))
-    return k.to(torch.bfloat16)
+    return k
 
 
 def generate(
@@ -212,24 +203,18 @@ def load_bytes(data: bytes, path: Path) -> dict[str, torch.Tensor]:
         raise InputError(f"{path}: not a readable safetensors file ({str(exc).splitlines()[0]})") from None
 
 
-INPUT_TENSORS = ("k", "slot_mapping")  # what an --input file may hold
-
-
 def validate(path: Path, k: torch.Tensor | None, slot_mapping: torch.Tensor | None, spec: CacheSpec | None) -> None:
+    """K (and the slot mapping, if any) of the right dtype and shape; with `spec`, fitting it."""
     if k is None:
         raise InputError(f"{path}: has no tensor 'k'")
     if k.dtype != torch.bfloat16 or k.dim() != 2:
         raise InputError(f"{path}: 'k' must be bf16 [num_tokens, head_dim], got {k.dtype} {list(k.shape)}")
-    if slot_mapping is not None:
-        if slot_mapping.dtype != torch.int64 or slot_mapping.shape != (k.shape[0],):
-            raise InputError(
-                f"{path}: 'slot_mapping' must be int64 [{k.shape[0]}], got {slot_mapping.dtype} {list(slot_mapping.shape)}"
-            )
-    if spec is None:
-        return
-    if k.shape[1] != spec.head_dim:
+    if slot_mapping is not None and (slot_mapping.dtype != torch.int64 or slot_mapping.shape != (k.shape[0],)):
+        raise InputError(f"{path}: 'slot_mapping' must be int64 [{k.shape[0]}], got {slot_mapping.dtype}"
+                         f" {list(slot_mapping.shape)}")
+    if spec is not None and k.shape[1] != spec.head_dim:
         raise InputError(f"{path}: 'k' has head_dim {k.shape[1]} but --head-dim is {spec.head_dim}")
-    if slot_mapping is not None:
+    if spec is not None and slot_mapping is not None:
         check_slots(spec, slot_mapping, str(path))
 
 
@@ -275,10 +260,10 @@ def check_slots(spec: CacheSpec, slot_mapping: torch.Tensor, where: str) -> None
 def read_inputs(path: Path) -> Inputs:
     """Replay a dumped tensor: `k` (bf16 [T, head_dim]) and optional `slot_mapping` (int64 [T])."""
     tensors = load(path)
-    unknown = sorted(set(tensors) - set(INPUT_TENSORS))
+    unknown = sorted(set(tensors) - {"k", "slot_mapping"})
     if unknown:
         hints = [f"{name!r} (did you mean {close[0]!r}?)" if close else repr(name)
-                 for name in unknown for close in [difflib.get_close_matches(name, INPUT_TENSORS, n=1)]]
+                 for name in unknown for close in [difflib.get_close_matches(name, ("k", "slot_mapping"), n=1)]]
         raise InputError(f"{path}: unknown tensor(s) {', '.join(hints)}; an --input file holds only k and slot_mapping")
     k, slot_mapping = tensors.get("k"), tensors.get("slot_mapping")
     validate(path, k, slot_mapping, None)
