@@ -11,6 +11,7 @@ Semantics (every default is 0: byte-exact):
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -23,6 +24,7 @@ from .spec import MAX_CODE_DISTANCE
 from .errors import BudgetError
 
 CHUNK_BLOCKS = 256  # blocks whose value regions are compared at once
+
 
 @dataclass(frozen=True)
 class Budget:
@@ -68,12 +70,9 @@ class BudgetVerdict:
         return self.counted <= self.allowed
 
     def to_dict(self) -> dict:
-        return {
-            "max_diff_bytes": self.budget.max_diff_bytes, "max_diff_fraction": self.budget.max_diff_fraction,
-            "max_code_distance": self.budget.max_code_distance, "within": self.within, "excused": self.excused,
-            "counted": self.counted, "allowed": self.allowed, "worst_distance": self.worst_distance,
-            "failed": list(self.failed),
-        }
+        return {**dataclasses.asdict(self.budget), "within": self.within, "excused": self.excused,
+                "counted": self.counted, "allowed": self.allowed, "worst_distance": self.worst_distance,
+                "failed": list(self.failed)}
 
     def describe(self) -> str:
         """How the diff met the budgets that were set; over budget, only the ones it exceeds."""
@@ -122,11 +121,9 @@ def check(budget: Budget, diff: DiffResult, baseline: CacheBuffer, candidate: Ca
     allowed = budget.allowed(diff.total_bytes)
     failed: list[str] = []
     if counted > allowed:  # name only the budgets that were set; with none of bytes / fraction set, the distance
-        if budget.max_code_distance and ((worst or 0) > budget.max_code_distance
-                                         or not (budget.max_diff_bytes or budget.max_diff_fraction)):
+        sized = budget.max_diff_bytes or budget.max_diff_fraction
+        if budget.max_code_distance and ((worst or 0) > budget.max_code_distance or not sized):
             failed.append("max-code-distance")
-        if budget.max_diff_bytes:
-            failed.append("max-diff-bytes")
-        if budget.max_diff_fraction:
-            failed.append("max-diff-fraction")
+        failed += [name for name, value in (("max-diff-bytes", budget.max_diff_bytes),
+                                            ("max-diff-fraction", budget.max_diff_fraction)) if value]
     return BudgetVerdict(budget, diff.diff_bytes, diff.total_bytes, excused, counted, allowed, worst, tuple(failed))
