@@ -7,17 +7,13 @@ output buffer) and hands them over: on the CPU in shared memory to a fork of the
 interpreter started as `python -m fp8check.core.isolated_child` (CUDA cannot be forked; never the user's
 `__main__` again, as multiprocessing's spawn would run a script without a main guard). The child
 imports `target` ("package.module:function", fp8check's own code), which loads the user's code by
-name, runs it on the shared tensors and returns a small JSON-able dict. The child reports in frames
-(a marker, a length, JSON; never a pickle a child could forge), each sent in one write: a frame of at
-most PIPE_BUF bytes arrives whole even while something the child forked writes to the same pipe, and
-a frame cut short by someone else's marker is dropped, never misread.
-The parent never blocks on the pipe: it reads what is there until the deadline (`Limits.timeout_s`),
-partial frames included, and stops reading once the direct child has ended (a grandchild that keeps
-the pipe open or floods it holds nothing). It then kills the child's whole process group and re-points
-every tensor argument at a private copy of its bytes, so that nothing left running can change them
-while they are judged. Everything the child can do ends as a result (its bytes) or one line: exit,
-crash, kill, hang, out of memory. The golden-file key (FP8CHECK_GOLDEN_KEY) is removed from the child's
-environment before any of the user's code is loaded.
+name, runs it on the shared tensors and returns a small JSON-able dict, reported in frames (a marker, a
+length, JSON; never a pickle a child could forge). The parent never blocks on the pipe and stops reading
+once the direct child has ended (a grandchild that keeps the pipe open or floods it holds nothing); it
+then kills the child's whole process group and re-points every tensor argument at a private copy of its
+bytes, so that nothing left running can change them while they are judged. Everything the child can do
+ends as a result (its bytes) or one line: exit, crash, kill, hang, out of memory. The golden-file key
+(FP8CHECK_GOLDEN_KEY) is removed from the child's environment before any of the user's code is loaded.
 
 Not a sandbox: the child runs as the same user and could reach the parent through the OS (signals,
 /proc/PID/mem). It contains accidents and in-language tampering (sys.exit, monkeypatching fp8check,
@@ -130,11 +126,9 @@ def parse_frames(data: bytes) -> tuple[list[dict], bytes]:
 
 
 class _FreshChild(subprocess.Popen):
-    """A child that is a fresh interpreter running `python -m fp8check.core.isolated_child`: it imports fp8check,
-    never the user's `__main__` (multiprocessing's spawn runs a script without a main guard again in every
-    child). Its arguments arrive pickled on stdin with torch's reductions (CUDA tensors by IPC, CPU tensors
-    in shared memory by file descriptor through multiprocessing's resource sharer, hence the authkey).
-    It answers as much of multiprocessing.Process as the parent asks."""
+    """`python -m fp8check.core.isolated_child`, answering what the parent asks of a multiprocessing.Process.
+    Its arguments arrive pickled on stdin with torch's reductions (CUDA tensors by IPC, CPU tensors in
+    shared memory by file descriptor through multiprocessing's resource sharer, hence the authkey)."""
 
     @property
     def exitcode(self) -> int | None:
@@ -186,8 +180,6 @@ def run_isolated(target: str, args: tuple, *, limits: Limits, label: str, start_
     in place; after the child ends each is re-pointed (Tensor.set_) at a private copy of its bytes.
     Pass base tensors, not views you keep elsewhere. Any failure raises IsolatedError with one line
     starting with `label` (e.g. "producer 'file:w.py:f'"), or the child's own UserError message.
-    CPU tensors go to a fork (also where this process has initialised CUDA: the child must not use it,
-    torch refuses CUDA in a forked child), CUDA tensors, which cannot cross a fork, to a fresh interpreter.
     """
     import torch  # here, not at the top: the CLI imports DEFAULT_TIMEOUT_S at startup
 
@@ -226,12 +218,8 @@ def run_isolated(target: str, args: tuple, *, limits: Limits, label: str, start_
 
 def _collect(child, fd: int, timeout_s: float, label: str, snapshot) -> tuple[dict | None, str, list | None]:
     """(the child's final status or None, its last phase, `snapshot()` taken when the status came) once the
-    child has ended; a hang is killed here.
-
-    The pipe is read without blocking, so a half-sent frame never holds the deadline. The child's end is
-    seen by polling its exit status: its pipe and its sentinel stay open as long as anything it forked
-    lives, so neither says when the child itself is gone. After the end, what is already in the pipe is
-    read (at most MAX_DRAIN_BYTES), then reading stops."""
+    child has ended; a hang is killed here. The child's end is seen by polling its exit status: its pipe
+    and its sentinel stay open as long as anything it forked lives."""
     # The timeout counts from the child's first phase (it is loading the user's code): its own start
     # (a spawned interpreter importing torch and fp8check, seconds on a GPU machine) is fp8check's, and
     # has a limit of its own.
