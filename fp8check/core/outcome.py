@@ -1,10 +1,5 @@
-"""What every command reports: decided results behind one protocol, and the outcomes of a run's cases.
-
-A result (a compare, a seed table, a parity sweep, a doctor report, a recording) says itself whether it
-passed, its one verdict line, its top cause, its detail and its JSON; renderers (report/) ask it for
-these and never switch on what kind of result it is. A run of one command is one outcome; a gate is
-many. An outcome holds either a result or the one-line error that kept the case from being decided.
-"""
+"""What every command reports: decided results behind one protocol (renderers ask a result, never switch
+on its kind), and the outcomes of a run's cases: one for a command, many for a gate."""
 
 from __future__ import annotations
 
