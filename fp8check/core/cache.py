@@ -17,9 +17,7 @@ from .spec import CacheSpec
 # periodic with period 256, so a fill is one period tiled.
 POISON_STEP, POISON_OFFSET = 151, 0x5B
 POISON_PERIOD = 256
-
-# Guards are whole poison periods: the cache then starts at poison phase 0 whatever the guard size.
-GUARD_ALIGN = POISON_PERIOD
+GUARD_ALIGN = POISON_PERIOD  # guards are whole periods: the cache starts at poison phase 0 whatever their size
 
 
 def guard_bytes(spec: CacheSpec) -> int:
@@ -35,8 +33,7 @@ def buffer_bytes(spec: CacheSpec) -> int:
 
 
 def input_bytes(spec: CacheSpec, num_tokens: int) -> int:
-    """Memory the inputs of `num_tokens` tokens need while they are made: K (bf16) with the fp32
-    intermediates of its generation, and the slots."""
+    """Memory the inputs of `num_tokens` tokens need while they are made (K with fp32 intermediates, slots)."""
     return num_tokens * (16 * spec.head_dim + 64)
 
 
@@ -82,8 +79,7 @@ def equals_poison(data: torch.Tensor, start: int = 0) -> bool:
 
 @dataclass(frozen=True)
 class CacheBuffer:
-    """One poisoned allocation: guard | cache | guard. `cache` is the view a producer writes.
-
+    """One poisoned allocation: guard | cache | guard. `cache` is the view a producer writes;
     `modified_inputs` names the arguments (`k`, `slot_mapping`) the producer changed in place."""
 
     spec: CacheSpec
@@ -123,10 +119,9 @@ class CacheBuffer:
 
     def guard_writes(self) -> int:
         """Guard bytes that no longer hold the poison: bytes written outside the cache."""
-        g = self.guard_bytes
-        back = self.buffer.numel() - g
-        fresh = torch.cat([poison(g, self.buffer.device), fill_poison(torch.empty_like(self.buffer[back:]), back)])
-        return int((self.guards != fresh).sum())
+        g, end = self.guard_bytes, self.buffer.numel()
+        position = torch.cat([torch.arange(g), torch.arange(end - g, end)]).to(self.buffer.device)
+        return int((self.guards != poison_at(position)).sum())
 
     def faults(self, owner: str) -> tuple[str, ...]:
         """Why the producer `owner` names fails whatever its cache bytes: stray writes (outside the cache)
