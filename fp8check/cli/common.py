@@ -33,28 +33,24 @@ def handled(fn):
     """A command's errors to exit codes: UserError is exit 2, anything else a checker error, exit 3.
 
     Output paths are checked first (outputs.check_output: no symlink, device, FIFO or folder, no file the
-    run reads). When the command ends in an error, the JSON and JUnit reports asked for are replaced
-    with that error, so that an earlier run's passing report is never left in place.
-    `--debug` adds the traceback; it never changes the exit code."""
+    run reads). When the command ends in an error, the reports asked for are replaced with that error, so
+    that an earlier run's passing report is never left in place. `--debug` adds the traceback only."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        debug = kwargs.get("debug", False)
         targets: dict[str, Path] = {}
         try:
             targets, problem = checked_outputs(kwargs)
             if problem is not None:
                 raise problem
             return fn(*args, **kwargs)
-        except UserError as exc:
-            if debug:
+        except Exception as exc:
+            if kwargs.get("debug", False):
                 traceback.print_exc()
                 if getattr(exc, "child_traceback", ""):  # the user's code, as its child process saw it
                     click.echo(f"In the child process:\n{exc.child_traceback}", err=True, nl=False)
-            return _failed(str(exc), ExitCode.USAGE, targets, kwargs, fn.__name__)
-        except Exception as exc:
-            if debug:
-                traceback.print_exc()
+            if isinstance(exc, UserError):
+                return _failed(str(exc), ExitCode.USAGE, targets, kwargs, fn.__name__)
             return _failed(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug)", ExitCode.INTERNAL,
                            targets, kwargs, fn.__name__)
 
@@ -96,10 +92,9 @@ def checked_outputs(kwargs: dict) -> tuple[dict[str, Path], UsageError | None]:
             continue
         try:
             check_output(Path(value), option=option, reading=reading)
+            targets[option] = Path(value)
         except UsageError as exc:
             problem = problem or exc
-            continue
-        targets[option] = Path(value)
     return targets, problem
 
 
@@ -188,15 +183,12 @@ def output_options(fn):
 
 
 def outputs_of(kwargs: dict) -> dict:
-    """Pop the output options from a command's keyword arguments: {format name: path or "-"}, and quiet."""
-    paths = {f.name: kwargs.pop(f"{f.name}_path") for f in FORMATS}
-    paths = {name: path for name, path in paths.items() if path is not None}
+    """Pop the output options from a command's keyword arguments: {format name: path or "-"}, and quiet.
+    (`handled` has checked the paths already.)"""
+    paths = {f.name: path for f in FORMATS if (path := kwargs.pop(f"{f.name}_path")) is not None}
     to_stdout = [name for name, path in paths.items() if path == "-"]
     if len(to_stdout) > 1:
         raise UsageError(f"only one format can go to stdout: {', '.join('--' + n + ' -' for n in to_stdout)}")
-    for name, path in paths.items():
-        if path != "-" and not Path(path).parent.is_dir():
-            raise UsageError(f"--{name} {path}: folder {Path(path).parent} does not exist")
     return {"paths": paths, "quiet": kwargs.pop("quiet")}
 
 
@@ -237,8 +229,6 @@ def finish(out: dict, case_id: str, result, start: float, renderable, *, soft_wr
 
 def progress(device, producers):
     """A progress bar on stderr while Triton programs run in the interpreter, when stderr is a terminal."""
-    import contextlib
-
     err = Console(stderr=True)
     if device.type != "cpu" or not err.is_terminal or not any(p.triton for p in producers):
         return contextlib.nullcontext()
