@@ -1,9 +1,5 @@
-"""Block-by-block byte diff of two caches. Pure: tensors in, a frozen record of tensors out.
-
-Runs on whatever device the caches live on. Per-block counts stay tensors on that device; one host
-transfer brings back the totals and the first mismatch's position, and `BlockDiff` records are built
-only for the rows a renderer shows.
-"""
+"""Block-by-block byte diff of two caches, on their device: per-block counts stay tensors there, one host
+transfer brings back the totals and the first mismatch, `BlockDiff` records are built for shown rows only."""
 
 from __future__ import annotations
 
@@ -169,12 +165,9 @@ def _block_counts(spec: CacheSpec, a: torch.Tensor, b: torch.Tensor):
 
 
 def diff_caches(spec: CacheSpec, baseline: CacheBuffer, candidate: CacheBuffer) -> DiffResult:
-    """Counts per block and region, guard bytes and the first mismatch, with one host transfer.
-
-    Identical buffers (the common case in CI) take the fastest path on the CPU: one `torch.equal`.
-    On CUDA the one-pass kernel is about as fast as `torch.equal` and its answer needs no second
-    transfer, so it runs directly (docs/PERFORMANCE.md).
-    """
+    """Counts per block and region, guard bytes and the first mismatch, with one host transfer. Identical
+    buffers (the common case in CI) cost one `torch.equal` on the CPU; on CUDA the one-pass kernel is about
+    as fast and needs no second transfer, so it runs directly (docs/PERFORMANCE.md)."""
     a, b = baseline.flat, candidate.flat
     if not a.is_cuda and torch.equal(baseline.buffer, candidate.buffer):
         zeros = torch.zeros(spec.num_blocks, dtype=torch.int64, device=a.device)
