@@ -26,25 +26,18 @@ class Inputs:
 
 def make_slot_mapping(spec: CacheSpec, pattern: SlotPattern, generator: torch.Generator) -> torch.Tensor:
     slots = torch.arange(spec.num_slots, dtype=torch.int64)
-    if pattern is SlotPattern.SEQUENTIAL:
-        return slots
-    if pattern is SlotPattern.SHUFFLED:
-        return slots[torch.randperm(spec.num_slots, generator=generator)]
     if pattern is SlotPattern.PADDED:
         num_pad = max(1, spec.num_slots // 4)
         order = torch.randperm(spec.num_slots + num_pad, generator=generator)
-        mixed = torch.cat([slots, torch.full((num_pad,), -1, dtype=torch.int64)])
-        return mixed[order]
-    if pattern is SlotPattern.SPARSE:
-        block = slots // spec.block_size
-        return slots[block % 2 == 0]
-    raise AssertionError(pattern)
+        return torch.cat([slots, torch.full((num_pad,), -1, dtype=torch.int64)])[order]
+    if pattern is SlotPattern.SHUFFLED:
+        return slots[torch.randperm(spec.num_slots, generator=generator)]
+    return slots[slots // spec.block_size % 2 == 0] if pattern is SlotPattern.SPARSE else slots
 
 
-def make_k(
-    num_tokens: int, head_dim: int, distribution: Distribution, generator: torch.Generator, *,
-    quant_block_size: int | None = None, fp8: FP8Format = FP8Format.E4M3FN, inf_nan: bool = False,
-) -> torch.Tensor:
+def make_k(num_tokens: int, head_dim: int, distribution: Distribution, generator: torch.Generator, *,
+           quant_block_size: int | None = None, fp8: FP8Format = FP8Format.E4M3FN,
+           inf_nan: bool = False) -> torch.Tensor:
     """bf16 K [num_tokens, head_dim]. `quant_block_size` (default head_dim) and `fp8` say where the
     boundary and tie distributions must plant their values; `inf_nan` lets specials (and mixed) add inf/NaN."""
     qbs, n, g = quant_block_size or head_dim, num_tokens, generator
@@ -160,15 +153,11 @@ def _specials(num_tokens: int, head_dim: int, generator: torch.Generator, inf_na
     return k
 
 
-def generate(
-    spec: CacheSpec, *, seed: int, slots: SlotPattern = SlotPattern.SEQUENTIAL,
-    distribution: Distribution = Distribution.NORMAL, inf_nan: bool = False, device=None,
-) -> Inputs:
-    """Deterministic inputs, the same bits on every device, on `device` (default the CPU).
-
-    The slot mapping and every distribution but `hashed` are drawn from torch's CPU generator and copied
-    to the device; `hashed` K is computed on the device itself (hashed.py), so a GPU run of millions of
-    tokens does not wait for the CPU to draw them."""
+def generate(spec: CacheSpec, *, seed: int, slots: SlotPattern = SlotPattern.SEQUENTIAL,
+             distribution: Distribution = Distribution.NORMAL, inf_nan: bool = False, device=None) -> Inputs:
+    """Deterministic inputs, the same bits on every device, on `device` (default the CPU). Every distribution
+    but `hashed` is drawn from torch's CPU generator and copied; `hashed` K is computed on the device itself
+    (hashed.py), so a GPU run of millions of tokens does not wait for the CPU to draw them."""
     generator = torch.Generator().manual_seed(seed)
     slot_mapping = make_slot_mapping(spec, slots, generator)
     specials = " with inf/NaN" if inf_nan and distribution in (Distribution.SPECIALS, Distribution.MIXED) else ""
@@ -187,8 +176,7 @@ def generate(
 
 def load(path: Path) -> dict[str, torch.Tensor]:
     """Tensors of a safetensors file, read whole into memory first (paths.read_regular: never mapped from
-    the file, FIFOs and devices refused unopened), with one-line errors for missing, unreadable or
-    foreign files."""
+    the file), with one-line errors for missing, unreadable or foreign files."""
     return load_bytes(read_regular(path), path)
 
 
@@ -209,7 +197,7 @@ def validate(path: Path, k: torch.Tensor | None, slot_mapping: torch.Tensor | No
         raise InputError(f"{path}: has no tensor 'k'")
     if k.dtype != torch.bfloat16 or k.dim() != 2:
         raise InputError(f"{path}: 'k' must be bf16 [num_tokens, head_dim], got {k.dtype} {list(k.shape)}")
-    if slot_mapping is not None and (slot_mapping.dtype != torch.int64 or slot_mapping.shape != (k.shape[0],)):
+    if slot_mapping is not None and (slot_mapping.dtype != torch.int64 or slot_mapping.shape != k.shape[:1]):
         raise InputError(f"{path}: 'slot_mapping' must be int64 [{k.shape[0]}], got {slot_mapping.dtype}"
                          f" {list(slot_mapping.shape)}")
     if spec is not None and k.shape[1] != spec.head_dim:
@@ -260,10 +248,11 @@ def check_slots(spec: CacheSpec, slot_mapping: torch.Tensor, where: str) -> None
 def read_inputs(path: Path) -> Inputs:
     """Replay a dumped tensor: `k` (bf16 [T, head_dim]) and optional `slot_mapping` (int64 [T])."""
     tensors = load(path)
-    unknown = sorted(set(tensors) - {"k", "slot_mapping"})
+    known = ("k", "slot_mapping")
+    unknown = sorted(set(tensors) - set(known))
     if unknown:
         hints = [f"{name!r} (did you mean {close[0]!r}?)" if close else repr(name)
-                 for name in unknown for close in [difflib.get_close_matches(name, ("k", "slot_mapping"), n=1)]]
+                 for name in unknown for close in [difflib.get_close_matches(name, known, n=1)]]
         raise InputError(f"{path}: unknown tensor(s) {', '.join(hints)}; an --input file holds only k and slot_mapping")
     k, slot_mapping = tensors.get("k"), tensors.get("slot_mapping")
     validate(path, k, slot_mapping, None)
