@@ -94,12 +94,11 @@ def compare_writers(candidate: str | Callable, baseline: str | Callable = "auto"
                             inputs=run.inputs, device=run.device, budget=request.budget(),
                             pad_slot=request.values["pad_slot"])
     d = checked.result.diff
-    return Result(
-        passed=checked.passed, identical=checked.result.identical, diff_bytes=d.diff_bytes, total_bytes=d.total_bytes,
-        value_diff=tuple(d.value_diff.cpu().tolist()), scale_diff=tuple(d.scale_diff.cpu().tolist()),
-        guard_diff=d.guard_diff, verdict=checked.verdict_line(), first_mismatch=d.first_mismatch,
-        diagnosis=checked.diagnosis, budget=checked.budget, check=checked,
-    )
+    return Result(passed=checked.passed, identical=checked.result.identical, diff_bytes=d.diff_bytes,
+                  total_bytes=d.total_bytes, value_diff=tuple(d.value_diff.cpu().tolist()),
+                  scale_diff=tuple(d.scale_diff.cpu().tolist()), guard_diff=d.guard_diff,
+                  verdict=checked.verdict_line(), first_mismatch=d.first_mismatch, diagnosis=checked.diagnosis,
+                  budget=checked.budget, check=checked)
 
 
 def run_gate(config, *, candidate: str | None = None, checkouts=(), device: str | None = None, patterns=(),

@@ -43,22 +43,18 @@ class Mismatch:
 
     def to_dict(self) -> dict:
         c = self.coordinate
-        return {
-            "block": c.block, "token": c.token, "dim": c.dim, "scale_group": c.group,
-            "region": c.region.value, "byte_in_block": c.byte_in_block,
-            "baseline_byte": f"0x{self.baseline_byte:02x}", "candidate_byte": f"0x{self.candidate_byte:02x}",
-            "baseline_value": self.baseline_value, "candidate_value": self.candidate_value, "fp8": self.fp8,
-        }
+        return {"block": c.block, "token": c.token, "dim": c.dim, "scale_group": c.group,
+                "region": c.region.value, "byte_in_block": c.byte_in_block,
+                "baseline_byte": f"0x{self.baseline_byte:02x}", "candidate_byte": f"0x{self.candidate_byte:02x}",
+                "baseline_value": self.baseline_value, "candidate_value": self.candidate_value, "fp8": self.fp8}
 
     def describe(self) -> str:
         what = "fp8" if self.coordinate.region is Region.VALUE else "fp32 scale"
         a, b = f"{self.baseline_value:g}", f"{self.candidate_value:g}"
         if a == b and self.baseline_byte != self.candidate_byte:  # scales an ulp apart print alike at 6 digits
             a, b = f"{self.baseline_value:.9g}", f"{self.candidate_value:.9g}"
-        return (
-            f"{self.coordinate.describe()}: baseline 0x{self.baseline_byte:02x} ({what} {a}),"
-            f" candidate 0x{self.candidate_byte:02x} ({what} {b})"
-        )
+        return (f"{self.coordinate.describe()}: baseline 0x{self.baseline_byte:02x} ({what} {a}),"
+                f" candidate 0x{self.candidate_byte:02x} ({what} {b})")
 
 
 @dataclass(frozen=True)

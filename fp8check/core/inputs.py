@@ -223,26 +223,20 @@ def check_slots(spec: CacheSpec, slot_mapping: torch.Tensor, where: str) -> None
     outside the allocation), two tokens in one slot (the bytes would depend on write order), or no token
     with a slot at all (nothing would be written: an empty comparison always "passes")."""
     slots = slot_mapping.view(-1)
-    if not slots.numel():
-        raise InputError(f"{where}: nothing to compare: none of its 0 tokens has a slot >= 0")
     mapped_count, top, any_repeated = slot_numbers(slots, spec.num_slots)
     if not mapped_count:
         raise InputError(f"{where}: nothing to compare: none of its {slots.numel()} tokens has a slot >= 0")
     if top >= spec.num_slots:
         token = int(torch.argmax(slots))
-        raise InputError(
-            f"{where}: slot {top} of token {token} is outside the cache ({spec.num_blocks} blocks"
-            f" of {spec.block_size}: slots 0..{spec.num_slots - 1}; raise --num-blocks)"
-        )
+        raise InputError(f"{where}: slot {top} of token {token} is outside the cache ({spec.num_blocks} blocks"
+                         f" of {spec.block_size}: slots 0..{spec.num_slots - 1}; raise --num-blocks)")
     if any_repeated:  # name the first repeated slot and the two tokens that map it
         mapped = torch.nonzero(slots >= 0).view(-1)
         ordered, order = torch.sort(slots[mapped], stable=True)
         i = int(torch.nonzero(ordered[1:] == ordered[:-1]).view(-1)[0])
         first, second = int(mapped[order[i]]), int(mapped[order[i + 1]])
-        raise InputError(
-            f"{where}: slot {int(ordered[i])} is mapped by tokens {first} and {second}: with two tokens in one"
-            " slot the bytes depend on which write lands last"
-        )
+        raise InputError(f"{where}: slot {int(ordered[i])} is mapped by tokens {first} and {second}: with two"
+                         " tokens in one slot the bytes depend on which write lands last")
 
 
 def read_inputs(path: Path) -> Inputs:

@@ -34,15 +34,11 @@ class Profile:
         return self.divisor_fn if fmt is FP8Format.E4M3FN else self.divisor_fnuz
 
 
-AITER = Profile(
-    "aiter", FP8Format.E4M3FN.max, FP8Format.E4M3FNUZ.max, reciprocal=True, flush_denormals=True,
-    description="aiter C++ op + shuffle_weight (PyTorch emulation): DIV = format max, x * (1/s), clamp, FTZ",
-    ieee_amax_and_clamp=True,
-)
-VLLM = Profile(
-    "vllm", FP8Format.E4M3FN.vllm_divisor, FP8Format.E4M3FNUZ.vllm_divisor, reciprocal=False, flush_denormals=False,
-    description="vLLM writer numerics (PyTorch emulation): DIV 448 / 224, x / s",
-)
+AITER = Profile("aiter", FP8Format.E4M3FN.max, FP8Format.E4M3FNUZ.max, reciprocal=True, flush_denormals=True,
+                description="aiter C++ op + shuffle_weight (PyTorch emulation): DIV = format max, x * (1/s), clamp,"
+                            " FTZ", ieee_amax_and_clamp=True)
+VLLM = Profile("vllm", FP8Format.E4M3FN.vllm_divisor, FP8Format.E4M3FNUZ.vllm_divisor, reciprocal=False,
+               flush_denormals=False, description="vLLM writer numerics (PyTorch emulation): DIV 448 / 224, x / s")
 
 
 def pow2_ceil(s: torch.Tensor) -> torch.Tensor:
