@@ -1,13 +1,8 @@
-"""Budgets: how much two caches may differ and still pass. A pure step after the diff (collect, then decide).
-
-Semantics (every default is 0: byte-exact):
-- a differing FP8 *value* byte is excused when `max_code_distance` >= 1 and the two codes are at most that
-  many representable steps apart (fp8.code_distance: +0 and -0 are 0 apart, a NaN against a number is
-  255 apart, two NaNs 0 apart). `max_code_distance` 0 excuses nothing;
-- every other differing byte counts: scale bytes, guard bytes, value bytes farther apart;
-- the counted bytes must fit the larger allowance of `max_diff_bytes` and `max_diff_fraction` x the
-  cache's bytes.
-"""
+"""Budgets: how much two caches may differ and still pass, decided after the diff. Every default is 0
+(byte-exact). A differing FP8 *value* byte is excused when its two codes are at most `max_code_distance`
+representable steps apart (fp8.code_distance: +0 and -0 are 0 apart, a NaN against a number 255); every
+other differing byte counts, and the counted bytes must fit the larger allowance of `max_diff_bytes` and
+`max_diff_fraction` x the cache's bytes."""
 
 from __future__ import annotations
 
