@@ -155,11 +155,9 @@ def scatter_rows(spec: CacheSpec, cache: torch.Tensor, slot_mapping: torch.Tenso
 
 
 def write_in_layer(buffer: CacheBuffer, write) -> None:
-    """Call write(cache) with the buffer's cache as the writer sees it. With spec.layers > 1 that is a strided
-    view, layer spec.layer of a [num_blocks, layers, block_bytes] allocation whose other layers hold a poison
-    fill; afterwards the layer's bytes are copied back, and every byte the writer changed in another layer is
-    marked in the guard zones (layers before: the front guard, after: the back one), as a write outside its
-    cache."""
+    """Call write(cache) with the buffer's cache as the writer sees it: with spec.layers > 1 a strided view,
+    layer spec.layer of a poisoned [num_blocks, layers, block_bytes] allocation, copied back afterwards;
+    bytes changed in another layer are marked in the guard zones (before: front, after: back)."""
     spec = buffer.spec
     if spec.layers == 1:
         write(buffer.cache)

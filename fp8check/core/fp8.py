@@ -1,9 +1,6 @@
-"""Exact FP8 (E4M3) encoding and decoding, both formats (docs/NUMERICS.md).
-
-encode() is what hardware does on a saturating cast: clamp to +-max, then round to nearest, ties to
-even. It never calls torch's float -> fp8 cast, whose out-of-range behaviour changed between torch
-releases (2.11 turns >= 464 into NaN, 2.13 saturates).
-"""
+"""Exact FP8 (E4M3) encoding and decoding, both formats (docs/NUMERICS.md). encode() is a saturating
+cast (clamp to +-max, round to nearest even), never torch's float -> fp8 cast, whose out-of-range
+behaviour changed between torch releases (2.11 turns >= 464 into NaN, 2.13 saturates)."""
 
 from __future__ import annotations
 
@@ -77,8 +74,7 @@ def is_nan_code(codes: torch.Tensor, fmt: FP8Format) -> torch.Tensor:
 
 def code_distance(a: torch.Tensor, b: torch.Tensor, fmt: FP8Format) -> torch.Tensor:
     """Number of representable steps between two FP8 codes (int16, half the memory traffic of int32 on
-    big caches); +0 and -0 are 0 apart. A NaN against a number is NAN_DISTANCE; NaN against NaN is 0.
-    """
+    big caches); +0 and -0 are 0 apart. A NaN against a number is NAN_DISTANCE; NaN against NaN is 0."""
     ma, mb = (a & 0x7F).to(torch.int16), (b & 0x7F).to(torch.int16)
     same_sign = ((a ^ b) & 0x80) == 0
     distance = torch.where(same_sign, (ma - mb).abs(), ma + mb)

@@ -7,8 +7,7 @@ the same bits, and a GPU computes 1M tokens in one kernel (hashed_kernel.py):
 - h(x): a 32-bit integer mix (xor-shift, multiply mod 2^32; the multipliers are below 2^31 so int64
   products never overflow on the CPU);
 - element (t, d), i = t*head_dim + d: u = the four 16-bit halves of h((2i mod 2^32) ^ key) and
-  h((2i+1 mod 2^32) ^ key)
-  summed, minus their mean: an integer in [-131070, 131070], roughly normal (std ~37,800);
+  h((2i+1 mod 2^32) ^ key) summed, minus their mean: an integer in [-131070, 131070], roughly normal;
 - row scale of token t from h(t ^ key2): 2^e * (8 + m) / 8 with e in [-3, 3], m in [0, 7];
 - k = bf16(u * 2^-15 * scale): u * (8 + m) has at most 22 significant bits, so the fp32 product is
   exact, and the bf16 rounding (to nearest even) is the same everywhere.

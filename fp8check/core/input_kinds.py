@@ -1,7 +1,5 @@
-"""How a run's inputs are made: the closed choices of `--slots` and `--inputs`.
-
-Apart from inputs.py, which makes them, because the CLI builds its options from these choices at startup
-and `fp8check --help` must not import torch."""
+"""The closed choices of `--slots` and `--inputs`, apart from inputs.py (which makes them) because the CLI
+builds its options from them at startup and `fp8check --help` must not import torch."""
 
 from __future__ import annotations
 

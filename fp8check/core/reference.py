@@ -1,8 +1,6 @@
-"""Vectorized PyTorch emulations of the real writers' numerics (docs/NUMERICS.md).
-
-Each profile is a frozen description; `quantize` turns bf16 rows into FP8 codes and fp32 scales, and
-`make_writer` wraps it in the de-facto writer signature. Same code on CPU and CUDA.
-"""
+"""Vectorized PyTorch emulations of the real writers' numerics (docs/NUMERICS.md), the same code on CPU
+and CUDA: `quantize` turns bf16 rows into FP8 codes and fp32 scales by a `Profile`, `make_writer` wraps it
+in the de-facto writer signature."""
 
 from __future__ import annotations
 
