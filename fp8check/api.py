@@ -3,9 +3,8 @@
 Writers are callables with the de-facto signature `(k, kv_cache, slot_mapping, quant_block_size,
 scale_fmt)` (given `fp8_dtype=` / `layout=` when they accept them) or producer names (`triton`,
 `reference`, `file:PATH:FUNC`, ...; a baseline may be `golden:FILE`, whose spec and inputs are then
-used). Keywords are the CLI's options under their config names (`block`,
-`head_dim`, `fp8`, `scale_fmt`, `inputs`, `slots`, `seed`, budgets ...), validated by the same table
-(options.py), plus `k` / `slot_mapping` tensors to use instead of generated inputs.
+used). Keywords are the CLI's options under their config names (`block`, `head_dim`, `fp8`, `scale_fmt`,
+`inputs`, `slots`, `seed`, budgets ...), validated by options.py, plus `k` / `slot_mapping` tensors.
 
 Triton kernels given CPU tensors run under Triton's CPU interpreter, made exact by fp8check's FP8
 conversion (docs/NUMERICS.md); on GPU tensors they compile. CPU and GPU calls mix in one process.

@@ -1,12 +1,8 @@
-"""The command line: parse, build a spec and inputs, call the core, render, pick the exit code.
+"""The command line: parse, build a request, call a use case, render, pick the exit code (errors.ExitCode).
 
-Exit codes: 0 identical (or within budget), 1 bytes differ, 2 bad usage, input or producer error,
-3 an internal error of fp8check itself.
-
-One module per command (or pair of commands); what they share is in `common` (errors to exit codes,
-printing, report files) and `arguments` (option decorators, spec and inputs, golden replay, configs).
-Imports of the core stay inside the command bodies: `fp8check --help` does not import torch.
-"""
+One module per command (or pair of commands); `arguments` is the way in (option decorators, configs,
+isolation limits), `common` the way out (errors to exit codes, printing, report files). What imports
+torch is imported inside the command bodies: `fp8check --help` does not import it."""
 
 from __future__ import annotations
 

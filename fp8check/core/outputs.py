@@ -4,9 +4,7 @@ never into a device, FIFO or folder, never over a file this run reads, and alway
 Each file is written under a short temporary name in its own folder, then moved over the target in
 one step (os.replace): a reader never sees half a report, and an interrupted run leaves the previous
 file or the new one. The temporary name stays short whatever the target's length, so a legal 255-byte
-name works. (When a run fails, the CLI writes its error through `write_output` into the reports it was
-asked for, so that a passing report of an earlier run is never left in place.)
-"""
+name works."""
 
 from __future__ import annotations
 
