@@ -23,5 +23,5 @@ class Distribution(enum.Enum):
     SPECIALS = "specials"  # -0.0 and +0.0 mixed in; inf / NaN only with inf_nan (the real writers disagree)
     MIXED = "mixed"  # every row drawn from one of the others
     # normal-like rows from a counter-based hash of (seed, element): the same bytes on every device,
-    # generated where the cache lives (hashed.py); not part of MIXED, whose bytes stay as they were
+    # generated where the cache lives (inputs.hashed_k); not part of MIXED, whose bytes stay as they were
     HASHED = "hashed"
