@@ -13,7 +13,7 @@ import click
 from .._version import __version__
 from ..core.errors import ExitCode
 from . import compare, doctor, gate, parity, table
-from .common import fail, failed_parsing, silence_stdout
+from .common import failed_parsing, to_stdout
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -42,8 +42,5 @@ def main(argv: list[str] | None = None) -> int:
         return failed_parsing(argv, command, exc.format_message())
     except click.exceptions.Abort:
         return ExitCode.INTERRUPTED
-    try:
-        sys.stdout.flush()
-    except BrokenPipeError:
-        silence_stdout()
+    to_stdout(lambda: None)  # flushed here: a closed pipe silences stdout rather than failing at exit
     return int(rv) if isinstance(rv, int) else ExitCode.OK

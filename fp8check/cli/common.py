@@ -126,9 +126,9 @@ def _failed(message: str, code: ExitCode, targets: dict[str, Path], kwargs: dict
         except UsageError as exc:
             if str(exc) != message:  # the run's own error was this file's: said once, below
                 click.echo(f"fp8check: error: {printable(exc)}", err=True)
-    to_stdout = [name for name in BY_NAME if kwargs.get(f"{name}_path") == "-"]
-    if len(to_stdout) == 1:  # `--json -`: a CI step parsing stdout gets the error record, as a file would
-        _to_stdout(lambda: click.echo(BY_NAME[to_stdout[0]].render(run), nl=False))
+    piped = [name for name in BY_NAME if kwargs.get(f"{name}_path") == "-"]
+    if len(piped) == 1:  # `--json -`: a CI step parsing stdout gets the error record, as a file would
+        to_stdout(lambda: click.echo(BY_NAME[piped[0]].render(run), nl=False))
     prefix = "error: " if code == ExitCode.USAGE else ""
     return fail(f"{prefix}{message}", code)
 
@@ -138,10 +138,10 @@ def show(renderable, **print_options) -> None:
     JSON is still written and the exit code is the verdict's."""
     console = Console()
     console.on_broken_pipe = silence_stdout  # rich's own handler exits 1: the code of "bytes differ"
-    _to_stdout(lambda: print_printable(console, renderable, **print_options))
+    to_stdout(lambda: print_printable(console, renderable, **print_options))
 
 
-def _to_stdout(write) -> None:
+def to_stdout(write) -> None:
     """Call `write` (which prints to stdout), then flush; a reader that went away silences stdout."""
     try:
         write()
@@ -186,9 +186,9 @@ def outputs_of(kwargs: dict) -> dict:
     """Pop the output options from a command's keyword arguments: {format name: path or "-"}, and quiet.
     (`handled` has checked the paths already.)"""
     paths = {f.name: path for f in FORMATS if (path := kwargs.pop(f"{f.name}_path")) is not None}
-    to_stdout = [name for name, path in paths.items() if path == "-"]
-    if len(to_stdout) > 1:
-        raise UsageError(f"only one format can go to stdout: {', '.join('--' + n + ' -' for n in to_stdout)}")
+    piped = [name for name, path in paths.items() if path == "-"]
+    if len(piped) > 1:
+        raise UsageError(f"only one format can go to stdout: {', '.join('--' + n + ' -' for n in piped)}")
     return {"paths": paths, "quiet": kwargs.pop("quiet")}
 
 
@@ -217,7 +217,7 @@ def emit(out: dict, run, renderable, *, soft_wrap: bool = False) -> None:
     else:
         show(renderable, soft_wrap=soft_wrap)
     if stdout_text is not None:
-        _to_stdout(lambda: click.echo(stdout_text, nl=False))
+        to_stdout(lambda: click.echo(stdout_text, nl=False))
 
 
 def finish(out: dict, case_id: str, result, start: float, renderable, *, soft_wrap: bool = False) -> int:
