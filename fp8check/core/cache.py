@@ -3,6 +3,7 @@ size checks that run before anything large is allocated."""
 
 from __future__ import annotations
 
+import contextlib
 import resource
 from dataclasses import dataclass
 from pathlib import Path
@@ -222,31 +223,21 @@ def _proc_bytes(path: str, key: str) -> int | None:
         return None
 
 
-def _cgroup_room() -> int | None:
-    """Bytes left under this cgroup's (v2) memory.max, or None when unlimited or unknown."""
-    try:
-        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
-        if limit == "max":
-            return None
-        return int(limit) - int(Path("/sys/fs/cgroup/memory.current").read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def _address_space_room() -> int | None:
-    """Bytes this process may still map under RLIMIT_AS (`ulimit -v`), or None when unlimited."""
-    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
-    size = None if soft == resource.RLIM_INFINITY else _proc_bytes("/proc/self/status", "VmSize")
-    return None if size is None else soft - size
-
-
 def available_memory(device) -> int | None:
-    """Bytes that can still be allocated on `device`; None when unknown (no check is then possible)."""
+    """Bytes that can still be allocated on `device`; None when unknown (no check is then possible). On the
+    CPU the least of MemAvailable, the room under this cgroup's (v2) memory.max and under RLIMIT_AS."""
     device = torch.device(device)
     if device.type == "cuda":
         return int(torch.cuda.mem_get_info(device)[0])
-    rooms = [r for r in (_proc_bytes("/proc/meminfo", "MemAvailable"), _cgroup_room(), _address_space_room())
-             if r is not None]
+    rooms = [_proc_bytes("/proc/meminfo", "MemAvailable")]
+    with contextlib.suppress(OSError, ValueError):
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        if limit != "max":
+            rooms.append(int(limit) - int(Path("/sys/fs/cgroup/memory.current").read_text()))
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)  # `ulimit -v`
+    if soft != resource.RLIM_INFINITY and (size := _proc_bytes("/proc/self/status", "VmSize")) is not None:
+        rooms.append(soft - size)
+    rooms = [r for r in rooms if r is not None]
     return max(0, min(rooms)) if rooms else None
 
 

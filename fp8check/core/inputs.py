@@ -91,15 +91,10 @@ def _outliers(num_tokens: int, head_dim: int, generator: torch.Generator) -> tor
     return k
 
 
-def _divisors(fp8: FP8Format) -> torch.Tensor:
-    """The DIVs real writers use on this format (docs/NUMERICS.md): 448 on e4m3fn; 240 (aiter) and
-    224 (vLLM) on e4m3fnuz."""
-    return torch.tensor(list(dict.fromkeys([fp8.max, fp8.vllm_divisor])))
-
-
 def _ue8m0_boundary(num_tokens: int, head_dim: int, qbs: int, fp8: FP8Format, generator) -> torch.Tensor:
     groups = num_tokens * (head_dim // qbs)
-    divisors = _divisors(fp8)
+    # the DIVs real writers use (docs/NUMERICS.md): 448 on e4m3fn; 240 (aiter) and 224 (vLLM) on e4m3fnuz
+    divisors = torch.tensor(list(dict.fromkeys([fp8.max, fp8.vllm_divisor])))
     div = divisors[torch.randint(divisors.numel(), (groups,), generator=generator)]
     exponent = torch.randint(-10, 3, (groups,), generator=generator).float()
     amax = (div * torch.exp2(exponent)).to(torch.bfloat16)  # DIV * 2^k: exact in bf16 (<= 4 significant bits)
