@@ -152,10 +152,9 @@ def to_stdout(write) -> None:
 
 def print_printable(console: Console, renderable, *, soft_wrap: bool = False, markup: bool | None = None,
                     highlight: bool | None = None) -> None:
-    """Print through rich with every character of the text that is not printable written as its escape
-    (errors.printable): a name, a description or an error chosen by a config or by code under test can
-    never move the cursor, retitle the terminal or forge a line of the report. rich's own styles are
-    segments of their own and stay."""
+    """Print through rich with every unprintable character of the text written as its escape
+    (errors.printable): text chosen by a config or by code under test can never move the cursor, retitle
+    the terminal or forge a line of the report. rich's own styles are segments of their own and stay."""
     from rich.segment import Segment, Segments
 
     if isinstance(renderable, str):
@@ -193,10 +192,9 @@ def outputs_of(kwargs: dict) -> dict:
 
 
 def emit(out: dict, run, renderable, *, soft_wrap: bool = False) -> None:
-    """Write the formats asked for, then print the report (or only the verdict line with --quiet).
-
-    Files first: a reader of stdout that went away (`| true`) never costs a report file. A format written
-    to stdout (`--json -`) is the only thing there; the report then goes to stderr."""
+    """Write the formats asked for, then print the report (or only the verdict line with --quiet). Files
+    first: a reader of stdout that went away (`| true`) never costs a report file. A format written to
+    stdout (`--json -`) is the only thing there; the report then goes to stderr."""
     stdout_text = None
     for name, path in out["paths"].items():
         fmt = BY_NAME[name]

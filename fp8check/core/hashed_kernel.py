@@ -50,13 +50,11 @@ _compiled = triton.jit(_hashed_k)
 
 def launch(num_tokens: int, head_dim: int, keys: tuple[int, int], device, *, interpret: bool = False) -> torch.Tensor:
     out = torch.empty(num_tokens, head_dim, dtype=torch.bfloat16, device=device)
-    total = num_tokens * head_dim
+    total, kernel = num_tokens * head_dim, _compiled
     if interpret:
         from triton.runtime.interpreter import InterpretedFunction
 
         kernel = InterpretedFunction(_hashed_k)
-    else:
-        kernel = _compiled
     if total:
         kernel[(triton.cdiv(total, BLOCK),)](out.view(torch.int16), total, head_dim, keys[0], keys[1], BLOCK=BLOCK)
     return out

@@ -6,7 +6,7 @@ from __future__ import annotations
 import enum
 import math
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Protocol
 
 from .errors import ExitCode
 
@@ -22,7 +22,6 @@ def json_safe(value):
     return value
 
 
-@runtime_checkable
 class Checked(Protocol):
     """A decided result. `kind` names the command that made it (compare, table, parity, doctor, record)."""
 

@@ -231,8 +231,7 @@ class CacheSpec:
         """The scale words of blocks [n, block_bytes] as uint8 [n * block_size * groups, 4], in (token, group)
         order (a view when planar)."""
         if self.layout.planar:
-            first = self.value_bytes
-            return blocks[:, first : first + self.scale_bytes].reshape(-1, 4)
+            return blocks[:, self.value_bytes : self.value_bytes + self.scale_bytes].reshape(-1, 4)
         return blocks.reshape(-1, self.block_size, self.row_bytes)[:, :, self.head_dim :].reshape(-1, 4)
 
     def word_start(self, byte_in_block):
