@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from .errors import UsageError
-from .paths import kind_of
+from .paths import kind_of, read_regular
 
 TEMPORARY_PREFIX = ".fp8check-"
 
@@ -70,7 +70,5 @@ def write_output(path: Path, text: str, *, reading: Iterable[Path | str] = (), o
     check_output(path, option=option, reading=tuple(reading))
     before = b""
     if append and path.exists():
-        from .paths import read_regular
-
         before = read_regular(path, error=UsageError, what=option)
     replace_atomically(path, lambda temporary: temporary.write_bytes(before + text.encode("utf-8")), option=option)
