@@ -52,8 +52,6 @@ class Budget:
 @dataclass(frozen=True)
 class BudgetVerdict:
     budget: Budget
-    diff_bytes: int
-    total_bytes: int
     excused: int  # differing value bytes within max_code_distance: not counted
     counted: int  # differing bytes that count against the byte / fraction allowance
     allowed: int
@@ -121,4 +119,4 @@ def check(budget: Budget, diff: DiffResult, baseline: CacheBuffer, candidate: Ca
             failed.append("max-code-distance")
         failed += [name for name, value in (("max-diff-bytes", budget.max_diff_bytes),
                                             ("max-diff-fraction", budget.max_diff_fraction)) if value]
-    return BudgetVerdict(budget, diff.diff_bytes, diff.total_bytes, excused, counted, allowed, worst, tuple(failed))
+    return BudgetVerdict(budget, excused, counted, allowed, worst, tuple(failed))
