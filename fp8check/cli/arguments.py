@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ..core.errors import ConfigError, UsageError
+from ..core.errors import ConfigError
 from ..core.isolation import Limits
 from ..run import options
 
