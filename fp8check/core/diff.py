@@ -24,10 +24,6 @@ class BlockDiff:
     def diff(self) -> int:
         return self.value_diff + self.scale_diff
 
-    @property
-    def total(self) -> int:
-        return self.value_total + self.scale_total
-
 
 @dataclass(frozen=True)
 class Mismatch:

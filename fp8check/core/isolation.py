@@ -196,7 +196,7 @@ def run_isolated(target: str, args: tuple, *, limits: Limits, label: str, start_
         stream.flush()
     receive, send = os.pipe()
     try:
-        if (start_method or ("spawn" if cuda else "fork")) == "fork":
+        if (start_method or ("spawn" if cuda else "fork")) == "fork":  # CUDA tensors cannot cross a fork
             ctx = torch.multiprocessing.get_context("fork")
             child = ctx.Process(target=_child_main, args=(send, target, args, memory, True), daemon=True)
             child.start()
