@@ -46,7 +46,6 @@ class Result:
 
 
 def as_producer(writer: Callable, role: str):
-    """A producer from a callable with the writer signature."""
     from .producers import registry
 
     if not callable(writer):

@@ -67,7 +67,6 @@ def fill_poison(out: torch.Tensor, start: int = 0) -> torch.Tensor:
 
 
 def poison(num_bytes: int, device=None) -> torch.Tensor:
-    """The fill of every fresh buffer of num_bytes bytes."""
     return fill_poison(torch.empty(num_bytes, dtype=torch.uint8, device=device))
 
 

@@ -17,7 +17,6 @@ else:  # pragma: no cover - Python 3.10
 
 
 def builtin_names() -> list[str]:
-    """Names of the configs shipped in the package."""
     folder = resources.files("fp8check") / "configs"
     return sorted(p.name[: -len(".toml")] for p in folder.iterdir() if p.name.endswith(".toml"))
 

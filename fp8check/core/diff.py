@@ -84,7 +84,6 @@ class DiffResult:
         return self.value_diff + self.scale_diff
 
     def block(self, index: int) -> BlockDiff:
-        """The record of one block, for a renderer's row."""
         return self.rows([index])[0]
 
     def all_rows(self) -> list[BlockDiff]:

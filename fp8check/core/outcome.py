@@ -173,5 +173,4 @@ class Outcomes:
 
 
 def single(case_id: str, result: Checked, seconds: float) -> Outcomes:
-    """One command's result as what the renderers take."""
     return Outcomes(result.kind, (Outcome.decided(case_id, result, seconds),), 1, seconds, batch=False)

@@ -15,7 +15,6 @@ from .errors import InputError, UserError
 
 
 def kind_of(mode: int) -> str:
-    """What a non-regular file is, in words."""
     if stat.S_ISDIR(mode):
         return "a folder"
     if stat.S_ISFIFO(mode):

@@ -74,7 +74,6 @@ def quantize(k: torch.Tensor, *, profile: Profile, fmt: FP8Format, scale_fmt: Sc
 
 def spec_of_call(k: torch.Tensor, kv_cache: torch.Tensor, quant_block_size: int, scale_fmt: str | None,
                  fp8_dtype: torch.dtype, layout: str | None) -> CacheSpec:
-    """The CacheSpec implied by a de-facto writer call."""
     return CacheSpec(kv_cache.shape[0], kv_cache.shape[1], k.shape[1], quant_block_size,
                      FP8Format.from_torch_dtype(fp8_dtype), ScaleFormat.from_writer_arg(scale_fmt),
                      Layout(layout) if layout else None)
