@@ -1,7 +1,5 @@
-"""fp8check: byte-exact verification of FP8 indexer K-cache writers.
-
-`import fp8check` stays cheap: the API (`compare_writers`, `Result`) is imported on first use.
-"""
+"""fp8check: byte-exact verification of FP8 indexer K-cache writers. `import fp8check` stays cheap: the API
+(`compare_writers`, `Result`) is imported on first use."""
 
 from ._version import __version__
 
@@ -13,7 +11,7 @@ def __getattr__(name: str):
         from . import api
 
         return getattr(api, name)
-    if name == "testing":
+    if name == "testing":  # importlib: `from . import testing` would come back here
         import importlib
 
         return importlib.import_module(".testing", __name__)

@@ -27,23 +27,15 @@ from pathlib import Path
 
 import pytest
 
+from . import api, testing
+
 
 @dataclass(frozen=True)
 class Fp8check:
-    """What the fixture gives: the API's two entry points."""
+    """What the fixture gives: the API's entry points, and a gate case run as `fp8check gate` runs it."""
 
-    @staticmethod
-    def compare_writers(candidate, baseline="auto", **spec_and_inputs):
-        from .api import compare_writers
-
-        return compare_writers(candidate, baseline, **spec_and_inputs)
-
-    @staticmethod
-    def assert_same_cache_bytes(candidate, baseline="auto", **spec_and_inputs):
-        __tracebackhide__ = True
-        from .testing import assert_same_cache_bytes
-
-        return assert_same_cache_bytes(candidate, baseline, **spec_and_inputs)
+    compare_writers = staticmethod(api.compare_writers)
+    assert_same_cache_bytes = staticmethod(testing.assert_same_cache_bytes)
 
     @staticmethod
     def check_case(case, *, strict: bool = False):

@@ -167,7 +167,7 @@ def python_mix(x: int) -> int:
 
 
 def python_hashed_bits(seed: int, token: int, dim: int, head_dim: int) -> int:
-    """One element of hashed K as bf16 bits, in plain Python integers and doubles (hashed.py's recipe)."""
+    """One element of hashed K as bf16 bits, in plain Python integers and doubles (inputs.hashed_k's recipe)."""
     import struct
 
     base = python_mix(seed & 0xFFFFFFFF)
@@ -192,7 +192,7 @@ def test_hashed_inputs_are_the_documented_function_of_seed_and_position(seed):
 
 @pytest.mark.parametrize("num_tokens, head_dim", [(300, 128), (7, 48), (1, 16)])
 def test_hashed_kernel_bytes_equal_the_torch_ops(num_tokens, head_dim):
-    from fp8check.core.hashed import hashed_k, keys
+    from fp8check.core.inputs import hashed_k, keys
     from fp8check.core.hashed_kernel import launch
 
     expected = hashed_k(num_tokens, head_dim, 11)

@@ -1,12 +1,8 @@
-"""The command line: parse, build a spec and inputs, call the core, render, pick the exit code.
+"""The command line: parse, build a request, call a use case, render, pick the exit code (errors.ExitCode).
 
-Exit codes: 0 identical (or within budget), 1 bytes differ, 2 bad usage, input or producer error,
-3 an internal error of fp8check itself.
-
-One module per command (or pair of commands); what they share is in `common` (errors to exit codes,
-printing, report files) and `arguments` (option decorators, spec and inputs, golden replay, configs).
-Imports of the core stay inside the command bodies: `fp8check --help` does not import torch.
-"""
+One module per command (or pair of commands); `arguments` is the way in (option decorators, configs,
+isolation limits), `common` the way out (errors to exit codes, printing, report files). What imports
+torch is imported inside the command bodies: `fp8check --help` does not import it."""
 
 from __future__ import annotations
 
@@ -17,7 +13,7 @@ import click
 from .._version import __version__
 from ..core.errors import ExitCode
 from . import compare, doctor, gate, parity, table
-from .common import fail, failed_parsing, silence_stdout
+from .common import failed_parsing, to_stdout
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -46,8 +42,5 @@ def main(argv: list[str] | None = None) -> int:
         return failed_parsing(argv, command, exc.format_message())
     except click.exceptions.Abort:
         return ExitCode.INTERRUPTED
-    try:
-        sys.stdout.flush()
-    except BrokenPipeError:
-        silence_stdout()
+    to_stdout(lambda: None)  # flushed here: a closed pipe silences stdout rather than failing at exit
     return int(rv) if isinstance(rv, int) else ExitCode.OK

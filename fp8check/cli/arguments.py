@@ -7,13 +7,14 @@ from pathlib import Path
 
 import click
 
-from ..core.errors import ConfigError, UsageError
+from ..core.errors import ConfigError
+from ..core.isolation import Limits
+from ..run import options
 
 
 def command_options(command: str):
     """The click options of a command's keys (prepare.KEYS), from the one option table, plus --debug and
     the isolation options."""
-    from ..run import options
 
     def decorate(fn):
         fn = click.option("--debug", is_flag=True, help="Show tracebacks.")(fn)
@@ -24,25 +25,16 @@ def command_options(command: str):
 
 def isolation_options(fn):
     """How code from files (file:, vllm-file:, git:) runs: in a child process, under these limits."""
-    from ..run import options as table
-
-    options = [
-        table.ISOLATION["timeout"].click_option(),
-        click.option("--memory-limit", "memory_limit_mib", type=click.IntRange(min=1), default=None, metavar="MIB",
-                     help="Memory a writer from a file may allocate (CPU) [default: what the machine has]."),
-        click.option("--in-process", is_flag=True,
-                     help="Run writers from files inside fp8check's own process (debugging only: their code can"
-                          " then change the verdict)."),
-    ]
-    for option in reversed(options):
-        fn = option(fn)
-    return fn
+    fn = click.option("--in-process", is_flag=True,
+                      help="Run writers from files inside fp8check's own process (debugging only: their code can"
+                           " then change the verdict).")(fn)
+    fn = click.option("--memory-limit", "memory_limit_mib", type=click.IntRange(min=1), default=None, metavar="MIB",
+                      help="Memory a writer from a file may allocate (CPU) [default: what the machine has].")(fn)
+    return options.ISOLATION["timeout"].click_option()(fn)
 
 
 def isolation_limits(opts: dict):
     """Pop the isolation options from `opts`: the Limits for writers from files, or None (--in-process)."""
-    from ..core.isolation import Limits
-
     timeout_s, memory_mib, in_process = opts.pop("timeout_s"), opts.pop("memory_limit_mib"), opts.pop("in_process")
     return None if in_process else Limits(timeout_s=timeout_s, memory_bytes=memory_mib and memory_mib * 2**20)
 
@@ -50,7 +42,6 @@ def isolation_limits(opts: dict):
 def request(command: str, opts: dict, config_path: Path | None = None):
     """The command's Request: its options under their config keys, a [section] of `--config` filling the
     ones left at their default; stated = typed on the command line or set in the config."""
-    from ..run import options
     from ..run.prepare import KEYS, Request
 
     ctx = click.get_current_context()

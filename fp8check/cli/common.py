@@ -4,9 +4,11 @@ the interpreter's progress bar."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
+import time
 import traceback
 from pathlib import Path
 
@@ -15,6 +17,9 @@ from rich.console import Console
 
 from ..code.names import Kind, is_git, parse
 from ..core.errors import ExitCode, UsageError, UserError, printable
+from ..core.outcome import Outcome, Outcomes, single
+from ..core.outputs import check_output, write_output
+from ..report.formats import BY_NAME, FORMATS
 
 
 def fail(message: str, code: ExitCode) -> int:
@@ -28,40 +33,32 @@ def handled(fn):
     """A command's errors to exit codes: UserError is exit 2, anything else a checker error, exit 3.
 
     Output paths are checked first (outputs.check_output: no symlink, device, FIFO or folder, no file the
-    run reads). When the command ends in an error, the JSON and JUnit reports asked for are replaced
-    with that error, so that an earlier run's passing report is never left in place.
-    `--debug` adds the traceback; it never changes the exit code."""
+    run reads). When the command ends in an error, the reports asked for are replaced with that error, so
+    that an earlier run's passing report is never left in place. `--debug` adds the traceback only."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        debug = kwargs.get("debug", False)
         targets: dict[str, Path] = {}
         try:
             targets, problem = checked_outputs(kwargs)
             if problem is not None:
                 raise problem
             return fn(*args, **kwargs)
-        except UserError as exc:
-            if debug:
+        except Exception as exc:
+            if kwargs.get("debug", False):
                 traceback.print_exc()
                 if getattr(exc, "child_traceback", ""):  # the user's code, as its child process saw it
                     click.echo(f"In the child process:\n{exc.child_traceback}", err=True, nl=False)
-            return _failed(str(exc), ExitCode.USAGE, targets, kwargs, fn.__name__)
-        except Exception as exc:
-            if debug:
-                traceback.print_exc()
+            if isinstance(exc, UserError):
+                return _failed(str(exc), ExitCode.USAGE, targets, kwargs, fn.__name__)
             return _failed(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug)", ExitCode.INTERNAL,
                            targets, kwargs, fn.__name__)
 
     return wrapper
 
 
-def output_paths() -> dict[str, str]:
-    """Every option that names an output file: each format's (report/formats.py), and record's --out."""
-    from ..report.formats import FORMATS
-
-    return {**{f"{f.name}_path": f"--{f.name}" for f in FORMATS}, "out_path": "--out"}
-
+# every option that names an output file: each format's (report/formats.py), and record's --out
+OUTPUT_PATHS = {**{f"{f.name}_path": f"--{f.name}" for f in FORMATS}, "out_path": "--out"}
 READ_OPTIONS = ("input_path", "config_path", "baseline", "candidate", "producer", "buggy", "fixed", "reader", "writers")
 
 
@@ -87,20 +84,17 @@ def reading_paths(kwargs: dict) -> tuple[Path, ...]:
 def checked_outputs(kwargs: dict) -> tuple[dict[str, Path], UsageError | None]:
     """(option -> path of every output file asked for that passes outputs.check_output, the first
     refusal or None): the outputs that pass still receive the run's error when another is refused."""
-    from ..core.outputs import check_output
-
     reading = reading_paths(kwargs)
     targets, problem = {}, None
-    for name, option in output_paths().items():
+    for name, option in OUTPUT_PATHS.items():
         value = kwargs.get(name)
         if value is None or str(value) == "-":
             continue
         try:
             check_output(Path(value), option=option, reading=reading)
+            targets[option] = Path(value)
         except UsageError as exc:
             problem = problem or exc
-            continue
-        targets[option] = Path(value)
     return targets, problem
 
 
@@ -108,8 +102,6 @@ def failed_parsing(argv: list[str], command: str, message: str) -> int:
     """click refused the command line (a value out of range, an unknown option): the error record still
     goes to each report asked for there (`--json -` included), as for any other exit 2. Every word of the
     command line counts as a file the run reads, so a report path can never overwrite one of them."""
-    from ..report.formats import BY_NAME
-
     kwargs: dict = {"writers": ",".join(argv)}
     for i, word in enumerate(argv):
         for name in BY_NAME:
@@ -124,10 +116,6 @@ def failed_parsing(argv: list[str], command: str, message: str) -> int:
 
 def _failed(message: str, code: ExitCode, targets: dict[str, Path], kwargs: dict, command: str) -> int:
     """The one line on stderr, and the same error in each report file asked for (report/formats.py)."""
-    from ..core.outcome import Outcome, Outcomes
-    from ..core.outputs import write_output
-    from ..report.formats import BY_NAME
-
     run = Outcomes(command, (Outcome(command, command, code, None, message, 0.0),), 1, 0.0, batch=False)
     for option, path in targets.items():
         fmt = BY_NAME.get(option.removeprefix("--"))
@@ -138,13 +126,9 @@ def _failed(message: str, code: ExitCode, targets: dict[str, Path], kwargs: dict
         except UsageError as exc:
             if str(exc) != message:  # the run's own error was this file's: said once, below
                 click.echo(f"fp8check: error: {printable(exc)}", err=True)
-    to_stdout = [name for name in BY_NAME if kwargs.get(f"{name}_path") == "-"]
-    if len(to_stdout) == 1:  # `--json -`: a CI step parsing stdout gets the error record, as a file would
-        try:
-            click.echo(BY_NAME[to_stdout[0]].render(run), nl=False)
-            sys.stdout.flush()
-        except BrokenPipeError:
-            silence_stdout()
+    piped = [name for name in BY_NAME if kwargs.get(f"{name}_path") == "-"]
+    if len(piped) == 1:  # `--json -`: a CI step parsing stdout gets the error record, as a file would
+        to_stdout(lambda: click.echo(BY_NAME[piped[0]].render(run), nl=False))
     prefix = "error: " if code == ExitCode.USAGE else ""
     return fail(f"{prefix}{message}", code)
 
@@ -154,8 +138,13 @@ def show(renderable, **print_options) -> None:
     JSON is still written and the exit code is the verdict's."""
     console = Console()
     console.on_broken_pipe = silence_stdout  # rich's own handler exits 1: the code of "bytes differ"
+    to_stdout(lambda: print_printable(console, renderable, **print_options))
+
+
+def to_stdout(write) -> None:
+    """Call `write` (which prints to stdout), then flush; a reader that went away silences stdout."""
     try:
-        print_printable(console, renderable, **print_options)
+        write()
         sys.stdout.flush()
     except BrokenPipeError:
         silence_stdout()
@@ -163,10 +152,9 @@ def show(renderable, **print_options) -> None:
 
 def print_printable(console: Console, renderable, *, soft_wrap: bool = False, markup: bool | None = None,
                     highlight: bool | None = None) -> None:
-    """Print through rich with every character of the text that is not printable written as its escape
-    (errors.printable): a name, a description or an error chosen by a config or by code under test can
-    never move the cursor, retitle the terminal or forge a line of the report. rich's own styles are
-    segments of their own and stay."""
+    """Print through rich with every unprintable character of the text written as its escape
+    (errors.printable): text chosen by a config or by code under test can never move the cursor, retitle
+    the terminal or forge a line of the report. rich's own styles are segments of their own and stay."""
     from rich.segment import Segment, Segments
 
     if isinstance(renderable, str):
@@ -180,54 +168,33 @@ def print_printable(console: Console, renderable, *, soft_wrap: bool = False, ma
 def silence_stdout() -> None:
     """Point stdout at /dev/null, so that Python's own flush at exit cannot fail on a closed pipe."""
     devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
+    with contextlib.suppress(OSError, ValueError):  # stdout is not a real file (a test's capture)
         os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):  # stdout is not a real file (a test's capture): nothing to silence
-        pass
-    finally:
-        os.close(devnull)
+    os.close(devnull)
 
 
 def output_options(fn):
     """--json, --junit, --markdown (each PATH or - for stdout; report/formats.py) and --quiet: every command."""
-    from ..report.formats import FORMATS
-
-    options = [click.option(f"--{f.name}", f"{f.name}_path", metavar="PATH|-", default=None, help=f.help)
-               for f in FORMATS]
-    options.append(click.option("--quiet", is_flag=True, help="Print the verdict line only."))
-    for option in reversed(options):
-        fn = option(fn)
+    fn = click.option("--quiet", is_flag=True, help="Print the verdict line only.")(fn)
+    for f in reversed(FORMATS):
+        fn = click.option(f"--{f.name}", f"{f.name}_path", metavar="PATH|-", default=None, help=f.help)(fn)
     return fn
 
 
 def outputs_of(kwargs: dict) -> dict:
-    """Pop the output options from a command's keyword arguments: {format name: path or "-"}, and quiet."""
-    from ..report.formats import FORMATS
-
-    paths = {f.name: kwargs.pop(f"{f.name}_path") for f in FORMATS}
-    paths = {name: path for name, path in paths.items() if path is not None}
-    to_stdout = [name for name, path in paths.items() if path == "-"]
-    if len(to_stdout) > 1:
-        raise UsageError(f"only one format can go to stdout: {', '.join('--' + n + ' -' for n in to_stdout)}")
-    for name, path in paths.items():
-        if path != "-" and not Path(path).parent.is_dir():
-            raise UsageError(f"--{name} {path}: folder {Path(path).parent} does not exist")
+    """Pop the output options from a command's keyword arguments: {format name: path or "-"}, and quiet.
+    (`handled` has checked the paths already.)"""
+    paths = {f.name: path for f in FORMATS if (path := kwargs.pop(f"{f.name}_path")) is not None}
+    piped = [name for name, path in paths.items() if path == "-"]
+    if len(piped) > 1:
+        raise UsageError(f"only one format can go to stdout: {', '.join('--' + n + ' -' for n in piped)}")
     return {"paths": paths, "quiet": kwargs.pop("quiet")}
 
 
-def _write(path: Path, text: str, option: str, *, append: bool = False) -> None:
-    from ..core.outputs import write_output
-
-    write_output(path, text, option=option, append=append)
-
-
 def emit(out: dict, run, renderable, *, soft_wrap: bool = False) -> None:
-    """Write the formats asked for, then print the report (or only the verdict line with --quiet).
-
-    Files first: a reader of stdout that went away (`| true`) never costs a report file. A format written
-    to stdout (`--json -`) is the only thing there; the report then goes to stderr."""
-    from ..report.formats import BY_NAME
-
+    """Write the formats asked for, then print the report (or only the verdict line with --quiet). Files
+    first: a reader of stdout that went away (`| true`) never costs a report file. A format written to
+    stdout (`--json -`) is the only thing there; the report then goes to stderr."""
     stdout_text = None
     for name, path in out["paths"].items():
         fmt = BY_NAME[name]
@@ -235,10 +202,11 @@ def emit(out: dict, run, renderable, *, soft_wrap: bool = False) -> None:
         if path == "-":
             stdout_text = text
         else:
-            _write(Path(path), text, f"--{name}", append=fmt.append)
+            write_output(Path(path), text, option=f"--{name}", append=fmt.append)
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if step_summary:
-        _write(Path(step_summary), BY_NAME["markdown"].render(run), "$GITHUB_STEP_SUMMARY", append=True)
+        write_output(Path(step_summary), BY_NAME["markdown"].render(run), option="$GITHUB_STEP_SUMMARY",
+                     append=True)
     to_stderr = stdout_text is not None
     if out["quiet"]:
         click.echo(printable(run.verdict_line()), err=to_stderr)
@@ -247,17 +215,18 @@ def emit(out: dict, run, renderable, *, soft_wrap: bool = False) -> None:
     else:
         show(renderable, soft_wrap=soft_wrap)
     if stdout_text is not None:
-        try:
-            click.echo(stdout_text, nl=False)
-            sys.stdout.flush()
-        except BrokenPipeError:
-            silence_stdout()
+        to_stdout(lambda: click.echo(stdout_text, nl=False))
+
+
+def finish(out: dict, case_id: str, result, start: float, renderable, *, soft_wrap: bool = False) -> int:
+    """One command's result, decided `start` (perf_counter) ago, written and printed: its exit code."""
+    outcomes = single(case_id, result, time.perf_counter() - start)
+    emit(out, outcomes, renderable, soft_wrap=soft_wrap)
+    return outcomes.exit_code
 
 
 def progress(device, producers):
     """A progress bar on stderr while Triton programs run in the interpreter, when stderr is a terminal."""
-    import contextlib
-
     err = Console(stderr=True)
     if device.type != "cpu" or not err.is_terminal or not any(p.triton for p in producers):
         return contextlib.nullcontext()

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from .arguments import command_options, isolation_limits, request
-from .common import emit, handled, output_options, outputs_of, progress
+from .common import finish, handled, output_options, outputs_of, progress
 
 
 @click.command()
@@ -20,7 +20,6 @@ from .common import emit, handled, output_options, outputs_of, progress
 def compare(all_blocks, debug, **opts):
     """Run two writers on the same K, diff their cache bytes block by block, and say why they differ."""
     from ..run.compare import check_compare
-    from ..core.outcome import single
     from ..run.prepare import prepare
     from ..report.terminal import render_compare
 
@@ -33,9 +32,7 @@ def compare(all_blocks, debug, **opts):
         checked = check_compare(run.spec, baseline=run.sides["baseline"], candidate=run.sides["candidate"],
                                 inputs=run.inputs, device=run.device, budget=req.budget(),
                                 pad_slot=req.values["pad_slot"], map_blocks=tuple(req.values["map_blocks"]))
-    outcomes = single(req.id, checked, time.perf_counter() - start)
-    emit(out, outcomes, render_compare(checked, all_blocks=all_blocks))
-    return outcomes.exit_code
+    return finish(out, req.id, checked, start, render_compare(checked, all_blocks=all_blocks))
 
 
 @click.command()
@@ -46,7 +43,6 @@ def compare(all_blocks, debug, **opts):
 def record(out_path, debug, **opts):
     """Run one writer and save its inputs and cache bytes (a golden file)."""
     from ..producers import golden
-    from ..core.outcome import single
     from ..run.prepare import golden_key, prepare
     from ..run.record import record as record_run
 
@@ -57,6 +53,5 @@ def record(out_path, debug, **opts):
     run = prepare(request("record", opts), isolation=limits)
     with progress(run.device, run.sides.values()):
         recorded = record_run(run, out_path, key=golden_key())
-    outcomes = single(f"record:{recorded.producer}", recorded, time.perf_counter() - start)
-    emit(out, outcomes, recorded.verdict_line(), soft_wrap=True)
-    return outcomes.exit_code
+    line = recorded.verdict_line()
+    return finish(out, f"record:{recorded.producer}", recorded, start, line, soft_wrap=True)

@@ -6,7 +6,7 @@ import time
 
 import click
 
-from .common import emit, handled, output_options, outputs_of
+from .common import finish, handled, output_options, outputs_of
 
 
 def _requirements(ctx, param, values):
@@ -29,12 +29,9 @@ def _requirements(ctx, param, values):
 def doctor(required, debug, **opts):
     """What can run here: every producer and why not, versions, device, FP8 format, Triton exactness."""
     from ..run import doctor as doctor_mod
-    from ..core.outcome import single
     from ..report import doctor as doctor_report
 
     out = outputs_of(opts)
     start = time.perf_counter()
     found = doctor_mod.diagnose(required)
-    outcomes = single("doctor", found, time.perf_counter() - start)
-    emit(out, outcomes, doctor_report.render(found))
-    return outcomes.exit_code
+    return finish(out, "doctor", found, start, doctor_report.render(found))

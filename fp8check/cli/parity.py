@@ -9,7 +9,7 @@ import click
 from rich.console import Console
 
 from .arguments import command_options, isolation_limits, request
-from .common import emit, handled, output_options, outputs_of
+from .common import finish, handled, output_options, outputs_of
 
 
 @click.command()
@@ -22,7 +22,6 @@ def parity(config_path, debug, **opts):
     """Top-K parity: each writer's bytes read back into indexer logits, top-K against the truth."""
     from rich.progress import Progress
 
-    from ..core.outcome import single
     from ..run.prepare import prepare_parity
     from ..report import parity as report_parity
 
@@ -36,6 +35,4 @@ def parity(config_path, debug, **opts):
         task = bar.add_task("parity", total=None)
         result = run.run_parity(
             progress=lambda label, done, total: bar.update(task, description=label, completed=done, total=total))
-    outcomes = single(req.id, result, time.perf_counter() - start)
-    emit(out, outcomes, report_parity.render(result))
-    return outcomes.exit_code
+    return finish(out, req.id, result, start, report_parity.render(result))

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from .arguments import command_options, isolation_limits, request
-from .common import emit, handled, output_options, outputs_of, progress
+from .common import finish, handled, output_options, outputs_of, progress
 
 
 @click.command()
@@ -20,7 +20,6 @@ from .common import emit, handled, output_options, outputs_of, progress
 @handled
 def table(config_path, all_blocks, debug, **opts):
     """The seed's table: buggy and fixed Triton wrappers against the C++ path, block by block."""
-    from ..core.outcome import single
     from ..run.prepare import prepare
     from ..report.terminal import render_seed_table
     from ..run.table import seed_table
@@ -32,6 +31,4 @@ def table(config_path, all_blocks, debug, **opts):
     run = prepare(req, isolation=limits)
     with progress(run.device, run.sides.values()):
         result = seed_table(run.spec, **run.sides, inputs=run.inputs, device=run.device)
-    outcomes = single(req.id, result, time.perf_counter() - start)
-    emit(out, outcomes, render_seed_table(result, all_blocks=all_blocks))
-    return outcomes.exit_code
+    return finish(out, req.id, result, start, render_seed_table(result, all_blocks=all_blocks))

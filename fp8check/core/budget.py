@@ -1,16 +1,12 @@
-"""Budgets: how much two caches may differ and still pass. A pure step after the diff (collect, then decide).
-
-Semantics (every default is 0: byte-exact):
-- a differing FP8 *value* byte is excused when `max_code_distance` >= 1 and the two codes are at most that
-  many representable steps apart (fp8.code_distance: +0 and -0 are 0 apart, a NaN against a number is
-  255 apart, two NaNs 0 apart). `max_code_distance` 0 excuses nothing;
-- every other differing byte counts: scale bytes, guard bytes, value bytes farther apart;
-- the counted bytes must fit the larger allowance of `max_diff_bytes` and `max_diff_fraction` x the
-  cache's bytes.
-"""
+"""Budgets: how much two caches may differ and still pass, decided after the diff. Every default is 0
+(byte-exact). A differing FP8 *value* byte is excused when its two codes are at most `max_code_distance`
+representable steps apart (fp8.code_distance: +0 and -0 are 0 apart, a NaN against a number 255); every
+other differing byte counts, and the counted bytes must fit the larger allowance of `max_diff_bytes` and
+`max_diff_fraction` x the cache's bytes."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -23,6 +19,7 @@ from .spec import MAX_CODE_DISTANCE
 from .errors import BudgetError
 
 CHUNK_BLOCKS = 256  # blocks whose value regions are compared at once
+
 
 @dataclass(frozen=True)
 class Budget:
@@ -55,8 +52,6 @@ class Budget:
 @dataclass(frozen=True)
 class BudgetVerdict:
     budget: Budget
-    diff_bytes: int
-    total_bytes: int
     excused: int  # differing value bytes within max_code_distance: not counted
     counted: int  # differing bytes that count against the byte / fraction allowance
     allowed: int
@@ -68,12 +63,9 @@ class BudgetVerdict:
         return self.counted <= self.allowed
 
     def to_dict(self) -> dict:
-        return {
-            "max_diff_bytes": self.budget.max_diff_bytes, "max_diff_fraction": self.budget.max_diff_fraction,
-            "max_code_distance": self.budget.max_code_distance, "within": self.within, "excused": self.excused,
-            "counted": self.counted, "allowed": self.allowed, "worst_distance": self.worst_distance,
-            "failed": list(self.failed),
-        }
+        return {**dataclasses.asdict(self.budget), "within": self.within, "excused": self.excused,
+                "counted": self.counted, "allowed": self.allowed, "worst_distance": self.worst_distance,
+                "failed": list(self.failed)}
 
     def describe(self) -> str:
         """How the diff met the budgets that were set; over budget, only the ones it exceeds."""
@@ -122,11 +114,9 @@ def check(budget: Budget, diff: DiffResult, baseline: CacheBuffer, candidate: Ca
     allowed = budget.allowed(diff.total_bytes)
     failed: list[str] = []
     if counted > allowed:  # name only the budgets that were set; with none of bytes / fraction set, the distance
-        if budget.max_code_distance and ((worst or 0) > budget.max_code_distance
-                                         or not (budget.max_diff_bytes or budget.max_diff_fraction)):
+        sized = budget.max_diff_bytes or budget.max_diff_fraction
+        if budget.max_code_distance and ((worst or 0) > budget.max_code_distance or not sized):
             failed.append("max-code-distance")
-        if budget.max_diff_bytes:
-            failed.append("max-diff-bytes")
-        if budget.max_diff_fraction:
-            failed.append("max-diff-fraction")
-    return BudgetVerdict(budget, diff.diff_bytes, diff.total_bytes, excused, counted, allowed, worst, tuple(failed))
+        failed += [name for name, value in (("max-diff-bytes", budget.max_diff_bytes),
+                                            ("max-diff-fraction", budget.max_diff_fraction)) if value]
+    return BudgetVerdict(budget, excused, counted, allowed, worst, tuple(failed))

@@ -3,6 +3,7 @@ size checks that run before anything large is allocated."""
 
 from __future__ import annotations
 
+import contextlib
 import resource
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,9 +18,7 @@ from .spec import CacheSpec
 # periodic with period 256, so a fill is one period tiled.
 POISON_STEP, POISON_OFFSET = 151, 0x5B
 POISON_PERIOD = 256
-
-# Guards are whole poison periods: the cache then starts at poison phase 0 whatever the guard size.
-GUARD_ALIGN = POISON_PERIOD
+GUARD_ALIGN = POISON_PERIOD  # guards are whole periods: the cache starts at poison phase 0 whatever their size
 
 
 def guard_bytes(spec: CacheSpec) -> int:
@@ -35,8 +34,7 @@ def buffer_bytes(spec: CacheSpec) -> int:
 
 
 def input_bytes(spec: CacheSpec, num_tokens: int) -> int:
-    """Memory the inputs of `num_tokens` tokens need while they are made: K (bf16) with the fp32
-    intermediates of its generation, and the slots."""
+    """Memory the inputs of `num_tokens` tokens need while they are made (K with fp32 intermediates, slots)."""
     return num_tokens * (16 * spec.head_dim + 64)
 
 
@@ -55,39 +53,33 @@ def poison_at(position: torch.Tensor) -> torch.Tensor:
     return ((position * POISON_STEP + POISON_OFFSET) % 256).to(torch.uint8)
 
 
-def _period(device=None) -> torch.Tensor:
-    return poison_at(torch.arange(POISON_PERIOD, device=device, dtype=torch.int64))
+def _period(start: int, device) -> torch.Tensor:
+    return poison_at(torch.arange(start, start + POISON_PERIOD, device=device, dtype=torch.int64))
 
 
 def fill_poison(out: torch.Tensor, start: int = 0) -> torch.Tensor:
     """Fill the flat uint8 tensor `out` with the poison of buffer positions start, start+1, ...: one period
     tiled (no int64 per byte; a 169 MB cache used to cost 1.3 GB of positions)."""
-    period = _period(out.device).roll(-(start % POISON_PERIOD))
-    whole = out.numel() // POISON_PERIOD
-    out[: whole * POISON_PERIOD].view(whole, POISON_PERIOD).copy_(period)
-    out[whole * POISON_PERIOD :].copy_(period[: out.numel() - whole * POISON_PERIOD])
+    period, whole = _period(start, out.device), out.numel() // POISON_PERIOD * POISON_PERIOD
+    out[:whole].view(-1, POISON_PERIOD).copy_(period)
+    out[whole:].copy_(period[: out.numel() - whole])
     return out
 
 
 def poison(num_bytes: int, device=None) -> torch.Tensor:
-    """The fill of every fresh buffer of num_bytes bytes."""
     return fill_poison(torch.empty(num_bytes, dtype=torch.uint8, device=device))
 
 
 def equals_poison(data: torch.Tensor, start: int = 0) -> bool:
     """Whether the flat uint8 tensor `data`, at buffer positions start.., still holds the poison fill."""
-    period = _period(data.device).roll(-(start % POISON_PERIOD))
-    whole = data.numel() // POISON_PERIOD
-    tail = data[whole * POISON_PERIOD :]
-    return bool((data[: whole * POISON_PERIOD].view(whole, POISON_PERIOD) == period).all()) and torch.equal(
-        tail, period[: tail.numel()]
-    )
+    period, whole = _period(start, data.device), data.numel() // POISON_PERIOD * POISON_PERIOD
+    return bool((data[:whole].view(-1, POISON_PERIOD) == period).all()) and torch.equal(
+        data[whole:], period[: data.numel() - whole])
 
 
 @dataclass(frozen=True)
 class CacheBuffer:
-    """One poisoned allocation: guard | cache | guard. `cache` is the view a producer writes.
-
+    """One poisoned allocation: guard | cache | guard. `cache` is the view a producer writes;
     `modified_inputs` names the arguments (`k`, `slot_mapping`) the producer changed in place."""
 
     spec: CacheSpec
@@ -96,7 +88,7 @@ class CacheBuffer:
 
     @classmethod
     def allocate(cls, spec: CacheSpec, device) -> "CacheBuffer":
-        device = torch.device(device) if device is not None else torch.device("cpu")
+        device = torch.device(device or "cpu")
         require_memory(buffer_bytes(spec), device, f"a cache of {spec.summary()}")
         return cls(spec, poison(buffer_bytes(spec), device))
 
@@ -107,10 +99,8 @@ class CacheBuffer:
     @property
     def flat(self) -> torch.Tensor:
         """uint8 [num_blocks, block_bytes]: one flat byte buffer per block."""
-        g = self.guard_bytes
-        return self.buffer[g : g + self.spec.num_blocks * self.spec.block_bytes].view(
-            self.spec.num_blocks, self.spec.block_bytes
-        )
+        g, spec = self.guard_bytes, self.spec
+        return self.buffer[g : g + spec.num_blocks * spec.block_bytes].view(spec.num_blocks, spec.block_bytes)
 
     @property
     def cache(self) -> torch.Tensor:
@@ -129,10 +119,9 @@ class CacheBuffer:
 
     def guard_writes(self) -> int:
         """Guard bytes that no longer hold the poison: bytes written outside the cache."""
-        g = self.guard_bytes
-        back = self.buffer.numel() - g
-        fresh = torch.cat([poison(g, self.buffer.device), fill_poison(torch.empty_like(self.buffer[back:]), back)])
-        return int((self.guards != fresh).sum())
+        g, end = self.guard_bytes, self.buffer.numel()
+        position = torch.cat([torch.arange(g), torch.arange(end - g, end)]).to(self.buffer.device)
+        return int((self.guards != poison_at(position)).sum())
 
     def faults(self, owner: str) -> tuple[str, ...]:
         """Why the producer `owner` names fails whatever its cache bytes: stray writes (outside the cache)
@@ -144,13 +133,8 @@ class CacheBuffer:
         return found
 
 
-def scatter_rows(
-    spec: CacheSpec,
-    cache: torch.Tensor,
-    slot_mapping: torch.Tensor,
-    codes: torch.Tensor,
-    scales: torch.Tensor,
-) -> None:
+def scatter_rows(spec: CacheSpec, cache: torch.Tensor, slot_mapping: torch.Tensor, codes: torch.Tensor,
+                 scales: torch.Tensor) -> None:
     """Write FP8 codes (uint8 [T, head_dim]) and fp32 scales ([T, head_dim/qbs]) of each token to its
     slot, in the spec's layout and scale format; tokens with a negative slot write nothing."""
     from .fp8 import encode_scales
@@ -171,11 +155,9 @@ def scatter_rows(
 
 
 def write_in_layer(buffer: CacheBuffer, write) -> None:
-    """Call write(cache) with the buffer's cache as the writer sees it. With spec.layers > 1 that is a strided
-    view, layer spec.layer of a [num_blocks, layers, block_bytes] allocation whose other layers hold a poison
-    fill; afterwards the layer's bytes are copied back, and every byte the writer changed in another layer is
-    marked in the guard zones (layers before: the front guard, after: the back one), as a write outside its
-    cache."""
+    """Call write(cache) with the buffer's cache as the writer sees it: with spec.layers > 1 a strided view,
+    layer spec.layer of a poisoned [num_blocks, layers, block_bytes] allocation, copied back afterwards;
+    bytes changed in another layer are marked in the guard zones (before: front, after: back)."""
     spec = buffer.spec
     if spec.layers == 1:
         write(buffer.cache)
@@ -231,48 +213,30 @@ def forget_slot(buffer: CacheBuffer, slot: int) -> None:
 # ---- allocation size checks: before anything large is allocated ----------------------------------------
 
 
-def _meminfo(key: str) -> int | None:
+def _proc_bytes(path: str, key: str) -> int | None:
+    """The `key: N kB` line of a /proc file, in bytes; None when unknown."""
     try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith(key + ":"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
+        return next(int(line.split()[1]) * 1024 for line in Path(path).read_text().splitlines()
+                    if line.startswith(key + ":"))
+    except (OSError, ValueError, IndexError, StopIteration):
         return None
-    return None
-
-
-def _cgroup_room() -> int | None:
-    """Bytes left under this cgroup's (v2) memory.max, or None when unlimited or unknown."""
-    try:
-        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
-        if limit == "max":
-            return None
-        return int(limit) - int(Path("/sys/fs/cgroup/memory.current").read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def _address_space_room() -> int | None:
-    """Bytes this process may still map under RLIMIT_AS (`ulimit -v`), or None when unlimited."""
-    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
-    if soft == resource.RLIM_INFINITY:
-        return None
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmSize:"):
-                return soft - int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
 
 
 def available_memory(device) -> int | None:
-    """Bytes that can still be allocated on `device`; None when unknown (no check is then possible)."""
+    """Bytes that can still be allocated on `device`; None when unknown (no check is then possible). On the
+    CPU the least of MemAvailable, the room under this cgroup's (v2) memory.max and under RLIMIT_AS."""
     device = torch.device(device)
     if device.type == "cuda":
-        free, _ = torch.cuda.mem_get_info(device)
-        return int(free)
-    rooms = [r for r in (_meminfo("MemAvailable"), _cgroup_room(), _address_space_room()) if r is not None]
+        return int(torch.cuda.mem_get_info(device)[0])
+    rooms = [_proc_bytes("/proc/meminfo", "MemAvailable")]
+    with contextlib.suppress(OSError, ValueError):
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        if limit != "max":
+            rooms.append(int(limit) - int(Path("/sys/fs/cgroup/memory.current").read_text()))
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)  # `ulimit -v`
+    if soft != resource.RLIM_INFINITY and (size := _proc_bytes("/proc/self/status", "VmSize")) is not None:
+        rooms.append(soft - size)
+    rooms = [r for r in rooms if r is not None]
     return max(0, min(rooms)) if rooms else None
 
 

@@ -8,6 +8,7 @@ from importlib import resources
 from pathlib import Path
 
 from .errors import ConfigError
+from .paths import read_regular
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -16,7 +17,6 @@ else:  # pragma: no cover - Python 3.10
 
 
 def builtin_names() -> list[str]:
-    """Names of the configs shipped in the package."""
     folder = resources.files("fp8check") / "configs"
     return sorted(p.name[: -len(".toml")] for p in folder.iterdir() if p.name.endswith(".toml"))
 
@@ -34,8 +34,6 @@ def find(text: str | Path) -> Path:
 
 def load_toml(path: Path) -> dict:
     """A TOML file's tables, with one-line errors for missing or malformed files."""
-    from .paths import read_regular
-
     data = read_regular(path, error=ConfigError)  # a FIFO or a device is refused unopened
     try:
         return tomllib.loads(data.decode("utf-8"))

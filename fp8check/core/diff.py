@@ -1,9 +1,5 @@
-"""Block-by-block byte diff of two caches. Pure: tensors in, a frozen record of tensors out.
-
-Runs on whatever device the caches live on. Per-block counts stay tensors on that device; one host
-transfer brings back the totals and the first mismatch's position, and `BlockDiff` records are built
-only for the rows a renderer shows.
-"""
+"""Block-by-block byte diff of two caches, on their device: per-block counts stay tensors there, one host
+transfer brings back the totals and the first mismatch, `BlockDiff` records are built for shown rows only."""
 
 from __future__ import annotations
 
@@ -28,10 +24,6 @@ class BlockDiff:
     def diff(self) -> int:
         return self.value_diff + self.scale_diff
 
-    @property
-    def total(self) -> int:
-        return self.value_total + self.scale_total
-
 
 @dataclass(frozen=True)
 class Mismatch:
@@ -47,22 +39,18 @@ class Mismatch:
 
     def to_dict(self) -> dict:
         c = self.coordinate
-        return {
-            "block": c.block, "token": c.token, "dim": c.dim, "scale_group": c.group,
-            "region": c.region.value, "byte_in_block": c.byte_in_block,
-            "baseline_byte": f"0x{self.baseline_byte:02x}", "candidate_byte": f"0x{self.candidate_byte:02x}",
-            "baseline_value": self.baseline_value, "candidate_value": self.candidate_value, "fp8": self.fp8,
-        }
+        return {"block": c.block, "token": c.token, "dim": c.dim, "scale_group": c.group,
+                "region": c.region.value, "byte_in_block": c.byte_in_block,
+                "baseline_byte": f"0x{self.baseline_byte:02x}", "candidate_byte": f"0x{self.candidate_byte:02x}",
+                "baseline_value": self.baseline_value, "candidate_value": self.candidate_value, "fp8": self.fp8}
 
     def describe(self) -> str:
         what = "fp8" if self.coordinate.region is Region.VALUE else "fp32 scale"
         a, b = f"{self.baseline_value:g}", f"{self.candidate_value:g}"
         if a == b and self.baseline_byte != self.candidate_byte:  # scales an ulp apart print alike at 6 digits
             a, b = f"{self.baseline_value:.9g}", f"{self.candidate_value:.9g}"
-        return (
-            f"{self.coordinate.describe()}: baseline 0x{self.baseline_byte:02x} ({what} {a}),"
-            f" candidate 0x{self.candidate_byte:02x} ({what} {b})"
-        )
+        return (f"{self.coordinate.describe()}: baseline 0x{self.baseline_byte:02x} ({what} {a}),"
+                f" candidate 0x{self.candidate_byte:02x} ({what} {b})")
 
 
 @dataclass(frozen=True)
@@ -96,9 +84,7 @@ class DiffResult:
         return self.value_diff + self.scale_diff
 
     def block(self, index: int) -> BlockDiff:
-        """The record of one block, for a renderer's row."""
-        return BlockDiff(index, int(self.value_diff[index]), self.spec.value_bytes, int(self.scale_diff[index]),
-                         self.spec.scale_bytes)
+        return self.rows([index])[0]
 
     def all_rows(self) -> list[BlockDiff]:
         return self.rows(range(self.num_blocks))
@@ -133,22 +119,11 @@ def count_true(mask: torch.Tensor) -> torch.Tensor:
     return ((lanes & 0xFFFFFFFF) + (lanes >> 32)).sum(dim=1)
 
 
-def _scale_word(flat_block: torch.Tensor, spec: CacheSpec, byte_in_block: int) -> float:
-    start = spec.word_start(byte_in_block)
-    return fp8.decode_scale_word(bytes(flat_block[start : start + 4].tolist()), spec.scale_fmt)
-
-
 def mismatch_at(spec: CacheSpec, baseline: torch.Tensor, candidate: torch.Tensor, flat_index: int) -> Mismatch:
     """The record of byte `flat_index` of two [num_blocks, block_bytes] caches."""
-    coordinate = spec.locate(flat_index)
-    a = int(baseline.view(-1)[flat_index])
-    b = int(candidate.view(-1)[flat_index])
-    if coordinate.region is Region.VALUE:
-        va, vb = fp8.decode_byte(a, spec.fp8), fp8.decode_byte(b, spec.fp8)
-    else:
-        va = _scale_word(baseline[coordinate.block], spec, coordinate.byte_in_block)
-        vb = _scale_word(candidate[coordinate.block], spec, coordinate.byte_in_block)
-    return Mismatch(coordinate, a, b, va, vb, spec.fp8.value)
+    index = int(flat_index)
+    start = index - index % spec.block_bytes + spec.word_start(index % spec.block_bytes)
+    return _mismatch_from(spec, index, *(c.reshape(-1)[start : start + 4].tolist() for c in (baseline, candidate)))
 
 
 def _mismatch_from(spec: CacheSpec, index: int, window_a: list[int], window_b: list[int]) -> Mismatch:
@@ -180,21 +155,14 @@ def _block_counts(spec: CacheSpec, a: torch.Tensor, b: torch.Tensor):
     return value_diff, scale_diff, first
 
 
-def _identical(spec: CacheSpec, device: torch.device) -> DiffResult:
-    zeros = torch.zeros(spec.num_blocks, dtype=torch.int64, device=device)
-    return DiffResult(spec, zeros, zeros, 0, 0, 0, None)
-
-
 def diff_caches(spec: CacheSpec, baseline: CacheBuffer, candidate: CacheBuffer) -> DiffResult:
-    """Counts per block and region, guard bytes and the first mismatch, with one host transfer.
-
-    Identical buffers (the common case in CI) take the fastest path on the CPU: one `torch.equal`.
-    On CUDA the one-pass kernel is about as fast as `torch.equal` and its answer needs no second
-    transfer, so it runs directly (docs/PERFORMANCE.md).
-    """
+    """Counts per block and region, guard bytes and the first mismatch, with one host transfer. Identical
+    buffers (the common case in CI) cost one `torch.equal` on the CPU; on CUDA the one-pass kernel is about
+    as fast and needs no second transfer, so it runs directly (docs/PERFORMANCE.md)."""
     a, b = baseline.flat, candidate.flat
     if not a.is_cuda and torch.equal(baseline.buffer, candidate.buffer):
-        return _identical(spec, a.device)
+        zeros = torch.zeros(spec.num_blocks, dtype=torch.int64, device=a.device)
+        return DiffResult(spec, zeros, zeros, 0, 0, 0, None)
     if a.is_cuda and spec.layout.planar:
         try:
             from .diff_kernel import block_diff, summary

@@ -1,10 +1,6 @@
-"""The one-pass block diff on CUDA: one Triton program per cache block reads both caches once.
-
-Each program walks its block in CHUNK-byte steps and keeps three running results: differing bytes of
-the value region, of the scale region, and the offset of the first differing byte (block_bytes when
-none). Everything stays on the device; diff.py brings back the totals in one transfer. Imported only
-when the caches live on a GPU (Triton is not needed for a CPU diff).
-"""
+"""The one-pass block diff on CUDA: one Triton program per cache block reads both caches once, in
+CHUNK-byte steps, counting differing value and scale bytes and the first differing offset; diff.py
+brings back the totals in one transfer. Imported only when the caches live on a GPU."""
 
 from __future__ import annotations
 

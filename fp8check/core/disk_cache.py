@@ -7,6 +7,7 @@ renamed into place, so a reader sees a whole file or none.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -37,13 +38,11 @@ def entry(kind: str, key: str, suffix: str = "") -> Path | None:
     folder = root()
     if folder is None:
         return None
-    try:
+    with contextlib.suppress(OSError):
         (folder / kind).mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return None
-    if not os.access(folder / kind, os.W_OK | os.X_OK):
-        return None
-    return folder / kind / f"{key}{suffix}"
+        if os.access(folder / kind, os.W_OK | os.X_OK):
+            return folder / kind / f"{key}{suffix}"
+    return None
 
 
 def write(path: Path, fill) -> bool:
@@ -59,8 +58,6 @@ def write(path: Path, fill) -> bool:
         return True
     except OSError:
         if tmp is not None:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(tmp)
-            except OSError:
-                pass
         return False

@@ -1,9 +1,5 @@
-"""The bottom layer: every error a user can cause, the checker's own failure, and the exit codes.
-
-A `UserError` (bad options, inputs, specs, configs, budgets, devices, producers that cannot load or
-run) is exit 2 with its one-line message. Anything else raised inside fp8check is a checker error,
-exit 3, with or without `--debug`. A verdict is never an exception: it is exit 0 or 1.
-"""
+"""Every error a user can cause (`UserError`: exit 2, one line), the checker's own failure (anything
+else: exit 3, with or without `--debug`), and the exit codes. A verdict is never an exception."""
 
 from __future__ import annotations
 
@@ -84,9 +80,7 @@ def printable(text: object, *, newlines: bool = False) -> str:
 def one_line(text: object, limit: int = 400) -> str:
     """`text` as one printable line: its first line, control characters (terminal escapes, carriage
     returns) written as \\xNN, at most `limit` characters. For text that code under test chose."""
-    lines = str(text).strip().splitlines()
-    first = lines[0] if lines else ""
-    shown = printable(first)
+    shown = printable(next(iter(str(text).strip().splitlines()), ""))
     return shown if len(shown) <= limit else shown[:limit] + "..."
 
 
@@ -111,8 +105,7 @@ def raised_at(exc: BaseException) -> str:
             resolved = str(Path(name).resolve())
         except (OSError, ValueError):
             resolved = name
-        if resolved.startswith(not_user_code) or name.startswith("<frozen"):
-            continue
-        source = linecache.getline(name, line, frame.f_globals).strip()
-        found = f"{name}:{line}" + (f": {source}" if source else "")
-    return one_line(found) if found else ""
+        if not resolved.startswith(not_user_code) and not name.startswith("<frozen"):
+            source = linecache.getline(name, line, frame.f_globals).strip()
+            found = f"{name}:{line}" + (f": {source}" if source else "")
+    return one_line(found)

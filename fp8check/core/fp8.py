@@ -1,9 +1,6 @@
-"""Exact FP8 (E4M3) encoding and decoding, both formats (docs/NUMERICS.md).
-
-encode() is what hardware does on a saturating cast: clamp to +-max, then round to nearest, ties to
-even. It never calls torch's float -> fp8 cast, whose out-of-range behaviour changed between torch
-releases (2.11 turns >= 464 into NaN, 2.13 saturates).
-"""
+"""Exact FP8 (E4M3) encoding and decoding, both formats (docs/NUMERICS.md). encode() is a saturating
+cast (clamp to +-max, round to nearest even), never torch's float -> fp8 cast, whose out-of-range
+behaviour changed between torch releases (2.11 turns >= 464 into NaN, 2.13 saturates)."""
 
 from __future__ import annotations
 
@@ -20,22 +17,15 @@ NAN_DISTANCE = 255
 
 
 def exp2_int(exponent: torch.Tensor) -> torch.Tensor:
-    """2.0 ** exponent as fp32, built from the bits (exact on every device, unlike pow-based ldexp).
-
-    Valid for integer exponents in [-126, 128]; 128 gives inf.
-    """
+    """2.0 ** exponent as fp32, built from the bits (exact on every device, unlike pow-based ldexp), for
+    integer exponents in [-126, 128]; 128 gives inf."""
     return ((exponent.to(torch.int32) + 127) << 23).view(torch.float32)
-
-
-def _min_exponent(fmt: FP8Format) -> int:
-    """Exponent of the smallest normal number: 2**(1 - bias)."""
-    return 1 - fmt.bias
 
 
 def encode(x: torch.Tensor, fmt: FP8Format) -> torch.Tensor:
     """FP8 bytes (uint8, same shape and device) of x, computed on x's fp32 value."""
     x = x.float()
-    emin = _min_exponent(fmt)
+    emin = 1 - fmt.bias  # the smallest normal number is 2^emin
     magnitude = x.abs().clamp(max=fmt.max)  # +-inf saturate like cvt.satfinite
     exponent = torch.frexp(magnitude).exponent.to(torch.int32) - 1  # magnitude in [2^e, 2^(e+1))
     # below the normal range (and at zero, where frexp gives 0) the quantum stays 2^(emin-3)
@@ -60,14 +50,9 @@ def decode_table(fmt: FP8Format) -> tuple[float, ...]:
     for code in range(256):
         sign = -1.0 if code & 0x80 else 1.0
         exp_field, mantissa = (code >> 3) & 0xF, code & 0x7
-        if fmt is FP8Format.E4M3FN and code & 0x7F == 0x7F:
-            values.append(math.nan)
-        elif fmt is FP8Format.E4M3FNUZ and code == 0x80:
-            values.append(math.nan)
-        elif exp_field == 0:
-            values.append(sign * mantissa * 2.0 ** (1 - fmt.bias - 3))
-        else:
-            values.append(sign * (8 + mantissa) * 2.0 ** (exp_field - fmt.bias - 3))
+        nan = code & 0x7F == 0x7F if fmt is FP8Format.E4M3FN else code == 0x80
+        significand = 8 + mantissa if exp_field else mantissa  # subnormals: no implicit 1, the exponent of 1
+        values.append(math.nan if nan else sign * significand * 2.0 ** (max(exp_field, 1) - fmt.bias - 3))
     return tuple(values)
 
 
@@ -89,8 +74,7 @@ def is_nan_code(codes: torch.Tensor, fmt: FP8Format) -> torch.Tensor:
 
 def code_distance(a: torch.Tensor, b: torch.Tensor, fmt: FP8Format) -> torch.Tensor:
     """Number of representable steps between two FP8 codes (int16, half the memory traffic of int32 on
-    big caches); +0 and -0 are 0 apart. A NaN against a number is NAN_DISTANCE; NaN against NaN is 0.
-    """
+    big caches); +0 and -0 are 0 apart. A NaN against a number is NAN_DISTANCE; NaN against NaN is 0."""
     ma, mb = (a & 0x7F).to(torch.int16), (b & 0x7F).to(torch.int16)
     same_sign = ((a ^ b) & 0x80) == 0
     distance = torch.where(same_sign, (ma - mb).abs(), ma + mb)

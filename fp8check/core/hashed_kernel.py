@@ -1,5 +1,5 @@
-"""hashed.py's K as one Triton kernel (CUDA): the same integer mix in uint32, the same exact products.
-Imported only for a GPU run; tests prove it equal to hashed.hashed_k under the interpreter."""
+"""inputs.hashed_k's K as one Triton kernel (CUDA): the same integer mix in uint32, the same exact products.
+Imported only for a GPU run; tests prove it equal to inputs.hashed_k under the interpreter."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ BLOCK = 4096
 
 
 def _hashed_k(out_ptr, total, head_dim, element_key, row_key, BLOCK: tl.constexpr):
-    # hashed.mix written out three times; uint32 arithmetic wraps mod 2^32 like the mask. i is int64: a
+    # inputs.mix written out three times; uint32 arithmetic wraps mod 2^32 like the mask. i is int64: a
     # K of more than 2^31 elements (524,288 blocks of 64 x 128) is one launch too
     i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     inside = i < total
@@ -50,13 +50,11 @@ _compiled = triton.jit(_hashed_k)
 
 def launch(num_tokens: int, head_dim: int, keys: tuple[int, int], device, *, interpret: bool = False) -> torch.Tensor:
     out = torch.empty(num_tokens, head_dim, dtype=torch.bfloat16, device=device)
-    total = num_tokens * head_dim
+    total, kernel = num_tokens * head_dim, _compiled
     if interpret:
         from triton.runtime.interpreter import InterpretedFunction
 
         kernel = InterpretedFunction(_hashed_k)
-    else:
-        kernel = _compiled
     if total:
         kernel[(triton.cdiv(total, BLOCK),)](out.view(torch.int16), total, head_dim, keys[0], keys[1], BLOCK=BLOCK)
     return out

@@ -1,7 +1,5 @@
-"""How a run's inputs are made: the closed choices of `--slots` and `--inputs`.
-
-Apart from inputs.py, which makes them, because the CLI builds its options from these choices at startup
-and `fp8check --help` must not import torch."""
+"""The closed choices of `--slots` and `--inputs`, apart from inputs.py (which makes them) because the CLI
+builds its options from them at startup and `fp8check --help` must not import torch."""
 
 from __future__ import annotations
 
@@ -25,5 +23,5 @@ class Distribution(enum.Enum):
     SPECIALS = "specials"  # -0.0 and +0.0 mixed in; inf / NaN only with inf_nan (the real writers disagree)
     MIXED = "mixed"  # every row drawn from one of the others
     # normal-like rows from a counter-based hash of (seed, element): the same bytes on every device,
-    # generated where the cache lives (hashed.py); not part of MIXED, whose bytes stay as they were
+    # generated where the cache lives (inputs.hashed_k); not part of MIXED, whose bytes stay as they were
     HASHED = "hashed"

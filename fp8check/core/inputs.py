@@ -8,6 +8,7 @@ from pathlib import Path
 
 import torch
 
+from .fp8 import decode_table, exp2_int
 from .spec import CacheSpec, FP8Format
 from .errors import InputError
 from .paths import read_regular
@@ -26,57 +27,41 @@ class Inputs:
 
 def make_slot_mapping(spec: CacheSpec, pattern: SlotPattern, generator: torch.Generator) -> torch.Tensor:
     slots = torch.arange(spec.num_slots, dtype=torch.int64)
-    if pattern is SlotPattern.SEQUENTIAL:
-        return slots
-    if pattern is SlotPattern.SHUFFLED:
-        return slots[torch.randperm(spec.num_slots, generator=generator)]
     if pattern is SlotPattern.PADDED:
         num_pad = max(1, spec.num_slots // 4)
         order = torch.randperm(spec.num_slots + num_pad, generator=generator)
-        mixed = torch.cat([slots, torch.full((num_pad,), -1, dtype=torch.int64)])
-        return mixed[order]
-    if pattern is SlotPattern.SPARSE:
-        block = slots // spec.block_size
-        return slots[block % 2 == 0]
-    raise AssertionError(pattern)
+        return torch.cat([slots, torch.full((num_pad,), -1, dtype=torch.int64)])[order]
+    if pattern is SlotPattern.SHUFFLED:
+        return slots[torch.randperm(spec.num_slots, generator=generator)]
+    return slots[slots // spec.block_size % 2 == 0] if pattern is SlotPattern.SPARSE else slots
 
 
-def make_k(
-    num_tokens: int, head_dim: int, distribution: Distribution, generator: torch.Generator, *,
-    quant_block_size: int | None = None, fp8: FP8Format = FP8Format.E4M3FN, inf_nan: bool = False,
-) -> torch.Tensor:
+def make_k(num_tokens: int, head_dim: int, distribution: Distribution, generator: torch.Generator, *,
+           quant_block_size: int | None = None, fp8: FP8Format = FP8Format.E4M3FN,
+           inf_nan: bool = False) -> torch.Tensor:
     """bf16 K [num_tokens, head_dim]. `quant_block_size` (default head_dim) and `fp8` say where the
     boundary and tie distributions must plant their values; `inf_nan` lets specials (and mixed) add inf/NaN."""
-    qbs = quant_block_size or head_dim
-    if distribution is Distribution.NORMAL:
-        row_scale = _row_scales(num_tokens, generator)
-        return (torch.randn(num_tokens, head_dim, generator=generator) * row_scale).to(torch.bfloat16)
-    if distribution is Distribution.UNIFORM:
-        row_scale = _row_scales(num_tokens, generator)
-        return ((torch.rand(num_tokens, head_dim, generator=generator) * 2 - 1) * row_scale).to(torch.bfloat16)
-    if distribution is Distribution.OUTLIERS:
-        return _outliers(num_tokens, head_dim, generator)
-    if distribution is Distribution.UE8M0_BOUNDARY:
-        return _ue8m0_boundary(num_tokens, head_dim, qbs, fp8, generator)
-    if distribution is Distribution.TIES:
-        return _ties(num_tokens, head_dim, qbs, fp8, generator)
-    if distribution is Distribution.TINY:
-        return _tiny(num_tokens, head_dim, generator)
-    if distribution is Distribution.SPECIALS:
-        return _specials(num_tokens, head_dim, generator, inf_nan)
+    qbs, n, g = quant_block_size or head_dim, num_tokens, generator
     if distribution is Distribution.HASHED:
-        from .hashed import hashed_k
-
-        return hashed_k(num_tokens, head_dim, int(torch.randint(2**31, (), generator=generator)))
+        return hashed_k(n, head_dim, int(torch.randint(2**31, (), generator=g)))
     if distribution is Distribution.MIXED:
         kinds = [d for d in Distribution if d not in (Distribution.MIXED, Distribution.HASHED)]
-        kind = torch.randint(len(kinds), (num_tokens,), generator=generator)
-        k = torch.empty(num_tokens, head_dim, dtype=torch.bfloat16)
+        kind = torch.randint(len(kinds), (n,), generator=g)
+        k = torch.empty(n, head_dim, dtype=torch.bfloat16)
         for i, each in enumerate(kinds):  # one call per distribution, not per token
             rows = (kind == i).nonzero().view(-1)
-            k[rows] = make_k(rows.numel(), head_dim, each, generator, quant_block_size=qbs, fp8=fp8, inf_nan=inf_nan)
+            k[rows] = make_k(rows.numel(), head_dim, each, g, quant_block_size=qbs, fp8=fp8, inf_nan=inf_nan)
         return k
-    raise AssertionError(distribution)
+    make = {  # each draws from the generator in the order written
+        Distribution.NORMAL: lambda: _row_scales(n, g) * torch.randn(n, head_dim, generator=g),
+        Distribution.UNIFORM: lambda: _row_scales(n, g) * (torch.rand(n, head_dim, generator=g) * 2 - 1),
+        Distribution.OUTLIERS: lambda: _outliers(n, head_dim, g),
+        Distribution.UE8M0_BOUNDARY: lambda: _ue8m0_boundary(n, head_dim, qbs, fp8, g),
+        Distribution.TIES: lambda: _ties(n, head_dim, qbs, fp8, g),
+        Distribution.TINY: lambda: _tiny(n, head_dim, g),
+        Distribution.SPECIALS: lambda: _specials(n, head_dim, g, inf_nan),
+    }
+    return make[distribution]().to(torch.bfloat16)
 
 
 def _row_scales(num_tokens: int, generator: torch.Generator) -> torch.Tensor:
@@ -84,8 +69,7 @@ def _row_scales(num_tokens: int, generator: torch.Generator) -> torch.Tensor:
     return torch.exp2(torch.rand(num_tokens, 1, generator=generator) * 6 - 3)
 
 
-def _random_signs(shape: tuple[int, ...] | int, generator: torch.Generator) -> torch.Tensor:
-    shape = (shape,) if isinstance(shape, int) else shape
+def _random_signs(shape: tuple[int, ...], generator: torch.Generator) -> torch.Tensor:
     return torch.randint(2, shape, generator=generator).float() * 2 - 1
 
 
@@ -104,18 +88,13 @@ def _outliers(num_tokens: int, head_dim: int, generator: torch.Generator) -> tor
         take = torch.rand(num_tokens, 1, generator=generator) < (1.0 if i == 0 else 0.5)
         column = torch.randint(head_dim, (num_tokens, 1), generator=generator)
         k.scatter_(1, column, torch.where(take, outlier, k.gather(1, column)))
-    return k.to(torch.bfloat16)
-
-
-def _divisors(fp8: FP8Format) -> torch.Tensor:
-    """The DIVs real writers use on this format (docs/NUMERICS.md): 448 on e4m3fn; 240 (aiter) and
-    224 (vLLM) on e4m3fnuz."""
-    return torch.tensor(list(dict.fromkeys([fp8.max, fp8.vllm_divisor])))
+    return k
 
 
 def _ue8m0_boundary(num_tokens: int, head_dim: int, qbs: int, fp8: FP8Format, generator) -> torch.Tensor:
     groups = num_tokens * (head_dim // qbs)
-    divisors = _divisors(fp8)
+    # the DIVs real writers use (docs/NUMERICS.md): 448 on e4m3fn; 240 (aiter) and 224 (vLLM) on e4m3fnuz
+    divisors = torch.tensor(list(dict.fromkeys([fp8.max, fp8.vllm_divisor])))
     div = divisors[torch.randint(divisors.numel(), (groups,), generator=generator)]
     exponent = torch.randint(-10, 3, (groups,), generator=generator).float()
     amax = (div * torch.exp2(exponent)).to(torch.bfloat16)  # DIV * 2^k: exact in bf16 (<= 4 significant bits)
@@ -123,13 +102,11 @@ def _ue8m0_boundary(num_tokens: int, head_dim: int, qbs: int, fp8: FP8Format, ge
     step = torch.randint(-1, 2, (groups,), generator=generator).to(torch.int16)
     amax = (amax.view(torch.int16) + step).view(torch.bfloat16).float()
     rest = torch.randn(groups, qbs, generator=generator).clamp(-3, 3) * (amax.view(-1, 1) / 4)
-    return _plant(rest, amax * _random_signs(groups, generator), generator).view(num_tokens, head_dim).to(torch.bfloat16)
+    return _plant(rest, amax * _random_signs((groups,), generator), generator).view(num_tokens, head_dim)
 
 
 def _ties(num_tokens: int, head_dim: int, qbs: int, fp8: FP8Format, generator) -> torch.Tensor:
-    from . import fp8 as fp8_codes
-
-    table = torch.tensor(fp8_codes.decode_table(fp8))
+    table = torch.tensor(decode_table(fp8))
     finite = torch.unique(table[torch.isfinite(table) & (table >= 0)])  # sorted
     midpoints = (finite[1:] + finite[:-1]) / 2  # 5 significant bits at most: exact in bf16
     groups = num_tokens * (head_dim // qbs)
@@ -138,8 +115,8 @@ def _ties(num_tokens: int, head_dim: int, qbs: int, fp8: FP8Format, generator) -
     scale = torch.exp2(torch.randint(-12, 3, (groups, 1), generator=generator).float())
     pick = torch.randint(midpoints.numel(), (groups, qbs), generator=generator)
     values = midpoints[pick] * _random_signs((groups, qbs), generator) * scale
-    amax = fp8.max * scale.view(-1) * _random_signs(groups, generator)
-    return _plant(values, amax, generator).view(num_tokens, head_dim).to(torch.bfloat16)
+    amax = fp8.max * scale.view(-1) * _random_signs((groups,), generator)
+    return _plant(values, amax, generator).view(num_tokens, head_dim)
 
 
 def _tiny(num_tokens: int, head_dim: int, generator: torch.Generator) -> torch.Tensor:
@@ -152,12 +129,11 @@ def _tiny(num_tokens: int, head_dim: int, generator: torch.Generator) -> torch.T
     swap = torch.rand(num_tokens, head_dim, generator=generator) < 0.5
     mixed = torch.where(swap, denormal * torch.randint(0, 2, (num_tokens, head_dim), generator=generator), mixed)
     k = torch.where(kind == 1, below_floor, torch.where(kind == 2, denormal, mixed))
-    return torch.where(kind == 0, torch.zeros_like(k), k).to(torch.bfloat16)
+    return torch.where(kind == 0, torch.zeros_like(k), k)
 
 
 def _specials(num_tokens: int, head_dim: int, generator: torch.Generator, inf_nan: bool) -> torch.Tensor:
-    row_scale = _row_scales(num_tokens, generator)
-    k = torch.randn(num_tokens, head_dim, generator=generator) * row_scale
+    k = _row_scales(num_tokens, generator) * torch.randn(num_tokens, head_dim, generator=generator)
     zero = torch.rand(num_tokens, head_dim, generator=generator)
     k = torch.where(zero < 0.1, torch.full_like(k, -0.0), torch.where(zero < 0.15, torch.zeros_like(k), k))
     if inf_nan:
@@ -166,25 +142,77 @@ def _specials(num_tokens: int, head_dim: int, generator: torch.Generator, inf_na
         column = torch.randint(head_dim, (num_tokens, 1), generator=generator)
         hit = torch.rand(num_tokens, 1, generator=generator) < 0.25
         k.scatter_(1, column, torch.where(hit, pick.view(-1, 1), k.gather(1, column)))
-    return k.to(torch.bfloat16)
+    return k
 
 
-def generate(
-    spec: CacheSpec, *, seed: int, slots: SlotPattern = SlotPattern.SEQUENTIAL,
-    distribution: Distribution = Distribution.NORMAL, inf_nan: bool = False, device=None,
-) -> Inputs:
-    """Deterministic inputs, the same bits on every device, on `device` (default the CPU).
+# ---- hashed K: the same bytes on every device, generated where the cache lives ---------------------------
+# The other distributions draw from torch's CPU generator (its stream cannot be reproduced on a GPU), so 1M
+# tokens cost ~1.2 s on the CPU plus a copy. Here element i of K is a pure function of (seed, i) made of
+# integer operations and exact fp32 products, so every device computes the same bits, and a GPU computes 1M
+# tokens in one kernel (hashed_kernel.py):
+# - h(x): a 32-bit integer mix (xor-shift, multiply mod 2^32; the multipliers are below 2^31 so int64
+#   products never overflow on the CPU);
+# - element (t, d), i = t*head_dim + d: u = the four 16-bit halves of h((2i mod 2^32) ^ key) and
+#   h((2i+1 mod 2^32) ^ key) summed, minus their mean: an integer in [-131070, 131070], roughly normal;
+# - row scale of token t from h(t ^ key2): 2^e * (8 + m) / 8 with e in [-3, 3], m in [0, 7];
+# - k = bf16(u * 2^-15 * scale): u * (8 + m) has at most 22 significant bits, so the fp32 product is
+#   exact, and the bf16 rounding (to nearest even) is the same everywhere.
 
-    The slot mapping and every distribution but `hashed` are drawn from torch's CPU generator and copied
-    to the device; `hashed` K is computed on the device itself (hashed.py), so a GPU run of millions of
-    tokens does not wait for the CPU to draw them."""
+MASK32 = 0xFFFFFFFF
+MIX1, MIX2 = 0x7FEB352D, 0x27D4EB2D  # odd, < 2^31
+ELEMENT_KEY, ROW_KEY = 0x9E3779B9, 0x85EBCA6B
+
+
+def mix(x: torch.Tensor) -> torch.Tensor:
+    """The 32-bit mix of int64 values in [0, 2^32), elementwise."""
+    x = x ^ (x >> 16)
+    x = (x * MIX1) & MASK32
+    x = x ^ (x >> 15)
+    x = (x * MIX2) & MASK32
+    return x ^ (x >> 16)
+
+
+def keys(seed: int) -> tuple[int, int]:
+    """(element key, row key) of a seed: any Python int, reduced to 32 bits."""
+    base = mix(torch.tensor([seed & MASK32], dtype=torch.int64))
+    element, row = mix(base ^ ELEMENT_KEY), mix(base ^ ROW_KEY)
+    return int(element), int(row)
+
+
+def hashed_k(num_tokens: int, head_dim: int, seed: int, device=None) -> torch.Tensor:
+    """bf16 [num_tokens, head_dim] with torch ops (any device; the CPU oracle of the kernel)."""
+    element_key, row_key = keys(seed)
+    i = torch.arange(num_tokens * head_dim, dtype=torch.int64, device=device)
+    # 2i and 2i+1 taken mod 2^32, as the kernel's uint32 arithmetic does (a change only past 2^31 elements)
+    h1, h2 = mix(((2 * i) & MASK32) ^ element_key), mix(((2 * i + 1) & MASK32) ^ element_key)
+    u = (h1 & 0xFFFF) + (h1 >> 16) + (h2 & 0xFFFF) + (h2 >> 16) - 131070
+    r = mix(torch.arange(num_tokens, dtype=torch.int64, device=device) ^ row_key)
+    scale = ((8 + (r >> 3) % 8).float() * exp2_int(r % 7 - 6)).view(-1, 1)  # 2^e * (8+m)/8, from the bits
+    return (u.view(num_tokens, head_dim).float() * 2.0**-15 * scale).to(torch.bfloat16)
+
+
+def generate_k(num_tokens: int, head_dim: int, seed: int, device) -> torch.Tensor:
+    """The same bytes as hashed_k, by one Triton kernel on a GPU."""
+    device = torch.device(device)
+    if device.type == "cuda":
+        try:
+            from .hashed_kernel import launch
+        except ImportError:
+            return hashed_k(num_tokens, head_dim, seed, device)
+        return launch(num_tokens, head_dim, keys(seed), device)
+    return hashed_k(num_tokens, head_dim, seed, device)
+
+
+def generate(spec: CacheSpec, *, seed: int, slots: SlotPattern = SlotPattern.SEQUENTIAL,
+             distribution: Distribution = Distribution.NORMAL, inf_nan: bool = False, device=None) -> Inputs:
+    """Deterministic inputs, the same bits on every device, on `device` (default the CPU). Every distribution
+    but `hashed` is drawn from torch's CPU generator and copied; `hashed` K is computed on the device itself
+    (hashed_k), so a GPU run of millions of tokens does not wait for the CPU to draw them."""
     generator = torch.Generator().manual_seed(seed)
     slot_mapping = make_slot_mapping(spec, slots, generator)
     specials = " with inf/NaN" if inf_nan and distribution in (Distribution.SPECIALS, Distribution.MIXED) else ""
     source = f"{distribution.value} K{specials}, {slots.value} slots, seed {seed}"
     if distribution is Distribution.HASHED:
-        from .hashed import generate_k
-
         k = generate_k(slot_mapping.numel(), spec.head_dim, seed, device or "cpu")
     else:  # the generator's next draws, after the slot mapping's
         k = make_k(slot_mapping.numel(), spec.head_dim, distribution, generator,
@@ -196,8 +224,7 @@ def generate(
 
 def load(path: Path) -> dict[str, torch.Tensor]:
     """Tensors of a safetensors file, read whole into memory first (paths.read_regular: never mapped from
-    the file, FIFOs and devices refused unopened), with one-line errors for missing, unreadable or
-    foreign files."""
+    the file), with one-line errors for missing, unreadable or foreign files."""
     return load_bytes(read_regular(path), path)
 
 
@@ -212,24 +239,18 @@ def load_bytes(data: bytes, path: Path) -> dict[str, torch.Tensor]:
         raise InputError(f"{path}: not a readable safetensors file ({str(exc).splitlines()[0]})") from None
 
 
-INPUT_TENSORS = ("k", "slot_mapping")  # what an --input file may hold
-
-
 def validate(path: Path, k: torch.Tensor | None, slot_mapping: torch.Tensor | None, spec: CacheSpec | None) -> None:
+    """K (and the slot mapping, if any) of the right dtype and shape; with `spec`, fitting it."""
     if k is None:
         raise InputError(f"{path}: has no tensor 'k'")
     if k.dtype != torch.bfloat16 or k.dim() != 2:
         raise InputError(f"{path}: 'k' must be bf16 [num_tokens, head_dim], got {k.dtype} {list(k.shape)}")
-    if slot_mapping is not None:
-        if slot_mapping.dtype != torch.int64 or slot_mapping.shape != (k.shape[0],):
-            raise InputError(
-                f"{path}: 'slot_mapping' must be int64 [{k.shape[0]}], got {slot_mapping.dtype} {list(slot_mapping.shape)}"
-            )
-    if spec is None:
-        return
-    if k.shape[1] != spec.head_dim:
+    if slot_mapping is not None and (slot_mapping.dtype != torch.int64 or slot_mapping.shape != k.shape[:1]):
+        raise InputError(f"{path}: 'slot_mapping' must be int64 [{k.shape[0]}], got {slot_mapping.dtype}"
+                         f" {list(slot_mapping.shape)}")
+    if spec is not None and k.shape[1] != spec.head_dim:
         raise InputError(f"{path}: 'k' has head_dim {k.shape[1]} but --head-dim is {spec.head_dim}")
-    if slot_mapping is not None:
+    if spec is not None and slot_mapping is not None:
         check_slots(spec, slot_mapping, str(path))
 
 
@@ -250,35 +271,30 @@ def check_slots(spec: CacheSpec, slot_mapping: torch.Tensor, where: str) -> None
     outside the allocation), two tokens in one slot (the bytes would depend on write order), or no token
     with a slot at all (nothing would be written: an empty comparison always "passes")."""
     slots = slot_mapping.view(-1)
-    if not slots.numel():
-        raise InputError(f"{where}: nothing to compare: none of its 0 tokens has a slot >= 0")
     mapped_count, top, any_repeated = slot_numbers(slots, spec.num_slots)
     if not mapped_count:
         raise InputError(f"{where}: nothing to compare: none of its {slots.numel()} tokens has a slot >= 0")
     if top >= spec.num_slots:
         token = int(torch.argmax(slots))
-        raise InputError(
-            f"{where}: slot {top} of token {token} is outside the cache ({spec.num_blocks} blocks"
-            f" of {spec.block_size}: slots 0..{spec.num_slots - 1}; raise --num-blocks)"
-        )
+        raise InputError(f"{where}: slot {top} of token {token} is outside the cache ({spec.num_blocks}"
+                         f" blocks of {spec.block_size}: slots 0..{spec.num_slots - 1}; raise --num-blocks)")
     if any_repeated:  # name the first repeated slot and the two tokens that map it
         mapped = torch.nonzero(slots >= 0).view(-1)
         ordered, order = torch.sort(slots[mapped], stable=True)
         i = int(torch.nonzero(ordered[1:] == ordered[:-1]).view(-1)[0])
         first, second = int(mapped[order[i]]), int(mapped[order[i + 1]])
-        raise InputError(
-            f"{where}: slot {int(ordered[i])} is mapped by tokens {first} and {second}: with two tokens in one"
-            " slot the bytes depend on which write lands last"
-        )
+        raise InputError(f"{where}: slot {int(ordered[i])} is mapped by tokens {first} and {second}: with two"
+                         " tokens in one slot the bytes depend on which write lands last")
 
 
 def read_inputs(path: Path) -> Inputs:
     """Replay a dumped tensor: `k` (bf16 [T, head_dim]) and optional `slot_mapping` (int64 [T])."""
     tensors = load(path)
-    unknown = sorted(set(tensors) - set(INPUT_TENSORS))
+    known = ("k", "slot_mapping")
+    unknown = sorted(set(tensors) - set(known))
     if unknown:
         hints = [f"{name!r} (did you mean {close[0]!r}?)" if close else repr(name)
-                 for name in unknown for close in [difflib.get_close_matches(name, INPUT_TENSORS, n=1)]]
+                 for name in unknown for close in [difflib.get_close_matches(name, known, n=1)]]
         raise InputError(f"{path}: unknown tensor(s) {', '.join(hints)}; an --input file holds only k and slot_mapping")
     k, slot_mapping = tensors.get("k"), tensors.get("slot_mapping")
     validate(path, k, slot_mapping, None)

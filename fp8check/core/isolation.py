@@ -7,17 +7,13 @@ output buffer) and hands them over: on the CPU in shared memory to a fork of the
 interpreter started as `python -m fp8check.core.isolated_child` (CUDA cannot be forked; never the user's
 `__main__` again, as multiprocessing's spawn would run a script without a main guard). The child
 imports `target` ("package.module:function", fp8check's own code), which loads the user's code by
-name, runs it on the shared tensors and returns a small JSON-able dict. The child reports in frames
-(a marker, a length, JSON; never a pickle a child could forge), each sent in one write: a frame of at
-most PIPE_BUF bytes arrives whole even while something the child forked writes to the same pipe, and
-a frame cut short by someone else's marker is dropped, never misread.
-The parent never blocks on the pipe: it reads what is there until the deadline (`Limits.timeout_s`),
-partial frames included, and stops reading once the direct child has ended (a grandchild that keeps
-the pipe open or floods it holds nothing). It then kills the child's whole process group and re-points
-every tensor argument at a private copy of its bytes, so that nothing left running can change them
-while they are judged. Everything the child can do ends as a result (its bytes) or one line: exit,
-crash, kill, hang, out of memory. The golden-file key (FP8CHECK_GOLDEN_KEY) is removed from the child's
-environment before any of the user's code is loaded.
+name, runs it on the shared tensors and returns a small JSON-able dict, reported in frames (a marker, a
+length, JSON; never a pickle a child could forge). The parent never blocks on the pipe and stops reading
+once the direct child has ended (a grandchild that keeps the pipe open or floods it holds nothing); it
+then kills the child's whole process group and re-points every tensor argument at a private copy of its
+bytes, so that nothing left running can change them while they are judged. Everything the child can do
+ends as a result (its bytes) or one line: exit, crash, kill, hang, out of memory. The golden-file key
+(FP8CHECK_GOLDEN_KEY) is removed from the child's environment before any of the user's code is loaded.
 
 Not a sandbox: the child runs as the same user and could reach the parent through the OS (signals,
 /proc/PID/mem). It contains accidents and in-language tampering (sys.exit, monkeypatching fp8check,
@@ -26,6 +22,7 @@ freeing or re-pointing the tensors it was given, crashes); a hostile pull reques
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import importlib
 import json
@@ -33,6 +30,7 @@ import os
 import resource
 import select
 import signal
+import subprocess
 import sys
 import time
 import traceback
@@ -46,19 +44,13 @@ MAX_FRAME_BYTES = 1 << 20  # a report is a few hundred bytes (a vllm-file writer
 POLL_S = 0.005  # how often the parent looks whether the child has ended
 GOLDEN_KEY_VARIABLE = "FP8CHECK_GOLDEN_KEY"  # signs and verifies golden files (golden.trusted_key)
 SECRETS = (GOLDEN_KEY_VARIABLE,)  # never in a child's environment: its code could sign a golden file
-
-# What the child was doing, for the one line that says how it failed.
-PHASES = {
-    "starting": "while starting",
-    "loading": "while loading its code",
-    "writing": "while writing",
-    "reading": "while reading",
-}
-
-_CONN = None  # the child's end of the pipe (set in the child only)
-
-
 DEFAULT_TIMEOUT_S = 600.0  # generous: the Triton interpreter writes ~400 tokens/s on a 2-core CPU
+START_LIMIT_S = 120.0  # the child's own start, before it reports its first phase
+# What the child was doing, for the one line that says how it failed.
+PHASES = {"starting": "while starting", "loading": "while loading its code", "writing": "while writing",
+          "reading": "while reading"}
+
+_CONN = None  # the file descriptor of the child's end of the pipe (set in the child only)
 
 
 @dataclass(frozen=True)
@@ -84,7 +76,7 @@ class IsolatedError(UserError, RuntimeError):
 def phase(name: str) -> None:
     """Called by a child target: from now on, failures are reported as happening `PHASES[name]`."""
     if _CONN is not None:
-        _send(_CONN.fileno(), {"phase": name})
+        _send(_CONN, {"phase": name})
 
 
 def _send(fd: int, message: dict) -> None:
@@ -133,23 +125,23 @@ def parse_frames(data: bytes) -> tuple[list[dict], bytes]:
         data = body[8 + length:]
 
 
-def _start_method(tensors: list[torch.Tensor]) -> str:
-    """fork for CPU tensors, also where this process has initialised CUDA (the child must not use it: torch
-    refuses CUDA in a forked child, one line); a fresh interpreter for CUDA tensors, which cannot cross a
-    fork."""
-    return "spawn" if any(t.is_cuda for t in tensors) else "fork"
+class _FreshChild(subprocess.Popen):
+    """`python -m fp8check.core.isolated_child`, answering what the parent asks of a multiprocessing.Process.
+    Its arguments arrive pickled on stdin with torch's reductions (CUDA tensors by IPC, CPU tensors in
+    shared memory by file descriptor through multiprocessing's resource sharer, hence the authkey)."""
 
+    @property
+    def exitcode(self) -> int | None:
+        return self.poll()
 
-class _FreshChild:
-    """A child that is a fresh interpreter running `python -m fp8check.core.isolated_child`: it imports fp8check,
-    never the user's `__main__` (multiprocessing's spawn runs a script without a main guard again in every
-    child). Its arguments arrive pickled on stdin with torch's reductions (CUDA tensors by IPC, CPU tensors
-    in shared memory by file descriptor through multiprocessing's resource sharer, hence the authkey)."""
+    def join(self, timeout: float) -> None:
+        with contextlib.suppress(Exception):  # a child that outlives SIGKILL is the OS's; the verdict stands
+            self.wait(timeout)
 
-    def __init__(self, target: str, args: tuple, memory: int | None, send_fd: int):
+    @classmethod
+    def start(cls, target: str, args: tuple, memory: int | None, send_fd: int) -> "_FreshChild":
         import io
         import multiprocessing
-        import subprocess
         from multiprocessing.reduction import ForkingPickler
 
         import torch.multiprocessing  # noqa: F401 - registers torch's tensor reductions with ForkingPickler
@@ -159,30 +151,12 @@ class _FreshChild:
         ForkingPickler(payload).dump((target, args, memory))
         env = {key: value for key, value in os.environ.items() if key not in SECRETS}
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)  # the modules this process imports
-        self._process = subprocess.Popen([sys.executable, "-m", "fp8check.core.isolated_child", str(send_fd)],
-                                         stdin=subprocess.PIPE, pass_fds=(send_fd,), env=env)
-        self.pid = self._process.pid
-        try:
-            self._process.stdin.write(payload.getvalue())
-            self._process.stdin.close()
-        except BrokenPipeError:  # the child died at once; its exit status says how
-            pass
-
-    def is_alive(self) -> bool:
-        return self._process.poll() is None
-
-    @property
-    def exitcode(self) -> int | None:
-        return self._process.poll()
-
-    def kill(self) -> None:
-        self._process.kill()
-
-    def join(self, timeout: float) -> None:
-        try:
-            self._process.wait(timeout)
-        except Exception:  # noqa: BLE001 - a child that outlives SIGKILL is the OS's; the verdict is taken
-            pass
+        child = cls([sys.executable, "-m", "fp8check.core.isolated_child", str(send_fd)],
+                    stdin=subprocess.PIPE, pass_fds=(send_fd,), env=env)
+        with contextlib.suppress(BrokenPipeError):  # the child died at once; its exit status says how
+            child.stdin.write(payload.getvalue())
+            child.stdin.close()
+        return child
 
 
 def child_from_stdin(send_fd: int) -> None:
@@ -196,18 +170,7 @@ def child_from_stdin(send_fd: int) -> None:
     stream = sys.stdin.buffer
     multiprocessing.current_process().authkey = bytes.fromhex(stream.readline().decode())
     target, args, memory = pickle.load(stream)
-    _child_main(_Pipe(send_fd), target, args, memory, False)
-
-
-class _Pipe:
-    def __init__(self, fd: int):
-        self._fd = fd
-
-    def fileno(self) -> int:
-        return self._fd
-
-    def close(self) -> None:
-        os.close(self._fd)
+    _child_main(send_fd, target, args, memory, False)
 
 
 def run_isolated(target: str, args: tuple, *, limits: Limits, label: str, start_method: str | None = None) -> dict:
@@ -223,115 +186,94 @@ def run_isolated(target: str, args: tuple, *, limits: Limits, label: str, start_
     from .cache import available_memory
 
     tensors = [a for a in args if isinstance(a, torch.Tensor)]
-    method = start_method or _start_method(tensors)
+    cuda = any(t.is_cuda for t in tensors)
     for tensor in tensors:
         if tensor.device.type == "cpu":
             tensor.share_memory_()
-    memory = None
-    if not any(t.is_cuda for t in tensors):  # CUDA reserves far more address space than it uses
-        memory = limits.memory_bytes or available_memory("cpu")
+    # CUDA reserves far more address space than it uses
+    memory = None if cuda else limits.memory_bytes or available_memory("cpu")
     for stream in (sys.stdout, sys.stderr):  # a fork would print the parent's pending output twice
         stream.flush()
     receive, send = os.pipe()
     try:
-        if method == "fork":
+        if (start_method or ("spawn" if cuda else "fork")) == "fork":  # CUDA tensors cannot cross a fork
             ctx = torch.multiprocessing.get_context("fork")
-            child = ctx.Process(target=_child_main, args=(_Pipe(send), target, args, memory, True), daemon=True)
+            child = ctx.Process(target=_child_main, args=(send, target, args, memory, True), daemon=True)
             child.start()
         else:
-            child = _FreshChild(target, args, memory, send)
+            child = _FreshChild.start(target, args, memory, send)
     finally:
         os.close(send)
     try:
-        status, where = _collect(child, receive, limits.timeout_s, label,
-                                 on_status=lambda: [t.clone() for t in tensors])
+        status, where, snapshot = _collect(child, receive, limits.timeout_s, label,
+                                           lambda: [t.clone() for t in tensors])
     finally:
         _end(child)
         os.close(receive)
     # the bytes judged are the ones there when the child reported: nothing it left running changes them later
-    snapshot = status.pop("_snapshot", None) if isinstance(status, dict) else None
     for i, tensor in enumerate(tensors):
         tensor.set_(snapshot[i] if snapshot is not None else tensor.clone())
     return _outcome(status, where, child.exitcode, label, limits)
 
 
-START_LIMIT_S = 120.0  # the child's own start, before it reports its first phase
-
-
-def _collect(child, fd: int, timeout_s: float, label: str, on_status=None) -> tuple[dict | None, str]:
-    """(the child's final status or None, its last phase) once it has ended; a hang is killed here.
-
-    The pipe is read without blocking, so a half-sent frame never holds the deadline. The child's end is
-    seen by polling its exit status: its pipe and its sentinel stay open as long as anything it forked
-    lives, so neither says when the child itself is gone. After the end, what is already in the pipe is
-    read (at most MAX_DRAIN_BYTES), then reading stops."""
+def _collect(child, fd: int, timeout_s: float, label: str, snapshot) -> tuple[dict | None, str, list | None]:
+    """(the child's final status or None, its last phase, `snapshot()` taken when the status came) once the
+    child has ended; a hang is killed here. The child's end is seen by polling its exit status: its pipe
+    and its sentinel stay open as long as anything it forked lives."""
     # The timeout counts from the child's first phase (it is loading the user's code): its own start
     # (a spawned interpreter importing torch and fp8check, seconds on a GPU machine) is fp8check's, and
     # has a limit of its own.
-    deadline = time.monotonic() + max(timeout_s, START_LIMIT_S)
-    state = {"status": None, "where": "starting", "rest": b"", "on_status": on_status}
-    eof = False
+    deadline, started = time.monotonic() + max(timeout_s, START_LIMIT_S), False
+    status, where, rest, taken, eof = None, "starting", b"", None, False
     while True:
-        if state["where"] != "starting" and "started" not in state:
-            state["started"] = True
-            deadline = time.monotonic() + timeout_s
+        if where != "starting" and not started:
+            started, deadline = True, time.monotonic() + timeout_s
         remaining = deadline - time.monotonic()
-        if remaining <= 0 and state["where"] == "starting":
+        if remaining <= 0 and not started:
             raise IsolatedError(f"{label}: its child process did not start within"
                                 f" {max(timeout_s, START_LIMIT_S):g} s: killed")
         if remaining <= 0:
             raise IsolatedError(f"{label} did not finish within the {timeout_s:g} s timeout (--timeout)"
-                                f" {PHASES.get(state['where'], '')}: killed")
-        if not child.is_alive():
-            drained = 0
-            while not eof and drained < MAX_DRAIN_BYTES and select.select([fd], [], [], 0)[0]:
-                data = os.read(fd, 1 << 16)
-                eof, drained = not data, drained + len(data)
-                _take(state, data)
-            return state["status"], state["where"]
+                                f" {PHASES.get(where, '')}: killed")
+        alive, drained = child.exitcode is None, 0
+        wait = min(remaining, POLL_S) if alive else 0  # alive: one read; ended: what is already there
+        while not eof and drained < MAX_DRAIN_BYTES and select.select([fd], [], [], wait)[0]:
+            data = os.read(fd, 1 << 16)
+            eof, drained = not data, drained + len(data)
+            messages, rest = parse_frames(rest + data)
+            for message in messages:
+                if "phase" in message:
+                    where = str(message["phase"])
+                elif "status" in message:
+                    status, taken = message, snapshot()
+            if alive:
+                break
+        if not alive:
+            return status, where, taken
         if eof:
             time.sleep(min(remaining, POLL_S))
-        elif select.select([fd], [], [], min(remaining, POLL_S))[0]:
-            data = os.read(fd, 1 << 16)
-            eof = not data
-            _take(state, data)
-
-
-def _take(state: dict, data: bytes) -> None:
-    """Fold newly read bytes into the state: the last phase, the last status."""
-    messages, state["rest"] = parse_frames(state["rest"] + data)
-    for message in messages:
-        if "phase" in message:
-            state["where"] = str(message["phase"])
-        elif "status" in message:
-            state["status"] = message
-            if state.get("on_status") is not None:
-                message["_snapshot"] = state["on_status"]()
 
 
 def _end(child) -> None:
     """Kill the child and everything it started (its process group), then reap it."""
     for kill in (lambda: os.killpg(child.pid, signal.SIGKILL), child.kill):
-        try:
+        with contextlib.suppress(OSError, ValueError, AttributeError):
             kill()
-        except (OSError, ValueError, AttributeError):
-            pass
     child.join(5)
 
 
 def _outcome(status: dict | None, where: str, exitcode: int | None, label: str, limits: Limits) -> dict:
     during = PHASES.get(where, "")
-    if status is not None and status.get("status") == "ok" and exitcode == 0:
+    status = status or {}
+    kind = status.get("status")
+    if kind == "ok" and exitcode == 0:
         report = status.get("report")
         return report if isinstance(report, dict) else {}
-    kind = status.get("status") if status else None
     if kind == "exit":
         returning = ", before returning" if where in ("writing", "reading") else ""
         raise IsolatedError(f"{label} called sys.exit({one_line(status.get('code'))}) {during}{returning}")
-    text = one_line(status.get("message", "")) if status else ""
-    where_raised = one_line(status.get("where", "")) if status else ""
-    at = f" at {where_raised}" if where_raised else ""
-    child_traceback = str(status.get("traceback", "")) if status else ""
+    text, where_raised = one_line(status.get("message", "")), one_line(status.get("where", ""))
+    child_traceback = str(status.get("traceback", ""))
     if kind == "error":  # a ProducerError's line already says where
         raise IsolatedError(text or label, child_traceback, not_here=status.get("not_here") is True)
     if kind == "memory":
@@ -339,6 +281,7 @@ def _outcome(status: dict | None, where: str, exitcode: int | None, label: str, 
                 else "ran out of memory")
         raise IsolatedError(f"{label} {what} {during}: {text}", child_traceback)
     if kind == "raised":
+        at = f" at {where_raised}" if where_raised else ""
         raise IsolatedError(f"{label} raised {text} {during}{at}", child_traceback)
     if exitcode is not None and exitcode < 0:
         raise IsolatedError(f"{label} {_signal_words(-exitcode)} {during}")
@@ -346,35 +289,31 @@ def _outcome(status: dict | None, where: str, exitcode: int | None, label: str, 
 
 
 def _signal_words(number: int) -> str:
-    try:
-        name = signal.Signals(number).name
-    except ValueError:
-        name = f"signal {number}"
     if number == signal.SIGKILL:
         return "was killed (SIGKILL: out of memory, or killed from outside)"
     if number == signal.SIGABRT:
         return "aborted (SIGABRT)"
-    return f"crashed ({name})"
+    try:
+        return f"crashed ({signal.Signals(number).name})"
+    except ValueError:
+        return f"crashed (signal {number})"
 
 
 # ---- the child -----------------------------------------------------------------------------------------
 
 
-def _child_main(conn, target: str, args: tuple, memory_bytes: int | None, forked: bool) -> None:
-    """The child's whole life: own process group, limits, the target, one JSON status, then _exit."""
+def _child_main(fd: int, target: str, args: tuple, memory_bytes: int | None, forked: bool) -> None:
+    """The child's whole life: own process group, limits, the target, one JSON status on pipe `fd`."""
     global _CONN
-    _CONN = conn
+    _CONN = fd
     for name in SECRETS:
         os.environ.pop(name, None)
-    try:
+    with contextlib.suppress(OSError):
         os.setpgid(0, 0)  # so that the parent can kill whatever this child starts
-    except OSError:
-        pass
-    try:  # what the user's code prints goes to stderr: stdout carries only fp8check's own report
+    # what the user's code prints goes to stderr: stdout carries only fp8check's own report
+    with contextlib.suppress(OSError, ValueError):
         sys.stdout.flush()
         os.dup2(2, 1)
-    except (OSError, ValueError):
-        pass
     sys.stdout = sys.stderr
     # A crash of the code under test is reported by the parent from the exit signal, in one line; a
     # fault handler inherited from the parent (pytest enables one) would print a raw trace as well.
@@ -392,9 +331,8 @@ def _child_main(conn, target: str, args: tuple, memory_bytes: int | None, forked
         status = {"status": "ok", "report": getattr(importlib.import_module(module_name), function)(*args)}
         json.dumps(status)
     except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) or exc.code is None else repr(str(exc.code)[:80])
-        code = code if code is None or isinstance(code, int) else one_line(code)
-        status = {"status": "exit", "code": code}
+        keep = exc.code is None or isinstance(exc.code, int)
+        status = {"status": "exit", "code": exc.code if keep else one_line(repr(str(exc.code)[:80]))}
     except UserError as exc:
         cause = exc.__cause__
         status = ({"status": "memory", "message": first_line(cause)} if _out_of_memory(cause)
@@ -402,8 +340,8 @@ def _child_main(conn, target: str, args: tuple, memory_bytes: int | None, forked
                         **_origin(cause)})
     except BaseException as exc:  # noqa: BLE001 - whatever the user's code raised, reported as one line
         status = {"status": "memory" if _out_of_memory(exc) else "raised", "message": first_line(exc), **_origin(exc)}
-    _send(conn.fileno(), status)
-    conn.close()
+    _send(fd, status)
+    os.close(fd)
     sys.stdout.flush()
     sys.stderr.flush()
     # returning ends the child as multiprocessing ends its workers; the parent judged the bytes as they were
@@ -428,9 +366,7 @@ def _out_of_memory(exc: BaseException | None) -> bool:
 def _limit_address_space(extra: int) -> None:
     """RLIMIT_AS = what the child inherited + `extra` bytes: a runaway allocation fails as MemoryError
     in the child instead of waking the machine's OOM killer."""
-    try:
+    with contextlib.suppress(OSError, ValueError, StopIteration):
         with open("/proc/self/status") as status:
             size = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmSize:"))
         resource.setrlimit(resource.RLIMIT_AS, (size + extra, resource.RLIM_INFINITY))
-    except (OSError, ValueError, StopIteration):
-        pass

@@ -20,6 +20,7 @@ All metrics pool the query rows of a sequence (`--next-n 2`: two query rows, the
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import torch
@@ -73,9 +74,7 @@ class Metrics:
         return self.recall < 1.0 and not self.tie
 
     def to_dict(self) -> dict:
-        return {"recall": self.recall, "positional": self.positional, "max_rel": self.max_rel, "bad": self.bad,
-                "n": self.n, "vacuous": self.vacuous, "visible": list(self.visible), "tie": self.tie,
-                "missed": self.missed}
+        return {**dataclasses.asdict(self), "visible": list(self.visible)}
 
 
 def recall_at_k(candidate: torch.Tensor, truth: torch.Tensor, k: int) -> tuple[int, int]:
@@ -85,16 +84,6 @@ def recall_at_k(candidate: torch.Tensor, truth: torch.Tensor, k: int) -> tuple[i
     selected = torch.topk(candidate, kk).indices
     threshold = torch.topk(truth, kk).values[-1]
     return int((truth[selected] >= threshold).sum()), kk
-
-
-def misses_within(candidate: torch.Tensor, truth: torch.Tensor, k: int, tolerance) -> tuple[int, bool]:
-    """(wrongly selected tokens, whether each one's truth logit is within tolerance(T) of the K-th largest
-    truth logit T) for one query row's visible logits."""
-    kk = min(k, truth.numel())
-    selected = torch.topk(candidate, kk).indices
-    threshold = torch.topk(truth, kk).values[-1]
-    wrong = truth[selected][truth[selected] < threshold]
-    return wrong.numel(), bool(((threshold - wrong) <= tolerance(threshold.abs())).all())
 
 
 def positional_at_k(candidate: torch.Tensor, truth: torch.Tensor, k: int) -> tuple[int, int]:
@@ -117,9 +106,11 @@ def compare_logits(candidate: torch.Tensor, truth: torch.Tensor, visible: list[i
         hits, kk = recall_at_k(mine, theirs, k)
         same, _ = positional_at_k(mine, theirs, k)
         correct, agree, selected = correct + hits, agree + same, selected + kk
-        if hits < kk:
-            wrong, within = misses_within(mine, theirs, k, lambda t: atol + rtol * t)
-            missed, ties = missed + wrong, ties and within
+        if hits < kk:  # the wrongly selected tokens: each within tolerance of the K-th largest truth logit T?
+            chosen, threshold = theirs[torch.topk(mine, kk).indices], torch.topk(theirs, kk).values[-1]
+            wrong = chosen[chosen < threshold]
+            missed += wrong.numel()
+            ties = ties and bool(((threshold - wrong) <= atol + rtol * threshold.abs()).all())
         err = (mine - theirs).abs()
         bad += int((~(err <= atol + rtol * theirs.abs())).sum())
         n += seen

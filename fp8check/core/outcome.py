@@ -1,17 +1,12 @@
-"""What every command reports: decided results behind one protocol, and the outcomes of a run's cases.
-
-A result (a compare, a seed table, a parity sweep, a doctor report, a recording) says itself whether it
-passed, its one verdict line, its top cause, its detail and its JSON; renderers (report/) ask it for
-these and never switch on what kind of result it is. A run of one command is one outcome; a gate is
-many. An outcome holds either a result or the one-line error that kept the case from being decided.
-"""
+"""What every command reports: decided results behind one protocol (renderers ask a result, never switch
+on its kind), and the outcomes of a run's cases: one for a command, many for a gate."""
 
 from __future__ import annotations
 
 import enum
 import math
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Protocol
 
 from .errors import ExitCode
 
@@ -27,7 +22,6 @@ def json_safe(value):
     return value
 
 
-@runtime_checkable
 class Checked(Protocol):
     """A decided result. `kind` names the command that made it (compare, table, parity, doctor, record)."""
 
@@ -179,5 +173,4 @@ class Outcomes:
 
 
 def single(case_id: str, result: Checked, seconds: float) -> Outcomes:
-    """One command's result as what the renderers take."""
     return Outcomes(result.kind, (Outcome.decided(case_id, result, seconds),), 1, seconds, batch=False)

@@ -4,9 +4,7 @@ never into a device, FIFO or folder, never over a file this run reads, and alway
 Each file is written under a short temporary name in its own folder, then moved over the target in
 one step (os.replace): a reader never sees half a report, and an interrupted run leaves the previous
 file or the new one. The temporary name stays short whatever the target's length, so a legal 255-byte
-name works. (When a run fails, the CLI writes its error through `write_output` into the reports it was
-asked for, so that a passing report of an earlier run is never left in place.)
-"""
+name works."""
 
 from __future__ import annotations
 
@@ -18,7 +16,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from .errors import UsageError
-from .paths import kind_of
+from .paths import kind_of, read_regular
 
 TEMPORARY_PREFIX = ".fp8check-"
 
@@ -72,7 +70,5 @@ def write_output(path: Path, text: str, *, reading: Iterable[Path | str] = (), o
     check_output(path, option=option, reading=tuple(reading))
     before = b""
     if append and path.exists():
-        from .paths import read_regular
-
         before = read_regular(path, error=UsageError, what=option)
     replace_atomically(path, lambda temporary: temporary.write_bytes(before + text.encode("utf-8")), option=option)

@@ -1,10 +1,6 @@
-"""Byte-pair tests: what one FP8 byte against another can mean. Each test is defined here once.
-
-Every function takes uint8 tensors of the two caches' bytes (baseline, candidate; any shape, any device)
-and answers with a bool tensor of the same shape; `pair_table` turns a test into a lookup over all 65536
-pairs, the fast form on big chunks. Used by the diagnosis (which cause fits a byte) and the budget (how
-far apart two codes are). docs/NUMERICS.md-5 for the facts.
-"""
+"""Byte-pair tests, each defined once: what one FP8 byte against another can mean (docs/NUMERICS.md).
+Each takes uint8 tensors of the two caches' bytes (baseline, candidate; any shape, any device) and
+answers with a bool tensor of that shape; `pair_table` makes a test a lookup over all 65536 pairs."""
 
 from __future__ import annotations
 

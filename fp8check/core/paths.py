@@ -15,7 +15,6 @@ from .errors import InputError, UserError
 
 
 def kind_of(mode: int) -> str:
-    """What a non-regular file is, in words."""
     if stat.S_ISDIR(mode):
         return "a folder"
     if stat.S_ISFIFO(mode):
@@ -33,21 +32,14 @@ def read_regular(path: Path | str, *, error: type[UserError] = InputError, what:
     label = f"{what} {path}" if what else str(path)
     try:
         mode = os.stat(path).st_mode
+        if stat.S_ISREG(mode):  # O_NONBLOCK: had it become a FIFO since the stat, the open would not wait
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            with os.fdopen(fd, "rb", buffering=0) as file:
+                mode = os.fstat(fd).st_mode
+                if stat.S_ISREG(mode):
+                    return file.readall()  # one allocation of the file's size: inputs can be hundreds of MB
     except FileNotFoundError:
         raise error(f"{label}: no such file") from None
     except OSError as exc:
         raise error(f"{label}: cannot be read ({exc.strerror})") from None
-    if not stat.S_ISREG(mode):
-        raise error(f"{label}: is {kind_of(mode)}, not a regular file")
-    try:  # O_NONBLOCK: should the path have become a FIFO since the stat, the open does not wait
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as exc:
-        raise error(f"{label}: cannot be read ({exc.strerror})") from None
-    with os.fdopen(fd, "rb", buffering=0) as file:
-        try:
-            mode = os.fstat(fd).st_mode
-            if not stat.S_ISREG(mode):
-                raise error(f"{label}: is {kind_of(mode)}, not a regular file")
-            return file.readall()  # one allocation of the file's size: inputs can be hundreds of MB
-        except OSError as exc:
-            raise error(f"{label}: cannot be read ({exc.strerror})") from None
+    raise error(f"{label}: is {kind_of(mode)}, not a regular file")

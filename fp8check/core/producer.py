@@ -1,11 +1,6 @@
-"""What a loaded writer or reader is, and what running a writer produced.
-
-A writer is `fn(k, kv_cache, slot_mapping, quant_block_size, scale_fmt)` writing the uint8 cache
-`[num_blocks, block_size, head_dim + 4*head_dim/qbs]` in place. A `Producer` is a loaded writer with
-what the runner needs to know about it: whether it is an emulation, what it checks before running,
-which of the optional keywords `fp8_dtype` / `layout` it takes, and where its code came from. A `Side`
-is one producer's finished run (or a golden file's recorded bytes).
-"""
+"""What a loaded writer (`Producer`) or reader (`Reader`) is, and what running a writer produced (`Side`,
+also a golden file's recorded bytes). A writer is `fn(k, kv_cache, slot_mapping, quant_block_size,
+scale_fmt)` writing the uint8 cache `[num_blocks, block_size, head_dim + 4*head_dim/qbs]` in place."""
 
 from __future__ import annotations
 

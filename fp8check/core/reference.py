@@ -1,8 +1,6 @@
-"""Vectorized PyTorch emulations of the real writers' numerics (docs/NUMERICS.md).
-
-Each profile is a frozen description; `quantize` turns bf16 rows into FP8 codes and fp32 scales, and
-`make_writer` wraps it in the de-facto writer signature. Same code on CPU and CUDA.
-"""
+"""Vectorized PyTorch emulations of the real writers' numerics (docs/NUMERICS.md), the same code on CPU
+and CUDA: `quantize` turns bf16 rows into FP8 codes and fp32 scales by a `Profile`, `make_writer` wraps it
+in the de-facto writer signature."""
 
 from __future__ import annotations
 
@@ -34,15 +32,11 @@ class Profile:
         return self.divisor_fn if fmt is FP8Format.E4M3FN else self.divisor_fnuz
 
 
-AITER = Profile(
-    "aiter", FP8Format.E4M3FN.max, FP8Format.E4M3FNUZ.max, reciprocal=True, flush_denormals=True,
-    description="aiter C++ op + shuffle_weight (PyTorch emulation): DIV = format max, x * (1/s), clamp, FTZ",
-    ieee_amax_and_clamp=True,
-)
-VLLM = Profile(
-    "vllm", FP8Format.E4M3FN.vllm_divisor, FP8Format.E4M3FNUZ.vllm_divisor, reciprocal=False, flush_denormals=False,
-    description="vLLM writer numerics (PyTorch emulation): DIV 448 / 224, x / s",
-)
+AITER = Profile("aiter", FP8Format.E4M3FN.max, FP8Format.E4M3FNUZ.max, reciprocal=True, flush_denormals=True,
+                description="aiter C++ op + shuffle_weight (PyTorch emulation): DIV = format max, x * (1/s), clamp,"
+                            " FTZ", ieee_amax_and_clamp=True)
+VLLM = Profile("vllm", FP8Format.E4M3FN.vllm_divisor, FP8Format.E4M3FNUZ.vllm_divisor, reciprocal=False,
+               flush_denormals=False, description="vLLM writer numerics (PyTorch emulation): DIV 448 / 224, x / s")
 
 
 def pow2_ceil(s: torch.Tensor) -> torch.Tensor:
@@ -53,10 +47,8 @@ def pow2_ceil(s: torch.Tensor) -> torch.Tensor:
     return torch.where(torch.isfinite(s), fp8.exp2_int(exponent.clamp(min=-126, max=128)), s)
 
 
-def quantize(
-    k: torch.Tensor, *, profile: Profile, fmt: FP8Format, scale_fmt: ScaleFormat, quant_block_size: int,
-    amax_floor: float = SCALE_FLOOR,
-) -> tuple[torch.Tensor, torch.Tensor]:
+def quantize(k: torch.Tensor, *, profile: Profile, fmt: FP8Format, scale_fmt: ScaleFormat, quant_block_size: int,
+             amax_floor: float = SCALE_FLOOR) -> tuple[torch.Tensor, torch.Tensor]:
     """(codes uint8 [T, head_dim], scales fp32 [T, head_dim/qbs]) of bf16 rows k [T, head_dim]. amax_floor:
     s = max(amax, amax_floor) / DIV (1e-4 in every writer but LMDeploy's, 1e-6)."""
     num_tokens, head_dim = k.shape
@@ -74,29 +66,17 @@ def quantize(
     scale = amax.clamp(min=amax_floor) / divisor
     if scale_fmt.power_of_two:
         scale = pow2_ceil(scale)
-    if profile.reciprocal:
-        y = x * (torch.ones_like(scale) / scale).unsqueeze(-1)
-    else:
-        y = x / scale.unsqueeze(-1)
+    y = x * (torch.ones_like(scale) / scale).unsqueeze(-1) if profile.reciprocal else x / scale.unsqueeze(-1)
     if profile.ieee_amax_and_clamp:
         y = torch.where(torch.isnan(y), torch.full_like(y, -fmt.max), y)
     return fp8.encode(y, fmt).view(num_tokens, head_dim), scale
 
 
-def spec_of_call(
-    k: torch.Tensor, kv_cache: torch.Tensor, quant_block_size: int, scale_fmt: str | None,
-    fp8_dtype: torch.dtype, layout: str | None,
-) -> CacheSpec:
-    """The CacheSpec implied by a de-facto writer call."""
-    return CacheSpec(
-        num_blocks=kv_cache.shape[0],
-        block_size=kv_cache.shape[1],
-        head_dim=k.shape[1],
-        quant_block_size=quant_block_size,
-        fp8=FP8Format.from_torch_dtype(fp8_dtype),
-        scale_fmt=ScaleFormat.from_writer_arg(scale_fmt),
-        layout=Layout(layout) if layout else None,
-    )
+def spec_of_call(k: torch.Tensor, kv_cache: torch.Tensor, quant_block_size: int, scale_fmt: str | None,
+                 fp8_dtype: torch.dtype, layout: str | None) -> CacheSpec:
+    return CacheSpec(kv_cache.shape[0], kv_cache.shape[1], k.shape[1], quant_block_size,
+                     FP8Format.from_torch_dtype(fp8_dtype), ScaleFormat.from_writer_arg(scale_fmt),
+                     Layout(layout) if layout else None)
 
 
 def make_writer(profile: Profile):
@@ -107,9 +87,8 @@ def make_writer(profile: Profile):
         # (whole-K intermediates would be ~10x the caches and K; bench/cases.py measures the peak)
         for start in range(0, k.shape[0], CHUNK_TOKENS):
             chunk = slice(start, start + CHUNK_TOKENS)
-            codes, scales = quantize(
-                k[chunk], profile=profile, fmt=spec.fp8, scale_fmt=spec.scale_fmt, quant_block_size=quant_block_size
-            )
+            codes, scales = quantize(k[chunk], profile=profile, fmt=spec.fp8, scale_fmt=spec.scale_fmt,
+                                     quant_block_size=quant_block_size)
             scatter_rows(spec, kv_cache, slot_mapping[chunk], codes, scales)
 
     writer.__name__ = f"reference_{profile.name}_writer"

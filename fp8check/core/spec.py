@@ -8,7 +8,6 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-
 from .errors import SpecError
 
 # vLLM's divisor on e4m3fnuz (docs/NUMERICS.md): its ROCm writers divide by 224, not the format's max 240.
@@ -129,18 +128,13 @@ class CacheSpec:
         if self.head_dim % 16:
             raise SpecError(f"head_dim must be a multiple of 16, got {self.head_dim}")
         if self.head_dim % self.quant_block_size:
-            raise SpecError(
-                f"quant_block_size {self.quant_block_size} must divide head_dim {self.head_dim}"
-            )
+            raise SpecError(f"quant_block_size {self.quant_block_size} must divide head_dim {self.head_dim}")
         if self.layout is None:
             object.__setattr__(self, "layout", default_layout(self.block_size))
         if self.layout is Layout.SHUFFLE and self.block_size % 16:
-            raise SpecError(
-                f"layout shuffle needs block_size % 16 == 0 (MFMA 16x16 tiles), got block_size {self.block_size};"
-                " use --layout linear"
-            )
+            raise SpecError(f"layout shuffle needs block_size % 16 == 0 (MFMA 16x16 tiles), got block_size"
+                            f" {self.block_size}; use --layout linear")
 
-    # ---- sizes -------------------------------------------------------------------------------
     @property
     def groups_per_token(self) -> int:
         return self.head_dim // self.quant_block_size
@@ -171,9 +165,9 @@ class CacheSpec:
         """The layer of a multi-layer buffer the writer is handed (the middle one: layers before and after)."""
         return self.layers // 2
 
-    # ---- byte math (scalar; docs/NUMERICS.md) -------------------------------------------------
-    def value_offset(self, token: int, dim: int) -> int:
-        """Byte of value (token, dim) inside its block."""
+    # ---- byte math (docs/NUMERICS.md) -------------------------------------------------------------
+    def value_offset(self, token, dim):
+        """Byte of value (token, dim) inside its block (ints or int tensors)."""
         if self.layout is Layout.LINEAR:
             return token * self.head_dim + dim
         if self.layout is Layout.INTERLEAVED:
@@ -206,18 +200,12 @@ class CacheSpec:
         token, group = divmod((byte - self.value_bytes) // 4, self.groups_per_token)
         return Coordinate(block, Region.SCALE, token, None, group, byte)
 
-    # ---- byte math (vectorized) ------------------------------------------------------------------
     def value_index(self, device=None):
         """int64 [block_size, head_dim]: byte offset inside a block of every (token, dim)."""
         import torch
 
-        t = torch.arange(self.block_size, device=device).view(-1, 1)
-        d = torch.arange(self.head_dim, device=device).view(1, -1)
-        if self.layout is Layout.LINEAR:
-            return t * self.head_dim + d
-        if self.layout is Layout.INTERLEAVED:
-            return t * self.row_bytes + d
-        return (t // 16) * 16 * self.head_dim + (d // 16) * 256 + (t % 16) * 16 + d % 16
+        return self.value_offset(torch.arange(self.block_size, device=device).view(-1, 1),
+                                 torch.arange(self.head_dim, device=device).view(1, -1))
 
     def scale_index(self, device=None):
         """int64 [block_size * groups, 4]: byte offset inside a block of every scale word's bytes, in
@@ -243,31 +231,22 @@ class CacheSpec:
         """The scale words of blocks [n, block_bytes] as uint8 [n * block_size * groups, 4], in (token, group)
         order (a view when planar)."""
         if self.layout.planar:
-            first = self.value_bytes
-            return blocks[:, first : first + self.scale_bytes].reshape(-1, 4)
+            return blocks[:, self.value_bytes : self.value_bytes + self.scale_bytes].reshape(-1, 4)
         return blocks.reshape(-1, self.block_size, self.row_bytes)[:, :, self.head_dim :].reshape(-1, 4)
 
     def word_start(self, byte_in_block):
         """First byte of the scale word a scale byte belongs to; a value byte's own offset (ints or tensors)."""
         import torch
 
-        if self.layout.planar:
-            rel = byte_in_block - self.value_bytes
-            scale = rel >= 0
-        else:
-            rel = byte_in_block % self.row_bytes - self.head_dim
-            scale = rel >= 0
-        start = byte_in_block - rel % 4
+        planar = self.layout.planar
+        rel = byte_in_block - self.value_bytes if planar else byte_in_block % self.row_bytes - self.head_dim
         if isinstance(byte_in_block, int):
-            return start if scale else byte_in_block
-        return torch.where(scale, start, byte_in_block)
+            return byte_in_block - rel % 4 if rel >= 0 else byte_in_block
+        return torch.where(rel >= 0, byte_in_block - rel % 4, byte_in_block)
 
     # ---- serialization ---------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        out = dataclasses.asdict(self)
-        for key, value in out.items():
-            if isinstance(value, enum.Enum):
-                out[key] = value.value
+        out = {key: v.value if isinstance(v, enum.Enum) else v for key, v in dataclasses.asdict(self).items()}
         if self.layers == 1:  # a single-layer cache reads as it always has (records, goldens, JSON)
             del out["layers"]
         return out
@@ -278,31 +257,22 @@ class CacheSpec:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "CacheSpec":
         try:
-            return cls(
-                num_blocks=data["num_blocks"],
-                block_size=data["block_size"],
-                head_dim=data["head_dim"],
-                quant_block_size=data["quant_block_size"],
-                fp8=FP8Format(data["fp8"]),
-                scale_fmt=ScaleFormat(data["scale_fmt"]),
-                layout=Layout(data["layout"]),
-                layers=data.get("layers", 1),
-            )
+            return cls(data["num_blocks"], data["block_size"], data["head_dim"], data["quant_block_size"],
+                       FP8Format(data["fp8"]), ScaleFormat(data["scale_fmt"]), Layout(data["layout"]),
+                       data.get("layers", 1))
+        except SpecError:
+            raise
         except (KeyError, TypeError, ValueError) as exc:
-            if isinstance(exc, SpecError):
-                raise
             raise SpecError(f"malformed spec {data!r}: {exc}") from None
 
     def replace(self, **changes: Any) -> "CacheSpec":
         return dataclasses.replace(self, **changes)
 
     def summary(self) -> str:
-        return (
-            f"{self.num_blocks} blocks x {self.block_size} tokens, head_dim {self.head_dim}, "
-            f"qbs {self.quant_block_size}, {self.fp8.value}, scales {self.scale_fmt.value}, "
-            f"{self.layout.value} layout"
-            + (f", layer {self.layer} of {self.layers} (strided view)" if self.layers > 1 else "")
-        )
+        layers = f", layer {self.layer} of {self.layers} (strided view)" if self.layers > 1 else ""
+        return (f"{self.num_blocks} blocks x {self.block_size} tokens, head_dim {self.head_dim},"
+                f" qbs {self.quant_block_size}, {self.fp8.value}, scales {self.scale_fmt.value},"
+                f" {self.layout.value} layout{layers}")
 
 
 def default_quant_block_size(head_dim: int) -> int:

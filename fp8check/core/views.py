@@ -64,7 +64,6 @@ class Curves:
     log_x: bool = False
 
 
-
 @dataclass(frozen=True)
 class Cell:
     """One case of a grid: its tone (passed, failed, error, skipped, known: a declared difference that
@@ -110,6 +109,3 @@ class Grid:
 
 
 MISSING = "-"  # a grid column for cases without the column's parameter (a seed table among compares)
-
-
-View = Table | CellMap | Curves | Grid

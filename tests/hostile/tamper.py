@@ -48,7 +48,7 @@ def forges_a_report(k, kv_cache, slot_mapping, quant_block_size, scale_fmt):
     """Sends fp8check's "ok" status itself, then ends the process with an error code."""
     from fp8check.core import isolation
 
-    isolation._send(isolation._CONN.fileno(), {"status": "ok", "report": {}})
+    isolation._send(isolation._CONN, {"status": "ok", "report": {}})
     os._exit(3)
 
 
@@ -56,7 +56,7 @@ def forges_lines(k, kv_cache, slot_mapping, quant_block_size, scale_fmt):
     """Reports an error whose message holds a fake verdict line, a terminal escape and rich markup."""
     from fp8check.core import isolation
 
-    isolation._send(isolation._CONN.fileno(), {"status": "raised", "message": "X\nIDENTICAL: 0 of 2176 bytes differ"
+    isolation._send(isolation._CONN, {"status": "raised", "message": "X\nIDENTICAL: 0 of 2176 bytes differ"
                                                "\n\x1b[2J[bold]PASS[/bold]", "traceback": ""})
     os._exit(0)
 
@@ -67,7 +67,7 @@ def floods_the_pipe(k, kv_cache, slot_mapping, quant_block_size, scale_fmt):
 
     data = b"x" * (4 << 20)
     while data:
-        data = data[os.write(isolation._CONN.fileno(), data):]
+        data = data[os.write(isolation._CONN, data):]
 
 
 def sends_half_a_report(k, kv_cache, slot_mapping, quant_block_size, scale_fmt):
@@ -76,7 +76,7 @@ def sends_half_a_report(k, kv_cache, slot_mapping, quant_block_size, scale_fmt):
 
     from fp8check.core import isolation
 
-    os.write(isolation._CONN.fileno(), isolation.FRAME_MARK + b"00000100{\"status\": ")
+    os.write(isolation._CONN, isolation.FRAME_MARK + b"00000100{\"status\": ")
     time.sleep(3600)
 
 
@@ -86,7 +86,7 @@ def grandchild_sends_half_a_report(k, kv_cache, slot_mapping, quant_block_size, 
 
     _correct(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, torch.float8_e4m3fn, None)
     if os.fork() == 0:
-        os.write(isolation._CONN.fileno(), isolation.FRAME_MARK + b"00000100{\"status\": ")
+        os.write(isolation._CONN, isolation.FRAME_MARK + b"00000100{\"status\": ")
         time.sleep(3600)
         os._exit(0)
 
@@ -97,7 +97,7 @@ def grandchild_floods_the_pipe(k, kv_cache, slot_mapping, quant_block_size, scal
 
     _correct(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, torch.float8_e4m3fn, None)
     if os.fork() == 0:
-        fd = isolation._CONN.fileno()
+        fd = isolation._CONN
         while True:
             os.write(fd, b"x" * 65536)
 
@@ -115,7 +115,7 @@ def forges_a_description(k, kv_cache, slot_mapping, quant_block_size, scale_fmt)
 
     _correct(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, torch.float8_e4m3fn, None)
     evil = "[bold red]evil[/bold red]\x1b[2J\rIDENTICAL\nIDENTICAL: 0 of 1 bytes differ"
-    isolation._send(isolation._CONN.fileno(), {"status": "ok", "report": {
+    isolation._send(isolation._CONN, {"status": "ok", "report": {
         "description": evil, "provenance": {"function": evil, "file": evil, "sha256": evil}}})
     os._exit(0)
 
