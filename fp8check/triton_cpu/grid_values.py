@@ -8,7 +8,6 @@ import numbers
 import numpy as np
 
 
-
 class Unsupported(Exception):
     """The grid cannot run at once; it runs sequentially. The message says why (one line)."""
 
@@ -73,42 +72,7 @@ class ProgramInts:
             return ProgramBools(np.asarray(result))
         return ProgramInts(np.asarray(result, dtype=np.int64))
 
-    __add__ = lambda s, o: s._binary(o, np.add)
-    __radd__ = lambda s, o: s._binary(o, np.add, True)
-    __sub__ = lambda s, o: s._binary(o, np.subtract)
-    __rsub__ = lambda s, o: s._binary(o, np.subtract, True)
-    __mul__ = lambda s, o: s._binary(o, np.multiply)
-    __rmul__ = lambda s, o: s._binary(o, np.multiply, True)
-    __floordiv__ = lambda s, o: s._binary(o, np.floor_divide)  # Python's floor, as for ints
-    __rfloordiv__ = lambda s, o: s._binary(o, np.floor_divide, True)
-    __mod__ = lambda s, o: s._binary(o, np.remainder)  # Python's sign of the divisor
-    __rmod__ = lambda s, o: s._binary(o, np.remainder, True)
-    __and__ = lambda s, o: s._binary(o, np.bitwise_and)
-    __rand__ = lambda s, o: s._binary(o, np.bitwise_and, True)
-    __or__ = lambda s, o: s._binary(o, np.bitwise_or)
-    __ror__ = lambda s, o: s._binary(o, np.bitwise_or, True)
-    __xor__ = lambda s, o: s._binary(o, np.bitwise_xor)
-    __rxor__ = lambda s, o: s._binary(o, np.bitwise_xor, True)
-    __lshift__ = lambda s, o: s._binary(o, np.left_shift)
-    __rlshift__ = lambda s, o: s._binary(o, np.left_shift, True)
-    __rshift__ = lambda s, o: s._binary(o, np.right_shift)
-    __rrshift__ = lambda s, o: s._binary(o, np.right_shift, True)
-    __lt__ = lambda s, o: s._binary(o, np.less, compare=True)
-    __le__ = lambda s, o: s._binary(o, np.less_equal, compare=True)
-    __gt__ = lambda s, o: s._binary(o, np.greater, compare=True)
-    __ge__ = lambda s, o: s._binary(o, np.greater_equal, compare=True)
-    __eq__ = lambda s, o: s._binary(o, np.equal, compare=True)
-    __ne__ = lambda s, o: s._binary(o, np.not_equal, compare=True)
     __hash__ = None
-
-    def __neg__(self):
-        return ProgramInts(-self.values.astype(np.int64))
-
-    def __pos__(self):
-        return ProgramInts(self.values.astype(np.int64))
-
-    def __abs__(self):
-        return ProgramInts(np.abs(self.values.astype(np.int64)))
 
     def __index__(self):
         return int(_uniform(self.values))
@@ -132,6 +96,17 @@ class ProgramBools(ProgramInts):
         return bool(_uniform(self.values))
 
 
+# Python's int operators, elementwise: // floors and % takes the divisor's sign, as for ints
+for _name, _op in (("add", np.add), ("sub", np.subtract), ("mul", np.multiply), ("floordiv", np.floor_divide),
+                   ("mod", np.remainder), ("and", np.bitwise_and), ("or", np.bitwise_or),
+                   ("xor", np.bitwise_xor), ("lshift", np.left_shift), ("rshift", np.right_shift)):
+    setattr(ProgramInts, f"__{_name}__", lambda s, o, op=_op: s._binary(o, op))
+    setattr(ProgramInts, f"__r{_name}__", lambda s, o, op=_op: s._binary(o, op, True))
+for _name, _op in (("lt", np.less), ("le", np.less_equal), ("gt", np.greater), ("ge", np.greater_equal),
+                   ("eq", np.equal), ("ne", np.not_equal)):
+    setattr(ProgramInts, f"__{_name}__", lambda s, o, op=_op: s._binary(o, op, compare=True))
+for _name, _op in (("neg", np.negative), ("pos", np.positive), ("abs", np.abs)):
+    setattr(ProgramInts, f"__{_name}__", lambda s, op=_op: ProgramInts(op(s.values.astype(np.int64))))
 numbers.Integral.register(ProgramInts)  # Triton's binary operators treat it as the Python int it stands for
 
 
