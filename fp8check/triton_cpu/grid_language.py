@@ -8,7 +8,6 @@ import inspect
 import numpy as np
 
 from .grid_values import ProgramBools, ProgramInts, Unsupported, _Diverge, _INT_LIMIT, _int_dtype_class, _uniform
-from .grid_builder import _lead
 
 
 # ---- reductions --------------------------------------------------------------------------------------------
@@ -30,14 +29,14 @@ def _reduce_function(tl, combine_fn):
 def _per_program(op, data: np.ndarray, axis, keep_dims: bool) -> np.ndarray:
     """op over each program's block, reducing in the order the sequential interpreter does: the same numpy
     call on the same layout (one call for all programs where each program's block is a C-contiguous row)."""
-    if _lead(data) == 1:
+    if len(data) == 1:
         return np.asarray(op(data[0], axis=axis, keepdims=keep_dims))[None]
     if data.flags.c_contiguous and axis is None:
-        flat = np.asarray(op(data.reshape(_lead(data), -1), axis=1))
+        flat = np.asarray(op(data.reshape(len(data), -1), axis=1))
         return flat.reshape((-1,) + (1,) * (data.ndim - 1)) if keep_dims else flat
     if data.flags.c_contiguous and (axis == data.ndim - 2 or axis == -1):
         return np.asarray(op(data, axis=data.ndim - 1, keepdims=keep_dims))
-    return np.stack([np.asarray(op(data[p], axis=axis, keepdims=keep_dims)) for p in range(_lead(data))])
+    return np.stack([np.asarray(op(data[p], axis=axis, keepdims=keep_dims)) for p in range(len(data))])
 
 
 def _make_reduce(interpreter, tl):
@@ -91,7 +90,7 @@ class _Patches:
 def _tensor_values(tensor) -> np.ndarray:
     """Each program's value of a tensor that holds one element per program."""
     data = tensor.handle.data
-    flat = data.reshape(_lead(data), -1)
+    flat = data.reshape(len(data), -1)
     if flat.shape[1] != 1:
         raise Unsupported("a block used where Python needs one value")
     return flat[:, 0]
@@ -211,7 +210,7 @@ def _make_scan(interpreter, tl):
 def _tensor_bool(self):
     if self.handle.data[0].size != 1:  # a block is truthy in the interpreter, as there
         return True
-    return bool(_uniform(self.handle.data.reshape(_lead(self.handle.data)).astype(np.bool_)))
+    return bool(_uniform(self.handle.data.reshape(len(self.handle.data)).astype(np.bool_)))
 
 
 def _tensor_index(self):
