@@ -231,7 +231,7 @@ def _grid_call(interpreter, original, runs: list[GridRun]):
                 for _ in range(count):
                     shared.set_grid_idx(0, 0, 0)
 
-            with _batched_language(interpreter, self.fn, builder):
+            with _batched_language(interpreter, builder):
                 batches = _run_batches(self.fn, args, grid, builder, on_program)
             _check_independent(batch)
         except Exception as exc:  # noqa: BLE001 - anything unusual: undo, and the sequential interpreter decides

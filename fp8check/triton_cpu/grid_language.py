@@ -9,21 +9,18 @@ import numpy as np
 
 from .grid_values import ProgramBools, ProgramInts, Unsupported, _Diverge, _INT_LIMIT, _int_dtype_class, _uniform
 
+# tl.standard's combine functions that numpy computes: reductions (value, index) and scans
+_ARGMIN, _ARGMAX = (np.nanmin, np.nanargmin), (np.nanmax, np.nanargmax)
+_REDUCTIONS = {"_argmin_combine_tie_break_left": _ARGMIN, "_argmin_combine_tie_break_fast": _ARGMIN,
+               "_argmax_combine_tie_break_left": _ARGMAX, "_argmax_combine_tie_break_fast": _ARGMAX,
+               "_elementwise_max": (np.nanmax, None), "_elementwise_min": (np.nanmin, None),
+               "_sum_combine": (np.sum, None)}
+_SCANS = {"_sum_combine": np.cumsum, "_prod_combine": np.cumprod}
+_ABSENT = object()
 
-# ---- reductions --------------------------------------------------------------------------------------------
-def _reduce_function(tl, combine_fn):
-    standard = tl.standard
-    table = [
-        (("_argmin_combine_tie_break_left", "_argmin_combine_tie_break_fast"), (np.nanmin, np.nanargmin)),
-        (("_argmax_combine_tie_break_left", "_argmax_combine_tie_break_fast"), (np.nanmax, np.nanargmax)),
-        (("_elementwise_max",), (np.nanmax, None)),
-        (("_elementwise_min",), (np.nanmin, None)),
-        (("_sum_combine",), (np.sum, None)),
-    ]
-    for names, ops in table:
-        if any(getattr(standard, name, None) is combine_fn for name in names):
-            return ops
-    raise Unsupported(f"tl.reduce with combine function {getattr(combine_fn, '__name__', combine_fn)}")
+
+def _numpy_for(table: dict, tl, combine_fn):
+    return next((op for name, op in table.items() if getattr(tl.standard, name, None) is combine_fn), None)
 
 
 def _per_program(op, data: np.ndarray, axis, keep_dims: bool) -> np.ndarray:
@@ -40,23 +37,22 @@ def _per_program(op, data: np.ndarray, axis, keep_dims: bool) -> np.ndarray:
 
 
 def _make_reduce(interpreter, tl):
-    handle_cls = interpreter.TensorHandle
-
     def to_tensor(result: np.ndarray, dtype):
         result = result.astype(interpreter._get_np_dtype(dtype))
         shape = list(result.shape[1:])
-        return tl.core.tensor(handle_cls(result, dtype.scalar), tl.block_type(dtype, shape) if shape else dtype)
+        handle = interpreter.TensorHandle(result, dtype.scalar)
+        return tl.core.tensor(handle, tl.block_type(dtype, shape) if shape else dtype)
 
     def reduce(input, axis, combine_fn, keep_dims=False, **kwargs):
-        inputs = input if isinstance(input, tuple) else (input,)
-        value_op, index_op = _reduce_function(tl, combine_fn)
-        first = inputs[0]
+        ops = _numpy_for(_REDUCTIONS, tl, combine_fn)
+        if ops is None:
+            name = getattr(combine_fn, "__name__", combine_fn)
+            raise Unsupported(f"tl.reduce with combine function {name}")
+        first = input[0] if isinstance(input, tuple) else input
         if axis is not None and not -len(first.shape) <= axis < len(first.shape):
             raise Unsupported(f"tl.reduce over axis {axis} of a {len(first.shape)}-d block")
-        data = first.handle.data
-        results = [to_tensor(_per_program(value_op, data, axis, keep_dims), first.dtype)]
-        if index_op is not None:
-            results.append(to_tensor(_per_program(index_op, data, axis, keep_dims), tl.int32))
+        results = [to_tensor(_per_program(op, first.handle.data, axis, keep_dims), dtype)
+                   for op, dtype in zip(ops, (first.dtype, tl.int32)) if op is not None]
         if isinstance(input, tuple):
             if len(input) != len(results):
                 raise Unsupported("tl.reduce over a tuple with a non-standard combine function")
@@ -66,25 +62,25 @@ def _make_reduce(interpreter, tl):
     return reduce
 
 
-# ---- the patch scope of one grid ---------------------------------------------------------------------------
-class _Patches:
-    """Attributes set for one grid and restored after it (instance attributes removed, not shadowed)."""
+def _make_scan(interpreter, tl):
+    """tl.associative_scan for the interpreter's own fast cases (cumsum, cumprod): numpy's accumulate along
+    the block axis, which adds in order whatever the layout; other combine functions run sequentially."""
+    def scan(input, axis, combine_fn, reverse=False, **kwargs):
+        if isinstance(input, tuple):
+            if len(input) != 1:
+                raise Unsupported("tl.associative_scan over a tuple")
+            return (scan(input[0], axis, combine_fn, reverse),)
+        op = _numpy_for(_SCANS, tl, combine_fn)
+        if op is None or not isinstance(axis, int) or not -len(input.shape) <= axis < len(input.shape):
+            raise Unsupported(f"tl.associative_scan with {getattr(combine_fn, '__name__', combine_fn)}")
+        data_axis = axis if axis < 0 else axis + 1
+        flip = (lambda a: np.ascontiguousarray(np.flip(a, axis=data_axis))) if reverse else (lambda a: a)
+        result = op(flip(input.handle.data), axis=data_axis).astype(interpreter._get_np_dtype(input.dtype))
+        result = flip(result)
+        handle = interpreter.TensorHandle(result, input.dtype.scalar)
+        return tl.core.tensor(handle, tl.block_type(input.dtype, list(result.shape[1:])))
 
-    def __init__(self):
-        self._changes: list[tuple[object, str, bool, object]] = []
-
-    def set(self, obj, name, value):
-        own = name in getattr(obj, "__dict__", {})
-        self._changes.append((obj, name, own, obj.__dict__.get(name) if own else None))
-        setattr(obj, name, value)
-
-    def restore(self):
-        while self._changes:
-            obj, name, own, old = self._changes.pop()
-            if own:
-                setattr(obj, name, old)
-            else:
-                delattr(obj, name)
+    return scan
 
 
 def _tensor_values(tensor) -> np.ndarray:
@@ -132,12 +128,13 @@ def _range(arg1, arg2=None, step=None, **kwargs):
 
 
 @contextlib.contextmanager
-def _batched_language(interpreter, fn, builder):
-    """triton.language patched as the interpreter patches it, then the batch-aware pieces on top."""
+def _batched_language(interpreter, builder):
+    """triton.language patched as the interpreter patches it, then the batch-aware pieces on top, set on
+    their owners for the grid and restored after it (an attribute that was not the owner's own removed)."""
     import triton.language as tl
 
     lang_scope = interpreter._LangPatchScope()
-    patches = _Patches()
+    saved: list[tuple[object, str, object]] = []
     try:
         # the builder given here is the one Triton 3.6-3.8's builtins use; 3.9's use interpreter_semantic's
         for lang in (tl, tl.core):
@@ -149,24 +146,25 @@ def _batched_language(interpreter, fn, builder):
         if hasattr(tl.core, "tensor_descriptor_base"):
             _patch_builtins(interpreter, tl.core.tensor_descriptor_base, builder, lang_scope)
         semantic = interpreter.interpreter_semantic
-        patches.set(semantic, "builder", builder)
-        _patch_semantic(type(semantic), patches, interpreter, tl)
         reduce, scan = _make_reduce(interpreter, tl), _make_scan(interpreter, tl)
-        for lang in (tl, tl.core):
-            patches.set(lang, "reduce", reduce)
-            patches.set(lang, "associative_scan", scan)
-        for lang in {tl, tl.core}:
-            if hasattr(lang, "range"):
-                patches.set(lang, "range", _range)
-            if hasattr(lang, "static_range"):
-                patches.set(lang, "static_range", _range)
-        patches.set(tl.tensor, "__bool__", _tensor_bool)
-        patches.set(tl.tensor, "__index__", _tensor_index)
-        patches.set(tl.tensor, "T", property(_tensor_transpose))
-        patches.set(interpreter.InterpretedFunction, "__call__", _device_call(interpreter))
+        ours = [(semantic, "builder", builder), *_semantic_patches(type(semantic), interpreter, tl)]
+        ours += [(lang, name, value) for lang in (tl, tl.core)
+                 for name, value in (("reduce", reduce), ("associative_scan", scan))]
+        ours += [(lang, name, _range) for lang in {tl, tl.core} for name in ("range", "static_range")
+                 if hasattr(lang, name)]
+        ours += [(tl.tensor, "__bool__", _tensor_bool), (tl.tensor, "__index__", _tensor_index),
+                 (tl.tensor, "T", property(_tensor_transpose)),
+                 (interpreter.InterpretedFunction, "__call__", _device_call(interpreter))]
+        for owner, name, value in ours:
+            saved.append((owner, name, vars(owner).get(name, _ABSENT)))
+            setattr(owner, name, value)
         yield
     finally:
-        patches.restore()
+        for owner, name, old in reversed(saved):
+            if old is _ABSENT:
+                delattr(owner, name)
+            else:
+                setattr(owner, name, old)
         lang_scope.restore()
 
 
@@ -181,32 +179,6 @@ def _patch_builtins(interpreter, package, builder, scope) -> None:
             interpreter._patch_attr(package, name, original, builder, scope)
 
 
-def _make_scan(interpreter, tl):
-    """tl.associative_scan for the interpreter's own fast cases (cumsum, cumprod): numpy's accumulate along
-    the block axis, which adds in order whatever the layout; other combine functions run sequentially."""
-    def scan(input, axis, combine_fn, reverse=False, **kwargs):
-        if isinstance(input, tuple):
-            if len(input) != 1:
-                raise Unsupported("tl.associative_scan over a tuple")
-            return (scan(input[0], axis, combine_fn, reverse),)
-        ops = {id(getattr(tl.standard, "_sum_combine", None)): np.cumsum,
-               id(getattr(tl.standard, "_prod_combine", None)): np.cumprod}
-        op = ops.get(id(combine_fn))
-        if op is None or not isinstance(axis, int) or not -len(input.shape) <= axis < len(input.shape):
-            raise Unsupported(f"tl.associative_scan with {getattr(combine_fn, '__name__', combine_fn)}")
-        data_axis = axis if axis < 0 else axis + 1
-        data = input.handle.data
-        if reverse:
-            data = np.ascontiguousarray(np.flip(data, axis=data_axis))
-        result = op(data, axis=data_axis).astype(interpreter._get_np_dtype(input.dtype))
-        if reverse:
-            result = np.ascontiguousarray(np.flip(result, axis=data_axis))
-        handle = interpreter.TensorHandle(result, input.dtype.scalar)
-        return tl.core.tensor(handle, tl.block_type(input.dtype, list(result.shape[1:])))
-
-    return scan
-
-
 def _tensor_bool(self):
     if self.handle.data[0].size != 1:  # a block is truthy in the interpreter, as there
         return True
@@ -219,11 +191,10 @@ def _tensor_index(self):
 
 def _tensor_transpose(self):
     import triton.language as tl
+    from triton.runtime.interpreter import TensorHandle
 
     if len(self.shape) != 2:
         raise Unsupported(".T of a block that is not 2-d")
-    from triton.runtime.interpreter import TensorHandle
-
     handle = TensorHandle(np.swapaxes(self.handle.data, -1, -2), self.handle.dtype)
     return tl.core.tensor(handle, tl.core.block_type(self.dtype, [self.shape[1], self.shape[0]]))
 
@@ -240,7 +211,7 @@ def _device_call(interpreter):
     return __call__
 
 
-def _patch_semantic(semantic_cls, patches: _Patches, interpreter, tl):
+def _semantic_patches(semantic_cls, interpreter, tl) -> list[tuple[object, str, object]]:
     """Make ProgramInts convert to tensors exactly where, and with the dtype with which, a Python int would.
     Patched on the class: Triton 3.6-3.8 give every builtin its own semantic object."""
     to_tensor, scalar_constant = semantic_cls.to_tensor, semantic_cls.scalar_constant
@@ -265,16 +236,13 @@ def _patch_semantic(semantic_cls, patches: _Patches, interpreter, tl):
         return to_tensor(self, x, check_type)
 
     def new_to_tensor_type(self, x):
-        if isinstance(x, ProgramInts):
-            return program_dtype(x)
-        return to_tensor_type(self, x)
+        return program_dtype(x) if isinstance(x, ProgramInts) else to_tensor_type(self, x)
 
     def new_scalar_constant(self, value, dtype):
         if isinstance(value, ProgramInts):
             return program_tensor(value, dtype)
         return scalar_constant(self, value, dtype)
 
-    patches.set(semantic_cls, "to_tensor", new_to_tensor)
-    if to_tensor_type is not None:
-        patches.set(semantic_cls, "to_tensor_type", new_to_tensor_type)
-    patches.set(semantic_cls, "scalar_constant", new_scalar_constant)
+    patches = [(semantic_cls, "to_tensor", new_to_tensor),
+               (semantic_cls, "scalar_constant", new_scalar_constant)]
+    return patches + ([(semantic_cls, "to_tensor_type", new_to_tensor_type)] if to_tensor_type else [])
