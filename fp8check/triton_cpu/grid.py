@@ -39,9 +39,9 @@ import logging
 
 import numpy as np
 
-from .grid_values import Unsupported, _Diverge
 from .grid_builder import _Batch, _Stored, _cache_arguments, _make_builder_class
 from .grid_language import _batched_language
+from .grid_values import Unsupported, _Diverge
 
 
 # Private names of triton.runtime.interpreter this module builds on (checked by `available()`).
@@ -89,8 +89,7 @@ def _groups(values: np.ndarray) -> list[np.ndarray]:
 
 def _run_batches(fn, args: dict, grid: tuple[int, int, int], builder, on_program) -> int:
     """Every program of the grid, in batches; returns how many batches completed."""
-    batch = builder.batch
-    total = grid[0] * grid[1] * grid[2]
+    batch, total = builder.batch, grid[0] * grid[1] * grid[2]
     queue = [np.arange(start, min(start + BATCH_PROGRAMS, total), dtype=np.int64)
              for start in range(0, total, BATCH_PROGRAMS)]
     attempts = completed = 0
@@ -133,48 +132,33 @@ def _check_independent(batch: _Batch) -> None:
     by_storage: dict[int | None, list[_Stored]] = {}
     for stored in batch.stores:  # distinct storages share no byte: each is checked on its own
         by_storage.setdefault(stored.storage, []).append(stored)
-    for group in by_storage.values():
-        _check_stored_once(group)
-
-
-def _check_stored_once(stores: list[_Stored]) -> None:
-    """Raise Unsupported when two programs stored the same byte."""
-    low, high = min(st.low for st in stores), max(st.high for st in stores)
-    flat = np.concatenate([_bytes_of(st.addresses(), st.width) for st in stores])
-    if high - low <= 4 * flat.size + (1 << 20):
-        if int(np.bincount((flat - np.uint64(low)).astype(np.int64), minlength=high - low).max()) <= 1:
-            return  # no byte stored twice at all
-    owner = np.concatenate([np.repeat(st.owner_of_each(), st.width) for st in stores])
-    order = np.lexsort((owner, flat))
-    flat, owner = flat[order], owner[order]
-    if bool(((flat[1:] == flat[:-1]) & (owner[1:] != owner[:-1])).any()):
-        raise Unsupported("two programs store to the same byte (their order decides it)")
-
-
-def _bytes_of(addresses: np.ndarray, width: int) -> np.ndarray:
-    addresses = addresses.astype(np.uint64, copy=False).reshape(-1)
-    if width == 1:
-        return addresses
-    return (addresses[:, None] + np.arange(width, dtype=np.uint64)).reshape(-1)
+    for stores in by_storage.values():  # no byte stored by two programs
+        low, high = min(st.low for st in stores), max(st.high for st in stores)
+        flat = np.concatenate([(st.addresses().astype(np.uint64).reshape(-1, 1)
+                                + np.arange(st.width, dtype=np.uint64)).reshape(-1) for st in stores])
+        if high - low <= 4 * flat.size + (1 << 20) and \
+                int(np.bincount((flat - np.uint64(low)).astype(np.int64), minlength=high - low).max()) <= 1:
+            continue  # no byte stored twice at all
+        owner = np.concatenate([np.repeat(st.owner_of_each(), st.width) for st in stores])
+        order = np.lexsort((owner, flat))
+        flat, owner = flat[order], owner[order]
+        if bool(((flat[1:] == flat[:-1]) & (owner[1:] != owner[:-1])).any()):
+            raise Unsupported("two programs store to the same byte (their order decides it)")
 
 
 def _undo(interpreter, batch: _Batch) -> None:
+    import triton.language as tl
+
     handle = interpreter.TensorHandle
     store = interpreter.InterpreterBuilder.create_masked_store
     cache = (None,) * _cache_arguments(store, 4)
     for pointers, old, flags, ptr_dtype in reversed(batch.gathered):
         store(interpreter.interpreter_builder, handle(pointers, ptr_dtype), handle(old, ptr_dtype.element_ty),
-              handle(flags, _mask_dtype(flags)), *cache)
+              handle(flags, tl.int1 if flags.dtype == np.bool_ else tl.int32), *cache)
     for tensor, copy in batch.snapshots.values():
         tensor.copy_(copy)
     batch.gathered.clear()
     batch.snapshots.clear()
-
-
-def _mask_dtype(flags):
-    import triton.language as tl
-
-    return tl.int1 if flags.dtype == np.bool_ else tl.int32
 
 
 def _storages(args) -> list[tuple[int, int, object]]:
@@ -200,22 +184,17 @@ def _grid_call(interpreter, original, runs: list[GridRun]):
         name = getattr(self.fn, "__name__", "kernel")
         argspec = inspect.getfullargspec(self.fn)
         kwargs = {k: v for k, v in kwargs.items() if k in argspec.args or k in argspec.kwonlyargs}
-        reason = None
-        grid = None if callable(self.grid) else tuple(self.grid)
-        if grid is not None and all(int(g) == 1 for g in grid):
+        if not callable(self.grid) and all(int(g) == 1 for g in self.grid):
             runs.append(GridRun(name, 1, 0, "a grid of one program runs as it is"))
             return original(self, *args_dev, **kwargs)
-        if self.pre_run_hooks:
-            reason = "the kernel has pre-run hooks"
-        elif any(getattr(a, "device", None) is not None and a.device.type != "cpu"
-                 for a in list(args_dev) + list(kwargs.values())):
-            reason = "a tensor argument is not on the CPU"
-        if reason is not None:
+        if self.pre_run_hooks or any(getattr(a, "device", None) is not None and a.device.type != "cpu"
+                                     for a in (*args_dev, *kwargs.values())):
+            reason = "the kernel has pre-run hooks" if self.pre_run_hooks else "a tensor argument is not on the CPU"
             _fall_back(runs, GridRun(name, 0, 0, reason))
             return original(self, *args_dev, **kwargs)
         args_hst, kwargs_hst = self._init_args_hst(args_dev, kwargs)
         batch = _Batch(_storages(list(args_hst) + list(kwargs_hst.values())))
-        builder = _BUILDER_CLASS[0](batch)
+        builder = _make_builder_class(interpreter)(batch)
         programs = 0
         try:
             args = inspect.getcallargs(self.fn, *args_hst, **kwargs_hst)
@@ -253,7 +232,6 @@ def _fall_back(runs: list[GridRun], run: GridRun) -> None:
     _LOG.warning("%s", run.note())
 
 
-_BUILDER_CLASS: list = []
 _ACTIVE: list[list[GridRun]] = []
 
 
@@ -272,8 +250,6 @@ def grid_at_once():
         return
     from triton.runtime import interpreter
 
-    if not _BUILDER_CLASS:
-        _BUILDER_CLASS.append(_make_builder_class(interpreter))
     executor = interpreter.GridExecutor
     original = executor.__call__
     executor.__call__ = _grid_call(interpreter, original, runs)

@@ -107,6 +107,7 @@ def _cache_arguments(method, fixed: int) -> int:
     return len(inspect.signature(method).parameters) - fixed
 
 
+@functools.lru_cache(maxsize=None)
 def _make_builder_class(interpreter):
     """InterpreterBuilder with a leading program axis on every value."""
     import triton.language as tl
