@@ -72,42 +72,33 @@ class _Constant:
     """Marks a handle the interpreter made for a constant (`get_fp32(448.0)`)."""
 
 
-def _canonical(data: np.ndarray) -> np.ndarray:
-    if data.dtype == np.float32 and np.isnan(data).any():
-        return np.where(np.isnan(data), CANONICAL_NAN, data)
-    return data
-
-
 def _propagates(propagate_nan) -> bool:
     return not str(propagate_nan).endswith("NONE")  # tl.PropagateNan (Triton's ir.PROPAGATE_NAN): NONE, ALL
 
 
 def _floats(builder, amd):
     """min/max/clamp per propagate_nan, and NVIDIA's one NaN out of float arithmetic."""
-    def nvidia_nan(out):
-        if not amd():
-            out.data = _canonical(out.data)
-        return out
+    def nvidia_nan(method):
+        @functools.wraps(method)
+        def wrapped(self, *args):
+            out = method(self, *args)
+            if not amd() and out.data.dtype == np.float32 and np.isnan(out.data).any():
+                out.data = np.where(np.isnan(out.data), CANONICAL_NAN, out.data)
+            return out
 
-    def binary(op):
-        return lambda self, lhs, rhs: nvidia_nan(builder.binary_op(self, lhs, rhs, op))
+        return wrapped
 
     def create_clampf(self, arg, lo, hi, propagate_nans):
         low, high = (np.maximum, np.minimum) if _propagates(propagate_nans) else (np.fmax, np.fmin)
-        return nvidia_nan(builder.binary_op(self, builder.binary_op(self, arg, lo, low), hi, high))
+        return builder.binary_op(self, builder.binary_op(self, arg, lo, low), hi, high)
 
-    def arithmetic(original):
-        @functools.wraps(original)
-        def method(self, lhs, rhs):
-            return nvidia_nan(original(self, lhs, rhs))
-
-        return method
-
-    found = [(builder, "create_minnumf", binary(np.fmin)), (builder, "create_maxnumf", binary(np.fmax)),
-             (builder, "create_minimumf", binary(np.minimum)), (builder, "create_maximumf", binary(np.maximum)),
-             (builder, "create_clampf", create_clampf)]
+    ops = {"create_minnumf": np.fmin, "create_maxnumf": np.fmax, "create_minimumf": np.minimum,
+           "create_maximumf": np.maximum}
+    found = {name: lambda self, lhs, rhs, op=op: builder.binary_op(self, lhs, rhs, op) for name, op in ops.items()}
+    found["create_clampf"] = create_clampf
     names = ("create_fadd", "create_fsub", "create_fmul", "create_fdiv", "create_frem", "create_precise_divf")
-    return found + [(builder, name, arithmetic(getattr(builder, name))) for name in names if hasattr(builder, name)]
+    found.update((name, getattr(builder, name)) for name in names if hasattr(builder, name))
+    return [(builder, name, nvidia_nan(method)) for name, method in found.items()]
 
 
 def _constants(builder, handle_cls):
