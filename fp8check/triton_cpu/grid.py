@@ -40,8 +40,7 @@ import logging
 import numpy as np
 
 from .grid_builder import _Batch, _Stored, _cache_arguments, _make_builder_class
-from .grid_language import _batched_language
-from .grid_values import Unsupported, _Diverge
+from .grid_language import Unsupported, _Diverge, _batched_language
 
 
 # Private names of triton.runtime.interpreter this module builds on (checked by `available()`).

@@ -9,7 +9,7 @@ import inspect
 
 import numpy as np
 
-from .grid_values import Unsupported
+from .grid_language import Unsupported
 
 
 # Builder methods of Triton's interpreter that compute elementwise on numpy data of any shape (read in

@@ -5,23 +5,17 @@ mantissa carry into the exponent is lost, no saturation, NaN mishandled), so a C
 kernel is a byte oracle only once that conversion is replaced by clamp + round-to-nearest-even.
 
 `cpu_kernels()` is the scope every CPU run of a kernel happens in (fp8check's own, a user's file, a
-vLLM file alike). Inside it, a kernel launched with CPU tensors runs in Triton's interpreter
-(`run_on_cpu`, the one place that does), and a kernel launched with GPU tensors compiles as usual:
-the choice follows the device of the tensors, not an environment variable read when Triton was
-imported. Within the scope, and only there, the interpreter converts to and from E4M3 with
-fp8check's exact encoder (fp8.py), evaluates NaN, inf and out-of-range values through min/max/clamp
-and integer and bf16 casts as compiled Triton does (compiled_numerics.py), and takes int1 masks held
-as int32; `@triton.jit` helpers a kernel calls (its own, Triton's `tl.max` ...) run interpreted. On
-exit everything is as it was, including the `triton.language` attributes Triton's interpreter patches
-for device-function calls and does not restore itself (measured on Triton 3.9: 64 attributes of
-`triton.language.core` left patched, which would break a later compiled kernel). e4m3fnuz tensors
-reach the interpreter typed as e4m3fn and fp8check converts both ways in the format of the launch:
-Triton 3.6's interpreter has no fp8e4b8 type at all ("fail to convert fp8e4b8 to ir type", docs/NUMERICS.md).
-
-`check(fmt)` proves the conversion on known answers, `check_semantics()` proves the interpreter
-computes what vLLM-style kernels rely on as compiled Triton does, `require_any_kernel(fmt)` is both
-checks raised as one line; `compiled_caveat(spec)` says why a compiled kernel could still differ;
-`program_listener` feeds progress bars. A Triton whose internals moved is refused, never trusted.
+vLLM file alike): a kernel launched with CPU tensors runs in Triton's interpreter (`run_on_cpu`), one
+launched with GPU tensors compiles as usual, whatever environment variable Triton read at import.
+Within it, and only there, the interpreter converts to and from E4M3 with fp8check's exact encoder
+(fp8.py), evaluates NaN, inf and out-of-range values as compiled Triton does (compiled_numerics.py),
+takes int1 masks held as int32 and runs the `@triton.jit` helpers a kernel calls (`tl.max` ...)
+interpreted. On exit everything is as it was, including the `triton.language` attributes Triton's
+interpreter patches for device-function calls and does not restore (Triton 3.9: 64 attributes of
+`triton.language.core`, which would break a later compiled kernel). e4m3fnuz tensors reach the
+interpreter typed as e4m3fn and fp8check converts both ways in the launch's format: Triton 3.6's
+interpreter has no fp8e4b8 type ("fail to convert fp8e4b8 to ir type", docs/NUMERICS.md). A Triton
+whose internals moved is refused, never trusted (known_answers.py proves the rest on known answers).
 """
 
 from __future__ import annotations
@@ -34,9 +28,9 @@ import numpy as np
 import torch
 
 from ..core import fp8
-from . import compiled_numerics
 from ..core.errors import ProducerError
 from ..core.spec import FP8Format
+from . import compiled_numerics
 
 # Interpreter internals this scope relies on were read in these releases (the patch targets are also
 # checked at run time).
@@ -59,10 +53,8 @@ def _internals():
     """(tl, interpreter module, JITFunction, InterpretedFunction) of a Triton whose internals were read."""
     version = _triton_version()
     if not version.startswith(TESTED_TRITON):
-        raise ExactConversionError(
-            f"Triton {version}: the interpreter's FP8 conversion is patched only for Triton "
-            f"{', '.join(TESTED_TRITON)}; its internals may have moved"
-        )
+        raise ExactConversionError(f"Triton {version}: the interpreter's FP8 conversion is patched only for"
+                                   f" Triton {', '.join(TESTED_TRITON)}; its internals may have moved")
     try:
         import triton.language as tl
         from triton.runtime import interpreter
@@ -145,7 +137,7 @@ def _cpu_scope(grid: bool):
 
 def _exact_fp_to_fp(tl, handle_cls, original):
     """The interpreter's fp -> fp conversion with E4M3 on either side done by fp8.encode / fp8.decode."""
-    widths = {tl.float32: np.float32, tl.float16: np.float16, tl.float64: np.float64}
+    widths = {tl.float32: np.float32, tl.float16: np.float16, tl.float64: np.float64, tl.bfloat16: np.uint16}
 
     def fmt_of(scalar):
         if scalar == tl.float8e4nv:
@@ -156,14 +148,14 @@ def _exact_fp_to_fp(tl, handle_cls, original):
     def create_fp_to_fp(self, src, dst_type, rounding_mode):
         src_type, dst = src.dtype.scalar, dst_type.scalar
         to_fmt, from_fmt = fmt_of(dst), fmt_of(src_type)
-        if to_fmt is not None and (src_type in widths or src_type == tl.bfloat16):
+        if to_fmt is not None and src_type in widths:
             if src_type == tl.bfloat16:  # bf16 is held as uint16 bits: widen exactly to fp32
                 values = (src.data.astype(np.uint32) << 16).view(np.float32)
             else:
                 values = src.data if src_type == tl.float64 else src.data.astype(np.float32)
             encoded = fp8.encode(torch.from_numpy(np.ascontiguousarray(values)), to_fmt).numpy()
             return handle_cls(encoded.reshape(src.data.shape), dst)
-        if from_fmt is not None and (dst in widths or dst == tl.bfloat16):
+        if from_fmt is not None and dst in widths:
             codes = torch.from_numpy(np.ascontiguousarray(src.data).view(np.uint8))
             values = fp8.decode(codes, from_fmt).numpy().reshape(src.data.shape)  # exact in every wider type
             if dst == tl.bfloat16:
