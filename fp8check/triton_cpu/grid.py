@@ -1,34 +1,31 @@
 """Triton's CPU interpreter, a whole grid at a time: the same bytes as program after program, faster.
 
-Triton's interpreter runs a grid one program after another, and each program pays ~2.5 ms of Python in
-Triton's semantic layer (~45 us per `tl` operation), so a writer with one program per token runs a few
-hundred tokens per second. Here the programs of a grid run in lockstep as one batch: `tl.program_id`
-is a vector, every value's numpy data carries a leading program axis (scalars `[P]`, blocks `[P, ...]`;
-a value the same in every program keeps a leading axis of 1), elementwise operations broadcast,
-reductions, reshapes, transposes and `tl.dot` shift their axes by one, and loads and stores gather and
-scatter through the real memory with their masks. The per-operation Python is paid once per batch.
+Triton's interpreter runs a grid one program after another, each paying ~2.5 ms of Python in Triton's
+semantic layer (~45 us per `tl` operation): a writer with one program per token runs a few hundred
+tokens per second. Here the programs of a grid run in lockstep as one batch: `tl.program_id` is a
+vector, every value's numpy data has a leading program axis (scalars `[P]`, blocks `[P, ...]`; a value
+the same in every program keeps an axis of 1), elementwise operations broadcast, reductions, reshapes,
+transposes and `tl.dot` shift their axes by one, and loads and stores gather and scatter through the
+real memory with their masks. The per-operation Python is paid once per batch.
 
-Control flow. Where Python asks for a concrete value (`if` / early `return` on a tensor, `int()`,
-a loop bound) and the programs of a batch disagree, the batch is split by that value and each part runs
-again from the start on its own path. A `tl.range` whose bounds differ between programs but whose trip
-count does not runs once for all, its loop variable a vector of Python ints (`ProgramInts`, Python int
+Control flow. Where Python needs a concrete value (`if` / early `return` on a tensor, `int()`, a loop
+bound) and the programs of a batch disagree, the batch is split by that value and each part runs again
+from the start on its own path. A `tl.range` whose bounds differ between programs but whose trip count
+does not runs once for all, its loop variable a vector of Python ints (`ProgramInts`, Python int
 arithmetic per program) that becomes a tensor exactly where a Python int would.
 
 Why the bytes are those of the sequential interpreter. Every program executes exactly the operations
 of its own path, in its own order, with the interpreter's own numpy functions (a reduction calls numpy
 on each program's block, or once on all where every block is a C-contiguous row, which numpy reduces
-row by row as it reduces one block; the differential tests hold it to that). Only the order
-*between* programs changes, and after the grid two facts are checked on what it did: no byte that any
-program stored was loaded by any program (so every load saw the memory as it was before the grid), and
-no byte was stored by two programs (so the final bytes do not depend on their order). Both hold for
-every kernel whose programs are independent, which is what a GPU assumes too. When either fails, when
-an operation is used that this module does not implement (atomics, custom scans, prints, block pointers,
-tensor descriptors, any builder method it does not know), when a private Triton name it relies on
-moved, or when the kernel raises, the stores are undone and the grid runs in Triton's sequential
-interpreter; the grid's `GridRun` record says why.
-
-Active only inside `grid_at_once()`, which patches `GridExecutor.__call__` for its duration.
-"""
+row by row as it reduces one block; the differential tests hold it to that). Only the order *between*
+programs changes, and after the grid two facts are checked: no byte that any program stored was loaded
+by any program (every load saw the memory as it was before the grid), and no byte was stored by two
+programs (the final bytes do not depend on their order). Both hold for every kernel whose programs are
+independent, as a GPU assumes too. When either fails, when an operation is used that this module does
+not implement (atomics, custom scans, prints, block pointers, tensor descriptors, any builder method it
+does not know), when a private Triton name it relies on moved, or when the kernel raises, the stores are
+undone and the grid runs in Triton's sequential interpreter; its `GridRun` record says why. Active only
+inside `grid_at_once()`, which patches `GridExecutor.__call__` for its duration."""
 
 from __future__ import annotations
 
@@ -188,8 +185,8 @@ def _grid_call(interpreter, original, runs: list[GridRun]):
             return original(self, *args_dev, **kwargs)
         if self.pre_run_hooks or any(getattr(a, "device", None) is not None and a.device.type != "cpu"
                                      for a in (*args_dev, *kwargs.values())):
-            reason = "the kernel has pre-run hooks" if self.pre_run_hooks else "a tensor argument is not on the CPU"
-            _fall_back(runs, GridRun(name, 0, 0, reason))
+            _fall_back(runs, GridRun(name, 0, 0, "the kernel has pre-run hooks" if self.pre_run_hooks
+                                     else "a tensor argument is not on the CPU"))
             return original(self, *args_dev, **kwargs)
         args_hst, kwargs_hst = self._init_args_hst(args_dev, kwargs)
         batch = _Batch(_storages(list(args_hst) + list(kwargs_hst.values())))

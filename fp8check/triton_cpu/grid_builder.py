@@ -138,11 +138,8 @@ def _make_builder_class(interpreter):
             _, ny, nz = grid
             self.batch.program_ids = program_ids
             coords = (program_ids // (ny * nz), (program_ids // nz) % ny, program_ids % nz)
-            vectors = []
-            for values in coords:
-                values = values.astype(np.int32)
-                vectors.append(values[:1] if bool((values == values[0]).all()) else values)
-            self.program_vectors = tuple(vectors)
+            coords = [values.astype(np.int32) for values in coords]  # a value all programs share: one row
+            self.program_vectors = tuple(v[:1] if bool((v == v[0]).all()) else v for v in coords)
 
         def create_get_program_id(self, axis):
             return handle_cls(self.program_vectors[axis], tl.int32)
@@ -152,10 +149,8 @@ def _make_builder_class(interpreter):
             arrays = [ptrs.data, mask.data] + ([] if other is None else [other.data])
             arrays = [np.ascontiguousarray(a) for a in np.broadcast_arrays(*arrays)]
             taken = _bool_mask(arrays[1])
-            element = ptrs.get_element_ty()
-            if not taken.any():
-                gathered = None
-            else:
+            element, gathered = ptrs.get_element_ty(), None
+            if taken.any():
                 addresses = arrays[0] if taken.all() else arrays[0][taken]
                 width = max(1, element.primitive_bitwidth // 8)
                 low, high = int(addresses.min()), int(addresses.max()) + width
@@ -193,10 +188,8 @@ def _make_builder_class(interpreter):
             if storage is None:
                 old = base.create_masked_load(self, pointer_handle, mask_handle, None, *load_cache, False)
                 self.batch.gathered.append((pointers, old.data, flags, ptrs.dtype))
-            if len(pointers) == 1 and len(self.batch.program_ids) > 1:
-                owners = np.array([-1 - self.batch.batch_number], dtype=np.int64)
-            else:
-                owners = self.batch.program_ids
+            shared = len(pointers) == 1 and len(self.batch.program_ids) > 1
+            owners = np.array([-1 - self.batch.batch_number], dtype=np.int64) if shared else self.batch.program_ids
             self.batch.attempt_stores.append(_Stored(pointers, taken, owners, width, low, high, storage))
             return base.create_masked_store(self, pointer_handle, handle_cls(values, value.dtype), mask_handle, *cache)
 
