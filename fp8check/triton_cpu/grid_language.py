@@ -257,9 +257,18 @@ def _batched_language(interpreter, builder):
                  for name, value in (("reduce", reduce), ("associative_scan", scan))]
         ours += [(lang, name, _range) for lang in {tl, tl.core} for name in ("range", "static_range")
                  if hasattr(lang, name)]
-        ours += [(tl.tensor, "__bool__", _tensor_bool), (tl.tensor, "__index__", _tensor_index),
-                 (tl.tensor, "T", property(_tensor_transpose)),
-                 (interpreter.InterpretedFunction, "__call__", _device_call(interpreter))]
+
+        def device_call(self, *args, **kwargs):  # a @triton.jit helper called from a kernel: language patched
+            try:
+                return self.rewrite()(*args, **kwargs)
+            except (Unsupported, _Diverge):
+                raise
+            except Exception as exc:
+                raise interpreter.InterpreterError(repr(exc)) from exc
+
+        ours += [(tl.tensor, "__bool__", _tensor_bool), (tl.tensor, "T", property(_tensor_transpose)),
+                 (tl.tensor, "__index__", lambda self: int(_uniform(_tensor_values(self)))),
+                 (interpreter.InterpretedFunction, "__call__", device_call)]
         for owner, name, value in ours:
             saved.append((owner, name, vars(owner).get(name, _ABSENT)))
             setattr(owner, name, value)
@@ -290,10 +299,6 @@ def _tensor_bool(self):
     return bool(_uniform(self.handle.data.reshape(len(self.handle.data)).astype(np.bool_)))
 
 
-def _tensor_index(self):
-    return int(_uniform(_tensor_values(self)))
-
-
 def _tensor_transpose(self):
     import triton.language as tl
     from triton.runtime.interpreter import TensorHandle
@@ -302,18 +307,6 @@ def _tensor_transpose(self):
         raise Unsupported(".T of a block that is not 2-d")
     handle = TensorHandle(np.swapaxes(self.handle.data, -1, -2), self.handle.dtype)
     return tl.core.tensor(handle, tl.core.block_type(self.dtype, [self.shape[1], self.shape[0]]))
-
-
-def _device_call(interpreter):
-    def __call__(self, *args, **kwargs):  # a @triton.jit helper called from a kernel: language already patched
-        try:
-            return self.rewrite()(*args, **kwargs)
-        except (Unsupported, _Diverge):
-            raise
-        except Exception as exc:
-            raise interpreter.InterpreterError(repr(exc)) from exc
-
-    return __call__
 
 
 def _semantic_patches(semantic_cls, interpreter, tl) -> list[tuple[object, str, object]]:
