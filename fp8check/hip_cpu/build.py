@@ -21,6 +21,7 @@ it is loaded (Built.load).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 import json
@@ -147,13 +148,11 @@ def _entry_is_whole(entry: Path, key: str) -> bool:
 
 
 def _discard(entry: Path) -> None:
-    """Move a stale or partial entry out of the way (one rename), then delete it."""
+    """Move a stale or partial entry out of the way (one rename, so no reader sees half), then delete it."""
     trash = entry.with_name(f".discarded-{entry.name}-{os.getpid()}")
-    try:
+    with contextlib.suppress(OSError):
         os.replace(entry, trash)
-    except OSError:
-        return
-    shutil.rmtree(trash, ignore_errors=True)
+        shutil.rmtree(trash, ignore_errors=True)
 
 
 def runtime_digest() -> str:
@@ -191,14 +190,13 @@ def _cc1(compiler: Compiler, source: Path, output: Path, cwd: Path) -> list[str]
 
 
 def _errors(stderr: str) -> list[str]:
-    return [line for line in stderr.splitlines() if "error" in line] or stderr.splitlines()
+    return [line for line in stderr.splitlines() if "error" in line] or stderr.splitlines() or ["no message"]
 
 
 def _run(command: list[str], cwd: Path, what: str) -> None:
     result = subprocess.run(command, capture_output=True, text=True, cwd=cwd)
     if result.returncode != 0:
-        errors = _errors(result.stderr)
-        raise BuildError(f"{what} failed: {(errors[0] if errors else 'no message').strip()[:400]}")
+        raise BuildError(f"{what} failed: {_errors(result.stderr)[0].strip()[:400]}")
 
 
 _LLVM_LABEL = re.compile(r'__asm\s*\(\s*"(llvm\.[\w.]+)"\s*\)')
