@@ -73,9 +73,8 @@ def _tensors(args, kwargs):
 
 
 def run_on_cpu(fn, args: tuple, kwargs: dict, *, grid):
-    """Run the Python function `fn` of a Triton kernel over `grid` on CPU tensors: Triton's interpreter
-    inside cpu_kernels() (exact FP8 conversion; e4m3fnuz tensors passed as e4m3fn-typed, converted by
-    fp8check in fnuz). The one place a kernel runs on the CPU."""
+    """Run the Python function `fn` of a Triton kernel over `grid` on CPU tensors, in cpu_kernels(): the
+    one place a kernel runs on the CPU."""
     _, interpreter, _, interpreted = _internals()
     dtypes = {t.dtype for t in _tensors(args, kwargs) if isinstance(t, torch.Tensor)}
     fnuz = torch.float8_e4m3fnuz in dtypes
@@ -96,43 +95,35 @@ def run_on_cpu(fn, args: tuple, kwargs: dict, *, grid):
             _SCOPE["fnuz"] = previous
 
 
+@contextlib.contextmanager
 def scope_for(device: torch.device, *, grid: bool = True):
     """The scope a producer or reader runs in on `device`: cpu_kernels() on the CPU once Triton is imported
     (a module that launches kernels has imported it) and is one whose internals were read, else none. In
-    it, a grid runs all its programs at once where it can (grid_interpreter.py: the bytes of a sequential
-    run; a grid it cannot run so runs sequentially, with a one-line note saying why)."""
-    if device.type != "cpu" or "triton" not in sys.modules:
-        return contextlib.nullcontext([])
-    try:
-        _internals()
-    except ExactConversionError:  # require() refuses Triton producers here; others run without kernels
-        return contextlib.nullcontext([])
-    return _cpu_scope(grid)
-
-
-@contextlib.contextmanager
-def _cpu_scope(grid: bool):
-    """Yields the list of GridRun records of the grids this scope runs (how each ran: at once, or why not);
-    grid=False: Triton's interpreter runs every grid program by program (--interpreter sequential)."""
+    it, a grid runs all its programs at once where it can (grid.py), or with grid=False program by program
+    (--interpreter sequential). Yields the list of GridRun records of the grids it runs: how each ran."""
     from .grid import GridRun, grid_at_once
 
-    if not grid:
-        mine: list = []
-
+    mine: list = []
+    try:
+        usable = device.type == "cpu" and "triton" in sys.modules and _internals() is not None
+    except ExactConversionError:  # require() refuses Triton producers here; others run without kernels
+        usable = False
+    if not usable:
+        yield mine
+    elif not grid:
         def started(done: int, total: int) -> None:
             if done == 1:
                 mine.append(GridRun("a grid", total, 0, "--interpreter sequential"))
 
         with cpu_kernels(), program_listener(started):
             yield mine
-        return
-    with cpu_kernels(), grid_at_once() as runs:
-        before = len(runs)  # an enclosing scope shares its list
-        mine: list = []
-        try:
-            yield mine
-        finally:
-            mine.extend(runs[before:])
+    else:
+        with cpu_kernels(), grid_at_once() as runs:
+            before = len(runs)  # an enclosing scope shares its list
+            try:
+                yield mine
+            finally:
+                mine.extend(runs[before:])
 
 
 def _exact_fp_to_fp(tl, handle_cls, original):
