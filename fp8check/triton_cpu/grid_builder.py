@@ -127,6 +127,17 @@ def _make_builder_class(interpreter):
     def shaped(fn):  # the data of `arg` reshaped by fn(data, *args), its dtype kept
         return lambda self, arg, *args: handle_cls(fn(arg.data, *args), arg.dtype.scalar)
 
+    @functools.lru_cache(maxsize=None)
+    def fp16_table(dtype) -> np.ndarray:  # the interpreter's fp8 -> fp16 conversion of all 256 codes
+        codes = np.arange(256, dtype=np.uint8).view(np_dtype(dtype))
+        return interpreter._convert_float(codes, dtype, tl.float16, None).view(np.float16)
+
+    def to_fp16(handle) -> np.ndarray:  # _convert_float to fp16, as the interpreter's create_dot calls it
+        dtype = handle.dtype.scalar
+        if dtype.primitive_bitwidth != 8 or not dtype.is_floating():
+            return interpreter._convert_float(handle.data, dtype, tl.float16, None).view(np.float16)
+        return np.ascontiguousarray(fp16_table(dtype)[np.ascontiguousarray(handle.data).view(np.uint8)])
+
     class BatchBuilder(base):
         def __init__(self, batch: _Batch):
             super().__init__()
@@ -168,8 +179,7 @@ def _make_builder_class(interpreter):
             # conversion over all 256 codes (it is elementwise)
             if not any(h.dtype.primitive_bitwidth == 8 and h.dtype.is_floating() for h in (a, b)):
                 return base.create_dot(self, a, b, d, input_precision, max_num_imprecise_acc)
-            a_data, b_data = (_to_fp16(interpreter, h) for h in (a, b))
-            return handle_cls(np.matmul(a_data, b_data, dtype=d.data.dtype) + d.data, d.dtype.scalar)
+            return handle_cls(np.matmul(to_fp16(a), to_fp16(b), dtype=d.data.dtype) + d.data, d.dtype.scalar)
 
         def create_masked_store(self, ptrs, value, mask, *cache):
             pointers, values, flags = (np.ascontiguousarray(a) for a in
@@ -227,23 +237,3 @@ def _make_builder_class(interpreter):
                 and not name.endswith("_ty") and not name.startswith(("get_int", "get_uint", "get_fp", "get_bf16")):
             setattr(BatchBuilder, name, unsupported(name))
     return BatchBuilder
-
-
-@functools.lru_cache(maxsize=None)
-def _fp16_table(interpreter, dtype) -> np.ndarray:
-    import triton.language as tl
-
-    codes = np.arange(256, dtype=np.uint8).view(interpreter._get_np_dtype(dtype))
-    return interpreter._convert_float(codes, dtype, tl.float16, None).view(np.float16)
-
-
-def _to_fp16(interpreter, handle) -> np.ndarray:
-    """The interpreter's _convert_float(data, dtype, fp16) as create_dot calls it; fp8 codes through a
-    table of that same function over all 256 codes."""
-    import triton.language as tl
-
-    dtype = handle.dtype.scalar
-    if dtype.primitive_bitwidth != 8 or not dtype.is_floating():
-        return interpreter._convert_float(handle.data, dtype, tl.float16, None).view(np.float16)
-    codes = np.ascontiguousarray(handle.data).view(np.uint8)
-    return np.ascontiguousarray(_fp16_table(interpreter, dtype)[codes])
