@@ -240,16 +240,32 @@ def _batched_language(interpreter, builder):
 
     lang_scope = interpreter._LangPatchScope()
     saved: list[tuple[object, str, object]] = []
+
+    def patch_builtins(package) -> None:
+        """The interpreter's _patch_builtin, also over builtins an earlier device-function call left patched
+        (Triton's InterpretedFunction.__call__ patches without restoring; 3.6-3.8 bind the builder there)."""
+        for name, member in inspect.getmembers(package):
+            patched = (getattr(member, "__kwdefaults__", None) or {}).get("member")  # by an earlier call
+            original = member if tl.core.is_builtin(member) else patched
+            if original is not None and tl.core.is_builtin(original):
+                interpreter._patch_attr(package, name, original, builder, lang_scope)
+
+    def transpose(self):
+        if len(self.shape) != 2:
+            raise Unsupported(".T of a block that is not 2-d")
+        handle = interpreter.TensorHandle(np.swapaxes(self.handle.data, -1, -2), self.handle.dtype)
+        return tl.core.tensor(handle, tl.core.block_type(self.dtype, [self.shape[1], self.shape[0]]))
+
     try:
         # the builder given here is the one Triton 3.6-3.8's builtins use; 3.9's use interpreter_semantic's
         for lang in (tl, tl.core):
-            _patch_builtins(interpreter, lang, builder, lang_scope)
-            _patch_builtins(interpreter, lang.tensor, builder, lang_scope)
+            patch_builtins(lang)
+            patch_builtins(lang.tensor)
             interpreter._patch_lang_tensor(lang.tensor, lang_scope)
             interpreter._patch_lang_core(lang, lang_scope)
-        _patch_builtins(interpreter, tl.math, builder, lang_scope)
+        patch_builtins(tl.math)
         if hasattr(tl.core, "tensor_descriptor_base"):
-            _patch_builtins(interpreter, tl.core.tensor_descriptor_base, builder, lang_scope)
+            patch_builtins(tl.core.tensor_descriptor_base)
         semantic = interpreter.interpreter_semantic
         reduce, scan = _make_reduce(interpreter, tl), _make_scan(interpreter, tl)
         ours = [(semantic, "builder", builder), *_semantic_patches(type(semantic), interpreter, tl)]
@@ -266,7 +282,7 @@ def _batched_language(interpreter, builder):
             except Exception as exc:
                 raise interpreter.InterpreterError(repr(exc)) from exc
 
-        ours += [(tl.tensor, "__bool__", _tensor_bool), (tl.tensor, "T", property(_tensor_transpose)),
+        ours += [(tl.tensor, "__bool__", _tensor_bool), (tl.tensor, "T", property(transpose)),
                  (tl.tensor, "__index__", lambda self: int(_uniform(_tensor_values(self)))),
                  (interpreter.InterpretedFunction, "__call__", device_call)]
         for owner, name, value in ours:
@@ -282,31 +298,10 @@ def _batched_language(interpreter, builder):
         lang_scope.restore()
 
 
-def _patch_builtins(interpreter, package, builder, scope) -> None:
-    """The interpreter's _patch_builtin, also over builtins an earlier device-function call left patched
-    (Triton's InterpretedFunction.__call__ patches without restoring; 3.6-3.8 bind the builder there)."""
-    import triton.language as tl
-
-    for name, member in inspect.getmembers(package):
-        original = member if tl.core.is_builtin(member) else (getattr(member, "__kwdefaults__", None) or {}).get("member")
-        if original is not None and tl.core.is_builtin(original):
-            interpreter._patch_attr(package, name, original, builder, scope)
-
-
 def _tensor_bool(self):
     if self.handle.data[0].size != 1:  # a block is truthy in the interpreter, as there
         return True
     return bool(_uniform(self.handle.data.reshape(len(self.handle.data)).astype(np.bool_)))
-
-
-def _tensor_transpose(self):
-    import triton.language as tl
-    from triton.runtime.interpreter import TensorHandle
-
-    if len(self.shape) != 2:
-        raise Unsupported(".T of a block that is not 2-d")
-    handle = TensorHandle(np.swapaxes(self.handle.data, -1, -2), self.handle.dtype)
-    return tl.core.tensor(handle, tl.core.block_type(self.dtype, [self.shape[1], self.shape[0]]))
 
 
 def _semantic_patches(semantic_cls, interpreter, tl) -> list[tuple[object, str, object]]:
