@@ -229,7 +229,8 @@ def _stage(unit: Unit, staged: Path) -> tuple[int, set[str]]:
 
 def _poison_header(builtins: set[str], path: Path) -> int:
     ocml = sorted(name for name in builtins if name.startswith("__ocml_"))
-    emulated = re.findall(r"#define (__builtin_amdgcn_\w+)", (RUNTIME / "include/hipcpu/device.hpp").read_text())
+    device_header = (RUNTIME / "include" / "hipcpu" / "device.hpp").read_text()
+    emulated = re.findall(r"#define (__builtin_amdgcn_\w+)", device_header)
     names = sorted(name for name in builtins - set(emulated) if name.startswith("__builtin_amdgcn_"))
     intrinsics = sorted(name for name in builtins if name.startswith("llvm."))
     stubs = ['#include "hipcpu/device.hpp"']
@@ -365,12 +366,11 @@ def build(unit: Unit, arch: str, compiler: Compiler) -> Built:
 
 
 def _built(entry: Path, key: str, arch: str, compiler: Compiler, seconds: float) -> Built:
-    """The build an entry holds, as its built.txt (asm statements, poisoned builtins, kernels) and its
-    manifest record it."""
+    """The build an entry holds, read from its built.txt (asm statements, poisoned builtins, kernels)."""
     info = (entry / "built.txt").read_text().splitlines()
     libraries = json.loads((entry / MANIFEST).read_text())["libraries"]
-    return Built(entry / "host.so", entry / device_name(key), arch, compiler.description, tuple(info[2:]), key,
-                 seconds, int(info[0]), int(info[1]), (libraries["host.so"], libraries[device_name(key)]))
+    return Built(entry / "host.so", entry / device_name(key), arch, compiler.description, tuple(info[2:]),
+                 key, seconds, int(info[0]), int(info[1]), (libraries["host.so"], libraries[device_name(key)]))
 
 
 def _tool(compiler: Compiler, name: str, fallback: str) -> str | None:

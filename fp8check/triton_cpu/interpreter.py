@@ -179,8 +179,7 @@ def _mask_fix(handle_cls, load, store):
 
 
 def _language_state() -> dict:
-    """The attributes of triton.language's modules and of their classes (to put back what the interpreter
-    leaves patched)."""
+    """The attributes of triton.language's modules and their classes: what the interpreter leaves patched."""
     modules = [m for name, m in list(sys.modules.items()) if m is not None and name.startswith("triton.language")]
     owners = {id(m): m for m in modules}
     for module in modules:

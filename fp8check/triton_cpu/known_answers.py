@@ -67,12 +67,13 @@ def check(fmt: FP8Format = FP8Format.E4M3FN) -> tuple[bool, str]:
     except ExactConversionError as exc:
         return False, str(exc)
     except Exception as exc:  # the interpreter itself broke: not trustworthy either
-        return False, (f"Triton {_triton_version()} interpreter cannot run the {fmt.value} known-answer kernel"
-                       f" ({type(exc).__name__}: {exc})")
+        return False, (f"Triton {_triton_version()} interpreter cannot run the {fmt.value} known-answer"
+                       f" kernel ({type(exc).__name__}: {exc})")
     for (value, *expected), byte in zip(KNOWN_ANSWERS, got):
         if byte != expected[column]:
             return False, (f"Triton {_triton_version()} interpreter converts {value!r} to {fmt.value} byte"
-                           f" 0x{byte:02x}, expected 0x{expected[column]:02x}: its FP8 conversion is not exact")
+                           f" 0x{byte:02x}, expected 0x{expected[column]:02x}: its FP8 conversion is not"
+                           " exact")
     decoded = fp8.decode(torch.tensor(got, dtype=torch.uint8), fmt)
     if not ((back == decoded) | (back.isnan() & decoded.isnan())).all():
         return False, (f"Triton {_triton_version()} interpreter reads {fmt.value} bytes back as other values:"
@@ -164,12 +165,10 @@ def require_any_kernel(fmt: FP8Format) -> None:
 
 
 def compiled_caveat(spec) -> str | None:
-    """Why a compiled kernel could write other bytes than this interpreter run, where fp8check knows a reason.
-
-    Compiled Triton on NVIDIA lowers fp32 `/` to an approximate division (docs/NUMERICS.md, docs/GPU.md);
+    """Why a compiled kernel could write other bytes than this interpreter run, where fp8check knows a reason:
+    compiled Triton on NVIDIA lowers fp32 `/` to an approximate division (docs/NUMERICS.md, docs/GPU.md),
     the interpreter divides exactly. With fp32 scales every `x / s` is exposed; with ue8m0 `s` is a power
-    of two, so only `amax / DIV` near DIV * 2^k can move the ceil (the ue8m0-boundary inputs).
-    """
+    of two, so only `amax / DIV` near DIV * 2^k can move the ceil (the ue8m0-boundary inputs)."""
     if spec.scale_fmt.power_of_two:
         return None
     return ("CPU interpreter run: a kernel compiled for NVIDIA that uses fp32 `/` (approximate there, docs/NUMERICS.md"
