@@ -101,21 +101,24 @@ def _floats(builder, amd):
     return [(builder, name, nvidia_nan(method)) for name, method in found.items()]
 
 
+def _wrapping(owner, names, replacement) -> list[tuple[object, str, object]]:
+    """(owner, name, method) for each of `names` the owner has: `replacement(original, self, ...)`."""
+    def method(original):
+        return functools.wraps(original)(lambda self, *args, **kw: replacement(original, self, *args, **kw))
+
+    return [(owner, name, method(getattr(owner, name))) for name in names if hasattr(owner, name)]
+
+
 def _constants(builder, handle_cls):
     constant_cls = type("ConstantTensorHandle", (handle_cls, _Constant), {})
 
-    def marked(original):
-        @functools.wraps(original)
-        def method(self, value):
-            out = original(self, value)
-            if type(out) is handle_cls and not isinstance(value, RuntimeFloat):
-                return constant_cls(out.data, out.dtype)
-            return out
+    def marked(original, self, value):
+        out = original(self, value)
+        if type(out) is handle_cls and not isinstance(value, RuntimeFloat):
+            return constant_cls(out.data, out.dtype)
+        return out
 
-        return method
-
-    return [(builder, name, marked(getattr(builder, name))) for name in ("get_fp16", "get_fp32", "get_fp64")
-            if hasattr(builder, name)]
+    return _wrapping(builder, ("get_fp16", "get_fp32", "get_fp64"), marked)
 
 
 def _clip_lowering(semantic_cls, handle_cls, amd):
@@ -156,39 +159,32 @@ def _clip_lowering(semantic_cls, handle_cls, amd):
 
 
 def _float_to_int(builder, handle_cls, interpreter, amd):
-    def convert(original):
-        @functools.wraps(original)
-        def method(self, src, dst_type):
-            target = np.dtype(interpreter._get_np_dtype(dst_type))
-            data = src.data
-            if data.dtype.kind != "f" or target.kind not in "iu":
-                return original(self, src, dst_type)
-            if amd():  # AMDGPU converts to a signed 32-bit integer below 32 bits (so -1.5 -> 0xFF)
-                wide = target if target.itemsize >= 4 else np.dtype(np.int32)
-            else:  # PTX cvt.rzi converts to 16 bits at least, saturating in the target's signedness
-                wide = target if target.itemsize >= 2 else np.dtype(f"{target.kind}2")
-            info = np.iinfo(wide)
-            values = np.trunc(np.nan_to_num(data.astype(np.float64), nan=0.0, posinf=float(info.max),
-                                            neginf=float(info.min)))
-            converted = np.zeros(values.shape, dtype=wide)
-            inside = (values > float(info.min)) & (values < float(info.max))
-            converted[inside] = values[inside].astype(wide)
-            converted[values >= float(info.max)] = info.max
-            converted[values <= float(info.min)] = info.min
-            return handle_cls(converted.astype(target), dst_type.scalar)
+    def convert(original, self, src, dst_type):
+        target = np.dtype(interpreter._get_np_dtype(dst_type))
+        data = src.data
+        if data.dtype.kind != "f" or target.kind not in "iu":
+            return original(self, src, dst_type)
+        if amd():  # AMDGPU converts to a signed 32-bit integer below 32 bits (so -1.5 -> 0xFF)
+            wide = target if target.itemsize >= 4 else np.dtype(np.int32)
+        else:  # PTX cvt.rzi converts to 16 bits at least, saturating in the target's signedness
+            wide = target if target.itemsize >= 2 else np.dtype(f"{target.kind}2")
+        info = np.iinfo(wide)
+        values = np.trunc(np.nan_to_num(data.astype(np.float64), nan=0.0, posinf=float(info.max),
+                                        neginf=float(info.min)))
+        converted = np.zeros(values.shape, dtype=wide)
+        inside = (values > float(info.min)) & (values < float(info.max))
+        converted[inside] = values[inside].astype(wide)
+        converted[values >= float(info.max)] = info.max
+        converted[values <= float(info.min)] = info.min
+        return handle_cls(converted.astype(target), dst_type.scalar)
 
-        return method
-
-    return [(builder, name, convert(getattr(builder, name))) for name in ("create_fp_to_si", "create_fp_to_ui")]
+    return _wrapping(builder, ("create_fp_to_si", "create_fp_to_ui"), convert)
 
 
 def _bf16_rounding(builder, handle_cls, amd):
     import triton.language as tl
 
-    original = builder.create_fp_trunc
-
-    @functools.wraps(original)
-    def create_fp_trunc(self, src, dst_type):
+    def create_fp_trunc(original, self, src, dst_type):
         if src.dtype.scalar != tl.float32 or dst_type.scalar != tl.bfloat16:
             return original(self, src, dst_type)
         bits = np.ascontiguousarray(src.data, dtype=np.float32).view(np.uint32)
@@ -196,7 +192,7 @@ def _bf16_rounding(builder, handle_cls, amd):
         nan = BF16_CANONICAL_NAN if not amd() else ((bits >> 16) | 0x40).astype(np.uint16)
         return handle_cls(np.where(np.isnan(src.data), nan, rounded).astype(np.uint16), dst_type.scalar)
 
-    return [(builder, "create_fp_trunc", create_fp_trunc)]
+    return _wrapping(builder, ("create_fp_trunc",), create_fp_trunc)
 
 
 def patches(interpreter, amd) -> list[tuple[object, str, object]]:
