@@ -251,7 +251,8 @@ def _poison_header(builtins: set[str], path: Path) -> int:
             call = {"f32": f"(float)(1.0 / {value})", "f64": f"1.0 / {value}",
                     "f16": f"(_Float16)(1.0f / (float){value})"}[kind]
         else:
-            call = {"f32": f"::{fn}f(a...)", "f64": f"::{fn}(a...)", "f16": f"(_Float16)::{fn}f((float)a...)"}[kind]
+            call = {"f32": f"::{fn}f(a...)", "f64": f"::{fn}(a...)",
+                    "f16": f"(_Float16)::{fn}f((float)a...)"}[kind]
         lines.append(f"HIPCPU_OCML({name}, {call})")
     for name in names:
         sized = re.search(r"_b(8|16|32|64|96|128)$", name)
@@ -369,8 +370,9 @@ def _built(entry: Path, key: str, arch: str, compiler: Compiler, seconds: float)
     """The build an entry holds, read from its built.txt (asm statements, poisoned builtins, kernels)."""
     info = (entry / "built.txt").read_text().splitlines()
     libraries = json.loads((entry / MANIFEST).read_text())["libraries"]
-    return Built(entry / "host.so", entry / device_name(key), arch, compiler.description, tuple(info[2:]),
-                 key, seconds, int(info[0]), int(info[1]), (libraries["host.so"], libraries[device_name(key)]))
+    device = device_name(key)
+    return Built(entry / "host.so", entry / device, arch, compiler.description, tuple(info[2:]), key, seconds,
+                 int(info[0]), int(info[1]), (libraries["host.so"], libraries[device]))
 
 
 def _tool(compiler: Compiler, name: str, fallback: str) -> str | None:
@@ -429,7 +431,8 @@ def _trampolines(kernels: list[str], demangled: list[str]) -> str:
         lines.append(f'extern "C" void hipcpu_kernel_{i}({decl}) __asm__("{name}");')
         call = ", ".join(f"*static_cast<{t}*>(a[{j}])" for j, t in enumerate(types))
         lines.append(f"static void hipcpu_trampoline_{i}(void** a) {{ hipcpu_kernel_{i}({call}); }}")
-    entries = ", ".join(f'{{"{name}", hipcpu_trampoline_{i}}}' for i, name in enumerate(kernels))
-    lines.append(f'extern "C" const hipcpu_kernel_entry hipcpu_kernels[] = {{{entries}{", " if entries else ""}{{nullptr, nullptr}}}};')
+    entries = [f'{{"{name}", hipcpu_trampoline_{i}}}' for i, name in enumerate(kernels)]
+    table = ", ".join(entries + ["{nullptr, nullptr}"])
+    lines.append(f'extern "C" const hipcpu_kernel_entry hipcpu_kernels[] = {{{table}}};')
     lines.append(f'extern "C" const int hipcpu_kernel_count = {len(kernels)};')
     return "\n".join(lines) + "\n"

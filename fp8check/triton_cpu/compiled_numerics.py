@@ -94,7 +94,8 @@ def _floats(builder, amd):
 
     ops = {"create_minnumf": np.fmin, "create_maxnumf": np.fmax, "create_minimumf": np.minimum,
            "create_maximumf": np.maximum}
-    found = {name: lambda self, lhs, rhs, op=op: builder.binary_op(self, lhs, rhs, op) for name, op in ops.items()}
+    found = {name: lambda self, lhs, rhs, op=op: builder.binary_op(self, lhs, rhs, op)
+             for name, op in ops.items()}
     found["create_clampf"] = create_clampf
     names = ("create_fadd", "create_fsub", "create_fmul", "create_fdiv", "create_frem", "create_precise_divf")
     found.update((name, getattr(builder, name)) for name in names if hasattr(builder, name))

@@ -198,8 +198,9 @@ def _make_builder_class(interpreter):
             if storage is None:
                 old = base.create_masked_load(self, pointer_handle, mask_handle, None, *load_cache, False)
                 self.batch.gathered.append((pointers, old.data, flags, ptrs.dtype))
-            shared = len(pointers) == 1 and len(self.batch.program_ids) > 1
-            owners = np.array([-1 - self.batch.batch_number], dtype=np.int64) if shared else self.batch.program_ids
+            owners = self.batch.program_ids  # one virtual owner for a store all programs share
+            if len(pointers) == 1 and len(owners) > 1:
+                owners = np.array([-1 - self.batch.batch_number], dtype=np.int64)
             self.batch.attempt_stores.append(_Stored(pointers, taken, owners, width, low, high, storage))
             return base.create_masked_store(self, pointer_handle, handle_cls(values, value.dtype), mask_handle, *cache)
 
