@@ -17,11 +17,6 @@ tests/corpus/nan-probe-nvidia.json) are in docs/NUMERICS.md, "NaN, inf and out-o
   the target's signedness; AMD to a signed 32-bit integer); a narrower integer keeps the low bits when
   stored. numpy leaves out-of-range values undefined (x86: INT_MIN) and wraps negatives.
 - fp32 -> bf16 rounds to nearest even (the interpreter truncates); NaN becomes 0x7FFF on NVIDIA.
-
-`patches(interpreter, amd)` is the list of (owner, name, value) that `cpu_kernels()` installs for the
-scope of a kernel run and takes back after it; `amd()` says whether the launch stands for an AMD GPU
-(an e4m3fnuz launch). `runtime_arguments(fn, args, kwargs)` marks a kernel's float arguments, which are
-runtime values to the compiler however the interpreter passes them.
 """
 
 from __future__ import annotations
@@ -54,7 +49,8 @@ for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__
 
 
 def runtime_arguments(fn, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
-    """`args`, `kwargs` with every float that binds to a parameter not declared `tl.constexpr` marked."""
+    """`args`, `kwargs` with every float that binds to a parameter not declared `tl.constexpr` marked: a
+    runtime value to the compiler, however the interpreter passes it."""
     try:
         parameters = list(inspect.signature(fn).parameters.values())
     except (TypeError, ValueError):
@@ -197,7 +193,8 @@ def _bf16_rounding(builder, handle_cls, amd):
 
 
 def patches(interpreter, amd) -> list[tuple[object, str, object]]:
-    """(owner, attribute, value) for the scope of one CPU kernel run; `amd()`: the launch stands for AMD."""
+    """(owner, attribute, value) that cpu_kernels() installs for one CPU kernel run and takes back after it;
+    `amd()`: the launch stands for an AMD GPU (an e4m3fnuz launch)."""
     from triton.language import semantic
 
     builder, handle_cls = interpreter.InterpreterBuilder, interpreter.TensorHandle
