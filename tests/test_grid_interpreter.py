@@ -261,7 +261,7 @@ _OPERATORS = ["+", "-", "*", "//", "%", "&", "|", "^", "<<", ">>", "<", "<=", ">
 @given(left=st.lists(st.integers(-2000, 2000), min_size=1, max_size=4), right=st.integers(-70, 70),
        operator=st.sampled_from(_OPERATORS), side=st.sampled_from(["vector op int", "int op vector", "vector op vector"]))
 def test_program_ints_compute_what_python_ints_compute(left, right, operator, side):
-    from fp8check.triton_cpu.grid_values import ProgramBools, ProgramInts, Unsupported
+    from fp8check.triton_cpu.grid_language import ProgramBools, ProgramInts, Unsupported
 
     rights = [right + i for i in range(len(left))]
     expected = []

@@ -111,8 +111,9 @@ def load_extension(stem: str, digest: str, sources, *, include_dirs=(), cxx_flag
                                     extra_include_paths=[str(d) for d in include_dirs], build_directory=str(folder),
                                     verbose=False)
     except Exception as exc:  # a compile error of the project's code as cut out, or of the binding
+        errors = [line for line in str(exc).splitlines() if "error" in line.lower()] or [str(exc)]
         raise ProducerError(f"building {stem} with nvcc {toolchain.version} for {toolchain.arch} failed:"
-                            f" {_first_error(exc)} (build folder {folder})") from exc
+                            f" {one_line(errors[0], 400)} (build folder {folder})") from exc
     if shared_libstdcxx:
         _require_shared_libstdcxx(next(folder.glob(f"{name}*.so"), None))
     built = Built(module, digest, time.perf_counter() - start, cached)
@@ -138,8 +139,3 @@ def _require_shared_libstdcxx(library: Path | None) -> None:
                             " std::locale users (DeepGEMM's std::regex); build with a compiler that links the"
                             " shared libstdc++, e.g. CXX=c++ CC=gcc")
 
-
-def _first_error(exc: Exception) -> str:
-    text = str(exc)
-    lines = [line for line in text.splitlines() if "error" in line.lower()]
-    return one_line(lines[0] if lines else text, 400)

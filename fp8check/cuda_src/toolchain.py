@@ -33,9 +33,7 @@ class Toolchain:
 def parse_version(text: str) -> str | None:
     """'13.0.48' from `nvcc --version` output ('Cuda compilation tools, release 13.0, V13.0.48')."""
     match = re.search(r"release (\d+\.\d+), V(\d+\.\d+\.\d+)", text) or re.search(r"release (\d+\.\d+)", text)
-    if match is None:
-        return None
-    return match.group(2) if match.lastindex == 2 else match.group(1)
+    return match and match.group(match.lastindex)
 
 
 def arch_of(capability: tuple[int, int]) -> str:
@@ -60,24 +58,17 @@ def _nvcc() -> tuple[Path | None, str]:
     return (nvcc, version) if version else (None, f"{nvcc} --version printed no release")
 
 
-def _gpu() -> tuple[str | None, str]:
-    import torch
-
-    if not torch.cuda.is_available() or getattr(torch.version, "hip", None):
-        return None, "no NVIDIA GPU visible to torch"
-    return arch_of(torch.cuda.get_device_capability()), torch.cuda.get_device_name()
-
-
 def find() -> tuple[Toolchain | None, str]:
     """(the toolchain, one line) or (None, why a build for the GPU cannot happen here)."""
+    import torch
+
     nvcc, version = _nvcc()
     if nvcc is None:
         return None, version
-    arch, device = _gpu()
-    if arch is None:
-        return None, f"nvcc {version} found, but {device}"
-    found = Toolchain(nvcc, version, arch)
-    return found, f"{found.description}, {device}"
+    if not torch.cuda.is_available() or getattr(torch.version, "hip", None):
+        return None, f"nvcc {version} found, but no NVIDIA GPU visible to torch"
+    found = Toolchain(nvcc, version, arch_of(torch.cuda.get_device_capability()))
+    return found, f"{found.description}, {torch.cuda.get_device_name()}"
 
 
 def require() -> Toolchain:

@@ -33,36 +33,29 @@ class AsmStatement:
     inputs: tuple[AsmOperand, ...]
 
 
-def _skip_string(text: str, i: int) -> int:
-    quote = text[i]
-    i += 1
-    while i < len(text) and text[i] != quote:
-        i += 2 if text[i] == "\\" else 1
-    return i + 1
+def _scan(text: str, i: int = 0):
+    """(index, character) of each character of `text` from `i` on, string and character literals skipped."""
+    while i < len(text):
+        if text[i] in "\"'":
+            quote, i = text[i], i + 1
+            while i < len(text) and text[i] != quote:
+                i += 2 if text[i] == "\\" else 1
+        else:
+            yield i, text[i]
+        i += 1
 
 
 def _split_top(text: str, separator: str) -> list[str] | None:
     """`text` split at `separator` outside (), [], {} and string literals; None if unbalanced."""
-    parts, depth, start, i = [], 0, 0, 0
-    while i < len(text):
-        c = text[i]
-        if c in "\"'":
-            i = _skip_string(text, i)
-            continue
-        if c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-            if depth < 0:
-                return None
-        elif c == separator and depth == 0:
+    parts, depth, start = [], 0, 0
+    for i, c in _scan(text):
+        depth += (c in "([{") - (c in ")]}")
+        if depth < 0:
+            return None
+        if c == separator and depth == 0:
             parts.append(text[start:i])
             start = i + 1
-        i += 1
-    if depth != 0:
-        return None
-    parts.append(text[start:])
-    return parts
+    return None if depth else parts + [text[start:]]
 
 
 _OPERAND = re.compile(r"^\s*(?:\[\s*(\w+)\s*\])?\s*(\"(?:[^\"\\]|\\.)*\")\s*\((.*)\)\s*$", re.S)
@@ -84,19 +77,11 @@ def _operands(section: str) -> tuple[AsmOperand, ...] | None:
 
 
 def _closing(text: str, open_paren: int) -> int | None:
-    depth, i = 0, open_paren
-    while i < len(text):
-        c = text[i]
-        if c in "\"'":
-            i = _skip_string(text, i)
-            continue
-        if c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-            if depth == 0:
-                return i
-        i += 1
+    depth = 0
+    for i, c in _scan(text, open_paren):
+        depth += (c == "(") - (c == ")")
+        if depth == 0:
+            return i
     return None
 
 

@@ -6,8 +6,8 @@ compiles it, and the hipcpu runtime (runtime/).
 - device pass (`-x hip -fcuda-is-device`, x86-64 target): exactly the kernels the host code launches and
   the device functions they call, with host/device overload pairs resolved to the device side by clang;
 - a generated trampoline per kernel unpacks hipLaunchKernel's argument array (from the kernel's mangled
-  parameter types); host and device objects go into two shared objects so that the two sides' copies of
-  one function never meet.
+  parameter types, read with the compiler's own llvm-nm and llvm-cxxfilt); host and device objects go
+  into two shared objects so that the two sides' copies of one function never meet.
 
 Staging copies the sources and rewrites inline asm (asm_rewrite.py); every AMDGPU builtin the runtime
 does not emulate becomes a poison value (runtime/include/hipcpu/device.hpp). The build is cached under
@@ -21,6 +21,7 @@ it is loaded (Built.load).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 import json
@@ -36,9 +37,8 @@ from pathlib import Path
 
 from ..core import disk_cache
 from ..core.errors import ProducerError
-from . import asm_rewrite, trampolines
+from . import asm_rewrite
 from .compiler import Compiler
-from .trampolines import _demangle, _symbols, _trampolines
 
 
 RUNTIME = Path(__file__).parent / "runtime"
@@ -47,6 +47,12 @@ CACHE_KIND = "aiter-cpu"
 # Flags of every pass. Contraction off: a*b+c is never fused into one rounding (stated in provenance).
 COMMON_FLAGS = ("-std=c++20", "-O3", "-ffp-contract=off", "-fhip-new-launch-api", "-fnative-half-type",
                 "-Wno-everything")
+MANIFEST = "manifest.json"
+# demangled scalar parameter types a trampoline can pass by value
+SCALARS = frozenset({"bool", "char", "signed char", "unsigned char", "short", "unsigned short", "int",
+                     "unsigned int", "long", "unsigned long", "long long", "unsigned long long", "float",
+                     "double", "__bf16", "_Float16"})
+
 
 class BuildError(ProducerError):
     """The sources did not build for the CPU (the compiler's first error is in the message)."""
@@ -108,12 +114,11 @@ def _sha256(path: Path) -> str | None:
 def compiler_identity(compiler: Compiler) -> dict:
     """What the build depends on of the compiler beyond its version: the binary the command runs (a
     reinstalled or patched clang of the same version is another compiler)."""
-    binary = os.path.realpath(shutil.which(compiler.command[0]) or compiler.command[0])
     try:
-        info = os.stat(binary)
-        return {"binary": binary, "size": info.st_size, "mtime_ns": info.st_mtime_ns}
+        info = os.stat(compiler.binary)
+        return {"binary": compiler.binary, "size": info.st_size, "mtime_ns": info.st_mtime_ns}
     except OSError:
-        return {"binary": binary}
+        return {"binary": compiler.binary}
 
 
 def dependencies(depfile: Path, work: Path) -> dict[str, str]:
@@ -123,18 +128,9 @@ def dependencies(depfile: Path, work: Path) -> dict[str, str]:
     text = depfile.read_text().replace("\\\n", " ")
     body = text.split(":", 1)[1] if ":" in text else ""
     names = [name.replace("\\ ", " ") for name in re.findall(r"(?:\\ |[^\s])+", body)]
-    found = {}
-    for name in names:
-        path = Path(os.path.realpath(work / name))
-        if path.is_relative_to(Path(os.path.realpath(work))):
-            continue
-        digest = _sha256(path)
-        if digest is not None:
-            found[str(path)] = digest
-    return found
-
-
-MANIFEST = "manifest.json"
+    paths = [Path(os.path.realpath(work / name)) for name in names]
+    found = {str(p): _sha256(p) for p in paths if not p.is_relative_to(Path(os.path.realpath(work)))}
+    return {path: digest for path, digest in found.items() if digest is not None}
 
 
 def _entry_is_whole(entry: Path, key: str) -> bool:
@@ -152,19 +148,17 @@ def _entry_is_whole(entry: Path, key: str) -> bool:
 
 
 def _discard(entry: Path) -> None:
-    """Move a stale or partial entry out of the way (one rename), then delete it."""
+    """Move a stale or partial entry out of the way (one rename, so no reader sees half), then delete it."""
     trash = entry.with_name(f".discarded-{entry.name}-{os.getpid()}")
-    try:
+    with contextlib.suppress(OSError):
         os.replace(entry, trash)
-    except OSError:
-        return
-    shutil.rmtree(trash, ignore_errors=True)
+        shutil.rmtree(trash, ignore_errors=True)
 
 
 def runtime_digest() -> str:
     """The runtime's sources and the build steps themselves (this file, the asm rewriter)."""
     h = hashlib.sha256()
-    for path in [*sorted(RUNTIME.rglob("*")), Path(__file__), Path(asm_rewrite.__file__), Path(trampolines.__file__)]:
+    for path in [*sorted(RUNTIME.rglob("*")), Path(__file__), Path(asm_rewrite.__file__)]:
         if path.is_file():
             h.update(path.name.encode())
             h.update(path.read_bytes())
@@ -195,11 +189,14 @@ def _cc1(compiler: Compiler, source: Path, output: Path, cwd: Path) -> list[str]
     return command
 
 
+def _errors(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if "error" in line] or stderr.splitlines() or ["no message"]
+
+
 def _run(command: list[str], cwd: Path, what: str) -> None:
     result = subprocess.run(command, capture_output=True, text=True, cwd=cwd)
     if result.returncode != 0:
-        errors = [line for line in result.stderr.splitlines() if "error" in line] or result.stderr.splitlines()
-        raise BuildError(f"{what} failed: {(errors[0] if errors else 'no message').strip()[:400]}")
+        raise BuildError(f"{what} failed: {_errors(result.stderr)[0].strip()[:400]}")
 
 
 _LLVM_LABEL = re.compile(r'__asm\s*\(\s*"(llvm\.[\w.]+)"\s*\)')
@@ -230,14 +227,11 @@ def _stage(unit: Unit, staged: Path) -> tuple[int, set[str]]:
     return asm_count, builtins
 
 
-def emulated_builtins() -> set[str]:
-    text = (RUNTIME / "include" / "hipcpu" / "device.hpp").read_text()
-    return set(re.findall(r"#define (__builtin_amdgcn_\w+)", text))
-
-
 def _poison_header(builtins: set[str], path: Path) -> int:
     ocml = sorted(name for name in builtins if name.startswith("__ocml_"))
-    names = sorted(name for name in builtins - emulated_builtins() if name.startswith("__builtin_amdgcn_"))
+    device_header = (RUNTIME / "include" / "hipcpu" / "device.hpp").read_text()
+    emulated = re.findall(r"#define (__builtin_amdgcn_\w+)", device_header)
+    names = sorted(name for name in builtins - set(emulated) if name.startswith("__builtin_amdgcn_"))
     intrinsics = sorted(name for name in builtins if name.startswith("llvm."))
     stubs = ['#include "hipcpu/device.hpp"']
     stubs += [f'extern "C" void {llvm_stub(n)}() {{ hipcpu_fail("LLVM intrinsic not emulated", "{n}"); }}'
@@ -251,22 +245,22 @@ def _poison_header(builtins: set[str], path: Path) -> int:
         if match is None:
             continue
         fn, kind = match.groups()
-        fn = {"native_recip": "recip", "native_rsqrt": "rsqrt"}.get(fn, fn.removeprefix("native_"))
+        fn = fn.removeprefix("native_")
         if fn in ("recip", "rsqrt"):  # no libm function of that name
             value = {"recip": "(a + ...)", "rsqrt": "::sqrt((a + ...))"}[fn]
             call = {"f32": f"(float)(1.0 / {value})", "f64": f"1.0 / {value}",
                     "f16": f"(_Float16)(1.0f / (float){value})"}[kind]
-            lines.append(f"HIPCPU_OCML({name}, {call})")
-            continue
-        call = {"f32": f"::{fn}f(a...)", "f64": f"::{fn}(a...)", "f16": f"(_Float16)::{fn}f((float)a...)"}[kind]
+        else:
+            call = {"f32": f"::{fn}f(a...)", "f64": f"::{fn}(a...)",
+                    "f16": f"(_Float16)::{fn}f((float)a...)"}[kind]
         lines.append(f"HIPCPU_OCML({name}, {call})")
     for name in names:
         sized = re.search(r"_b(8|16|32|64|96|128)$", name)
         kind = f"PoisonOf<{int(sized.group(1)) // 8}>" if sized else "Poison"
         lines.append(f'#define {name}(...) (::hipcpu::{kind}("{name}"))')
-    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")
     return len(names) + len(intrinsics)
+
 
 def _compile_passes(compiler: Compiler, unit: Unit, arch: str, work: Path) -> None:
     staged, gen = work / "staged", work / "gen"
@@ -278,11 +272,8 @@ def _compile_passes(compiler: Compiler, unit: Unit, arch: str, work: Path) -> No
     includes += [arg for d in unit.system_includes for arg in ("-isystem", d)]
     defines = [f"-D{d}" for d in unit.defines]
     (work / "empty.bin").write_bytes(b"")
-    passes = {
-        "host": ["-fcuda-include-gpubinary", str(work / "empty.bin")],
-        "device": ["-fcuda-is-device", "-fvisibility=hidden", f"-D__{arch}__", "-D__GFX9__",
-                   ],
-    }
+    passes = {"host": ["-fcuda-include-gpubinary", str(work / "empty.bin")],
+              "device": ["-fcuda-is-device", "-fvisibility=hidden", f"-D__{arch}__", "-D__GFX9__"]}
     procs = []
     for name, extra in passes.items():
         command = list(base)
@@ -298,8 +289,8 @@ def _compile_passes(compiler: Compiler, unit: Unit, arch: str, work: Path) -> No
         _, err = proc.communicate()
         (work / f"{name}.log").write_text(err)
         if proc.returncode != 0:
-            errors = [line for line in err.splitlines() if "error" in line] or err.splitlines()
-            raise BuildError(f"the {name} pass failed: {' | '.join(e.strip()[:300] for e in errors[:3]) or 'no message'}")
+            first = " | ".join(e.strip()[:300] for e in _errors(err)[:3])
+            raise BuildError(f"the {name} pass failed: {first or 'no message'}")
 
 
 def _kernels(compiler: Compiler, work: Path) -> list[str]:
@@ -344,10 +335,7 @@ def build(unit: Unit, arch: str, compiler: Compiler) -> Built:
     cached = disk_cache.entry(CACHE_KIND, key)
     if cached is not None and cached.exists():
         if _entry_is_whole(cached, key):
-            info = (cached / "built.txt").read_text().splitlines()
-            libraries = json.loads((cached / MANIFEST).read_text())["libraries"]
-            return Built(cached / "host.so", cached / device_name(key), arch, compiler.description, tuple(info[2:]), key,
-                         0.0, int(info[0]), int(info[1]), (libraries["host.so"], libraries[device_name(key)]))
+            return _built(cached, key, arch, compiler, 0.0)
         _discard(cached)  # a header it read changed, a library was altered, or a part is missing: rebuilt
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="fp8check-aiter-cpu-") as tmp:
@@ -375,5 +363,76 @@ def build(unit: Unit, arch: str, compiler: Compiler) -> Built:
             shutil.rmtree(staging, ignore_errors=True)
             if not (final / "built.txt").is_file():
                 raise
-    return Built(final / "host.so", final / device_name(key), arch, compiler.description, tuple(kernels), key,
-                 time.perf_counter() - started, asm_count, poisoned, (libraries["host.so"], libraries[device_name(key)]))
+    return _built(final, key, arch, compiler, time.perf_counter() - started)
+
+
+def _built(entry: Path, key: str, arch: str, compiler: Compiler, seconds: float) -> Built:
+    """The build an entry holds, read from its built.txt (asm statements, poisoned builtins, kernels)."""
+    info = (entry / "built.txt").read_text().splitlines()
+    libraries = json.loads((entry / MANIFEST).read_text())["libraries"]
+    device = device_name(key)
+    return Built(entry / "host.so", entry / device, arch, compiler.description, tuple(info[2:]), key, seconds,
+                 int(info[0]), int(info[1]), (libraries["host.so"], libraries[device]))
+
+
+def _tool(compiler: Compiler, name: str, fallback: str) -> str | None:
+    """The compiler's own LLVM tool (next to its real binary), else the system's."""
+    return shutil.which(name, path=str(Path(compiler.binary).parent)) or shutil.which(fallback)
+
+
+def _symbols(compiler: Compiler, obj: Path, cwd: Path) -> list[tuple[str, str]]:
+    command = [_tool(compiler, "llvm-nm", "nm"), "--defined-only", str(obj)]
+    out = subprocess.run(command, capture_output=True, text=True, cwd=cwd).stdout
+    return [(parts[1], parts[2]) for parts in (line.split() for line in out.splitlines()) if len(parts) == 3]
+
+
+def _demangle(compiler: Compiler, names: list[str]) -> list[str]:
+    out = subprocess.run([_tool(compiler, "llvm-cxxfilt", "c++filt")], input="\n".join(names) + "\n",
+                         capture_output=True, text=True).stdout
+    return out.splitlines()
+
+
+def _parameter_types(signature: str) -> list[str] | None:
+    """C++ types a trampoline passes for each top-level parameter of a demangled function name; None when
+    one cannot be passed by value here."""
+    if not signature.endswith(")"):
+        return None  # not demangled
+    depth = 0
+    for start in range(len(signature) - 1, -1, -1):  # back to the `(` that opens the parameter list
+        depth += (signature[start] == ")") - (signature[start] == "(")
+        if depth == 0:
+            break
+    params, depth, cur = [], 0, ""
+    for c in signature[start + 1:-1]:
+        depth += (c in "<([") - (c in ">)]")
+        if c == "," and depth == 0:
+            params.append(cur.strip())
+            cur = ""
+        else:
+            cur += c
+    params += [cur.strip()] if cur.strip() else []
+    params = [] if params == ["void"] else params
+    if not all(p.endswith(("*", "&")) or p in SCALARS for p in params):
+        return None
+    return ["void*" if p.endswith(("*", "&")) else p for p in params]
+
+
+def _trampolines(kernels: list[str], demangled: list[str]) -> str:
+    """One trampoline per kernel whose parameters are pointers and scalars. A kernel with any other
+    parameter (a struct or enum by value) gets none: launching it stops the run naming it."""
+    lines = ["// Generated: one trampoline per kernel, unpacking hipLaunchKernel's argument array.",
+             'struct hipcpu_kernel_entry { const char* name; void (*trampoline)(void**); };']
+    for i, (name, signature) in enumerate(zip(kernels, demangled)):
+        types = _parameter_types(signature)
+        if types is None:
+            lines.append(f'#define hipcpu_trampoline_{i} nullptr')
+            continue
+        decl = ", ".join(types)
+        lines.append(f'extern "C" void hipcpu_kernel_{i}({decl}) __asm__("{name}");')
+        call = ", ".join(f"*static_cast<{t}*>(a[{j}])" for j, t in enumerate(types))
+        lines.append(f"static void hipcpu_trampoline_{i}(void** a) {{ hipcpu_kernel_{i}({call}); }}")
+    entries = [f'{{"{name}", hipcpu_trampoline_{i}}}' for i, name in enumerate(kernels)]
+    table = ", ".join(entries + ["{nullptr, nullptr}"])
+    lines.append(f'extern "C" const hipcpu_kernel_entry hipcpu_kernels[] = {{{table}}};')
+    lines.append(f'extern "C" const int hipcpu_kernel_count = {len(kernels)};')
+    return "\n".join(lines) + "\n"

@@ -1,6 +1,5 @@
 """The clang that builds HIP sources for the CPU: found on PATH or where LLVM packages install it; version
-20 or newer (aiter's opus headers need clang 20's
-`__bf16` and `_BitInt`)."""
+20 or newer (aiter's opus headers need clang 20's `__bf16` and `_BitInt`)."""
 
 from __future__ import annotations
 
@@ -33,6 +32,11 @@ class Compiler:
     def major(self) -> int:
         return int(self.version.split(".")[0])
 
+    @property
+    def binary(self) -> str:
+        """The file the command runs, links resolved (its LLVM tools lie next to it)."""
+        return os.path.realpath(shutil.which(self.command[0]) or self.command[0])
+
 
 def _version(command: tuple[str, ...]) -> str | None:
     try:
@@ -43,25 +47,16 @@ def _version(command: tuple[str, ...]) -> str | None:
     return match.group(1) if match else None
 
 
-def _candidates() -> list[tuple[str, ...]]:
-    names = [f"clang++-{major}" for major in range(30, MIN_MAJOR - 1, -1)] + ["clang++"]
-    found = [(path,) for path in (shutil.which(name) for name in names) if path]
-    found += [(path,) for path in sorted(glob.glob("/usr/lib/llvm-*/bin/clang++"), reverse=True)]
-    return found
-
-
 @lru_cache(maxsize=1)
 def find() -> Compiler | None:
-    """The newest usable clang found, or None."""
-    best = None
-    for command in _candidates():
-        version = _version(command)
-        if version is None or int(version.split(".")[0]) < MIN_MAJOR:
-            continue
-        candidate = Compiler(command, version, f"clang {version} ({' '.join(os.path.basename(c) for c in command)})")
-        if best is None or candidate.major > best.major:
-            best = candidate
-    return best
+    """The newest usable clang found (the first of the newest where several are), or None."""
+    names = [f"clang++-{major}" for major in range(30, MIN_MAJOR - 1, -1)] + ["clang++"]
+    paths = [path for path in map(shutil.which, names) if path]
+    paths += sorted(glob.glob("/usr/lib/llvm-*/bin/clang++"), reverse=True)
+    found = [Compiler((path,), version, f"clang {version} ({os.path.basename(path)})")
+             for path, version in ((path, _version((path,))) for path in paths)
+             if version is not None and int(version.split(".")[0]) >= MIN_MAJOR]
+    return max(found, key=lambda compiler: compiler.major, default=None)
 
 
 def require() -> Compiler:

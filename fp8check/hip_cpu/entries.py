@@ -16,9 +16,7 @@ class Form(enum.Enum):
 
     def detect(self, source: str) -> bool:
         signature = re.search(r"void\s+indexer_k_quant_and_cache\s*\(([^)]*)\)", source)
-        if signature is None:
-            return False
-        params = signature.group(1)
+        params = signature.group(1) if signature else ""  # no declaration: neither form
         if self is Form.TENSOR_PRESHUFFLE:
             return "aiter_tensor_t" in params and "preshuffle" in params
         return "torch::Tensor" in params and "preshuffle" not in params

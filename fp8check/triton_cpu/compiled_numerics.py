@@ -17,11 +17,6 @@ tests/corpus/nan-probe-nvidia.json) are in docs/NUMERICS.md, "NaN, inf and out-o
   the target's signedness; AMD to a signed 32-bit integer); a narrower integer keeps the low bits when
   stored. numpy leaves out-of-range values undefined (x86: INT_MIN) and wraps negatives.
 - fp32 -> bf16 rounds to nearest even (the interpreter truncates); NaN becomes 0x7FFF on NVIDIA.
-
-`patches(interpreter, amd)` is the list of (owner, name, value) that `cpu_kernels()` installs for the
-scope of a kernel run and takes back after it; `amd()` says whether the launch stands for an AMD GPU
-(an e4m3fnuz launch). `runtime_arguments(fn, args, kwargs)` marks a kernel's float arguments, which are
-runtime values to the compiler however the interpreter passes them.
 """
 
 from __future__ import annotations
@@ -54,7 +49,8 @@ for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__
 
 
 def runtime_arguments(fn, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
-    """`args`, `kwargs` with every float that binds to a parameter not declared `tl.constexpr` marked."""
+    """`args`, `kwargs` with every float that binds to a parameter not declared `tl.constexpr` marked: a
+    runtime value to the compiler, however the interpreter passes it."""
     try:
         parameters = list(inspect.signature(fn).parameters.values())
     except (TypeError, ValueError):
@@ -72,59 +68,54 @@ class _Constant:
     """Marks a handle the interpreter made for a constant (`get_fp32(448.0)`)."""
 
 
-def _canonical(data: np.ndarray) -> np.ndarray:
-    if data.dtype == np.float32 and np.isnan(data).any():
-        return np.where(np.isnan(data), CANONICAL_NAN, data)
-    return data
-
-
 def _propagates(propagate_nan) -> bool:
     return not str(propagate_nan).endswith("NONE")  # tl.PropagateNan (Triton's ir.PROPAGATE_NAN): NONE, ALL
 
 
 def _floats(builder, amd):
     """min/max/clamp per propagate_nan, and NVIDIA's one NaN out of float arithmetic."""
-    def nvidia_nan(out):
-        if not amd():
-            out.data = _canonical(out.data)
-        return out
+    def nvidia_nan(method):
+        @functools.wraps(method)
+        def wrapped(self, *args):
+            out = method(self, *args)
+            if not amd() and out.data.dtype == np.float32 and np.isnan(out.data).any():
+                out.data = np.where(np.isnan(out.data), CANONICAL_NAN, out.data)
+            return out
 
-    def binary(op):
-        return lambda self, lhs, rhs: nvidia_nan(builder.binary_op(self, lhs, rhs, op))
+        return wrapped
 
     def create_clampf(self, arg, lo, hi, propagate_nans):
         low, high = (np.maximum, np.minimum) if _propagates(propagate_nans) else (np.fmax, np.fmin)
-        return nvidia_nan(builder.binary_op(self, builder.binary_op(self, arg, lo, low), hi, high))
+        return builder.binary_op(self, builder.binary_op(self, arg, lo, low), hi, high)
 
-    def arithmetic(original):
-        @functools.wraps(original)
-        def method(self, lhs, rhs):
-            return nvidia_nan(original(self, lhs, rhs))
-
-        return method
-
-    found = [(builder, "create_minnumf", binary(np.fmin)), (builder, "create_maxnumf", binary(np.fmax)),
-             (builder, "create_minimumf", binary(np.minimum)), (builder, "create_maximumf", binary(np.maximum)),
-             (builder, "create_clampf", create_clampf)]
+    ops = {"create_minnumf": np.fmin, "create_maxnumf": np.fmax, "create_minimumf": np.minimum,
+           "create_maximumf": np.maximum}
+    found = {name: lambda self, lhs, rhs, op=op: builder.binary_op(self, lhs, rhs, op)
+             for name, op in ops.items()}
+    found["create_clampf"] = create_clampf
     names = ("create_fadd", "create_fsub", "create_fmul", "create_fdiv", "create_frem", "create_precise_divf")
-    return found + [(builder, name, arithmetic(getattr(builder, name))) for name in names if hasattr(builder, name)]
+    found.update((name, getattr(builder, name)) for name in names if hasattr(builder, name))
+    return [(builder, name, nvidia_nan(method)) for name, method in found.items()]
+
+
+def _wrapping(owner, names, replacement) -> list[tuple[object, str, object]]:
+    """(owner, name, method) for each of `names` the owner has: `replacement(original, self, ...)`."""
+    def method(original):
+        return functools.wraps(original)(lambda self, *args, **kw: replacement(original, self, *args, **kw))
+
+    return [(owner, name, method(getattr(owner, name))) for name in names if hasattr(owner, name)]
 
 
 def _constants(builder, handle_cls):
     constant_cls = type("ConstantTensorHandle", (handle_cls, _Constant), {})
 
-    def marked(original):
-        @functools.wraps(original)
-        def method(self, value):
-            out = original(self, value)
-            if type(out) is handle_cls and not isinstance(value, RuntimeFloat):
-                return constant_cls(out.data, out.dtype)
-            return out
+    def marked(original, self, value):
+        out = original(self, value)
+        if type(out) is handle_cls and not isinstance(value, RuntimeFloat):
+            return constant_cls(out.data, out.dtype)
+        return out
 
-        return method
-
-    return [(builder, name, marked(getattr(builder, name))) for name in ("get_fp16", "get_fp32", "get_fp64")
-            if hasattr(builder, name)]
+    return _wrapping(builder, ("get_fp16", "get_fp32", "get_fp64"), marked)
 
 
 def _clip_lowering(semantic_cls, handle_cls, amd):
@@ -165,39 +156,32 @@ def _clip_lowering(semantic_cls, handle_cls, amd):
 
 
 def _float_to_int(builder, handle_cls, interpreter, amd):
-    def convert(original):
-        @functools.wraps(original)
-        def method(self, src, dst_type):
-            target = np.dtype(interpreter._get_np_dtype(dst_type))
-            data = src.data
-            if data.dtype.kind != "f" or target.kind not in "iu":
-                return original(self, src, dst_type)
-            if amd():  # AMDGPU converts to a signed 32-bit integer below 32 bits (so -1.5 -> 0xFF)
-                wide = target if target.itemsize >= 4 else np.dtype(np.int32)
-            else:  # PTX cvt.rzi converts to 16 bits at least, saturating in the target's signedness
-                wide = target if target.itemsize >= 2 else np.dtype(f"{target.kind}2")
-            info = np.iinfo(wide)
-            values = np.trunc(np.nan_to_num(data.astype(np.float64), nan=0.0, posinf=float(info.max),
-                                            neginf=float(info.min)))
-            converted = np.zeros(values.shape, dtype=wide)
-            inside = (values > float(info.min)) & (values < float(info.max))
-            converted[inside] = values[inside].astype(wide)
-            converted[values >= float(info.max)] = info.max
-            converted[values <= float(info.min)] = info.min
-            return handle_cls(converted.astype(target), dst_type.scalar)
+    def convert(original, self, src, dst_type):
+        target = np.dtype(interpreter._get_np_dtype(dst_type))
+        data = src.data
+        if data.dtype.kind != "f" or target.kind not in "iu":
+            return original(self, src, dst_type)
+        if amd():  # AMDGPU converts to a signed 32-bit integer below 32 bits (so -1.5 -> 0xFF)
+            wide = target if target.itemsize >= 4 else np.dtype(np.int32)
+        else:  # PTX cvt.rzi converts to 16 bits at least, saturating in the target's signedness
+            wide = target if target.itemsize >= 2 else np.dtype(f"{target.kind}2")
+        info = np.iinfo(wide)
+        values = np.trunc(np.nan_to_num(data.astype(np.float64), nan=0.0, posinf=float(info.max),
+                                        neginf=float(info.min)))
+        converted = np.zeros(values.shape, dtype=wide)
+        inside = (values > float(info.min)) & (values < float(info.max))
+        converted[inside] = values[inside].astype(wide)
+        converted[values >= float(info.max)] = info.max
+        converted[values <= float(info.min)] = info.min
+        return handle_cls(converted.astype(target), dst_type.scalar)
 
-        return method
-
-    return [(builder, name, convert(getattr(builder, name))) for name in ("create_fp_to_si", "create_fp_to_ui")]
+    return _wrapping(builder, ("create_fp_to_si", "create_fp_to_ui"), convert)
 
 
 def _bf16_rounding(builder, handle_cls, amd):
     import triton.language as tl
 
-    original = builder.create_fp_trunc
-
-    @functools.wraps(original)
-    def create_fp_trunc(self, src, dst_type):
+    def create_fp_trunc(original, self, src, dst_type):
         if src.dtype.scalar != tl.float32 or dst_type.scalar != tl.bfloat16:
             return original(self, src, dst_type)
         bits = np.ascontiguousarray(src.data, dtype=np.float32).view(np.uint32)
@@ -205,11 +189,12 @@ def _bf16_rounding(builder, handle_cls, amd):
         nan = BF16_CANONICAL_NAN if not amd() else ((bits >> 16) | 0x40).astype(np.uint16)
         return handle_cls(np.where(np.isnan(src.data), nan, rounded).astype(np.uint16), dst_type.scalar)
 
-    return [(builder, "create_fp_trunc", create_fp_trunc)]
+    return _wrapping(builder, ("create_fp_trunc",), create_fp_trunc)
 
 
 def patches(interpreter, amd) -> list[tuple[object, str, object]]:
-    """(owner, attribute, value) for the scope of one CPU kernel run; `amd()`: the launch stands for AMD."""
+    """(owner, attribute, value) that cpu_kernels() installs for one CPU kernel run and takes back after it;
+    `amd()`: the launch stands for an AMD GPU (an e4m3fnuz launch)."""
     from triton.language import semantic
 
     builder, handle_cls = interpreter.InterpreterBuilder, interpreter.TensorHandle

@@ -1,34 +1,31 @@
 """Triton's CPU interpreter, a whole grid at a time: the same bytes as program after program, faster.
 
-Triton's interpreter runs a grid one program after another, and each program pays ~2.5 ms of Python in
-Triton's semantic layer (~45 us per `tl` operation), so a writer with one program per token runs a few
-hundred tokens per second. Here the programs of a grid run in lockstep as one batch: `tl.program_id`
-is a vector, every value's numpy data carries a leading program axis (scalars `[P]`, blocks `[P, ...]`;
-a value the same in every program keeps a leading axis of 1), elementwise operations broadcast,
-reductions, reshapes, transposes and `tl.dot` shift their axes by one, and loads and stores gather and
-scatter through the real memory with their masks. The per-operation Python is paid once per batch.
+Triton's interpreter runs a grid one program after another, each paying ~2.5 ms of Python in Triton's
+semantic layer (~45 us per `tl` operation): a writer with one program per token runs a few hundred
+tokens per second. Here the programs of a grid run in lockstep as one batch: `tl.program_id` is a
+vector, every value's numpy data has a leading program axis (scalars `[P]`, blocks `[P, ...]`; a value
+the same in every program keeps an axis of 1), elementwise operations broadcast, reductions, reshapes,
+transposes and `tl.dot` shift their axes by one, and loads and stores gather and scatter through the
+real memory with their masks. The per-operation Python is paid once per batch.
 
-Control flow. Where Python asks for a concrete value (`if` / early `return` on a tensor, `int()`,
-a loop bound) and the programs of a batch disagree, the batch is split by that value and each part runs
-again from the start on its own path. A `tl.range` whose bounds differ between programs but whose trip
-count does not runs once for all, its loop variable a vector of Python ints (`ProgramInts`, Python int
+Control flow. Where Python needs a concrete value (`if` / early `return` on a tensor, `int()`, a loop
+bound) and the programs of a batch disagree, the batch is split by that value and each part runs again
+from the start on its own path. A `tl.range` whose bounds differ between programs but whose trip count
+does not runs once for all, its loop variable a vector of Python ints (`ProgramInts`, Python int
 arithmetic per program) that becomes a tensor exactly where a Python int would.
 
 Why the bytes are those of the sequential interpreter. Every program executes exactly the operations
 of its own path, in its own order, with the interpreter's own numpy functions (a reduction calls numpy
 on each program's block, or once on all where every block is a C-contiguous row, which numpy reduces
-row by row as it reduces one block; the differential tests hold it to that). Only the order
-*between* programs changes, and after the grid two facts are checked on what it did: no byte that any
-program stored was loaded by any program (so every load saw the memory as it was before the grid), and
-no byte was stored by two programs (so the final bytes do not depend on their order). Both hold for
-every kernel whose programs are independent, which is what a GPU assumes too. When either fails, when
-an operation is used that this module does not implement (atomics, custom scans, prints, block pointers,
-tensor descriptors, any builder method it does not know), when a private Triton name it relies on
-moved, or when the kernel raises, the stores are undone and the grid runs in Triton's sequential
-interpreter; the grid's `GridRun` record says why.
-
-Active only inside `grid_at_once()`, which patches `GridExecutor.__call__` for its duration.
-"""
+row by row as it reduces one block; the differential tests hold it to that). Only the order *between*
+programs changes, and after the grid two facts are checked: no byte that any program stored was loaded
+by any program (every load saw the memory as it was before the grid), and no byte was stored by two
+programs (the final bytes do not depend on their order). Both hold for every kernel whose programs are
+independent, as a GPU assumes too. When either fails, when an operation is used that this module does
+not implement (atomics, custom scans, prints, block pointers, tensor descriptors, any builder method it
+does not know), when a private Triton name it relies on moved, or when the kernel raises, the stores are
+undone and the grid runs in Triton's sequential interpreter; its `GridRun` record says why. Active only
+inside `grid_at_once()`, which patches `GridExecutor.__call__` for its duration."""
 
 from __future__ import annotations
 
@@ -39,9 +36,8 @@ import logging
 
 import numpy as np
 
-from .grid_values import Unsupported, _Diverge
 from .grid_builder import _Batch, _Stored, _cache_arguments, _make_builder_class
-from .grid_language import _batched_language
+from .grid_language import Unsupported, _Diverge, _batched_language
 
 
 # Private names of triton.runtime.interpreter this module builds on (checked by `available()`).
@@ -89,8 +85,7 @@ def _groups(values: np.ndarray) -> list[np.ndarray]:
 
 def _run_batches(fn, args: dict, grid: tuple[int, int, int], builder, on_program) -> int:
     """Every program of the grid, in batches; returns how many batches completed."""
-    batch = builder.batch
-    total = grid[0] * grid[1] * grid[2]
+    batch, total = builder.batch, grid[0] * grid[1] * grid[2]
     queue = [np.arange(start, min(start + BATCH_PROGRAMS, total), dtype=np.int64)
              for start in range(0, total, BATCH_PROGRAMS)]
     attempts = completed = 0
@@ -133,48 +128,33 @@ def _check_independent(batch: _Batch) -> None:
     by_storage: dict[int | None, list[_Stored]] = {}
     for stored in batch.stores:  # distinct storages share no byte: each is checked on its own
         by_storage.setdefault(stored.storage, []).append(stored)
-    for group in by_storage.values():
-        _check_stored_once(group)
-
-
-def _check_stored_once(stores: list[_Stored]) -> None:
-    """Raise Unsupported when two programs stored the same byte."""
-    low, high = min(st.low for st in stores), max(st.high for st in stores)
-    flat = np.concatenate([_bytes_of(st.addresses(), st.width) for st in stores])
-    if high - low <= 4 * flat.size + (1 << 20):
-        if int(np.bincount((flat - np.uint64(low)).astype(np.int64), minlength=high - low).max()) <= 1:
-            return  # no byte stored twice at all
-    owner = np.concatenate([np.repeat(st.owner_of_each(), st.width) for st in stores])
-    order = np.lexsort((owner, flat))
-    flat, owner = flat[order], owner[order]
-    if bool(((flat[1:] == flat[:-1]) & (owner[1:] != owner[:-1])).any()):
-        raise Unsupported("two programs store to the same byte (their order decides it)")
-
-
-def _bytes_of(addresses: np.ndarray, width: int) -> np.ndarray:
-    addresses = addresses.astype(np.uint64, copy=False).reshape(-1)
-    if width == 1:
-        return addresses
-    return (addresses[:, None] + np.arange(width, dtype=np.uint64)).reshape(-1)
+    for stores in by_storage.values():  # no byte stored by two programs
+        low, high = min(st.low for st in stores), max(st.high for st in stores)
+        flat = np.concatenate([(st.addresses().astype(np.uint64).reshape(-1, 1)
+                                + np.arange(st.width, dtype=np.uint64)).reshape(-1) for st in stores])
+        if high - low <= 4 * flat.size + (1 << 20) and \
+                int(np.bincount((flat - np.uint64(low)).astype(np.int64), minlength=high - low).max()) <= 1:
+            continue  # no byte stored twice at all
+        owner = np.concatenate([np.repeat(st.owner_of_each(), st.width) for st in stores])
+        order = np.lexsort((owner, flat))
+        flat, owner = flat[order], owner[order]
+        if bool(((flat[1:] == flat[:-1]) & (owner[1:] != owner[:-1])).any()):
+            raise Unsupported("two programs store to the same byte (their order decides it)")
 
 
 def _undo(interpreter, batch: _Batch) -> None:
+    import triton.language as tl
+
     handle = interpreter.TensorHandle
     store = interpreter.InterpreterBuilder.create_masked_store
     cache = (None,) * _cache_arguments(store, 4)
     for pointers, old, flags, ptr_dtype in reversed(batch.gathered):
         store(interpreter.interpreter_builder, handle(pointers, ptr_dtype), handle(old, ptr_dtype.element_ty),
-              handle(flags, _mask_dtype(flags)), *cache)
+              handle(flags, tl.int1 if flags.dtype == np.bool_ else tl.int32), *cache)
     for tensor, copy in batch.snapshots.values():
         tensor.copy_(copy)
     batch.gathered.clear()
     batch.snapshots.clear()
-
-
-def _mask_dtype(flags):
-    import triton.language as tl
-
-    return tl.int1 if flags.dtype == np.bool_ else tl.int32
 
 
 def _storages(args) -> list[tuple[int, int, object]]:
@@ -200,22 +180,17 @@ def _grid_call(interpreter, original, runs: list[GridRun]):
         name = getattr(self.fn, "__name__", "kernel")
         argspec = inspect.getfullargspec(self.fn)
         kwargs = {k: v for k, v in kwargs.items() if k in argspec.args or k in argspec.kwonlyargs}
-        reason = None
-        grid = None if callable(self.grid) else tuple(self.grid)
-        if grid is not None and all(int(g) == 1 for g in grid):
+        if not callable(self.grid) and all(int(g) == 1 for g in self.grid):
             runs.append(GridRun(name, 1, 0, "a grid of one program runs as it is"))
             return original(self, *args_dev, **kwargs)
-        if self.pre_run_hooks:
-            reason = "the kernel has pre-run hooks"
-        elif any(getattr(a, "device", None) is not None and a.device.type != "cpu"
-                 for a in list(args_dev) + list(kwargs.values())):
-            reason = "a tensor argument is not on the CPU"
-        if reason is not None:
-            _fall_back(runs, GridRun(name, 0, 0, reason))
+        if self.pre_run_hooks or any(getattr(a, "device", None) is not None and a.device.type != "cpu"
+                                     for a in (*args_dev, *kwargs.values())):
+            _fall_back(runs, GridRun(name, 0, 0, "the kernel has pre-run hooks" if self.pre_run_hooks
+                                     else "a tensor argument is not on the CPU"))
             return original(self, *args_dev, **kwargs)
         args_hst, kwargs_hst = self._init_args_hst(args_dev, kwargs)
         batch = _Batch(_storages(list(args_hst) + list(kwargs_hst.values())))
-        builder = _BUILDER_CLASS[0](batch)
+        builder = _make_builder_class(interpreter)(batch)
         programs = 0
         try:
             args = inspect.getcallargs(self.fn, *args_hst, **kwargs_hst)
@@ -231,7 +206,7 @@ def _grid_call(interpreter, original, runs: list[GridRun]):
                 for _ in range(count):
                     shared.set_grid_idx(0, 0, 0)
 
-            with _batched_language(interpreter, self.fn, builder):
+            with _batched_language(interpreter, builder):
                 batches = _run_batches(self.fn, args, grid, builder, on_program)
             _check_independent(batch)
         except Exception as exc:  # noqa: BLE001 - anything unusual: undo, and the sequential interpreter decides
@@ -253,7 +228,6 @@ def _fall_back(runs: list[GridRun], run: GridRun) -> None:
     _LOG.warning("%s", run.note())
 
 
-_BUILDER_CLASS: list = []
 _ACTIVE: list[list[GridRun]] = []
 
 
@@ -272,8 +246,6 @@ def grid_at_once():
         return
     from triton.runtime import interpreter
 
-    if not _BUILDER_CLASS:
-        _BUILDER_CLASS.append(_make_builder_class(interpreter))
     executor = interpreter.GridExecutor
     original = executor.__call__
     executor.__call__ = _grid_call(interpreter, original, runs)

@@ -4,14 +4,14 @@ a leading program axis; loads and stores gather and scatter through the real mem
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 
 import numpy as np
 
-from .grid_values import Unsupported
+from .grid_language import Unsupported
 
 
-# ---- the batched builder ----------------------------------------------------------------------------------
 # Builder methods of Triton's interpreter that compute elementwise on numpy data of any shape (read in
 # Triton 3.6-3.9): with a leading program axis they compute every program's value at once. A builder
 # method not named here and not overridden below raises Unsupported, so an interpreter that grew or
@@ -33,12 +33,13 @@ unary_op cast_impl set_grid_idx set_grid_dim
 """.split())
 
 
-def _lead(data: np.ndarray) -> int:
-    return data.shape[0]
-
-
 def _bool_mask(data: np.ndarray) -> np.ndarray:
     return data if data.dtype == np.bool_ else (data & 1).astype(np.bool_)
+
+
+def _same_lead(*arrays: np.ndarray) -> list[np.ndarray]:
+    lead = max(len(a) for a in arrays)
+    return [np.broadcast_to(a, (lead,) + a.shape[1:]) for a in arrays]
 
 
 class _Batch:
@@ -55,32 +56,30 @@ class _Batch:
         self.program_ids: np.ndarray = np.zeros(0, dtype=np.int64)  # linear ids of the batch's programs
         self.batch_number = 0
 
+    def _holding(self, low: int, high: int):
+        return next(((start, end, t) for start, end, t in self.storages if start <= low < high <= end), None)
+
     def gather(self, pointers: np.ndarray, taken: np.ndarray, low: int, high: int, dtype, element):
         """The loaded elements (masked lanes arbitrary) by numpy indexing into the argument storage that
         holds bytes [low, high), the same bytes the interpreter's element-wise load copies; None when no
         argument storage holds them or an element is misaligned there."""
-        width = np.dtype(dtype).itemsize
-        if dtype == np.bool_ or width * 8 != max(8, element.primitive_bitwidth):
+        width, found = np.dtype(dtype).itemsize, self._holding(low, high)
+        if found is None or dtype == np.bool_ or width * 8 != max(8, element.primitive_bitwidth):
             return None
-        for start, end, tensor in self.storages:
-            if start <= low and high <= end:
-                offsets = pointers - np.uint64(start)
-                if bool((offsets % np.uint64(width))[taken].any()):
-                    return None
-                whole = tensor.numpy()[: (end - start) // width * width].view(dtype)
-                index = np.where(taken, offsets // np.uint64(width), np.uint64(0)).astype(np.intp)
-                return whole[index]
-        return None
+        start, end, tensor = found
+        offsets = pointers - np.uint64(start)
+        if bool((offsets % np.uint64(width))[taken].any()):
+            return None
+        whole = tensor.numpy()[: (end - start) // width * width].view(dtype)
+        return whole[np.where(taken, offsets // np.uint64(width), np.uint64(0)).astype(np.intp)]
 
     def keep_for_undo(self, low: int, high: int) -> int | None:
         """Copy the argument storage holding bytes [low, high) once, before the grid's first store to it;
         its first byte, or None when no argument storage holds them."""
-        for start, end, tensor in self.storages:
-            if start <= low and high <= end:
-                if start not in self.snapshots:
-                    self.snapshots[start] = (tensor, tensor.clone())
-                return start
-        return None
+        found = self._holding(low, high)
+        if found is not None and found[0] not in self.snapshots:
+            self.snapshots[found[0]] = (found[2], found[2].clone())
+        return None if found is None else found[0]
 
 
 @dataclasses.dataclass
@@ -108,6 +107,7 @@ def _cache_arguments(method, fixed: int) -> int:
     return len(inspect.signature(method).parameters) - fixed
 
 
+@functools.lru_cache(maxsize=None)
 def _make_builder_class(interpreter):
     """InterpreterBuilder with a leading program axis on every value."""
     import triton.language as tl
@@ -124,6 +124,20 @@ def _make_builder_class(interpreter):
 
         return method
 
+    def shaped(fn):  # the data of `arg` reshaped by fn(data, *args), its dtype kept
+        return lambda self, arg, *args: handle_cls(fn(arg.data, *args), arg.dtype.scalar)
+
+    @functools.lru_cache(maxsize=None)
+    def fp16_table(dtype) -> np.ndarray:  # the interpreter's fp8 -> fp16 conversion of all 256 codes
+        codes = np.arange(256, dtype=np.uint8).view(np_dtype(dtype))
+        return interpreter._convert_float(codes, dtype, tl.float16, None).view(np.float16)
+
+    def to_fp16(handle) -> np.ndarray:  # _convert_float to fp16, as the interpreter's create_dot calls it
+        dtype = handle.dtype.scalar
+        if dtype.primitive_bitwidth != 8 or not dtype.is_floating():
+            return interpreter._convert_float(handle.data, dtype, tl.float16, None).view(np.float16)
+        return np.ascontiguousarray(fp16_table(dtype)[np.ascontiguousarray(handle.data).view(np.uint8)])
+
     class BatchBuilder(base):
         def __init__(self, batch: _Batch):
             super().__init__()
@@ -135,11 +149,8 @@ def _make_builder_class(interpreter):
             _, ny, nz = grid
             self.batch.program_ids = program_ids
             coords = (program_ids // (ny * nz), (program_ids // nz) % ny, program_ids % nz)
-            vectors = []
-            for values in coords:
-                values = values.astype(np.int32)
-                vectors.append(values[:1] if bool((values == values[0]).all()) else values)
-            self.program_vectors = tuple(vectors)
+            coords = [values.astype(np.int32) for values in coords]  # a value all programs share: one row
+            self.program_vectors = tuple(v[:1] if bool((v == v[0]).all()) else v for v in coords)
 
         def create_get_program_id(self, axis):
             return handle_cls(self.program_vectors[axis], tl.int32)
@@ -149,10 +160,8 @@ def _make_builder_class(interpreter):
             arrays = [ptrs.data, mask.data] + ([] if other is None else [other.data])
             arrays = [np.ascontiguousarray(a) for a in np.broadcast_arrays(*arrays)]
             taken = _bool_mask(arrays[1])
-            element = ptrs.get_element_ty()
-            if not taken.any():
-                gathered = None
-            else:
+            element, gathered = ptrs.get_element_ty(), None
+            if taken.any():
                 addresses = arrays[0] if taken.all() else arrays[0][taken]
                 width = max(1, element.primitive_bitwidth // 8)
                 low, high = int(addresses.min()), int(addresses.max()) + width
@@ -170,8 +179,7 @@ def _make_builder_class(interpreter):
             # conversion over all 256 codes (it is elementwise)
             if not any(h.dtype.primitive_bitwidth == 8 and h.dtype.is_floating() for h in (a, b)):
                 return base.create_dot(self, a, b, d, input_precision, max_num_imprecise_acc)
-            a_data, b_data = (_to_fp16(interpreter, h) for h in (a, b))
-            return handle_cls(np.matmul(a_data, b_data, dtype=d.data.dtype) + d.data, d.dtype.scalar)
+            return handle_cls(np.matmul(to_fp16(a), to_fp16(b), dtype=d.data.dtype) + d.data, d.dtype.scalar)
 
         def create_masked_store(self, ptrs, value, mask, *cache):
             pointers, values, flags = (np.ascontiguousarray(a) for a in
@@ -190,57 +198,35 @@ def _make_builder_class(interpreter):
             if storage is None:
                 old = base.create_masked_load(self, pointer_handle, mask_handle, None, *load_cache, False)
                 self.batch.gathered.append((pointers, old.data, flags, ptrs.dtype))
-            if _lead(pointers) == 1 and len(self.batch.program_ids) > 1:
+            owners = self.batch.program_ids  # one virtual owner for a store all programs share
+            if len(pointers) == 1 and len(owners) > 1:
                 owners = np.array([-1 - self.batch.batch_number], dtype=np.int64)
-            else:
-                owners = self.batch.program_ids
             self.batch.attempt_stores.append(_Stored(pointers, taken, owners, width, low, high, storage))
             return base.create_masked_store(self, pointer_handle, handle_cls(values, value.dtype), mask_handle, *cache)
 
         # shapes: the leading program axis stays first
-        def create_reshape(self, arg, shape, allow_reorder=False):
-            return handle_cls(arg.data.reshape((_lead(arg.data),) + tuple(shape)), arg.dtype.scalar)
-
-        def create_trans(self, arg, perm):
-            return handle_cls(np.transpose(arg.data, (0,) + tuple(p + 1 for p in perm)), arg.dtype.scalar)
-
-        def create_expand_dims(self, arg, axis):
-            if axis < 0:
-                axis += arg.data.ndim
-            return handle_cls(np.expand_dims(arg.data, axis + 1), arg.dtype.scalar)
-
-        def create_broadcast(self, arg, shape):
-            return handle_cls(np.broadcast_to(arg.data, (_lead(arg.data),) + tuple(shape)), arg.dtype.scalar)
+        create_reshape = shaped(lambda data, shape, allow_reorder=False: data.reshape((len(data), *shape)))
+        create_trans = shaped(lambda data, perm: np.transpose(data, (0, *(p + 1 for p in perm))))
+        create_expand_dims = shaped(lambda data, axis: np.expand_dims(data, axis + 1 if axis >= 0 else axis))
+        create_broadcast = shaped(lambda data, shape: np.broadcast_to(data, (len(data), *shape)))
+        create_cat = shaped(lambda data, rhs: np.concatenate(_same_lead(data, rhs.data), axis=1))
+        create_join = shaped(lambda data, rhs: np.stack(_same_lead(data, rhs.data), axis=-1))
+        create_gather = shaped(lambda data, indices, axis: np.take_along_axis(*_same_lead(data, indices.data),
+                                                                               axis=axis + 1))
 
         def create_splat(self, ret_ty, arg):
             shape = tuple(ret_ty.shape)
-            first = arg.data.reshape(_lead(arg.data), -1)[:, 0].astype(np_dtype(arg.dtype), copy=False)
+            first = arg.data.reshape(len(arg.data), -1)[:, 0].astype(np_dtype(arg.dtype), copy=False)
             full = np.broadcast_to(first.reshape((-1,) + (1,) * len(shape)), (first.shape[0],) + shape)
             return handle_cls(np.ascontiguousarray(full), arg.dtype.scalar)
 
         def create_unsplat(self, arg):
-            first = arg.data.reshape(_lead(arg.data), -1)[:, 0]
+            first = arg.data.reshape(len(arg.data), -1)[:, 0]
             return handle_cls(first.astype(np_dtype(arg.dtype)), arg.dtype.scalar)
 
         def create_make_range(self, *args):
             start, stop = args[-2:]
             return handle_cls(np.arange(start, stop, dtype=np.int32)[None], tl.int32)
-
-        def create_cat(self, lhs, rhs):
-            lead = max(_lead(lhs.data), _lead(rhs.data))
-            parts = [np.broadcast_to(h.data, (lead,) + h.data.shape[1:]) for h in (lhs, rhs)]
-            return handle_cls(np.concatenate(parts, axis=1), lhs.dtype.scalar)
-
-        def create_join(self, lhs, rhs):
-            lead = max(_lead(lhs.data), _lead(rhs.data))
-            parts = [np.broadcast_to(h.data, (lead,) + h.data.shape[1:]) for h in (lhs, rhs)]
-            return handle_cls(np.stack(parts, axis=-1), lhs.dtype.scalar)
-
-        def create_gather(self, src, indices, axis):
-            lead = max(_lead(src.data), _lead(indices.data))
-            data = np.broadcast_to(src.data, (lead,) + src.data.shape[1:])
-            index = np.broadcast_to(indices.data, (lead,) + indices.data.shape[1:])
-            return handle_cls(np.take_along_axis(data, index, axis=axis + 1), src.dtype.scalar)
 
         def create_assert(self, condition, message):
             if not bool(np.asarray(condition.data).all()):
@@ -252,21 +238,3 @@ def _make_builder_class(interpreter):
                 and not name.endswith("_ty") and not name.startswith(("get_int", "get_uint", "get_fp", "get_bf16")):
             setattr(BatchBuilder, name, unsupported(name))
     return BatchBuilder
-
-
-_FP16_TABLES: dict = {}
-
-
-def _to_fp16(interpreter, handle) -> np.ndarray:
-    """The interpreter's _convert_float(data, dtype, fp16) as create_dot calls it; fp8 codes through a
-    table of that same function over all 256 codes."""
-    import triton.language as tl
-
-    dtype = handle.dtype.scalar
-    if dtype.primitive_bitwidth != 8 or not dtype.is_floating():
-        return interpreter._convert_float(handle.data, dtype, tl.float16, None).view(np.float16)
-    key = str(dtype)
-    if key not in _FP16_TABLES:
-        codes = np.arange(256, dtype=np.uint8).view(interpreter._get_np_dtype(dtype))
-        _FP16_TABLES[key] = interpreter._convert_float(codes, dtype, tl.float16, None).view(np.float16)
-    return np.ascontiguousarray(_FP16_TABLES[key][np.ascontiguousarray(handle.data).view(np.uint8)])

@@ -1,63 +1,163 @@
-"""Reductions, scans, ranges and the language patches of one batched grid (grid.py), undone after it."""
+"""The values and language of one batched grid (grid.py): Python ints that differ between the programs of
+a batch (ProgramInts, ProgramBools), the exceptions that end a batched run, and the reductions, scans,
+ranges and language patches of one grid, undone after it."""
 
 from __future__ import annotations
 
 import contextlib
 import inspect
+import numbers
 
 import numpy as np
 
-from .grid_values import ProgramBools, ProgramInts, Unsupported, _Diverge, _INT_LIMIT, _int_dtype_class, _uniform
-from .grid_builder import _lead
+class Unsupported(Exception):
+    """The grid cannot run at once; it runs sequentially. The message says why (one line)."""
 
 
-# ---- reductions --------------------------------------------------------------------------------------------
-def _reduce_function(tl, combine_fn):
-    standard = tl.standard
-    table = [
-        (("_argmin_combine_tie_break_left", "_argmin_combine_tie_break_fast"), (np.nanmin, np.nanargmin)),
-        (("_argmax_combine_tie_break_left", "_argmax_combine_tie_break_fast"), (np.nanmax, np.nanargmax)),
-        (("_elementwise_max",), (np.nanmax, None)),
-        (("_elementwise_min",), (np.nanmin, None)),
-        (("_sum_combine",), (np.sum, None)),
-    ]
-    for names, ops in table:
-        if any(getattr(standard, name, None) is combine_fn for name in names):
-            return ops
-    raise Unsupported(f"tl.reduce with combine function {getattr(combine_fn, '__name__', combine_fn)}")
+class _Diverge(Exception):
+    """The programs of a batch disagree on a value Python needs concretely: split them by it."""
+
+    def __init__(self, values: np.ndarray):
+        super().__init__("diverge")
+        self.values = values
+
+
+# ---- per-program Python ints ------------------------------------------------------------------------------
+_INT_LIMIT = 1 << 62  # beyond this an int64 could overflow where a Python int would not
+
+
+def _uniform(values: np.ndarray):
+    """The value when every program agrees, else raise _Diverge."""
+    first = values[0]
+    if values.shape[0] == 1 or bool((values == first).all()):
+        return first
+    raise _Diverge(values)
+
+
+class ProgramInts:
+    """A Python int per program (a loop variable whose bounds differ between programs): Python int
+    arithmetic elementwise; a tensor with the dtype `to_tensor` gives that int where a tensor is needed."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, values: np.ndarray):
+        if values.size and int(np.abs(values).max()) >= _INT_LIMIT:
+            raise Unsupported("a loop variable beyond 2**62")
+        self.values = values
+
+    @staticmethod
+    def _operand(other):
+        if isinstance(other, ProgramInts):
+            return other.values
+        if not isinstance(other, int):  # bool included, as in Python
+            return None
+        if abs(other) >= _INT_LIMIT:
+            raise Unsupported("a Python int beyond 2**62 next to a loop variable")
+        return np.int64(other)
+
+    def _binary(self, other, op, reflected=False, compare=False):
+        rhs = self._operand(other)
+        if rhs is None:
+            return NotImplemented
+        lhs, rhs = (rhs, self.values) if reflected else (self.values, rhs)
+        if op is np.multiply and max(int(np.abs(lhs).max()), int(np.abs(rhs).max())) >= 1 << 31:
+            raise Unsupported("a product of loop variables beyond 2**31")
+        if op in (np.left_shift, np.right_shift) and (
+                bool((np.asarray(rhs) < 0).any()) or op is np.left_shift and (
+                    int(np.asarray(rhs).max()) > 30 or int(np.abs(lhs).max()) >= 1 << 31)):
+            raise Unsupported("a shift of a loop variable beyond 2**62 or by a negative count")
+        if op in (np.floor_divide, np.remainder) and bool((np.asarray(rhs) == 0).any()):
+            raise Unsupported("a loop variable divided by zero")
+        result = op(lhs, rhs)
+        logical = op in (np.bitwise_and, np.bitwise_or, np.bitwise_xor) and isinstance(self, ProgramBools) \
+            and (isinstance(other, ProgramBools) or isinstance(other, bool))  # True & False is a bool
+        if compare or logical:
+            return ProgramBools(np.asarray(result))
+        return ProgramInts(np.asarray(result, dtype=np.int64))
+
+    __hash__ = None
+
+    def __index__(self):
+        return int(_uniform(self.values))
+
+    __int__ = __index__
+
+    def __bool__(self):
+        return bool(_uniform(self.values != 0))
+
+    def __repr__(self):
+        return f"ProgramInts({self.values.tolist()})"
+
+
+class ProgramBools(ProgramInts):
+    """A Python bool per program (a comparison of a loop variable)."""
+
+    def __init__(self, values: np.ndarray):
+        self.values = values.astype(np.bool_)
+
+    def __bool__(self):
+        return bool(_uniform(self.values))
+
+
+# Python's int operators, elementwise: // floors and % takes the divisor's sign, as for ints
+for _name, _op in (("add", np.add), ("sub", np.subtract), ("mul", np.multiply), ("floordiv", np.floor_divide),
+                   ("mod", np.remainder), ("and", np.bitwise_and), ("or", np.bitwise_or),
+                   ("xor", np.bitwise_xor), ("lshift", np.left_shift), ("rshift", np.right_shift)):
+    setattr(ProgramInts, f"__{_name}__", lambda s, o, op=_op: s._binary(o, op))
+    setattr(ProgramInts, f"__r{_name}__", lambda s, o, op=_op: s._binary(o, op, True))
+for _name, _op in (("lt", np.less), ("le", np.less_equal), ("gt", np.greater), ("ge", np.greater_equal),
+                   ("eq", np.equal), ("ne", np.not_equal)):
+    setattr(ProgramInts, f"__{_name}__", lambda s, o, op=_op: s._binary(o, op, compare=True))
+for _name, _op in (("neg", np.negative), ("pos", np.positive), ("abs", np.abs)):
+    setattr(ProgramInts, f"__{_name}__", lambda s, op=_op: ProgramInts(op(s.values.astype(np.int64))))
+numbers.Integral.register(ProgramInts)  # Triton's binary operators treat it as the Python int it stands for
+
+
+# ---- the language of one grid ------------------------------------------------------------------------------
+# tl.standard's combine functions that numpy computes: reductions (value, index) and scans
+_ARGMIN, _ARGMAX = (np.nanmin, np.nanargmin), (np.nanmax, np.nanargmax)
+_REDUCTIONS = {"_argmin_combine_tie_break_left": _ARGMIN, "_argmin_combine_tie_break_fast": _ARGMIN,
+               "_argmax_combine_tie_break_left": _ARGMAX, "_argmax_combine_tie_break_fast": _ARGMAX,
+               "_elementwise_max": (np.nanmax, None), "_elementwise_min": (np.nanmin, None),
+               "_sum_combine": (np.sum, None)}
+_SCANS = {"_sum_combine": np.cumsum, "_prod_combine": np.cumprod}
+_ABSENT = object()
+
+
+def _numpy_for(table: dict, tl, combine_fn):
+    return next((op for name, op in table.items() if getattr(tl.standard, name, None) is combine_fn), None)
 
 
 def _per_program(op, data: np.ndarray, axis, keep_dims: bool) -> np.ndarray:
     """op over each program's block, reducing in the order the sequential interpreter does: the same numpy
     call on the same layout (one call for all programs where each program's block is a C-contiguous row)."""
-    if _lead(data) == 1:
+    if len(data) == 1:
         return np.asarray(op(data[0], axis=axis, keepdims=keep_dims))[None]
     if data.flags.c_contiguous and axis is None:
-        flat = np.asarray(op(data.reshape(_lead(data), -1), axis=1))
+        flat = np.asarray(op(data.reshape(len(data), -1), axis=1))
         return flat.reshape((-1,) + (1,) * (data.ndim - 1)) if keep_dims else flat
     if data.flags.c_contiguous and (axis == data.ndim - 2 or axis == -1):
         return np.asarray(op(data, axis=data.ndim - 1, keepdims=keep_dims))
-    return np.stack([np.asarray(op(data[p], axis=axis, keepdims=keep_dims)) for p in range(_lead(data))])
+    return np.stack([np.asarray(op(data[p], axis=axis, keepdims=keep_dims)) for p in range(len(data))])
 
 
 def _make_reduce(interpreter, tl):
-    handle_cls = interpreter.TensorHandle
-
     def to_tensor(result: np.ndarray, dtype):
         result = result.astype(interpreter._get_np_dtype(dtype))
         shape = list(result.shape[1:])
-        return tl.core.tensor(handle_cls(result, dtype.scalar), tl.block_type(dtype, shape) if shape else dtype)
+        handle = interpreter.TensorHandle(result, dtype.scalar)
+        return tl.core.tensor(handle, tl.block_type(dtype, shape) if shape else dtype)
 
     def reduce(input, axis, combine_fn, keep_dims=False, **kwargs):
-        inputs = input if isinstance(input, tuple) else (input,)
-        value_op, index_op = _reduce_function(tl, combine_fn)
-        first = inputs[0]
+        ops = _numpy_for(_REDUCTIONS, tl, combine_fn)
+        if ops is None:
+            name = getattr(combine_fn, "__name__", combine_fn)
+            raise Unsupported(f"tl.reduce with combine function {name}")
+        first = input[0] if isinstance(input, tuple) else input
         if axis is not None and not -len(first.shape) <= axis < len(first.shape):
             raise Unsupported(f"tl.reduce over axis {axis} of a {len(first.shape)}-d block")
-        data = first.handle.data
-        results = [to_tensor(_per_program(value_op, data, axis, keep_dims), first.dtype)]
-        if index_op is not None:
-            results.append(to_tensor(_per_program(index_op, data, axis, keep_dims), tl.int32))
+        results = [to_tensor(_per_program(op, first.handle.data, axis, keep_dims), dtype)
+                   for op, dtype in zip(ops, (first.dtype, tl.int32)) if op is not None]
         if isinstance(input, tuple):
             if len(input) != len(results):
                 raise Unsupported("tl.reduce over a tuple with a non-standard combine function")
@@ -67,31 +167,31 @@ def _make_reduce(interpreter, tl):
     return reduce
 
 
-# ---- the patch scope of one grid ---------------------------------------------------------------------------
-class _Patches:
-    """Attributes set for one grid and restored after it (instance attributes removed, not shadowed)."""
+def _make_scan(interpreter, tl):
+    """tl.associative_scan for the interpreter's own fast cases (cumsum, cumprod): numpy's accumulate along
+    the block axis, which adds in order whatever the layout; other combine functions run sequentially."""
+    def scan(input, axis, combine_fn, reverse=False, **kwargs):
+        if isinstance(input, tuple):
+            if len(input) != 1:
+                raise Unsupported("tl.associative_scan over a tuple")
+            return (scan(input[0], axis, combine_fn, reverse),)
+        op = _numpy_for(_SCANS, tl, combine_fn)
+        if op is None or not isinstance(axis, int) or not -len(input.shape) <= axis < len(input.shape):
+            raise Unsupported(f"tl.associative_scan with {getattr(combine_fn, '__name__', combine_fn)}")
+        data_axis = axis if axis < 0 else axis + 1
+        flip = (lambda a: np.ascontiguousarray(np.flip(a, axis=data_axis))) if reverse else (lambda a: a)
+        result = op(flip(input.handle.data), axis=data_axis).astype(interpreter._get_np_dtype(input.dtype))
+        result = flip(result)
+        handle = interpreter.TensorHandle(result, input.dtype.scalar)
+        return tl.core.tensor(handle, tl.block_type(input.dtype, list(result.shape[1:])))
 
-    def __init__(self):
-        self._changes: list[tuple[object, str, bool, object]] = []
-
-    def set(self, obj, name, value):
-        own = name in getattr(obj, "__dict__", {})
-        self._changes.append((obj, name, own, obj.__dict__.get(name) if own else None))
-        setattr(obj, name, value)
-
-    def restore(self):
-        while self._changes:
-            obj, name, own, old = self._changes.pop()
-            if own:
-                setattr(obj, name, old)
-            else:
-                delattr(obj, name)
+    return scan
 
 
 def _tensor_values(tensor) -> np.ndarray:
     """Each program's value of a tensor that holds one element per program."""
     data = tensor.handle.data
-    flat = data.reshape(_lead(data), -1)
+    flat = data.reshape(len(data), -1)
     if flat.shape[1] != 1:
         raise Unsupported("a block used where Python needs one value")
     return flat[:, 0]
@@ -133,115 +233,78 @@ def _range(arg1, arg2=None, step=None, **kwargs):
 
 
 @contextlib.contextmanager
-def _batched_language(interpreter, fn, builder):
-    """triton.language patched as the interpreter patches it, then the batch-aware pieces on top."""
+def _batched_language(interpreter, builder):
+    """triton.language patched as the interpreter patches it, then the batch-aware pieces on top, set on
+    their owners for the grid and restored after it (an attribute that was not the owner's own removed)."""
     import triton.language as tl
 
     lang_scope = interpreter._LangPatchScope()
-    patches = _Patches()
+    saved: list[tuple[object, str, object]] = []
+
+    def patch_builtins(package) -> None:
+        """The interpreter's _patch_builtin, also over builtins an earlier device-function call left patched
+        (Triton's InterpretedFunction.__call__ patches without restoring; 3.6-3.8 bind the builder there)."""
+        for name, member in inspect.getmembers(package):
+            patched = (getattr(member, "__kwdefaults__", None) or {}).get("member")  # by an earlier call
+            original = member if tl.core.is_builtin(member) else patched
+            if original is not None and tl.core.is_builtin(original):
+                interpreter._patch_attr(package, name, original, builder, lang_scope)
+
+    def transpose(self):
+        if len(self.shape) != 2:
+            raise Unsupported(".T of a block that is not 2-d")
+        handle = interpreter.TensorHandle(np.swapaxes(self.handle.data, -1, -2), self.handle.dtype)
+        return tl.core.tensor(handle, tl.core.block_type(self.dtype, [self.shape[1], self.shape[0]]))
+
     try:
         # the builder given here is the one Triton 3.6-3.8's builtins use; 3.9's use interpreter_semantic's
         for lang in (tl, tl.core):
-            _patch_builtins(interpreter, lang, builder, lang_scope)
-            _patch_builtins(interpreter, lang.tensor, builder, lang_scope)
+            patch_builtins(lang)
+            patch_builtins(lang.tensor)
             interpreter._patch_lang_tensor(lang.tensor, lang_scope)
             interpreter._patch_lang_core(lang, lang_scope)
-        _patch_builtins(interpreter, tl.math, builder, lang_scope)
+        patch_builtins(tl.math)
         if hasattr(tl.core, "tensor_descriptor_base"):
-            _patch_builtins(interpreter, tl.core.tensor_descriptor_base, builder, lang_scope)
+            patch_builtins(tl.core.tensor_descriptor_base)
         semantic = interpreter.interpreter_semantic
-        patches.set(semantic, "builder", builder)
-        _patch_semantic(type(semantic), patches, interpreter, tl)
         reduce, scan = _make_reduce(interpreter, tl), _make_scan(interpreter, tl)
-        for lang in (tl, tl.core):
-            patches.set(lang, "reduce", reduce)
-            patches.set(lang, "associative_scan", scan)
-        for lang in {tl, tl.core}:
-            if hasattr(lang, "range"):
-                patches.set(lang, "range", _range)
-            if hasattr(lang, "static_range"):
-                patches.set(lang, "static_range", _range)
-        patches.set(tl.tensor, "__bool__", _tensor_bool)
-        patches.set(tl.tensor, "__index__", _tensor_index)
-        patches.set(tl.tensor, "T", property(_tensor_transpose))
-        patches.set(interpreter.InterpretedFunction, "__call__", _device_call(interpreter))
+        ours = [(semantic, "builder", builder), *_semantic_patches(type(semantic), interpreter, tl)]
+        ours += [(lang, name, value) for lang in (tl, tl.core)
+                 for name, value in (("reduce", reduce), ("associative_scan", scan))]
+        ours += [(lang, name, _range) for lang in {tl, tl.core} for name in ("range", "static_range")
+                 if hasattr(lang, name)]
+
+        def device_call(self, *args, **kwargs):  # a @triton.jit helper called from a kernel: language patched
+            try:
+                return self.rewrite()(*args, **kwargs)
+            except (Unsupported, _Diverge):
+                raise
+            except Exception as exc:
+                raise interpreter.InterpreterError(repr(exc)) from exc
+
+        ours += [(tl.tensor, "__bool__", _tensor_bool), (tl.tensor, "T", property(transpose)),
+                 (tl.tensor, "__index__", lambda self: int(_uniform(_tensor_values(self)))),
+                 (interpreter.InterpretedFunction, "__call__", device_call)]
+        for owner, name, value in ours:
+            saved.append((owner, name, vars(owner).get(name, _ABSENT)))
+            setattr(owner, name, value)
         yield
     finally:
-        patches.restore()
+        for owner, name, old in reversed(saved):
+            if old is _ABSENT:
+                delattr(owner, name)
+            else:
+                setattr(owner, name, old)
         lang_scope.restore()
-
-
-def _patch_builtins(interpreter, package, builder, scope) -> None:
-    """The interpreter's _patch_builtin, also over builtins an earlier device-function call left patched
-    (Triton's InterpretedFunction.__call__ patches without restoring; 3.6-3.8 bind the builder there)."""
-    import triton.language as tl
-
-    for name, member in inspect.getmembers(package):
-        original = member if tl.core.is_builtin(member) else (getattr(member, "__kwdefaults__", None) or {}).get("member")
-        if original is not None and tl.core.is_builtin(original):
-            interpreter._patch_attr(package, name, original, builder, scope)
-
-
-def _make_scan(interpreter, tl):
-    """tl.associative_scan for the interpreter's own fast cases (cumsum, cumprod): numpy's accumulate along
-    the block axis, which adds in order whatever the layout; other combine functions run sequentially."""
-    def scan(input, axis, combine_fn, reverse=False, **kwargs):
-        if isinstance(input, tuple):
-            if len(input) != 1:
-                raise Unsupported("tl.associative_scan over a tuple")
-            return (scan(input[0], axis, combine_fn, reverse),)
-        ops = {id(getattr(tl.standard, "_sum_combine", None)): np.cumsum,
-               id(getattr(tl.standard, "_prod_combine", None)): np.cumprod}
-        op = ops.get(id(combine_fn))
-        if op is None or not isinstance(axis, int) or not -len(input.shape) <= axis < len(input.shape):
-            raise Unsupported(f"tl.associative_scan with {getattr(combine_fn, '__name__', combine_fn)}")
-        data_axis = axis if axis < 0 else axis + 1
-        data = input.handle.data
-        if reverse:
-            data = np.ascontiguousarray(np.flip(data, axis=data_axis))
-        result = op(data, axis=data_axis).astype(interpreter._get_np_dtype(input.dtype))
-        if reverse:
-            result = np.ascontiguousarray(np.flip(result, axis=data_axis))
-        handle = interpreter.TensorHandle(result, input.dtype.scalar)
-        return tl.core.tensor(handle, tl.block_type(input.dtype, list(result.shape[1:])))
-
-    return scan
 
 
 def _tensor_bool(self):
     if self.handle.data[0].size != 1:  # a block is truthy in the interpreter, as there
         return True
-    return bool(_uniform(self.handle.data.reshape(_lead(self.handle.data)).astype(np.bool_)))
+    return bool(_uniform(self.handle.data.reshape(len(self.handle.data)).astype(np.bool_)))
 
 
-def _tensor_index(self):
-    return int(_uniform(_tensor_values(self)))
-
-
-def _tensor_transpose(self):
-    import triton.language as tl
-
-    if len(self.shape) != 2:
-        raise Unsupported(".T of a block that is not 2-d")
-    from triton.runtime.interpreter import TensorHandle
-
-    handle = TensorHandle(np.swapaxes(self.handle.data, -1, -2), self.handle.dtype)
-    return tl.core.tensor(handle, tl.core.block_type(self.dtype, [self.shape[1], self.shape[0]]))
-
-
-def _device_call(interpreter):
-    def __call__(self, *args, **kwargs):  # a @triton.jit helper called from a kernel: language already patched
-        try:
-            return self.rewrite()(*args, **kwargs)
-        except (Unsupported, _Diverge):
-            raise
-        except Exception as exc:
-            raise interpreter.InterpreterError(repr(exc)) from exc
-
-    return __call__
-
-
-def _patch_semantic(semantic_cls, patches: _Patches, interpreter, tl):
+def _semantic_patches(semantic_cls, interpreter, tl) -> list[tuple[object, str, object]]:
     """Make ProgramInts convert to tensors exactly where, and with the dtype with which, a Python int would.
     Patched on the class: Triton 3.6-3.8 give every builtin its own semantic object."""
     to_tensor, scalar_constant = semantic_cls.to_tensor, semantic_cls.scalar_constant
@@ -257,8 +320,12 @@ def _patch_semantic(semantic_cls, patches: _Patches, interpreter, tl):
         data = data.astype(interpreter._get_np_dtype(dtype))
         return tl.tensor(interpreter.TensorHandle(data, dtype), dtype)
 
-    def program_dtype(x):
-        return tl.int1 if isinstance(x, ProgramBools) else _int_dtype_class(x.values)
+    def program_dtype(x):  # what to_tensor_type gives each program's int: one dtype for all, or diverge
+        if isinstance(x, ProgramBools):
+            return tl.int1
+        v = x.values
+        classes = np.select([(v >= -2**31) & (v < 2**31), (v >= 2**31) & (v < 2**32)], [0, 1], 2)
+        return (tl.int32, tl.uint32, tl.int64)[int(_uniform(classes))]
 
     def new_to_tensor(self, x, check_type=True):
         if isinstance(x, ProgramInts):
@@ -266,16 +333,13 @@ def _patch_semantic(semantic_cls, patches: _Patches, interpreter, tl):
         return to_tensor(self, x, check_type)
 
     def new_to_tensor_type(self, x):
-        if isinstance(x, ProgramInts):
-            return program_dtype(x)
-        return to_tensor_type(self, x)
+        return program_dtype(x) if isinstance(x, ProgramInts) else to_tensor_type(self, x)
 
     def new_scalar_constant(self, value, dtype):
         if isinstance(value, ProgramInts):
             return program_tensor(value, dtype)
         return scalar_constant(self, value, dtype)
 
-    patches.set(semantic_cls, "to_tensor", new_to_tensor)
-    if to_tensor_type is not None:
-        patches.set(semantic_cls, "to_tensor_type", new_to_tensor_type)
-    patches.set(semantic_cls, "scalar_constant", new_scalar_constant)
+    patches = [(semantic_cls, "to_tensor", new_to_tensor),
+               (semantic_cls, "scalar_constant", new_scalar_constant)]
+    return patches + ([(semantic_cls, "to_tensor_type", new_to_tensor_type)] if to_tensor_type else [])

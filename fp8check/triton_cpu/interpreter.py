@@ -5,41 +5,32 @@ mantissa carry into the exponent is lost, no saturation, NaN mishandled), so a C
 kernel is a byte oracle only once that conversion is replaced by clamp + round-to-nearest-even.
 
 `cpu_kernels()` is the scope every CPU run of a kernel happens in (fp8check's own, a user's file, a
-vLLM file alike). Inside it, a kernel launched with CPU tensors runs in Triton's interpreter
-(`run_on_cpu`, the one place that does), and a kernel launched with GPU tensors compiles as usual:
-the choice follows the device of the tensors, not an environment variable read when Triton was
-imported. Within the scope, and only there, the interpreter converts to and from E4M3 with
-fp8check's exact encoder (fp8.py), evaluates NaN, inf and out-of-range values through min/max/clamp
-and integer and bf16 casts as compiled Triton does (compiled_numerics.py), and takes int1 masks held
-as int32; `@triton.jit` helpers a kernel calls (its own, Triton's `tl.max` ...) run interpreted. On
-exit everything is as it was, including the `triton.language` attributes Triton's interpreter patches
-for device-function calls and does not restore itself (measured on Triton 3.9: 64 attributes of
-`triton.language.core` left patched, which would break a later compiled kernel). e4m3fnuz tensors
-reach the interpreter typed as e4m3fn and fp8check converts both ways in the format of the launch:
-Triton 3.6's interpreter has no fp8e4b8 type at all ("fail to convert fp8e4b8 to ir type", docs/NUMERICS.md).
-
-`check(fmt)` proves the conversion on known answers, `check_semantics()` proves the interpreter
-computes what vLLM-style kernels rely on as compiled Triton does, `require_any_kernel(fmt)` is both
-checks raised as one line; `compiled_caveat(spec)` says why a compiled kernel could still differ;
-`program_listener` feeds progress bars. A Triton whose internals moved is refused, never trusted.
+vLLM file alike): a kernel launched with CPU tensors runs in Triton's interpreter (`run_on_cpu`), one
+launched with GPU tensors compiles as usual, whatever environment variable Triton read at import.
+Within it, and only there, the interpreter converts to and from E4M3 with fp8check's exact encoder
+(fp8.py), evaluates NaN, inf and out-of-range values as compiled Triton does (compiled_numerics.py),
+takes int1 masks held as int32 and runs the `@triton.jit` helpers a kernel calls (`tl.max` ...)
+interpreted. On exit everything is as it was, including the `triton.language` attributes Triton's
+interpreter patches for device-function calls and does not restore (Triton 3.9: 64 attributes of
+`triton.language.core`, which would break a later compiled kernel). e4m3fnuz tensors reach the
+interpreter typed as e4m3fn and fp8check converts both ways in the launch's format: Triton 3.6's
+interpreter has no fp8e4b8 type ("fail to convert fp8e4b8 to ir type", docs/NUMERICS.md). A Triton
+whose internals moved is refused, never trusted (known_answers.py proves the rest on known answers).
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import math
 import sys
 
 import numpy as np
 import torch
 
 from ..core import fp8
-from . import compiled_numerics
 from ..core.errors import ProducerError
 from ..core.spec import FP8Format
-
-
+from . import compiled_numerics
 
 # Interpreter internals this scope relies on were read in these releases (the patch targets are also
 # checked at run time).
@@ -62,10 +53,8 @@ def _internals():
     """(tl, interpreter module, JITFunction, InterpretedFunction) of a Triton whose internals were read."""
     version = _triton_version()
     if not version.startswith(TESTED_TRITON):
-        raise ExactConversionError(
-            f"Triton {version}: the interpreter's FP8 conversion is patched only for Triton "
-            f"{', '.join(TESTED_TRITON)}; its internals may have moved"
-        )
+        raise ExactConversionError(f"Triton {version}: the interpreter's FP8 conversion is patched only for"
+                                   f" Triton {', '.join(TESTED_TRITON)}; its internals may have moved")
     try:
         import triton.language as tl
         from triton.runtime import interpreter
@@ -83,14 +72,9 @@ def _tensors(args, kwargs):
     return [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor) or hasattr(a, "data_ptr")]
 
 
-def _on_cpu(args, kwargs) -> bool:
-    return any(getattr(getattr(t, "device", None), "type", None) == "cpu" for t in _tensors(args, kwargs))
-
-
 def run_on_cpu(fn, args: tuple, kwargs: dict, *, grid):
-    """Run the Python function `fn` of a Triton kernel over `grid` on CPU tensors: Triton's interpreter
-    inside cpu_kernels() (exact FP8 conversion; e4m3fnuz tensors passed as e4m3fn-typed, converted by
-    fp8check in fnuz). The one place a kernel runs on the CPU."""
+    """Run the Python function `fn` of a Triton kernel over `grid` on CPU tensors, in cpu_kernels(): the
+    one place a kernel runs on the CPU."""
     _, interpreter, _, interpreted = _internals()
     dtypes = {t.dtype for t in _tensors(args, kwargs) if isinstance(t, torch.Tensor)}
     fnuz = torch.float8_e4m3fnuz in dtypes
@@ -111,48 +95,40 @@ def run_on_cpu(fn, args: tuple, kwargs: dict, *, grid):
             _SCOPE["fnuz"] = previous
 
 
+@contextlib.contextmanager
 def scope_for(device: torch.device, *, grid: bool = True):
     """The scope a producer or reader runs in on `device`: cpu_kernels() on the CPU once Triton is imported
     (a module that launches kernels has imported it) and is one whose internals were read, else none. In
-    it, a grid runs all its programs at once where it can (grid_interpreter.py: the bytes of a sequential
-    run; a grid it cannot run so runs sequentially, with a one-line note saying why)."""
-    if device.type != "cpu" or "triton" not in sys.modules:
-        return contextlib.nullcontext([])
-    try:
-        _internals()
-    except ExactConversionError:  # require() refuses Triton producers here; others run without kernels
-        return contextlib.nullcontext([])
-    return _cpu_scope(grid)
-
-
-@contextlib.contextmanager
-def _cpu_scope(grid: bool):
-    """Yields the list of GridRun records of the grids this scope runs (how each ran: at once, or why not);
-    grid=False: Triton's interpreter runs every grid program by program (--interpreter sequential)."""
+    it, a grid runs all its programs at once where it can (grid.py), or with grid=False program by program
+    (--interpreter sequential). Yields the list of GridRun records of the grids it runs: how each ran."""
     from .grid import GridRun, grid_at_once
 
-    if not grid:
-        mine: list = []
-
+    mine: list = []
+    try:
+        usable = device.type == "cpu" and "triton" in sys.modules and _internals() is not None
+    except ExactConversionError:  # require() refuses Triton producers here; others run without kernels
+        usable = False
+    if not usable:
+        yield mine
+    elif not grid:
         def started(done: int, total: int) -> None:
             if done == 1:
                 mine.append(GridRun("a grid", total, 0, "--interpreter sequential"))
 
         with cpu_kernels(), program_listener(started):
             yield mine
-        return
-    with cpu_kernels(), grid_at_once() as runs:
-        before = len(runs)  # an enclosing scope shares its list
-        mine: list = []
-        try:
-            yield mine
-        finally:
-            mine.extend(runs[before:])
+    else:
+        with cpu_kernels(), grid_at_once() as runs:
+            before = len(runs)  # an enclosing scope shares its list
+            try:
+                yield mine
+            finally:
+                mine.extend(runs[before:])
 
 
 def _exact_fp_to_fp(tl, handle_cls, original):
     """The interpreter's fp -> fp conversion with E4M3 on either side done by fp8.encode / fp8.decode."""
-    widths = {tl.float32: np.float32, tl.float16: np.float16, tl.float64: np.float64}
+    widths = {tl.float32: np.float32, tl.float16: np.float16, tl.float64: np.float64, tl.bfloat16: np.uint16}
 
     def fmt_of(scalar):
         if scalar == tl.float8e4nv:
@@ -163,14 +139,14 @@ def _exact_fp_to_fp(tl, handle_cls, original):
     def create_fp_to_fp(self, src, dst_type, rounding_mode):
         src_type, dst = src.dtype.scalar, dst_type.scalar
         to_fmt, from_fmt = fmt_of(dst), fmt_of(src_type)
-        if to_fmt is not None and (src_type in widths or src_type == tl.bfloat16):
+        if to_fmt is not None and src_type in widths:
             if src_type == tl.bfloat16:  # bf16 is held as uint16 bits: widen exactly to fp32
                 values = (src.data.astype(np.uint32) << 16).view(np.float32)
             else:
                 values = src.data if src_type == tl.float64 else src.data.astype(np.float32)
             encoded = fp8.encode(torch.from_numpy(np.ascontiguousarray(values)), to_fmt).numpy()
             return handle_cls(encoded.reshape(src.data.shape), dst)
-        if from_fmt is not None and (dst in widths or dst == tl.bfloat16):
+        if from_fmt is not None and dst in widths:
             codes = torch.from_numpy(np.ascontiguousarray(src.data).view(np.uint8))
             values = fp8.decode(codes, from_fmt).numpy().reshape(src.data.shape)  # exact in every wider type
             if dst == tl.bfloat16:
@@ -203,8 +179,7 @@ def _mask_fix(handle_cls, load, store):
 
 
 def _language_state() -> dict:
-    """The attributes of triton.language's modules and of their classes (to put back what the interpreter
-    leaves patched)."""
+    """The attributes of triton.language's modules and their classes: what the interpreter leaves patched."""
     modules = [m for name, m in list(sys.modules.items()) if m is not None and name.startswith("triton.language")]
     owners = {id(m): m for m in modules}
     for module in modules:
@@ -261,7 +236,8 @@ def cpu_kernels():
 
     def launch(original):
         def run(self, *args, grid, warmup, **kwargs):
-            if warmup or not _on_cpu(args, kwargs):
+            if warmup or all(getattr(getattr(t, "device", None), "type", None) != "cpu"
+                                 for t in _tensors(args, kwargs)):
                 return original(self, *args, grid=grid, warmup=warmup, **kwargs)
             return run_on_cpu(self.fn, args, kwargs, grid=grid)
 
@@ -289,29 +265,6 @@ def cpu_kernels():
         _restore(state)
         _SCOPE.update(depth=0, fnuz=False)
 
-
-# Known answers, written out by hand from the format definitions (docs/NUMERICS.md), not from encode():
-# (fp32 input, e4m3fn byte, e4m3fnuz byte).
-KNOWN_ANSWERS: tuple[tuple[float, int, int], ...] = (
-    (0.0, 0x00, 0x00),
-    (-0.0, 0x80, 0x00),  # fnuz has no -0
-    (1.0, 0x38, 0x40),
-    (1.0625, 0x38, 0x40),  # tie between 1.0 and 1.125: to even (1.0)
-    (1.1875, 0x3A, 0x42),  # tie between 1.125 and 1.25: to even (1.25)
-    (-1.1875, 0xBA, 0xC2),
-    (15.5, 0x58, 0x60),  # tie 15 / 16: the even neighbour is 16, a carry into the exponent
-    (126.24, 0x70, 0x78),  # rounds up to 128: the carry the stock interpreter loses
-    (2.0**-9, 0x01, 0x02),  # smallest e4m3fn subnormal; 2 subnormal steps in fnuz
-    (2.0**-10, 0x00, 0x01),  # fn: tie between 0 and 2^-9, to even (0); fnuz: its smallest subnormal
-    (3 * 2.0**-10, 0x02, 0x03),  # fn: tie 2^-9 / 2^-8, to even (2^-8)
-    (240.0, 0x77, 0x7F),
-    (448.0, 0x7E, 0x7F),  # fnuz saturates at 240
-    (-448.0, 0xFE, 0xFF),
-    (464.0, 0x7E, 0x7F),  # beyond max: saturate, never NaN
-    (1.0e9, 0x7E, 0x7F),
-    (-math.inf, 0xFE, 0xFF),
-    (math.nan, 0x7F, 0x80),
-)
 
 # ---- progress: one call per program ----------------------------------------------------------------------
 @contextlib.contextmanager

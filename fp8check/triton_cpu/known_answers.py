@@ -4,13 +4,37 @@ FP8 conversion and the semantics writers rely on are run on inputs whose bytes a
 from __future__ import annotations
 
 import functools
+import math
 
 import torch
 
 from ..core import fp8
 from ..core.errors import NotRunnableHere, first_line
 from ..core.spec import FP8Format
-from .interpreter import ExactConversionError, KNOWN_ANSWERS, _triton_version, cpu_kernels
+from .interpreter import ExactConversionError, _triton_version, cpu_kernels
+
+# Known answers, written out by hand from the format definitions (docs/NUMERICS.md), not from encode():
+# (fp32 input, e4m3fn byte, e4m3fnuz byte).
+KNOWN_ANSWERS: tuple[tuple[float, int, int], ...] = (
+    (0.0, 0x00, 0x00),
+    (-0.0, 0x80, 0x00),  # fnuz has no -0
+    (1.0, 0x38, 0x40),
+    (1.0625, 0x38, 0x40),  # tie between 1.0 and 1.125: to even (1.0)
+    (1.1875, 0x3A, 0x42),  # tie between 1.125 and 1.25: to even (1.25)
+    (-1.1875, 0xBA, 0xC2),
+    (15.5, 0x58, 0x60),  # tie 15 / 16: the even neighbour is 16, a carry into the exponent
+    (126.24, 0x70, 0x78),  # rounds up to 128: the carry the stock interpreter loses
+    (2.0**-9, 0x01, 0x02),  # smallest e4m3fn subnormal; 2 subnormal steps in fnuz
+    (2.0**-10, 0x00, 0x01),  # fn: tie between 0 and 2^-9, to even (0); fnuz: its smallest subnormal
+    (3 * 2.0**-10, 0x02, 0x03),  # fn: tie 2^-9 / 2^-8, to even (2^-8)
+    (240.0, 0x77, 0x7F),
+    (448.0, 0x7E, 0x7F),  # fnuz saturates at 240
+    (-448.0, 0xFE, 0xFF),
+    (464.0, 0x7E, 0x7F),  # beyond max: saturate, never NaN
+    (1.0e9, 0x7E, 0x7F),
+    (-math.inf, 0xFE, 0xFF),
+    (math.nan, 0x7F, 0x80),
+)
 
 
 def _run_known_answers(fmt: FP8Format) -> tuple[list[int], torch.Tensor]:
@@ -43,20 +67,19 @@ def check(fmt: FP8Format = FP8Format.E4M3FN) -> tuple[bool, str]:
     except ExactConversionError as exc:
         return False, str(exc)
     except Exception as exc:  # the interpreter itself broke: not trustworthy either
-        return False, f"Triton {_triton_version()} interpreter cannot run the {fmt.value} known-answer kernel ({type(exc).__name__}: {exc})"
+        return False, (f"Triton {_triton_version()} interpreter cannot run the {fmt.value} known-answer"
+                       f" kernel ({type(exc).__name__}: {exc})")
     for (value, *expected), byte in zip(KNOWN_ANSWERS, got):
         if byte != expected[column]:
-            return False, (
-                f"Triton {_triton_version()} interpreter converts {value!r} to {fmt.value} byte 0x{byte:02x},"
-                f" expected 0x{expected[column]:02x}: its FP8 conversion is not exact"
-            )
+            return False, (f"Triton {_triton_version()} interpreter converts {value!r} to {fmt.value} byte"
+                           f" 0x{byte:02x}, expected 0x{expected[column]:02x}: its FP8 conversion is not"
+                           " exact")
     decoded = fp8.decode(torch.tensor(got, dtype=torch.uint8), fmt)
     if not ((back == decoded) | (back.isnan() & decoded.isnan())).all():
-        return False, f"Triton {_triton_version()} interpreter reads {fmt.value} bytes back as other values: its FP8 conversion is not exact"
-    return True, (
-        f"exact {fmt.value} conversion in Triton {_triton_version()}'s interpreter"
-        f" ({len(KNOWN_ANSWERS)} known answers pass)"
-    )
+        return False, (f"Triton {_triton_version()} interpreter reads {fmt.value} bytes back as other values:"
+                       " its FP8 conversion is not exact")
+    return True, (f"exact {fmt.value} conversion in Triton {_triton_version()}'s interpreter"
+                  f" ({len(KNOWN_ANSWERS)} known answers pass)")
 
 
 class FormatNotHere(ExactConversionError, NotRunnableHere):
@@ -142,12 +165,10 @@ def require_any_kernel(fmt: FP8Format) -> None:
 
 
 def compiled_caveat(spec) -> str | None:
-    """Why a compiled kernel could write other bytes than this interpreter run, where fp8check knows a reason.
-
-    Compiled Triton on NVIDIA lowers fp32 `/` to an approximate division (docs/NUMERICS.md, docs/GPU.md);
+    """Why a compiled kernel could write other bytes than this interpreter run, where fp8check knows a reason:
+    compiled Triton on NVIDIA lowers fp32 `/` to an approximate division (docs/NUMERICS.md, docs/GPU.md),
     the interpreter divides exactly. With fp32 scales every `x / s` is exposed; with ue8m0 `s` is a power
-    of two, so only `amax / DIV` near DIV * 2^k can move the ceil (the ue8m0-boundary inputs).
-    """
+    of two, so only `amax / DIV` near DIV * 2^k can move the ceil (the ue8m0-boundary inputs)."""
     if spec.scale_fmt.power_of_two:
         return None
     return ("CPU interpreter run: a kernel compiled for NVIDIA that uses fp32 `/` (approximate there, docs/NUMERICS.md"
