@@ -78,7 +78,7 @@ def _git_export(text: str) -> tuple[Path, str]:
 def _released(name: str, version: str) -> tuple[Path, str]:
     """`pkg:amd-aiter==VERSION`: the released wheel (fetched once by released.py), unpacked once."""
     from ..code.released import fetch_wheel
-    from ..code.projects.pins import pinned
+    from ..code.projects.table import pinned
 
     wheel, digest = fetch_wheel(pinned(name, version))  # a pinned hash is checked
     target = disk_cache.entry("aiter-src-wheel", digest)

@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import Callable
 
 from ...core.errors import ConfigError
+from ..names import Kind, Name
+from ..released import Package, admit
 from .standins import CHECKED_ATTRIBUTES, RUN_FACTS, STANDINS, RunFacts
 
 BINDING_KINDS = ("value", "run", "standin", "function", "attrs")
@@ -289,3 +291,37 @@ def preset(key: str, role: str) -> Preset:
         known = ", ".join(p.key for p in project(name).presets if p.role == role) or "none"
         raise ConfigError(f"unknown {role} preset {key!r}; {name}'s {role}s: {known}")
     return found
+
+
+# ---- which release a name runs, with the hash its table pins (the one hash rule: released.admit) ----------
+
+
+def pinned(name: str, version: str) -> Package:
+    """NAME==VERSION with the pin of the project table that binds NAME, if its version is VERSION; any other
+    version is unpinned."""
+    found = for_package(name)
+    if found is not None and found.version == version and found.sha256 is not None:
+        return Package(name, version, found.sha256, found.wheel)
+    return Package(name, version)
+
+
+def admit_release(name: Name, *, repo=None, allow_unpinned: bool) -> None:
+    """The hash rule, in the parent before any child fetches or runs it, for the release `name` runs: a
+    `pkg:` or `aiter-src:pkg:` release (its NAME and VERSION were checked against the standard grammar when
+    the name was parsed), or a preset's project release, unless its code comes from a clone (`--checkout`,
+    a table's own `local` folder, or a preset no release holds)."""
+    if name.package is not None:
+        package = pinned(name.package, name.version)
+    elif name.kind is Kind.PRESET:
+        owner, _, entry = name.body.rpartition("/")
+        try:
+            table = project(owner)
+        except ConfigError:
+            return  # an unknown project: resolving the preset names it
+        if repo is not None or table.local is not None or \
+                any(p.needs_checkout for p in table.presets if p.name == entry):
+            return  # a clone's code (or none yet: resolving the preset asks for --checkout)
+        package = Package(table.package, table.version, table.sha256, table.wheel)
+    else:
+        return
+    admit(package, allow_unpinned=allow_unpinned, what=name.text)
