@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, TypeVar
 
-from ...core.errors import first_line
+from ...core.errors import ProducerError, first_line
 
 T = TypeVar("T")
 
@@ -26,11 +26,9 @@ def import_vllm():
 
     try:
         module = importlib.import_module("vllm")
-    except ModuleNotFoundError as exc:
-        if exc.name == "vllm":
-            raise Unavailable("vLLM is not installed") from None
-        raise Unavailable(f"import vllm failed: {first_line(exc)}") from None
     except Exception as exc:  # vLLM's own import code failed: keep its cause
+        if isinstance(exc, ModuleNotFoundError) and exc.name == "vllm":
+            raise Unavailable("vLLM is not installed") from None
         raise Unavailable(f"import vllm failed: {first_line(exc)}") from None
     try:
         version = importlib.metadata.version("vllm")
@@ -58,14 +56,10 @@ def find_function(modules, function: str, library: str, version: str) -> FoundFu
     for name in modules:
         try:
             module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name is not None and (name == exc.name or name.startswith(exc.name + ".")):
-                problems.append(f"no {name}")
-            else:
-                problems.append(f"import {name} failed: {first_line(exc)}")
-            continue
-        except Exception as exc:  # the library failed in its own import code (platform checks, deps)
-            problems.append(f"import {name} failed: {first_line(exc)}")
+        except Exception as exc:  # a missing module, or the library failed in its own import code
+            missing = isinstance(exc, ModuleNotFoundError) and exc.name is not None and (
+                name == exc.name or name.startswith(exc.name + "."))
+            problems.append(f"no {name}" if missing else f"import {name} failed: {first_line(exc)}")
             continue
         fn = getattr(module, function, None)
         if callable(fn):
@@ -89,3 +83,12 @@ def availability_of(load: Callable[[], T], require: Callable, *, found: Callable
     except Unavailable as exc:
         return False, f"{found(loaded)} found, but {exc}"
     return True, ready(loaded, platform)
+
+
+def loaded(name: str, availability: Callable, load: Callable, probe: Callable, role: str = "producer") -> tuple:
+    """(what `load` finds, the platform `probe` finds) for an adapter that can run here, else ProducerError
+    with the reason."""
+    ok, reason = availability()
+    if not ok:
+        raise ProducerError(f"{role} {name!r} is unavailable: {reason}")
+    return load(), probe()
