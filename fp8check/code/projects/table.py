@@ -206,12 +206,11 @@ def _preset(where: str, project: str, role: str, raw: dict) -> Preset:
     pad_slot = raw.get("pad_slot", -1)
     if not isinstance(pad_slot, int) or isinstance(pad_slot, bool) or pad_slot < -1:
         raise ConfigError(f"{where}: [[{role}]] {raw['name']}: pad_slot must be -1 or a slot >= 0, got {pad_slot!r}")
-    outputs = tuple((k, v) for k, v in raw.get("outputs", {}).items())
-    return Preset(project, raw["name"], role, raw.get("description", ""), steps, raw.get("returns"), outputs,
-                  _tuple(raw.get("fp8", ["e4m3fn", "e4m3fnuz"])), _tuple(raw.get("layouts", ["linear", "shuffle"])),
-                  _tuple(raw["block_sizes"]) if "block_sizes" in raw else None,
-                  _tuple(raw.get("scale_fmts", ["ue8m0", "fp32"])), bool(raw.get("needs_checkout", False)),
-                  raw.get("strip_asserts"), bool(raw.get("shuffle_when_paged", False)), pad_slot)
+    given = {key: _tuple(raw[key]) for key in ("fp8", "layouts", "block_sizes", "scale_fmts") if key in raw}
+    given.update({key: bool(raw[key]) for key in ("needs_checkout", "shuffle_when_paged") if key in raw})
+    return Preset(project, raw["name"], role, raw.get("description", ""), steps, raw.get("returns"),
+                  tuple(raw.get("outputs", {}).items()), strip_asserts=raw.get("strip_asserts"), pad_slot=pad_slot,
+                  **given)
 
 
 def parse(data: dict, where: str, folder: Path | None = None) -> Project:
