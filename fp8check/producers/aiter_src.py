@@ -138,16 +138,11 @@ def locate(name: Name | str) -> Checkout:
 
 
 def unit(checkout: Checkout) -> build.Unit:
-    files = [str(p.relative_to(checkout.root)) for p in sorted((checkout.root / INCLUDE).rglob("*"))
-             if p.is_file() and p.suffix in HEADER_SUFFIXES]
     entry = ENTRIES[checkout.form]
     include_dirs = (INCLUDE, *entry.extra_includes)
-    for extra in entry.extra_includes:
-        files += [str(p.relative_to(checkout.root)) for p in sorted((checkout.root / extra).rglob("*"))
-                  if p.is_file() and p.suffix in HEADER_SUFFIXES]
-    system_includes, link_flags, key_extra = (), (), ""
-    if entry.torch:
-        system_includes, link_flags, key_extra = _torch_build()
+    files = [str(p.relative_to(checkout.root)) for folder in include_dirs for p in sorted((checkout.root / folder).rglob("*"))
+             if p.is_file() and p.suffix in HEADER_SUFFIXES]
+    system_includes, link_flags, key_extra = _torch_build() if entry.torch else ((), (), "")
     return build.Unit(checkout.root, (*files, OP_FILE), OP_FILE, include_dirs, entry.defines, entry.source,
                       system_includes, link_flags, key_extra)
 
@@ -170,15 +165,10 @@ class Library:
     """One built op, loaded into this process."""
 
     def __init__(self, built: build.Built):
-        self.built = built
         self.host, self.device = built.load()
         self.entry = self.host.fp8check_indexer_k_quant_and_cache
         self.entry.restype = ctypes.c_int
         self.entry.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_long] * 6 + [ctypes.c_char_p, ctypes.c_int]
-
-    def counts(self) -> dict[str, int]:
-        raw = self.device.hipcpu_instruction_counts()
-        return {name: int(raw[i]) for i, name in enumerate(INSTRUCTIONS)}
 
     def run(self, k: torch.Tensor, kv_cache: torch.Tensor, slot_mapping: torch.Tensor, quant_block_size: int,
             scale_fmt: str, preshuffle: bool) -> dict[str, int]:
@@ -197,7 +187,8 @@ class Library:
         if undefined:
             raise ProducerError(f"aiter's op read {undefined} values from lanes that had already returned"
                                 " (undefined on a GPU): result refused")
-        return self.counts()
+        raw = self.device.hipcpu_instruction_counts()
+        return {name: int(raw[i]) for i, name in enumerate(INSTRUCTIONS)}
 
 
 def _known_answer(library: Library, fmt: FP8Format) -> None:
@@ -270,25 +261,18 @@ def writer_for(checkout: Checkout):
 
 
 def provenance(checkout: Checkout, fmt: FP8Format | None) -> dict:
-    compiler = compilers.find()
+    compiler, shuffle = compilers.find(), _shuffle_path(checkout)
     commit = re.fullmatch(r"[0-9a-f]{40}", checkout.revision)
     where = {"revision": "HEAD" if not is_git(checkout.label) else checkout.label.split(":")[1],
              "commit": checkout.revision} if commit else {"release": checkout.revision}
-    return {
-        "function": "indexer_k_quant_and_cache",
-        "source": checkout.label,
-        **where,
-        "file": f"{checkout.label.rstrip('/')}/{OP_FILE}",
-        "sha256": checkout.op_sha256,
-        "form": checkout.form.value,
-        "arch": ARCH[fmt] if fmt else "by --fp8",
-        "compiler": compiler.description if compiler else "none",
-        "flags": "-O3 -std=c++20 -ffp-contract=off (no contraction), FTZ|DAZ while kernels run",
-        "emulated": EMULATED,
-        **({} if checkout.form.preshuffle or not _shuffle_path(checkout).is_file() else
-           {"shuffle_weight": f"{_shuffle_path(checkout)}, sha256 "
-                              f"{hashlib.sha256(_shuffle_path(checkout).read_bytes()).hexdigest()}"}),
-    }
+    return {"function": "indexer_k_quant_and_cache", "source": checkout.label, **where,
+            "file": f"{checkout.label.rstrip('/')}/{OP_FILE}", "sha256": checkout.op_sha256,
+            "form": checkout.form.value, "arch": ARCH[fmt] if fmt else "by --fp8",
+            "compiler": compiler.description if compiler else "none",
+            "flags": "-O3 -std=c++20 -ffp-contract=off (no contraction), FTZ|DAZ while kernels run",
+            "emulated": EMULATED,
+            **({} if checkout.form.preshuffle or not shuffle.is_file() else
+               {"shuffle_weight": f"{shuffle}, sha256 {hashlib.sha256(shuffle.read_bytes()).hexdigest()}"})}
 
 
 def load(name: Name, *, fp8: FP8Format | None = None):
@@ -296,10 +280,9 @@ def load(name: Name, *, fp8: FP8Format | None = None):
     from ..core.producer import EXTRA_KEYWORDS, Producer
 
     checkout = locate(name)
-    name = name.text
     if fp8 is not None:
         library_for(checkout, fp8)
     description = (f"aiter's C++ indexer_k_quant_and_cache ({checkout.revision}) built for the CPU"
                    f" ({'preshuffle' if checkout.form.preshuffle else 'row-major + shuffle_weight'})")
-    return Producer(name, description, writer_for(checkout), keywords=frozenset(EXTRA_KEYWORDS),
+    return Producer(name.text, description, writer_for(checkout), keywords=frozenset(EXTRA_KEYWORDS),
                     provenance=provenance(checkout, fp8))

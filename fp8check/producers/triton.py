@@ -15,6 +15,7 @@ is paid once per tile instead of once per token.
 from __future__ import annotations
 
 import contextlib
+import functools
 
 import torch
 import triton
@@ -117,15 +118,7 @@ def launch(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *, fp8_dtype=
         )
 
 
-def fixed_writer(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *, fp8_dtype=torch.float8_e4m3fn,
-                 layout=None):
-    """vLLM-style Triton writer, fixed wrapper: the value region is viewed as the FP8 dtype."""
-    launch(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, fp8_dtype=fp8_dtype, layout=layout)
-
-
-def buggy_writer(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *, fp8_dtype=torch.float8_e4m3fn,
-                 layout=None):
-    """The seed's buggy wrapper: the value region is passed as raw uint8, so .to() truncates to integers."""
-    launch(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, fp8_dtype=fp8_dtype, layout=layout,
-           view_as_fp8=False)
+fixed_writer = functools.partial(launch, view_as_fp8=True)  # the fixed wrapper: the value region viewed as FP8
+# The seed's buggy wrapper: the value region is passed as raw uint8, so .to() truncates to integers.
+buggy_writer = functools.partial(launch, view_as_fp8=False)
 

@@ -12,6 +12,7 @@ and e4m3fn on NVIDIA.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 import shutil
@@ -72,10 +73,8 @@ def _unpack(archive: Path) -> tuple[Path, str]:
     if target is None:
         return unpacked, digest
     target.parent.mkdir(parents=True, exist_ok=True)
-    try:
+    with contextlib.suppress(OSError):  # unpacked by another process first
         unpacked.rename(target)
-    except OSError:  # unpacked by another process first
-        pass
     shutil.rmtree(staging, ignore_errors=True)
     return target, digest
 
@@ -84,11 +83,7 @@ def locate(name: Name | str) -> Source:
     """The vLLM source a name points at; ProducerError saying what is missing."""
     name = name if isinstance(name, Name) else parse(PREFIX + str(name), error=ProducerError)
     path = Path(name.body)
-    archive_sha256 = None
-    if path.is_file() and path.name.endswith((".tar.gz", ".tgz")):
-        root, archive_sha256 = _unpack(path)
-    else:
-        root = path
+    root, archive_sha256 = _unpack(path) if path.is_file() and path.name.endswith((".tar.gz", ".tgz")) else (path, None)
     op = root / OP_FILE
     if not op.is_file():
         raise ProducerError(f"vllm-src:{name.body}: no {OP_FILE} there (give vLLM's sdist vllm-X.Y.Z.tar.gz"
@@ -224,17 +219,10 @@ def provenance(source: Source) -> dict:
     """Where the op comes from and what builds it: the release, the file's sha256, nvcc and the arch."""
     found, reason = toolchains.find()
     where = {"sdist_sha256": source.archive_sha256} if source.archive_sha256 else {}
-    return {
-        "function": f"{HOST} ({KERNEL})",
-        "source": source.label,
-        "release": f"vllm {source.version}",
-        **where,
-        "file": OP_FILE,
-        "sha256": source.op_sha256,
-        "compiler": found.description if found else reason,
-        "arch": found.arch if found else "none",
-        "command": build.command_line(unit(source), found) if found else "not built",
-    }
+    return {"function": f"{HOST} ({KERNEL})", "source": source.label, "release": f"vllm {source.version}", **where,
+            "file": OP_FILE, "sha256": source.op_sha256, "compiler": found.description if found else reason,
+            "arch": found.arch if found else "none",
+            "command": build.command_line(unit(source), found) if found else "not built"}
 
 
 def load(name: Name):
