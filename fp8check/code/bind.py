@@ -71,12 +71,13 @@ class Definition:
     needs: frozenset[str]
 
 
+@dataclass
 class Missing(Exception):
     """A name the loader cannot provide (carried to the one-line ProducerError)."""
 
-    def __init__(self, name: str, chain: tuple[str, ...], detail: str = ""):
-        super().__init__(name)
-        self.name, self.chain, self.detail = name, chain, detail
+    name: str
+    chain: tuple[str, ...]
+    detail: str = ""
 
 
 def _scope_globals(table: symtable.SymbolTable) -> set[str]:

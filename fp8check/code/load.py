@@ -1,16 +1,10 @@
 """The one loader of a function from code, and its one cache of compiled functions (`Files`).
 
-- `file:PATH:FUNC` / `file:git:REV:PATH:FUNC`: the file is executed as a fresh module (it is the user's
-  module, imports and all) and FUNC taken from it;
-- `vllm-file:PATH[:FUNC]` / `vllm-file:git:REV:PATH[:FUNC]`: only FUNC and what it needs, from a vLLM
-  source file, with vLLM's platform names bound to the run (code/bind.py);
-- `pkg:NAME==VERSION:PATH[:FUNC]`: the same from a file of a released wheel (released.py), bound by the
-  package's project table; a preset's steps (projects/compose.py) load through `Files` the same way.
-
-The bytes executed are the bytes hashed: a file is read once, and its provenance (file, function, git
-revision and commit, sha256, bound names) travels with the loaded function into every report.
-Signature inspection happens once, here, at load time: the Producer records which optional keywords
-the function takes, so the runner never sniffs signatures.
+`file:[git:REV:]PATH:FUNC` runs the file as a fresh module (the user's module, imports and all);
+`vllm-file:[git:REV:]PATH[:FUNC]`, `pkg:NAME==VERSION:PATH[:FUNC]` (a released wheel's file, released.py)
+and a preset's steps (projects/compose.py) compile only FUNC and what it needs, bound by the project's
+table (code/bind.py). The bytes executed are the bytes hashed, and their provenance travels with the
+function into every report. Signatures are inspected once, here, at load time.
 """
 
 from __future__ import annotations
@@ -141,12 +135,10 @@ def load_function(text: str, *, role: str = "producer", fp8: FP8Format | None = 
                   device: torch.device | None = None) -> LoadedFunction:
     """`file:`, `vllm-file:` or `pkg:` name -> the function and its provenance.
 
-    `role` names the thing in error messages ("producer", "reader"); `fp8` is the format vLLM's platform
-    names are bound to (None: bound per run through `rebind`); `default_function` is FUNC when a
-    vllm-file or pkg target names none; `repo` is the repository `git:` reads from (default: the
-    current directory's); `device` is where vllm-file's workspace stand-in allocates (default: cuda when
-    available, else cpu). Before the function runs, call `prepare_to_run`.
-    """
+    `role` names it in error messages; `fp8` is the format the platform names are bound to (None: bound
+    per run through `rebind`); `repo` is the repository `git:` reads from (default: the current
+    directory's); `device` is where a workspace stand-in allocates (default: cuda when available). Before
+    the function runs, call `prepare_to_run`."""
     name = parse(text, error=ProducerError)
     if name.kind not in CODE_KINDS:
         raise ProducerError(f"{role} {text!r}: expected {forms(*CODE_KINDS)}")

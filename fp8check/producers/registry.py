@@ -1,8 +1,6 @@
 """The one registry of producers, by role: a writer's or a reader's name (a built-in entry, or code a Name
-points at, code/names.py) turned into a `Producer` or a `Reader` (core/producer.py); `run` runs a writer on a
-fresh poisoned cache (readers run in readers.py).
-
-Loaders import lazily: building the registry imports nothing heavy.
+points at, code/names.py) turned into a `Producer` or a `Reader`; `run` runs a writer on a fresh poisoned
+cache (readers run in readers.py). Entries import lazily: building the registry imports nothing heavy.
 """
 
 from __future__ import annotations
@@ -31,14 +29,13 @@ from ..core.spec import CacheSpec
 
 
 def always() -> tuple[bool, str]:
-    """The availability of a built-in entry."""
     return True, "built in"
 
 
 @dataclass(frozen=True)
 class Entry:
-    """One registry name: what it is, how to load it, whether it can run here (never raises). A writer's
-    `load()` returns a Producer, a reader's `load(spec)` a Reader."""
+    """One registry name: what it is, how to load it (a writer's `load()`, a reader's `load(spec)`), whether
+    it can run here (never raises)."""
 
     name: str
     description: str
@@ -184,16 +181,13 @@ def _declared(name: str, role: str) -> Callable[[CacheSpec, torch.device], None]
 
 def resolve(name: str, *, fp8=None, repo=None, isolation: Limits | None = DEFAULT_ISOLATION,
             allow_unpinned: bool = False) -> Producer:
-    """The producer a name stands for: a registry name, `auto`, or code from a file (`file:`, `vllm-file:`,
-    either with `git:REV:PATH` read from `repo`). `fp8` (an FP8Format) names the format vllm-file's
-    platform names are reported bound to; a vllm-file writer is bound to each run's --fp8 either way.
+    """The producer a name stands for: a registry name, `auto`, or code (KINDS; `git:REV:PATH` read from
+    `repo`, a preset's clone). `fp8` names the format vllm-file's platform names are reported bound to; the
+    writer is bound to each run's --fp8 either way.
 
-    Code from files is not loaded here when `isolation` is given (the default): the Producer only names
-    it, and `run` loads and runs it in a child process under those limits. `isolation=None` loads it
-    into this process (`--in-process`, for debugging).
-
-    Released code (`pkg:`, `aiter-src:pkg:`, a preset's release) passes the one hash rule first, here in
-    the parent: a version no project table pins is refused unless `allow_unpinned` (released.admit)."""
+    Code is not loaded here when `isolation` is given (the default): the Producer only names it, and `run`
+    loads and runs it in a child process under those limits; `isolation=None` (`--in-process`) loads it
+    here. Released code passes the one hash rule first, in the parent (table.admit_release)."""
     parsed = parse(name, error=ProducerError)
     if parsed.kind is Kind.VLLM_SRC:  # no nvcc or no NVIDIA GPU: NotRunnableHere before a child starts
         from .vllm_src import require_here
@@ -254,12 +248,8 @@ def _reader_from_code(text: str, spec: CacheSpec, repo=None) -> Reader:
 
 def resolve_reader(name: str, *, spec: CacheSpec, repo=None, isolation: Limits | None = DEFAULT_ISOLATION,
                    allow_unpinned: bool = False) -> Reader:
-    """The reader a name stands for, set up to read caches of `spec` (files may come from git in `repo`).
-
-    A reader from a file is not loaded here when `isolation` is given (the default): the Reader only names
-    it, and `readers.run_reader` loads and runs it in a child process under those limits (with the spec's FP8
-    format and `repo`). `isolation=None` loads it into this process (`--in-process`, for debugging).
-    Released code passes the one hash rule first, as writers do (resolve)."""
+    """The reader a name stands for, set up to read caches of `spec`; code is isolated, admitted and loaded
+    as writers' is (resolve), an isolated one by readers.run_reader's child."""
     parsed = parse(name, error=ProducerError)
     if parsed.kind is Kind.DEEPGEMM_SRC:  # no nvcc, GPU or checkout: NotRunnableHere before a child starts
         from .adapters.deepgemm_src import require_here

@@ -23,6 +23,7 @@ A table has
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -233,20 +234,13 @@ def parse(data: dict, where: str, folder: Path | None = None) -> Project:
                    head.get("checkout_prefix", ""), head.get("repository", ""), local)
 
 
-_PROJECTS: dict[str, Project] = {}
-
-
+@functools.cache
 def projects() -> dict[str, Project]:
     """The shipped project tables, by name (fp8check/code/projects/*.toml)."""
-    if not _PROJECTS:
-        from ...core.config import load_toml
+    from ...core.config import load_toml
 
-        folder = resources.files(__package__)
-        for item in sorted(folder.iterdir(), key=lambda p: p.name):
-            if item.name.endswith(".toml"):
-                project = parse(load_toml(Path(str(item))), item.name)
-                _PROJECTS[project.name] = project
-    return _PROJECTS
+    items = sorted((i for i in resources.files(__package__).iterdir() if i.name.endswith(".toml")), key=lambda i: i.name)
+    return {p.name: p for p in (parse(load_toml(Path(str(item))), item.name) for item in items)}
 
 
 _FILES: dict[str, Project] = {}
