@@ -1,6 +1,6 @@
 """The `reference` writer: the PyTorch emulation of aiter's op, or its compiled Triton twin on a GPU.
 
-On CUDA the PyTorch ops take ~13 ms for 1M tokens, ~70x the Triton writer; reference_triton.py computes
+On CUDA the PyTorch ops take ~13 ms for 1M tokens, ~70x the Triton writer; triton.launch_reference computes
 the same bytes in one kernel. It is used only once proven: at the first call per (spec shape, format,
 layout, scale format, device) it writes a known-answer cache (every adversarial input distribution,
 inf and NaN included, padding slots) with both and must match the PyTorch bytes exactly (a pass is
@@ -42,7 +42,7 @@ def known_answer(spec: CacheSpec, device: torch.device) -> tuple[int, int]:
     """(differing bytes, bytes compared) between the Triton kernel and the PyTorch emulation on a small
     cache of this spec's shape, written from every adversarial distribution with inf and NaN."""
     from ..core.inputs import Distribution, SlotPattern, generate
-    from .reference_triton import launch
+    from .triton import launch_reference as launch
 
     small = spec.replace(num_blocks=PROOF_BLOCKS)
     data = generate(small, seed=20261130, slots=SlotPattern.PADDED, distribution=Distribution.MIXED, inf_nan=True)
@@ -78,7 +78,7 @@ def writer(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *, fp8_dtype=
         aiter_writer(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, fp8_dtype=fp8_dtype, layout=layout)
         return
     from ..core.inputs import slot_numbers
-    from .reference_triton import launch
+    from .triton import launch_reference as launch
 
     mapped, top, _ = slot_numbers(slot_mapping, spec.num_slots)  # one Triton kernel on CUDA, no torch max
     if mapped and top >= spec.num_slots:  # the emulation's own refusal

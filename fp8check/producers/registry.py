@@ -45,7 +45,7 @@ class Entry:
 
 def _reference() -> Producer:
     from ..core.reference import AITER
-    from .reference_device import writer  # PyTorch ops; on CUDA their proven Triton twin (reference_triton.py)
+    from .reference_device import writer  # PyTorch ops; on CUDA their proven Triton twin
 
     return Producer("reference", AITER.description, writer, emulated=True, keywords=frozenset(EXTRA_KEYWORDS))
 
