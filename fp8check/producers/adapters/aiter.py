@@ -21,7 +21,7 @@ import torch
 from ...core.errors import ProducerError
 from ...core.producer import Producer
 from ...core.spec import CacheSpec, Layout, default_layout
-from . import Unavailable, availability_of, first_line, loaded
+from . import Unavailable, availability_of, first_line, import_module, loaded
 from .platform import Backend, Platform, probe
 
 NAME = "aiter"
@@ -65,19 +65,9 @@ def _lookalike(module) -> str:
     )
 
 
-def _import(name: str, missing: str | None = None):
-    """The module, or Unavailable: `missing` when the module itself is not there, else why its import failed."""
-    try:
-        return importlib.import_module(name)
-    except Exception as exc:  # a broken install raises anything from its own import code: keep it
-        if missing is not None and isinstance(exc, ModuleNotFoundError) and exc.name == name:
-            raise Unavailable(missing) from None
-        raise Unavailable(f"import {name} failed: {first_line(exc)}") from None
-
-
 def import_aiter():
     """The aiter module, or Unavailable saying why (not installed, or its own import code failed)."""
-    return _import("aiter", f"aiter is not installed (ROCm's kernel library, pip package {DISTRIBUTION}; needs a"
+    return import_module("aiter", f"aiter is not installed (ROCm's kernel library, pip package {DISTRIBUTION}; needs a"
                             " ROCm GPU)")
 
 
@@ -100,7 +90,7 @@ def load_api() -> AiterAPI:
         preshuffle = False
     if preshuffle:
         return AiterAPI(op, Form.PRESHUFFLE, None, version)
-    shuffle_weight = getattr(_import("aiter.ops.shuffle"), "shuffle_weight", None)
+    shuffle_weight = getattr(import_module("aiter.ops.shuffle"), "shuffle_weight", None)
     if not callable(shuffle_weight):
         raise Unavailable(
             f"aiter {version}: indexer_k_quant_and_cache has no preshuffle keyword and"

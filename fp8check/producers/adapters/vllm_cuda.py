@@ -7,14 +7,12 @@ row-major only, in the FP8 format its build targets (docs/NUMERICS.md).
 
 from __future__ import annotations
 
-import importlib
-
 import torch
 
 from ...core.errors import ProducerError
 from ...core.producer import Producer
 from ...core.spec import Layout
-from . import FoundFunction, Unavailable, availability_of, first_line, import_vllm, loaded
+from . import FoundFunction, Unavailable, availability_of, import_module, import_vllm, loaded
 from .platform import Platform, probe, require_gpu
 
 NAME = "vllm-cuda"
@@ -24,12 +22,8 @@ OP = "torch.ops._C_cache_ops.indexer_k_quant_and_cache"
 
 def load() -> FoundFunction:
     _, version = import_vllm()
-    try:
-        importlib.import_module(EXTENSION)
-    except Exception as exc:  # a compiled extension fails with OSError/ImportError on ABI mismatches
-        if isinstance(exc, ModuleNotFoundError) and exc.name == EXTENSION:
-            raise Unavailable(f"vLLM {version} has no compiled extension {EXTENSION} (a CPU-only or source tree?)") from None
-        raise Unavailable(f"import {EXTENSION} failed: {first_line(exc)}") from None
+    # a compiled extension fails with OSError/ImportError on ABI mismatches
+    import_module(EXTENSION, f"vLLM {version} has no compiled extension {EXTENSION} (a CPU-only or source tree?)")
     try:
         op = torch.ops._C_cache_ops.indexer_k_quant_and_cache
     except (AttributeError, RuntimeError):
