@@ -13,6 +13,7 @@ A result with reads of lanes that had already returned (undefined on a GPU) is r
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import os
 import re
@@ -248,14 +249,14 @@ def writer_for(checkout: Checkout):
         shuffle = (layout or Layout.SHUFFLE.value) == Layout.SHUFFLE.value
         k_in = k.to(torch.bfloat16).contiguous()
         slots = slot_mapping.to(torch.int64).contiguous()
-        after = shuffle and not checkout.form.preshuffle
-        head_dim = k.shape[1]
-        before = kv_cache.view(kv_cache.shape[0], -1)[:, : kv_cache.shape[1] * head_dim].clone() if after else None
-        library.run(k_in, kv_cache, slots, quant_block_size, scale_fmt or "", shuffle and checkout.form.preshuffle)
-        if after:  # as the `aiter` producer does: only written tokens' bytes take shuffled values
+        preshuffle = shuffle and checkout.form.preshuffle
+        write = functools.partial(library.run, k_in, kv_cache, slots, quant_block_size, scale_fmt or "", preshuffle)
+        if shuffle and not preshuffle:  # as the `aiter` producer does: only written tokens' bytes are shuffled
             from .adapters.aiter import shuffle_written
 
-            shuffle_written(kv_cache, slots, before, head_dim, _shuffle_weight(checkout), fp8_dtype)
+            shuffle_written(write, kv_cache, slots, k.shape[1], _shuffle_weight(checkout), fp8_dtype)
+        else:
+            write()
 
     return writer
 

@@ -10,6 +10,7 @@ The op picks its FP8 format from the GPU: e4m3fnuz on gfx94x (MI300/MI325), e4m3
 from __future__ import annotations
 
 import enum
+import functools
 import importlib
 import importlib.metadata
 import inspect
@@ -116,18 +117,15 @@ def availability(platform: Platform | None = None) -> tuple[bool, str]:
                            f" {p.fp8.value} (e4m3fnuz on gfx94x, e4m3fn elsewhere)", platform=platform, probe=probe)
 
 
-def shuffle_written(
-    kv_cache: torch.Tensor, slot_mapping: torch.Tensor, before: torch.Tensor, head_dim: int,
-    shuffle_weight: Callable[..., torch.Tensor], fp8_dtype: torch.dtype,
-) -> None:
-    """Turn the row-major value regions the five-argument op wrote into the SHUFFLE layout, in place.
-
-    `before` is the value regions as they were before the op ([num_blocks, block_size*head_dim] uint8).
-    Only the bytes of written tokens take shuffled values: a token with a negative slot writes nothing
-    (docs/NUMERICS.md), and shuffling a whole block would also move the bytes nobody wrote.
-    """
+def shuffle_written(write: Callable[[], object], kv_cache: torch.Tensor, slot_mapping: torch.Tensor, head_dim: int,
+                    shuffle_weight: Callable[..., torch.Tensor], fp8_dtype: torch.dtype) -> None:
+    """Run `write` (the five-argument op: row-major) and turn the value regions it wrote into the SHUFFLE
+    layout, in place. Only the bytes of written tokens take shuffled values: a token with a negative slot
+    writes nothing (docs/NUMERICS.md), and shuffling a whole block would also move the bytes nobody wrote."""
     num_blocks, block_size, _ = kv_cache.shape
     values = kv_cache.view(num_blocks, -1)[:, : block_size * head_dim]
+    before = values.clone()
+    write()
     written = torch.zeros(num_blocks * block_size, dtype=torch.uint8, device=kv_cache.device)
     written[slot_mapping[slot_mapping >= 0]] = 1
     written = written.view(num_blocks, block_size, 1).expand(num_blocks, block_size, head_dim).contiguous()
@@ -157,16 +155,15 @@ def make_producer(api: AiterAPI, platform: Platform) -> Producer:
 
     def writer(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *, fp8_dtype=None, layout=None):
         shuffle = (layout or default_layout(kv_cache.shape[1]).value) == Layout.SHUFFLE.value
-        scale_arg = scale_fmt or ""  # the op takes a string; anything but "ue8m0" means fp32 scales
+        # the op takes a string; anything but "ue8m0" means fp32 scales
+        write = functools.partial(api.op, k, kv_cache, slot_mapping, quant_block_size, scale_fmt or "")
         if api.form is Form.PRESHUFFLE:
-            api.op(k, kv_cache, slot_mapping, quant_block_size, scale_arg, preshuffle=shuffle)
-            return
-        head_dim = k.shape[-1]
-        before = kv_cache.view(kv_cache.shape[0], -1)[:, : kv_cache.shape[1] * head_dim].clone() if shuffle else None
-        api.op(k, kv_cache, slot_mapping, quant_block_size, scale_arg)
-        if shuffle:
-            shuffle_written(kv_cache, slot_mapping, before, head_dim, api.shuffle_weight,
-                            fp8_dtype or platform.fp8.torch_dtype())
+            write(preshuffle=shuffle)
+        elif shuffle:
+            fp8_dtype = fp8_dtype or platform.fp8.torch_dtype()
+            shuffle_written(write, kv_cache, slot_mapping, k.shape[-1], api.shuffle_weight, fp8_dtype)
+        else:
+            write()
 
     return Producer(NAME, f"aiter {api.version} indexer_k_quant_and_cache ({api.form.value}) on {platform.arch}",
                     writer, check=check, keywords=frozenset({"fp8_dtype", "layout"}))
