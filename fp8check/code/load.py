@@ -76,7 +76,8 @@ class Files:
             self.functions[path, func] = compile_function(
                 text, label=label or f"{self.label} {path}", file=file, func=func,
                 sha256=source.provenance["sha256"], role=self.role, fp8=self.fp8, device=self.device,
-                table=self.table, strip_asserts=self.strip_asserts, sibling=lambda p, f: self.function(p, f).fn)
+                table=self.table, strip_asserts=self.strip_asserts,
+                sibling=lambda p, f: self.function(p, f).fn)
         return self.functions[path, func]
 
     def rebind(self, fp8: FP8Format, layout: Layout | None = None, device: torch.device | None = None) -> None:
@@ -159,7 +160,8 @@ def load_function(text: str, *, role: str = "producer", fp8: FP8Format | None = 
         from .released import read_file
 
         project, package = for_package(name.package), pinned(name.package, name.version)
-        table = project.table if project is not None else BindTable(name.package, name.package.replace("-", "_"))
+        table = project.table if project is not None else \
+            BindTable(name.package, name.package.replace("-", "_"))
         files = Files(lambda path: read_file(package, path), table, role, text, fp8, device)
     compiled = files.function(name.path, func, label=text)
     provenance = {"loader": name.kind.value[:-1], **files.files[name.path], "function": func,
@@ -211,4 +213,5 @@ def load_writer(text: str, *, fp8: FP8Format | None = None, repo: Path | None = 
             fn(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, **{key: passed[key] for key in passed
                                                                           if key in taken})
     return Producer(text, f"{func_name} from {where}", writer, keywords=keywords, provenance=loaded.provenance,
-                    check=lambda spec, device: prepare_to_run(loaded, spec.fp8, device), triton=loaded.uses_triton)
+                    check=lambda spec, device: prepare_to_run(loaded, spec.fp8, device),
+                    triton=loaded.uses_triton)

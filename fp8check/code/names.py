@@ -82,10 +82,8 @@ class Name:
         return None
 
     def with_path(self, path: str) -> str:
-        """The name's text with its file replaced (a config's relative path made absolute)."""
-        if self.kind in (Kind.FILE, Kind.VLLM_FILE):
-            return f"{self.kind.value}{path}" + (f":{self.function}" if self.function else "")
-        return f"{self.kind.value}{path}" if self.kind in (Kind.GOLDEN, Kind.AITER_SRC, *SOURCE_KINDS) else self.text
+        """The text of a name with a file, the file replaced (a config's relative path made absolute)."""
+        return f"{self.kind.value}{path}" + (f":{self.function}" if self.function else "")
 
 
 def _split_function(body: str) -> tuple[str, str | None]:

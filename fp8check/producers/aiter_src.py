@@ -141,7 +141,8 @@ def locate(name: Name | str) -> Checkout:
 def unit(checkout: Checkout) -> build.Unit:
     entry = ENTRIES[checkout.form]
     include_dirs = (INCLUDE, *entry.extra_includes)
-    files = [str(p.relative_to(checkout.root)) for folder in include_dirs for p in sorted((checkout.root / folder).rglob("*"))
+    files = [str(p.relative_to(checkout.root)) for folder in include_dirs
+             for p in sorted((checkout.root / folder).rglob("*"))
              if p.is_file() and p.suffix in HEADER_SUFFIXES]
     system_includes, link_flags, key_extra = _torch_build() if entry.torch else ((), (), "")
     return build.Unit(checkout.root, (*files, OP_FILE), OP_FILE, include_dirs, entry.defines, entry.source,
@@ -250,8 +251,9 @@ def writer_for(checkout: Checkout):
         k_in = k.to(torch.bfloat16).contiguous()
         slots = slot_mapping.to(torch.int64).contiguous()
         preshuffle = shuffle and checkout.form.preshuffle
-        write = functools.partial(library.run, k_in, kv_cache, slots, quant_block_size, scale_fmt or "", preshuffle)
-        if shuffle and not preshuffle:  # as the `aiter` producer does: only written tokens' bytes are shuffled
+        write = functools.partial(library.run, k_in, kv_cache, slots, quant_block_size, scale_fmt or "",
+                                  preshuffle)
+        if shuffle and not preshuffle:  # as the `aiter` producer does: only written tokens' bytes shuffled
             from .adapters.aiter import shuffle_written
 
             shuffle_written(write, kv_cache, slots, k.shape[1], _shuffle_weight(checkout), fp8_dtype)

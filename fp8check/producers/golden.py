@@ -166,8 +166,8 @@ def read(path: Path, key: bytes | None = None, *, data: bytes | None = None) -> 
             raise GoldenError(f"{path}: golden file {problem} tensor(s) {', '.join(names)}")
     _check_shapes(path, spec, tensors)
     _verify(path, tensors, metadata, key)
-    g = guard_bytes(spec)  # `record` refuses a run that wrote outside the cache: guards hold the poison fill
-    if not (equals_poison(tensors["guards"][:g], 0) and equals_poison(tensors["guards"][g:], buffer_bytes(spec) - g)):
+    guards, g = tensors["guards"], guard_bytes(spec)  # `record` refuses a run that wrote outside the cache
+    if not (equals_poison(guards[:g], 0) and equals_poison(guards[g:], buffer_bytes(spec) - g)):
         raise GoldenError(f"{path}: its guard zones do not hold the poison fill that every recording has:"
                           " the file was forged or damaged")
     inputs = Inputs(tensors["k"].contiguous(), tensors["slot_mapping"].contiguous(), f"replayed from golden {path.name}")
@@ -192,7 +192,7 @@ def as_side(golden: Golden, path: Path, device):
     from ..core.producer import Side
 
     recorded = json.loads(golden.metadata.get("producer_provenance", "{}"))
-    buffer = CacheBuffer.allocate(golden.spec, device)  # the guard zones as recorded (a fresh allocation's poison)
+    buffer = CacheBuffer.allocate(golden.spec, device)  # its guard zones as recorded: the poison
     g = buffer.guard_bytes
     buffer.flat.copy_(golden.kv_cache.to(device))
     buffer.buffer[:g].copy_(golden.guards[:g].to(device))

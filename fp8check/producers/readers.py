@@ -117,7 +117,8 @@ def run_reader_guarded(reader: Reader, q_fp8: torch.Tensor, kv_cache: torch.Tens
                             f" {str(report.get('dtype'))[:40]!r}")
     ran = dataclasses.replace(reader, description=one_line(report.get("description", reader.description), 1000),
                               provenance=reported_provenance(report.get("provenance")))
-    return _checked_output(ran, out.to(dtype), rows, max_model_len, kv_cache.device), ran, guarded.outside_writes()
+    logits = _checked_output(ran, out.to(dtype), rows, max_model_len, kv_cache.device)
+    return logits, ran, guarded.outside_writes()
 
 
 def run_reader_reporting(reader: Reader, q_fp8: torch.Tensor, kv_cache: torch.Tensor, weights: torch.Tensor,

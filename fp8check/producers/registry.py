@@ -103,12 +103,13 @@ class Role(Enum):
 
 
 REFERENCE = "reference"
-REGISTRY: dict[Role, dict[str, Entry]] = {role: {entry.name: entry for entry in entries} for role, entries in (
+REGISTRY: dict[Role, dict[str, Entry]] = {role: {e.name: e for e in entries} for role, entries in (
     (Role.WRITER, [
         Entry("reference", "PyTorch emulation of aiter's C++ op + shuffle_weight", _reference),
         Entry("reference-vllm", "PyTorch emulation of vLLM's writer numerics (DIV 448/224, x / s)", _reference_vllm),
         Entry("triton", "Triton writer with vLLM ROCm semantics, fixed wrapper (FP8 view)",
-              _triton("triton", "Triton writer (vLLM ROCm semantics), value region viewed as FP8", "fixed_writer"),
+              _triton("triton", "Triton writer (vLLM ROCm semantics), value region viewed as FP8",
+                      "fixed_writer"),
               _triton_availability),
         Entry("triton-buggy", "Triton writer, buggy wrapper (uint8 slice: integer conversion)",
               _triton("triton-buggy", "Triton writer, the seed's buggy wrapper: value region passed as uint8",
@@ -291,13 +292,12 @@ def fp8_integer_cast(exc: BaseException) -> str | None:
         match = _CANNOT_CAST.search(str(exc))
         if match is not None:
             target = match.group(1)
-            if target.startswith(("u", "int")):
-                what = f"stores FP8 values through a {target} pointer"
-            else:
-                what = f"stores integer values (x/s converted by .to() to an integer type) through an {target} pointer"
-            return (f"the kernel {what}: Triton cannot cast between FP8 and integer types (a compile error on the"
-                    " GPU as well), the seed's integer-cast bug; view the value region as the FP8 dtype before"
-                    " launching and convert x/s with .to(the pointer's FP8 element type)")
+            what = f"stores FP8 values through a {target} pointer" if target.startswith(("u", "int")) else \
+                f"stores integer values (x/s converted by .to() to an integer type) through an {target}" \
+                " pointer"
+            return (f"the kernel {what}: Triton cannot cast between FP8 and integer types (a compile error on"
+                    " the GPU as well), the seed's integer-cast bug; view the value region as the FP8 dtype"
+                    " before launching and convert x/s with .to(the pointer's FP8 element type)")
         exc = exc.__cause__ or exc.__context__
     return None
 
@@ -317,8 +317,9 @@ def _write(producer: Producer, spec: CacheSpec, k: torch.Tensor, slot_mapping: t
 
     def write(cache: torch.Tensor) -> None:
         try:
-            with scope_for(cache.device, grid=producer.interpreter != "sequential") as ran:  # CPU tensors: exact
-                producer.writer(k, cache, slot_mapping, spec.quant_block_size, spec.scale_fmt.writer_arg, **kwargs)
+            with scope_for(cache.device, grid=producer.interpreter != "sequential") as ran:  # CPU: exact
+                producer.writer(k, cache, slot_mapping, spec.quant_block_size, spec.scale_fmt.writer_arg,
+                                **kwargs)
             grids.extend(ran)
             if cache.is_cuda:
                 torch.cuda.synchronize(cache.device)
@@ -369,7 +370,7 @@ def run_producer(producer: Producer, spec: CacheSpec, inputs: Inputs, device: to
     buffer = CacheBuffer.allocate(spec, device)
     given = padded_slots(inputs.slot_mapping, pad_slot)
     k, slot_mapping = inputs.k.clone(), given.clone()
-    producer.check(spec, device)  # isolated: the parent's own checks (a preset's declared specs), no code under test
+    producer.check(spec, device)  # isolated: the parent's own (a preset's declared specs), no code under test
     if producer.isolation is not None:
         try:
             report = run_isolated(f"{__name__}:run_in_child", (producer.name, spec.to_json(), producer.repo, k,
@@ -387,9 +388,9 @@ def run_producer(producer: Producer, spec: CacheSpec, inputs: Inputs, device: to
         if grids:
             producer = dataclasses.replace(producer, provenance=with_grids(producer.provenance, grids))
     # bit for bit (NaN payloads included), on tensors a producer may have re-shaped or re-typed
-    changed = tuple(name for name, handed, passed in (("k", inputs.k, k), ("slot_mapping", given, slot_mapping))
-                    if handed.shape != passed.shape or handed.dtype != passed.dtype or handed.device != passed.device
-                    or not torch.equal(handed.contiguous().view(torch.uint8), passed.contiguous().view(torch.uint8)))
+    changed = tuple(name for name, a, b in (("k", inputs.k, k), ("slot_mapping", given, slot_mapping))
+                    if (a.shape, a.dtype, a.device) != (b.shape, b.dtype, b.device)
+                    or not torch.equal(a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8)))
     if pad_slot != SKIP_PADDING:
         forget_slot(buffer, pad_slot)
     return dataclasses.replace(buffer, modified_inputs=changed), producer

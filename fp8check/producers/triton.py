@@ -178,17 +178,19 @@ def launch(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *, fp8_dtype=
         values = values.view(fp8_dtype)
     scales = kv_cache.view(-1).view(torch.float32)
     tokens = tokens or TOKENS_PER_PROGRAM["cpu" if k.device.type == "cpu" else "cuda"]
-    _run(_kernel, (triton.cdiv(num_tokens, tokens),), k, values, scales, slot_mapping, num_tokens, spec.num_slots,
-         spec.block_size, spec.block_bytes, HEAD_DIM=spec.head_dim, TOKENS=tokens, DIV=spec.fp8.vllm_divisor,
-         UE8M0=spec.scale_fmt is ScaleFormat.UE8M0, SHUFFLE=spec.layout is Layout.SHUFFLE)
+    _run(_kernel, (triton.cdiv(num_tokens, tokens),), k, values, scales, slot_mapping, num_tokens,
+         spec.num_slots, spec.block_size, spec.block_bytes, HEAD_DIM=spec.head_dim, TOKENS=tokens,
+         DIV=spec.fp8.vllm_divisor, UE8M0=spec.scale_fmt is ScaleFormat.UE8M0,
+         SHUFFLE=spec.layout is Layout.SHUFFLE)
 
 
 def _run(kernel, grid: tuple, *args, **constants) -> None:
-    with cpu_kernels() if args[0].device.type == "cpu" else contextlib.nullcontext():  # CPU: the exact interpreter
+    with cpu_kernels() if args[0].device.type == "cpu" else contextlib.nullcontext():  # CPU: exact
         kernel[grid](*args, **constants)
 
 
-def launch_reference(spec: CacheSpec, k: torch.Tensor, kv_cache: torch.Tensor, slot_mapping: torch.Tensor) -> None:
+def launch_reference(spec: CacheSpec, k: torch.Tensor, kv_cache: torch.Tensor,
+                     slot_mapping: torch.Tensor) -> None:
     """Write k's rows to their slots with the aiter profile's numerics (compiled, or interpreted on the CPU)."""
     if k.shape[0] == 0:
         return
@@ -196,12 +198,12 @@ def launch_reference(spec: CacheSpec, k: torch.Tensor, kv_cache: torch.Tensor, s
     tokens = TOKENS_PER_PROGRAM["cpu" if k.device.type == "cpu" else "cuda"]
     _run(_aiter_kernel, (triton.cdiv(k.shape[0], tokens), spec.groups_per_token), k, values,
          kv_cache.view(-1).view(torch.float32), slot_mapping, k.shape[0], spec.block_size, spec.block_bytes,
-         HEAD_DIM=spec.head_dim, QBS=spec.quant_block_size, BLOCK_Q=triton.next_power_of_2(spec.quant_block_size),
-         GROUPS=spec.groups_per_token, TOKENS=tokens, DIV=spec.fp8.max, FP8_MAX=spec.fp8.max,
-         UE8M0=spec.scale_fmt is ScaleFormat.UE8M0, SHUFFLE=spec.layout is Layout.SHUFFLE)
+         HEAD_DIM=spec.head_dim, QBS=spec.quant_block_size, GROUPS=spec.groups_per_token,
+         BLOCK_Q=triton.next_power_of_2(spec.quant_block_size), TOKENS=tokens, DIV=spec.fp8.max,
+         FP8_MAX=spec.fp8.max, UE8M0=spec.scale_fmt is ScaleFormat.UE8M0, SHUFFLE=spec.layout is Layout.SHUFFLE)
 
 
-fixed_writer = functools.partial(launch, view_as_fp8=True)  # the fixed wrapper: the value region viewed as FP8
+fixed_writer = functools.partial(launch, view_as_fp8=True)  # the fixed wrapper: the value region as FP8
 # The seed's buggy wrapper: the value region is passed as raw uint8, so .to() truncates to integers.
 buggy_writer = functools.partial(launch, view_as_fp8=False)
 

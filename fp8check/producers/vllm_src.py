@@ -83,7 +83,8 @@ def locate(name: Name | str) -> Source:
     """The vLLM source a name points at; ProducerError saying what is missing."""
     name = name if isinstance(name, Name) else parse(PREFIX + str(name), error=ProducerError)
     path = Path(name.body)
-    root, archive_sha256 = _unpack(path) if path.is_file() and path.name.endswith((".tar.gz", ".tgz")) else (path, None)
+    sdist = path.is_file() and path.name.endswith((".tar.gz", ".tgz"))
+    root, archive_sha256 = _unpack(path) if sdist else (path, None)
     op = root / OP_FILE
     if not op.is_file():
         raise ProducerError(f"vllm-src:{name.body}: no {OP_FILE} there (give vLLM's sdist vllm-X.Y.Z.tar.gz"
@@ -219,8 +220,9 @@ def provenance(source: Source) -> dict:
     """Where the op comes from and what builds it: the release, the file's sha256, nvcc and the arch."""
     found, reason = toolchains.find()
     where = {"sdist_sha256": source.archive_sha256} if source.archive_sha256 else {}
-    return {"function": f"{HOST} ({KERNEL})", "source": source.label, "release": f"vllm {source.version}", **where,
-            "file": OP_FILE, "sha256": source.op_sha256, "compiler": found.description if found else reason,
+    return {"function": f"{HOST} ({KERNEL})", "source": source.label, "release": f"vllm {source.version}",
+            **where, "file": OP_FILE, "sha256": source.op_sha256,
+            "compiler": found.description if found else reason,
             "arch": found.arch if found else "none",
             "command": build.command_line(unit(source), found) if found else "not built"}
 

@@ -234,7 +234,8 @@ def load(name: str, role: str, *, checkout=None, spec=None) -> LoadedFunction:
     provenance = {"loader": "preset", "preset": preset.key, "origin": origin.describe(),
                   "function": " then ".join(s.call for s in preset.steps), "sha256": digest,
                   "files": {path: f"sha256 {p.get('sha256', '?')[:16]}" for path, p in files.files.items()},
-                  "bound": {name: text for c in files.functions.values() for name, text in c.binding.bound.items()}}
+                  "bound": {name: text for c in files.functions.values()
+                            for name, text in c.binding.bound.items()}}
     if preset.strip_asserts:
         provenance["asserts"] = f"compiled out (python -O): {preset.strip_asserts}"
     wheel = next((p for p in files.files.values() if "wheel" in p), None)

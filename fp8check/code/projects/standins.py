@@ -74,8 +74,8 @@ class Workspace:
         self.device = device
 
     def get_simultaneous(self, *requests):
-        return tuple(torch.full(shape, math.nan if dtype.is_floating_point else -1, dtype=dtype, device=self.device)
-                     for shape, dtype in requests)
+        return tuple(torch.full(shape, math.nan if dtype.is_floating_point else -1, dtype=dtype,
+                                device=self.device) for shape, dtype in requests)
 
 
 def cdiv(a, b):

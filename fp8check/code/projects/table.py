@@ -210,8 +210,8 @@ def _preset(where: str, project: str, role: str, raw: dict) -> Preset:
     given = {key: _tuple(raw[key]) for key in ("fp8", "layouts", "block_sizes", "scale_fmts") if key in raw}
     given.update({key: bool(raw[key]) for key in ("needs_checkout", "shuffle_when_paged") if key in raw})
     return Preset(project, raw["name"], role, raw.get("description", ""), steps, raw.get("returns"),
-                  tuple(raw.get("outputs", {}).items()), strip_asserts=raw.get("strip_asserts"), pad_slot=pad_slot,
-                  **given)
+                  tuple(raw.get("outputs", {}).items()), strip_asserts=raw.get("strip_asserts"),
+                  pad_slot=pad_slot, **given)
 
 
 def parse(data: dict, where: str, folder: Path | None = None) -> Project:
@@ -239,7 +239,8 @@ def projects() -> dict[str, Project]:
     """The shipped project tables, by name (fp8check/code/projects/*.toml)."""
     from ...core.config import load_toml
 
-    items = sorted((i for i in resources.files(__package__).iterdir() if i.name.endswith(".toml")), key=lambda i: i.name)
+    items = sorted((i for i in resources.files(__package__).iterdir() if i.name.endswith(".toml")),
+                   key=lambda i: i.name)
     return {p.name: p for p in (parse(load_toml(Path(str(item))), item.name) for item in items)}
 
 

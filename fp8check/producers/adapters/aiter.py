@@ -68,8 +68,8 @@ def _lookalike(module) -> str:
 
 def import_aiter():
     """The aiter module, or Unavailable saying why (not installed, or its own import code failed)."""
-    return import_module("aiter", f"aiter is not installed (ROCm's kernel library, pip package {DISTRIBUTION}; needs a"
-                            " ROCm GPU)")
+    return import_module("aiter", "aiter is not installed (ROCm's kernel library, pip package"
+                                  f" {DISTRIBUTION}; needs a ROCm GPU)")
 
 
 def load_api() -> AiterAPI:
@@ -114,11 +114,12 @@ def availability(platform: Platform | None = None) -> tuple[bool, str]:
     """(ok, one-line reason). Never raises."""
     return availability_of(load_api, require_rocm, found=lambda api: f"aiter {api.version}",
                            ready=lambda api, p: f"aiter {api.version} ({api.form.value}) on {p.arch}: writes"
-                           f" {p.fp8.value} (e4m3fnuz on gfx94x, e4m3fn elsewhere)", platform=platform, probe=probe)
+                           f" {p.fp8.value} (e4m3fnuz on gfx94x, e4m3fn elsewhere)",
+                           platform=platform, probe=probe)
 
 
-def shuffle_written(write: Callable[[], object], kv_cache: torch.Tensor, slot_mapping: torch.Tensor, head_dim: int,
-                    shuffle_weight: Callable[..., torch.Tensor], fp8_dtype: torch.dtype) -> None:
+def shuffle_written(write: Callable[[], object], kv_cache: torch.Tensor, slot_mapping: torch.Tensor,
+                    head_dim: int, shuffle_weight: Callable, fp8_dtype: torch.dtype) -> None:
     """Run `write` (the five-argument op: row-major) and turn the value regions it wrote into the SHUFFLE
     layout, in place. Only the bytes of written tokens take shuffled values: a token with a negative slot
     writes nothing (docs/NUMERICS.md), and shuffling a whole block would also move the bytes nobody wrote."""
@@ -165,8 +166,8 @@ def make_producer(api: AiterAPI, platform: Platform) -> Producer:
         else:
             write()
 
-    return Producer(NAME, f"aiter {api.version} indexer_k_quant_and_cache ({api.form.value}) on {platform.arch}",
-                    writer, check=check, keywords=frozenset({"fp8_dtype", "layout"}))
+    description = f"aiter {api.version} indexer_k_quant_and_cache ({api.form.value}) on {platform.arch}"
+    return Producer(NAME, description, writer, check=check, keywords=frozenset({"fp8_dtype", "layout"}))
 
 
 def producer() -> Producer:

@@ -29,9 +29,9 @@ def load() -> FoundFunction:
 
 def availability(platform: Platform | None = None) -> tuple[bool, str]:
     """(ok, one-line reason). Never raises."""
-    return availability_of(load, require_rocm, found=lambda f: f"aiter {f.version}",
-                           ready=lambda f, p: f"aiter {f.version}: {f.where} on {p.arch} (reads {p.fp8.value})",
-                           platform=platform, probe=probe)
+    return availability_of(
+        load, require_rocm, found=lambda f: f"aiter {f.version}", platform=platform, probe=probe,
+        ready=lambda f, p: f"aiter {f.version}: {f.where} on {p.arch} (reads {p.fp8.value})")
 
 
 def make_reader(found: FoundFunction, platform: Platform) -> Reader:

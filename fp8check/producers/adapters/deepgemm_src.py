@@ -169,5 +169,5 @@ def reader(name: Name, spec: CacheSpec) -> Reader:
             raise NotRunnableHere(f"DeepGEMM reads e4m3fn caches, not {spec.fp8.value}")
         library(checkout)
 
-    return Reader(name.text, f"DeepGEMM {checkout.commit[:12]}'s fp8_paged_mqa_logits (JIT, reads LINEAR)", read,
-                  check=check, provenance=provenance(checkout))
+    return Reader(name.text, f"DeepGEMM {checkout.commit[:12]}'s fp8_paged_mqa_logits (JIT, reads LINEAR)",
+                  read, check=check, provenance=provenance(checkout))

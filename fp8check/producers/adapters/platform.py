@@ -64,7 +64,8 @@ def probe(index: int = 0) -> Platform:
     if not torch.cuda.is_available():
         return Platform(backend, False, "cpu", "cpu", "cpu")
     props = torch.cuda.get_device_properties(index)
-    arch = (getattr(props, "gcnArchName", "") or "gfx?") if backend is Backend.ROCM else f"sm_{props.major}{props.minor}"
+    arch = (getattr(props, "gcnArchName", "") or "gfx?") if backend is Backend.ROCM else \
+        f"sm_{props.major}{props.minor}"
     return Platform(backend, True, props.name, arch, "cuda")
 
 

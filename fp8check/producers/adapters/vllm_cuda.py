@@ -23,18 +23,21 @@ OP = "torch.ops._C_cache_ops.indexer_k_quant_and_cache"
 def load() -> FoundFunction:
     _, version = import_vllm()
     # a compiled extension fails with OSError/ImportError on ABI mismatches
-    import_module(EXTENSION, f"vLLM {version} has no compiled extension {EXTENSION} (a CPU-only or source tree?)")
+    import_module(EXTENSION, f"vLLM {version} has no compiled extension {EXTENSION} (a CPU-only or source"
+                             " tree?)")
     try:
         op = torch.ops._C_cache_ops.indexer_k_quant_and_cache
     except (AttributeError, RuntimeError):
-        raise Unavailable(f"vLLM {version}: {EXTENSION} registers no {OP} (older than DeepSeek-V3.2 support?)") from None
+        raise Unavailable(f"vLLM {version}: {EXTENSION} registers no {OP} (older than DeepSeek-V3.2"
+                          " support?)") from None
     return FoundFunction(op, OP, version)
 
 
 def availability(platform: Platform | None = None) -> tuple[bool, str]:
     """(ok, one-line reason). Never raises."""
     return availability_of(load, require_gpu, found=lambda f: f"vLLM {f.version}",
-                           ready=lambda f, p: f"vLLM {f.version}: {OP} on {p.arch}", platform=platform, probe=probe)
+                           ready=lambda f, p: f"vLLM {f.version}: {OP} on {p.arch}",
+                           platform=platform, probe=probe)
 
 
 def make_producer(found: FoundFunction, platform: Platform) -> Producer:
@@ -47,8 +50,8 @@ def make_producer(found: FoundFunction, platform: Platform) -> Producer:
     def writer(k, kv_cache, slot_mapping, quant_block_size, scale_fmt):
         found.fn(k, kv_cache, slot_mapping, quant_block_size, scale_fmt or "")
 
-    return Producer(NAME, f"vLLM {found.version} _C_cache_ops.indexer_k_quant_and_cache on {platform.arch}", writer,
-                    check=check)
+    return Producer(NAME, f"vLLM {found.version} _C_cache_ops.indexer_k_quant_and_cache on {platform.arch}",
+                    writer, check=check)
 
 
 def producer() -> Producer:
