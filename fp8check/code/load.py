@@ -203,9 +203,10 @@ def load_writer(text: str, *, fp8: FP8Format | None = None, repo: Path | None = 
     where = loaded.provenance["file"]
     if "commit" in loaded.provenance:
         where += f" at {loaded.provenance['revision']} ({loaded.provenance['commit'][:12]})"
-    writer, taken = fn, keywords
-    if loaded.rebind is not None:  # vllm-file, pkg: FP8_DTYPE / current_platform follow each run's --fp8
-        keywords = keywords | {"fp8_dtype"}
+    if loaded.rebind is None:
+        writer = fn
+    else:  # vllm-file, pkg: FP8_DTYPE / current_platform follow each run's --fp8
+        taken, keywords = keywords, keywords | {"fp8_dtype"}
 
         def writer(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *, fp8_dtype, **extra):
             loaded.rebind(FP8Format.from_torch_dtype(fp8_dtype), device=kv_cache.device)

@@ -15,20 +15,17 @@ from __future__ import annotations
 import ctypes
 import functools
 import hashlib
-import os
 import re
-import shutil
 import subprocess
-import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
-from ..core import disk_cache
 from ..core.errors import ProducerError
 from ..code.names import Kind, Name, is_git, parse, split_git
+from ..code.released import unpacked_once
 from ..core.spec import FP8Format, Layout
 from ..hip_cpu import build, compiler as compilers
 from ..hip_cpu.entries import ENTRIES, Form
@@ -56,24 +53,18 @@ class Checkout:
 def _git_export(text: str) -> tuple[Path, str]:
     rev, path = split_git(text, ProducerError, require_path=False)
     repo = Path(path or ".")
-    try:
-        commit = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", f"{rev}^{{commit}}"],
-                                capture_output=True, text=True, check=True).stdout.strip()
-        # exported once per commit into the cache folder (a private temporary folder without one)
-        cached = disk_cache.entry("aiter-src-git", commit)
-        if cached is not None and (cached / OP_FILE).is_file():
-            return cached, commit
-        target = Path(tempfile.mkdtemp(prefix=f"fp8check-aiter-{commit[:12]}-"))
+    def export(target: Path) -> Path:
         archive = subprocess.run(["git", "-C", str(repo), "archive", commit, "csrc", "aiter/ops/shuffle.py"],
                                  capture_output=True, check=True).stdout
         subprocess.run(["tar", "x", "-C", str(target)], input=archive, check=True)
-        if cached is not None:
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(target, cached)
-            target = cached
+        return target
+
+    try:
+        commit = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", f"{rev}^{{commit}}"],
+                                capture_output=True, text=True, check=True).stdout.strip()
+        return unpacked_once("aiter-src-git", commit, OP_FILE, export), commit
     except (OSError, subprocess.CalledProcessError) as exc:
         raise ProducerError(f"aiter-src:{text}: cannot export revision {rev!r} of {repo}: {exc}") from None
-    return target, commit
 
 
 def _released(name: str, version: str) -> tuple[Path, str]:
@@ -82,20 +73,14 @@ def _released(name: str, version: str) -> tuple[Path, str]:
     from ..code.projects.table import pinned
 
     wheel, digest = fetch_wheel(pinned(name, version))  # a pinned hash is checked
-    target = disk_cache.entry("aiter-src-wheel", digest)
-    if target is None:
-        target = Path(tempfile.mkdtemp(prefix="fp8check-aiter-wheel-"))
-    if not (target / "aiter_meta" / OP_FILE).is_file():
-        staging = Path(tempfile.mkdtemp(prefix="fp8check-aiter-wheel-"))
+
+    def extract(staging: Path) -> Path:
         with zipfile.ZipFile(wheel) as archive:
-            members = [m for m in archive.namelist() if m.startswith(("aiter_meta/csrc/", "aiter_meta/3rdparty/",
-                                                                      "aiter/ops/shuffle.py"))]
-            archive.extractall(staging, members)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            os.replace(staging, target)
-        except OSError:  # unpacked by another process first
-            shutil.rmtree(staging, ignore_errors=True)
+            archive.extractall(staging, [m for m in archive.namelist() if m.startswith(
+                ("aiter_meta/csrc/", "aiter_meta/3rdparty/", "aiter/ops/shuffle.py"))])
+        return staging
+
+    target = unpacked_once("aiter-src-wheel", digest, f"aiter_meta/{OP_FILE}", extract)
     return target / "aiter_meta", f"{name}=={version} (wheel {wheel.name}, sha256 {digest})"
 
 

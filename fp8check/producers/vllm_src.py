@@ -12,19 +12,16 @@ and e4m3fn on NVIDIA.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import re
-import shutil
 import tarfile
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from ..code.names import Kind, Name, parse
-from ..core import disk_cache
+from ..code.released import unpacked_once
 from ..core.errors import NotRunnableHere, ProducerError
 from ..core.spec import CacheSpec, FP8Format, Layout
 from ..cuda_src import build, extract, toolchain as toolchains
@@ -57,26 +54,18 @@ class Source:
 
 def _unpack(archive: Path) -> tuple[Path, str]:
     """csrc/ and PKG-INFO of an sdist, unpacked once per archive sha256."""
+    def extract(staging: Path) -> Path:
+        try:
+            with tarfile.open(archive) as tar:
+                top = tar.getnames()[0].split("/")[0]
+                members = [m for m in tar.getmembers() if m.name.startswith((f"{top}/csrc/", f"{top}/PKG-INFO"))]
+                tar.extractall(staging, members, filter="data")
+        except (OSError, tarfile.TarError) as exc:
+            raise ProducerError(f"vllm-src:{archive}: cannot unpack: {exc}") from None
+        return staging / top
+
     digest = hashlib.sha256(archive.read_bytes()).hexdigest()
-    target = disk_cache.entry("vllm-src", digest)
-    if target is not None and (target / OP_FILE).is_file():
-        return target, digest
-    staging = Path(tempfile.mkdtemp(prefix="fp8check-vllm-src-"))
-    try:
-        with tarfile.open(archive) as tar:
-            top = tar.getnames()[0].split("/")[0]
-            members = [m for m in tar.getmembers() if m.name.startswith((f"{top}/csrc/", f"{top}/PKG-INFO"))]
-            tar.extractall(staging, members, filter="data")
-    except (OSError, tarfile.TarError) as exc:
-        raise ProducerError(f"vllm-src:{archive}: cannot unpack: {exc}") from None
-    unpacked = staging / top
-    if target is None:
-        return unpacked, digest
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with contextlib.suppress(OSError):  # unpacked by another process first
-        unpacked.rename(target)
-    shutil.rmtree(staging, ignore_errors=True)
-    return target, digest
+    return unpacked_once("vllm-src", digest, OP_FILE, extract), digest
 
 
 def locate(name: Name | str) -> Source:
