@@ -305,7 +305,7 @@ def compile_function(source: str, *, label: str, file: str, func: str, sha256: s
                             f" {type(exc).__name__}: {exc}") from exc
     origin = "from --fp8" if fp8 is not None else "from each run's --fp8"
     for name in sorted(plan.bound):
-        value, text = namespace.get(name), table.lookup(name).describe
+        value, text = namespace.get(name), table.lookup(name).describe()
         if isinstance(value, torch.dtype):
             text = f"{value} {origin}"
         elif hasattr(value, "describe"):

@@ -114,16 +114,15 @@ def _verify(path: Path, tensors: dict[str, torch.Tensor], metadata: dict[str, st
 
 
 def _check_shapes(path: Path, spec: CacheSpec, tensors: dict[str, torch.Tensor]) -> None:
-    k, slot_mapping, kv_cache, guards = (tensors[name] for name in TENSORS)
-    expected = (spec.num_blocks, spec.block_bytes)
-    if kv_cache.dtype != torch.uint8 or tuple(kv_cache.shape) != expected:
-        raise GoldenError(f"{path}: kv_cache is {kv_cache.dtype} {list(kv_cache.shape)}, spec needs uint8 {list(expected)}")
-    if guards.dtype != torch.uint8 or tuple(guards.shape) != (2 * guard_bytes(spec),):
-        raise GoldenError(f"{path}: guards is {guards.dtype} {list(guards.shape)}, spec needs uint8 [{2 * guard_bytes(spec)}]")
-    if k.dtype != torch.bfloat16 or k.dim() != 2 or k.shape[1] != spec.head_dim:
-        raise GoldenError(f"{path}: k is {k.dtype} {list(k.shape)}, spec needs bf16 [T, {spec.head_dim}]")
-    if slot_mapping.dtype != torch.int64 or tuple(slot_mapping.shape) != (k.shape[0],):
-        raise GoldenError(f"{path}: slot_mapping is {slot_mapping.dtype} {list(slot_mapping.shape)}, needs int64 [{k.shape[0]}]")
+    tokens = tensors["k"].shape[:1]  # k's shape is checked before slot_mapping's
+    blocks, guards = [spec.num_blocks, spec.block_bytes], [2 * guard_bytes(spec)]
+    for name, dtype, shape, needs in (
+            ("kv_cache", torch.uint8, blocks, f"spec needs uint8 {blocks}"),
+            ("guards", torch.uint8, guards, f"spec needs uint8 {guards}"),
+            ("k", torch.bfloat16, [*tokens, spec.head_dim], f"spec needs bf16 [T, {spec.head_dim}]"),
+            ("slot_mapping", torch.int64, list(tokens), f"needs int64 {list(tokens)}")):
+        if tensors[name].dtype != dtype or list(tensors[name].shape) != shape:
+            raise GoldenError(f"{path}: {name} is {tensors[name].dtype} {list(tensors[name].shape)}, {needs}")
 
 
 def trusted_key() -> bytes | None:

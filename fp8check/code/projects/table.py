@@ -42,14 +42,10 @@ class Bound:
     """One bound name: how its value is made for a run, and what it is (for reports)."""
 
     name: str
-    describing: Callable[[], str]  # what it is, for reports (lazy: naming Triton's version imports Triton)
+    describe: Callable[[], str]  # what it is, for reports (lazy: naming Triton's version imports Triton)
     make: Callable[[RunFacts, Callable], object]  # (facts, sibling loader) -> value
     attributes: tuple[str, ...] | None = None  # the attributes a file may use, where they are checked
     source: str | None = None  # `function =` bindings: the file that defines it (where it is not bound)
-
-    @property
-    def describe(self) -> str:
-        return self.describing()
 
 
 @dataclass(frozen=True)
@@ -171,7 +167,7 @@ def _binding(where: str, name: str, spec) -> Bound:
             return SimpleNamespace(**{k: b.make(facts, sibling) for k, b in members.items()})
 
         def describe(members=members):
-            return "fp8check stand-in object: " + ", ".join(f"{k} = {b.describe}" for k, b in members.items())
+            return "fp8check stand-in object: " + ", ".join(f"{k} = {b.describe()}" for k, b in members.items())
         attributes = tuple(members)
     if call:
         inner, inner_describe = make, describe
