@@ -8,8 +8,8 @@ from a clone of its repository; each function is compiled unmodified with the pr
 - a writer `(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *, fp8_dtype, layout)`;
 - a reader `(q_fp8, kv_cache, weights, context_lens, block_tables, max_model_len)`.
 
-Each step's arguments are names from a closed vocabulary (ARGUMENTS below: the run's tensors and views
-of them), outputs of earlier steps, or TOML literals (`{ value = X }` for a string, `{ none = true }`).
+Each step's arguments are names from a closed vocabulary (`_writer_args`, `_reader_args`: the run's
+tensors and views of them), outputs of earlier steps, or TOML literals (`{ value = X }`, `{ none = true }`).
 """
 
 from __future__ import annotations

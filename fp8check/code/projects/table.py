@@ -23,6 +23,7 @@ A table has
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass, field
 from importlib import resources
@@ -62,8 +63,7 @@ class BindTable:
     def for_file(self, path: str) -> "BindTable":
         """The table as a file sees it: a function it defines itself is never bound from it."""
         always = {k: b for k, b in self.always.items() if b.source != path}
-        return self if len(always) == len(self.always) else BindTable(self.project, self.root, always,
-                                                                       self.fallbacks, self.shims)
+        return self if len(always) == len(self.always) else dataclasses.replace(self, always=always)
 
 
 @dataclass(frozen=True)
