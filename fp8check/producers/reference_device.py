@@ -14,6 +14,7 @@ bit set on an x86 CPU and without it on the GPU, so the two write 0xFF and 0x7F 
 from __future__ import annotations
 
 import functools
+import importlib.util
 
 import torch
 
@@ -25,17 +26,11 @@ PROOF_BLOCKS = 4  # known-answer cache: 4 blocks, a quarter of the slots padding
 
 
 def _triton_can_run(spec: CacheSpec, device: torch.device) -> bool:
-    if device.type != "cuda":
-        return False
-    if not spec.layout.planar or spec.scale_fmt is ScaleFormat.UE8M0X4:
-        return False  # the kernel writes planar caches with fp32 words; the emulation writes every form
-    if spec.fp8 is FP8Format.E4M3FNUZ and torch.version.hip is None:
-        return False  # compiled Triton on NVIDIA has no fp8e4b8 (docs/NUMERICS.md)
-    try:
-        import triton  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    # The kernel writes planar caches with fp32 words (the emulation writes every form); compiled Triton on
+    # NVIDIA has no fp8e4b8 (docs/NUMERICS.md).
+    return device.type == "cuda" and spec.layout.planar and spec.scale_fmt is not ScaleFormat.UE8M0X4 \
+        and not (spec.fp8 is FP8Format.E4M3FNUZ and torch.version.hip is None) \
+        and importlib.util.find_spec("triton") is not None
 
 
 def known_answer(spec: CacheSpec, device: torch.device) -> tuple[int, int]:
