@@ -119,7 +119,7 @@ def test_triton_reference_bytes_equal_pytorch_reference(shape, fmt, scale_fmt, l
     ok, reason = interpreter_check(fmt)
     if not ok:
         pytest.skip(reason)
-    from fp8check.producers.reference_triton import launch
+    from fp8check.producers.triton import launch_reference as launch
 
     block_size, head_dim, qbs = shape
     spec = CacheSpec(num_blocks=3, block_size=block_size, head_dim=head_dim, quant_block_size=qbs, fp8=fmt,
@@ -138,17 +138,17 @@ def test_known_answer_proof_catches_a_wrong_kernel(monkeypatch):
     """The start-up proof compares against the PyTorch bytes: a kernel that rounds differently fails it."""
     if not interpreter_check(FP8Format.E4M3FN)[0]:
         pytest.skip("no exact interpreter")
-    from fp8check.producers import reference_device, reference_triton
+    from fp8check.producers import reference_device, triton as triton_writers
 
     spec = CacheSpec(num_blocks=2, block_size=16, head_dim=64, quant_block_size=64)
     assert reference_device.known_answer(spec, CPU)[0] == 0
-    original = reference_triton.launch
+    original = triton_writers.launch_reference
 
     def wrong(spec, k, kv_cache, slot_mapping):
         original(spec, k, kv_cache, slot_mapping)
         kv_cache.view(-1)[5] ^= 1
 
-    monkeypatch.setattr(reference_triton, "launch", wrong)
+    monkeypatch.setattr(triton_writers, "launch_reference", wrong)
     assert reference_device.known_answer(spec, CPU)[0] == 1
 
 

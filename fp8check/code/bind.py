@@ -1,16 +1,12 @@
-"""One function of a project's source file, run as it is, without the project installed: the loader of
-`vllm-file:PATH[:FUNC]` (vLLM's table), `pkg:` and `preset:` (any project's table, projects/*.toml).
+"""One function of a project's source file, run as it is, without the project installed (`vllm-file:`,
+`pkg:`, `preset:`; load.py).
 
-A project's source file (e.g. vLLM's `vllm/v1/attention/ops/rocm_aiter_mla_sparse.py`, docs/NUMERICS.md section
-6b) starts with imports of the project itself and module-level platform code. None of that is executed.
-The file is parsed with `ast`; FUNC and the module-level functions, kernels and constants it needs
-(transitively, found with `symtable`) are compiled, unmodified and at their own line numbers, into a
-fresh namespace where the names the project table binds are bound to the run (projects/table.py):
-`[bind]` names whatever the file says (vLLM: `FP8_DTYPE` and `current_platform`, which follow each
-run's `--fp8`), `[fallback]` names where the file does not define them usably (vLLM: `cdiv`,
-`current_workspace_manager()`, `_decode_cu_count()`, `logger`, ...), and `[shims]` modules served to
-imports inside function bodies. `tl` / `triton` are the real Triton; `torch` and standard-library
-imports the file makes are imported as the file says.
+A project's source file (e.g. vLLM's `vllm/v1/attention/ops/rocm_aiter_mla_sparse.py`, docs/NUMERICS.md
+section 6b) starts with imports of the project itself and module-level platform code. None of that is
+executed. FUNC and the module-level functions, kernels and constants it needs (transitively, found with
+`ast` and `symtable`) are compiled, unmodified and at their own line numbers, into a fresh namespace where
+the names the project table binds are bound to the run (projects/table.py: `[bind]`, `[fallback]`,
+`[shims]`). `torch`, Triton and standard-library imports the file makes are imported as the file says.
 
 A name the loader cannot provide is refused in one line naming the file, the function and the name.
 """
@@ -47,7 +43,6 @@ class Binding:
     names: tuple[str, ...] = ()  # the bound names in the namespace
     shims: dict = field(default_factory=dict)  # module name -> the module object served to body imports
     bound: dict[str, str] = field(default_factory=dict)  # name -> what it is, for reports
-    kernels: list = field(default_factory=list)  # Triton kernels of sibling functions
 
     def fill(self) -> None:
         """(Re)make every bound value for the current facts (a writer is bound to each run's spec)."""
@@ -76,12 +71,13 @@ class Definition:
     needs: frozenset[str]
 
 
+@dataclass
 class Missing(Exception):
     """A name the loader cannot provide (carried to the one-line ProducerError)."""
 
-    def __init__(self, name: str, chain: tuple[str, ...], detail: str = ""):
-        super().__init__(name)
-        self.name, self.chain, self.detail = name, chain, detail
+    name: str
+    chain: tuple[str, ...]
+    detail: str = ""
 
 
 def _scope_globals(table: symtable.SymbolTable) -> set[str]:
@@ -169,22 +165,16 @@ class Resolver:
             self.plan.bound[name] = "platform"
             return
         definition = self.defs.get(name, [None])[-1]  # the last binding is the one a call sees
-        if definition is None:
-            if hasattr(builtins, name) or name in ("__name__", "__file__"):
-                return
-            self._fallback(name, chain)
-            return
         try:
+            if definition is None:
+                if hasattr(builtins, name) or name in ("__name__", "__file__"):
+                    return
+                raise Missing(name, chain)
             self._take(definition, chain + (name,))
         except Missing:
             if name not in self.fallbacks:
                 raise
-            self._fallback(name, chain)
-
-    def _fallback(self, name: str, chain: tuple[str, ...]) -> None:
-        if name not in self.fallbacks:
-            raise Missing(name, chain)
-        self.plan.bound[name] = "fallback"
+            self.plan.bound[name] = "fallback"
 
     def _take(self, definition: Definition, chain: tuple[str, ...]) -> None:
         if definition.kind == "import":
@@ -274,23 +264,14 @@ def _plan(source: str, *, filename: str, label: str, file: str, func: str, role:
     except Missing as missing:
         detail = f" ({missing.detail})" if missing.detail else ""
         via = f" through {' -> '.join(missing.chain[:-1])}" if len(missing.chain) > 2 else ""
+        provider = "vllm-file loader" if table.project == "vllm" else f"{table.project} project table"
         raise ProducerError(f"{role} {label!r}: {file}: {func} needs {missing.name!r}{detail}{via}, which the"
-                            f" {_provider(table)} cannot provide") from None
+                            f" {provider} cannot provide") from None
     return tree, resolver.plan
-
-
-def _provider(table: BindTable) -> str:
-    return "vllm-file loader" if table.project == "vllm" else f"{table.project} project table"
 
 
 def _no_sibling(path: str, func: str):
     raise ProducerError(f"{func} from {path}: this file's origin cannot provide other files of its project")
-
-
-def vllm_table() -> BindTable:
-    from .projects.table import project
-
-    return project("vllm").table
 
 
 def compile_function(source: str, *, label: str, file: str, func: str, sha256: str, role: str,
@@ -301,7 +282,9 @@ def compile_function(source: str, *, label: str, file: str, func: str, sha256: s
     project table binds are bound to the run (see the module doc; the default table is vLLM's).
     `sibling(path, func)` loads another function of the same release (`function =` bindings);
     `strip_asserts` compiles as `python -O` does (a launcher that asserts it runs on a GPU)."""
-    table = (table or vllm_table()).for_file(file)
+    from .projects.table import project
+
+    table = (table or project("vllm").table).for_file(file)
     filename = f"<fp8check {label} sha256:{sha256[:12]}>"  # never a real path: no stale on-disk reads
     tree, plan = _plan(source, filename=filename, label=label, file=file, func=func, role=role, table=table)
     facts = RunFacts(fp8 or FP8Format.E4M3FN, layout, device or torch.device("cuda" if torch.cuda.is_available() else "cpu"))
@@ -322,7 +305,7 @@ def compile_function(source: str, *, label: str, file: str, func: str, sha256: s
                             f" {type(exc).__name__}: {exc}") from exc
     origin = "from --fp8" if fp8 is not None else "from each run's --fp8"
     for name in sorted(plan.bound):
-        value, text = namespace.get(name), table.lookup(name).describe
+        value, text = namespace.get(name), table.lookup(name).describe()
         if isinstance(value, torch.dtype):
             text = f"{value} {origin}"
         elif hasattr(value, "describe"):

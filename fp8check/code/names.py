@@ -9,6 +9,7 @@ reports can say exactly which bytes ran. Nothing here writes into the user's fil
 from __future__ import annotations
 
 import atexit
+import functools
 import hashlib
 import os
 import shutil
@@ -43,11 +44,6 @@ class Kind(Enum):
         """How a name of this kind is written, for messages."""
         return _FORMS[self]
 
-    @property
-    def untrusted(self) -> bool:
-        """Its code comes from outside fp8check: it runs in a child process unless --in-process."""
-        return self not in (Kind.BUILTIN, Kind.GOLDEN)
-
 
 _FORMS = {Kind.BUILTIN: "NAME", Kind.FILE: "file:PATH:FUNC", Kind.VLLM_FILE: "vllm-file:PATH[:FUNC]",
           Kind.PKG: "pkg:NAME==VERSION:PATH[:FUNC]", Kind.PRESET: "preset:PROJECT/NAME",
@@ -74,7 +70,8 @@ class Name:
 
     @property
     def untrusted(self) -> bool:
-        return self.kind.untrusted
+        """Its code comes from outside fp8check: it runs in a child process unless --in-process."""
+        return self.kind not in (Kind.BUILTIN, Kind.GOLDEN)
 
     @property
     def local_path(self) -> Path | None:
@@ -85,10 +82,8 @@ class Name:
         return None
 
     def with_path(self, path: str) -> str:
-        """The name's text with its file replaced (a config's relative path made absolute)."""
-        if self.kind in (Kind.FILE, Kind.VLLM_FILE):
-            return f"{self.kind.value}{path}" + (f":{self.function}" if self.function else "")
-        return f"{self.kind.value}{path}" if self.kind in (Kind.GOLDEN, Kind.AITER_SRC, *SOURCE_KINDS) else self.text
+        """The text of a name with a file, the file replaced (a config's relative path made absolute)."""
+        return f"{self.kind.value}{path}" + (f":{self.function}" if self.function else "")
 
 
 def _split_function(body: str) -> tuple[str, str | None]:
@@ -144,14 +139,12 @@ def parse(text: str, *, error: type[UserError] = UserError) -> Name:
             raise error(f"{text!r}: expected {kind.form}")
         path, function = _split_function(rest)
         return Name(text, kind, body, path, function, package, version)
-    if kind is Kind.AITER_SRC:
-        if body.startswith(PKG_PREFIX):
-            package, version, _ = split_pkg(body[len(PKG_PREFIX):], text, error)
-            return Name(text, kind, body, body, package=package, version=version)
-        return Name(text, kind, body, body)
+    if kind is Kind.AITER_SRC and body.startswith(PKG_PREFIX):
+        package, version, _ = split_pkg(body[len(PKG_PREFIX):], text, error)
+        return Name(text, kind, body, body, package=package, version=version)
     if kind in SOURCE_KINDS and not body:
         raise error(f"{text!r}: expected {kind.form}")
-    if kind in (Kind.GOLDEN, *SOURCE_KINDS):  # golden: with no file is refused where the option is named
+    if kind in (Kind.GOLDEN, Kind.AITER_SRC, *SOURCE_KINDS):  # golden: with no file is refused where named
         return Name(text, kind, body, body)
     return Name(text, kind, body)  # BUILTIN, PRESET (body: PROJECT/NAME)
 
@@ -168,10 +161,6 @@ class Source:
     data: bytes
     label: str  # as the user wrote it
     provenance: dict
-
-    @property
-    def text(self) -> str:
-        return self.data.decode("utf-8")
 
 
 def is_git(text: str) -> bool:
@@ -218,14 +207,11 @@ def read_source(text: str, repo: Path | None = None, *, error: type[UserError] =
     return Source(data, text, provenance)
 
 
-_TEMP: dict[str, Path] = {}
-
-
+@functools.cache
 def _temp_dir() -> Path:
-    if "dir" not in _TEMP:
-        _TEMP["dir"] = Path(tempfile.mkdtemp(prefix="fp8check-git-"))
-        atexit.register(shutil.rmtree, _TEMP["dir"], True)
-    return _TEMP["dir"]
+    folder = Path(tempfile.mkdtemp(prefix="fp8check-git-"))
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
 
 
 def materialize(path: Path | str, repo: Path | None = None, *, error: type[UserError] = InputError) -> tuple[Path, dict]:

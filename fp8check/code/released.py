@@ -13,13 +13,17 @@ imported. fp8check carries no copy of any project's code: this is how it gets th
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import os
+import shutil
 import subprocess
 import sys
 import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from ..core import disk_cache
 from ..core.errors import ProducerError
@@ -132,6 +136,24 @@ def fetch_wheel(package: Package) -> tuple[Path, str]:
         raise ProducerError(f"pkg:{package.label}: {wheel.name} has sha256 {digest}, the pinned hash is"
                             f" {package.sha256}: refused")
     return wheel, digest
+
+
+def unpacked_once(kind: str, key: str, done: str, extract: Callable[[Path], Path]) -> Path:
+    """A folder holding `done`, unpacked once per `key` into the cache folder (a private temporary folder
+    without one): `extract(staging)` fills a fresh folder and returns the part to keep, moved into place in
+    one step, so that no process sees a half-unpacked copy."""
+    target = disk_cache.entry(kind, key)
+    if target is not None and (target / done).exists():
+        return target
+    staging = Path(tempfile.mkdtemp(prefix=f"fp8check-{kind}-"))
+    unpacked = extract(staging)
+    if target is None:
+        return unpacked
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(OSError):  # unpacked by another process first
+        os.replace(unpacked, target)
+    shutil.rmtree(staging, ignore_errors=True)
+    return target
 
 
 def read_file(package: Package, path: str) -> Source:

@@ -13,21 +13,19 @@ A result with reads of lanes that had already returned (undefined on a GPU) is r
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
-import os
 import re
-import shutil
 import subprocess
-import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
-from ..core import disk_cache
 from ..core.errors import ProducerError
 from ..code.names import Kind, Name, is_git, parse, split_git
+from ..code.released import unpacked_once
 from ..core.spec import FP8Format, Layout
 from ..hip_cpu import build, compiler as compilers
 from ..hip_cpu.entries import ENTRIES, Form
@@ -55,46 +53,34 @@ class Checkout:
 def _git_export(text: str) -> tuple[Path, str]:
     rev, path = split_git(text, ProducerError, require_path=False)
     repo = Path(path or ".")
-    try:
-        commit = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", f"{rev}^{{commit}}"],
-                                capture_output=True, text=True, check=True).stdout.strip()
-        # exported once per commit into the cache folder (a private temporary folder without one)
-        cached = disk_cache.entry("aiter-src-git", commit)
-        if cached is not None and (cached / OP_FILE).is_file():
-            return cached, commit
-        target = Path(tempfile.mkdtemp(prefix=f"fp8check-aiter-{commit[:12]}-"))
+    def export(target: Path) -> Path:
         archive = subprocess.run(["git", "-C", str(repo), "archive", commit, "csrc", "aiter/ops/shuffle.py"],
                                  capture_output=True, check=True).stdout
         subprocess.run(["tar", "x", "-C", str(target)], input=archive, check=True)
-        if cached is not None:
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(target, cached)
-            target = cached
+        return target
+
+    try:
+        commit = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", f"{rev}^{{commit}}"],
+                                capture_output=True, text=True, check=True).stdout.strip()
+        return unpacked_once("aiter-src-git", commit, OP_FILE, export), commit
     except (OSError, subprocess.CalledProcessError) as exc:
         raise ProducerError(f"aiter-src:{text}: cannot export revision {rev!r} of {repo}: {exc}") from None
-    return target, commit
 
 
 def _released(name: str, version: str) -> tuple[Path, str]:
     """`pkg:amd-aiter==VERSION`: the released wheel (fetched once by released.py), unpacked once."""
     from ..code.released import fetch_wheel
-    from ..code.projects.pins import pinned
+    from ..code.projects.table import pinned
 
     wheel, digest = fetch_wheel(pinned(name, version))  # a pinned hash is checked
-    target = disk_cache.entry("aiter-src-wheel", digest)
-    if target is None:
-        target = Path(tempfile.mkdtemp(prefix="fp8check-aiter-wheel-"))
-    if not (target / "aiter_meta" / OP_FILE).is_file():
-        staging = Path(tempfile.mkdtemp(prefix="fp8check-aiter-wheel-"))
+
+    def extract(staging: Path) -> Path:
         with zipfile.ZipFile(wheel) as archive:
-            members = [m for m in archive.namelist() if m.startswith(("aiter_meta/csrc/", "aiter_meta/3rdparty/",
-                                                                      "aiter/ops/shuffle.py"))]
-            archive.extractall(staging, members)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            os.replace(staging, target)
-        except OSError:  # unpacked by another process first
-            shutil.rmtree(staging, ignore_errors=True)
+            archive.extractall(staging, [m for m in archive.namelist() if m.startswith(
+                ("aiter_meta/csrc/", "aiter_meta/3rdparty/", "aiter/ops/shuffle.py"))])
+        return staging
+
+    target = unpacked_once("aiter-src-wheel", digest, f"aiter_meta/{OP_FILE}", extract)
     return target / "aiter_meta", f"{name}=={version} (wheel {wheel.name}, sha256 {digest})"
 
 
@@ -138,16 +124,12 @@ def locate(name: Name | str) -> Checkout:
 
 
 def unit(checkout: Checkout) -> build.Unit:
-    files = [str(p.relative_to(checkout.root)) for p in sorted((checkout.root / INCLUDE).rglob("*"))
-             if p.is_file() and p.suffix in HEADER_SUFFIXES]
     entry = ENTRIES[checkout.form]
     include_dirs = (INCLUDE, *entry.extra_includes)
-    for extra in entry.extra_includes:
-        files += [str(p.relative_to(checkout.root)) for p in sorted((checkout.root / extra).rglob("*"))
-                  if p.is_file() and p.suffix in HEADER_SUFFIXES]
-    system_includes, link_flags, key_extra = (), (), ""
-    if entry.torch:
-        system_includes, link_flags, key_extra = _torch_build()
+    files = [str(p.relative_to(checkout.root)) for folder in include_dirs
+             for p in sorted((checkout.root / folder).rglob("*"))
+             if p.is_file() and p.suffix in HEADER_SUFFIXES]
+    system_includes, link_flags, key_extra = _torch_build() if entry.torch else ((), (), "")
     return build.Unit(checkout.root, (*files, OP_FILE), OP_FILE, include_dirs, entry.defines, entry.source,
                       system_includes, link_flags, key_extra)
 
@@ -170,15 +152,10 @@ class Library:
     """One built op, loaded into this process."""
 
     def __init__(self, built: build.Built):
-        self.built = built
         self.host, self.device = built.load()
         self.entry = self.host.fp8check_indexer_k_quant_and_cache
         self.entry.restype = ctypes.c_int
         self.entry.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_long] * 6 + [ctypes.c_char_p, ctypes.c_int]
-
-    def counts(self) -> dict[str, int]:
-        raw = self.device.hipcpu_instruction_counts()
-        return {name: int(raw[i]) for i, name in enumerate(INSTRUCTIONS)}
 
     def run(self, k: torch.Tensor, kv_cache: torch.Tensor, slot_mapping: torch.Tensor, quant_block_size: int,
             scale_fmt: str, preshuffle: bool) -> dict[str, int]:
@@ -197,7 +174,8 @@ class Library:
         if undefined:
             raise ProducerError(f"aiter's op read {undefined} values from lanes that had already returned"
                                 " (undefined on a GPU): result refused")
-        return self.counts()
+        raw = self.device.hipcpu_instruction_counts()
+        return {name: int(raw[i]) for i, name in enumerate(INSTRUCTIONS)}
 
 
 def _known_answer(library: Library, fmt: FP8Format) -> None:
@@ -257,38 +235,32 @@ def writer_for(checkout: Checkout):
         shuffle = (layout or Layout.SHUFFLE.value) == Layout.SHUFFLE.value
         k_in = k.to(torch.bfloat16).contiguous()
         slots = slot_mapping.to(torch.int64).contiguous()
-        after = shuffle and not checkout.form.preshuffle
-        head_dim = k.shape[1]
-        before = kv_cache.view(kv_cache.shape[0], -1)[:, : kv_cache.shape[1] * head_dim].clone() if after else None
-        library.run(k_in, kv_cache, slots, quant_block_size, scale_fmt or "", shuffle and checkout.form.preshuffle)
-        if after:  # as the `aiter` producer does: only written tokens' bytes take shuffled values
+        preshuffle = shuffle and checkout.form.preshuffle
+        write = functools.partial(library.run, k_in, kv_cache, slots, quant_block_size, scale_fmt or "",
+                                  preshuffle)
+        if shuffle and not preshuffle:  # as the `aiter` producer does: only written tokens' bytes shuffled
             from .adapters.aiter import shuffle_written
 
-            shuffle_written(kv_cache, slots, before, head_dim, _shuffle_weight(checkout), fp8_dtype)
+            shuffle_written(write, kv_cache, slots, k.shape[1], _shuffle_weight(checkout), fp8_dtype)
+        else:
+            write()
 
     return writer
 
 
 def provenance(checkout: Checkout, fmt: FP8Format | None) -> dict:
-    compiler = compilers.find()
+    compiler, shuffle = compilers.find(), _shuffle_path(checkout)
     commit = re.fullmatch(r"[0-9a-f]{40}", checkout.revision)
     where = {"revision": "HEAD" if not is_git(checkout.label) else checkout.label.split(":")[1],
              "commit": checkout.revision} if commit else {"release": checkout.revision}
-    return {
-        "function": "indexer_k_quant_and_cache",
-        "source": checkout.label,
-        **where,
-        "file": f"{checkout.label.rstrip('/')}/{OP_FILE}",
-        "sha256": checkout.op_sha256,
-        "form": checkout.form.value,
-        "arch": ARCH[fmt] if fmt else "by --fp8",
-        "compiler": compiler.description if compiler else "none",
-        "flags": "-O3 -std=c++20 -ffp-contract=off (no contraction), FTZ|DAZ while kernels run",
-        "emulated": EMULATED,
-        **({} if checkout.form.preshuffle or not _shuffle_path(checkout).is_file() else
-           {"shuffle_weight": f"{_shuffle_path(checkout)}, sha256 "
-                              f"{hashlib.sha256(_shuffle_path(checkout).read_bytes()).hexdigest()}"}),
-    }
+    return {"function": "indexer_k_quant_and_cache", "source": checkout.label, **where,
+            "file": f"{checkout.label.rstrip('/')}/{OP_FILE}", "sha256": checkout.op_sha256,
+            "form": checkout.form.value, "arch": ARCH[fmt] if fmt else "by --fp8",
+            "compiler": compiler.description if compiler else "none",
+            "flags": "-O3 -std=c++20 -ffp-contract=off (no contraction), FTZ|DAZ while kernels run",
+            "emulated": EMULATED,
+            **({} if checkout.form.preshuffle or not shuffle.is_file() else
+               {"shuffle_weight": f"{shuffle}, sha256 {hashlib.sha256(shuffle.read_bytes()).hexdigest()}"})}
 
 
 def load(name: Name, *, fp8: FP8Format | None = None):
@@ -296,10 +268,9 @@ def load(name: Name, *, fp8: FP8Format | None = None):
     from ..core.producer import EXTRA_KEYWORDS, Producer
 
     checkout = locate(name)
-    name = name.text
     if fp8 is not None:
         library_for(checkout, fp8)
     description = (f"aiter's C++ indexer_k_quant_and_cache ({checkout.revision}) built for the CPU"
                    f" ({'preshuffle' if checkout.form.preshuffle else 'row-major + shuffle_weight'})")
-    return Producer(name, description, writer_for(checkout), keywords=frozenset(EXTRA_KEYWORDS),
+    return Producer(name.text, description, writer_for(checkout), keywords=frozenset(EXTRA_KEYWORDS),
                     provenance=provenance(checkout, fp8))

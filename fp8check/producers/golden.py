@@ -77,10 +77,8 @@ def write(path: Path, *, spec: CacheSpec, producer: str, emulated: bool, inputs:
         raise GoldenError(f"producer {producer!r} wrote {stray} bytes outside the cache; not recorded")
     if buffer.cache_untouched():
         raise GoldenError(f"producer {producer!r} wrote nothing into the cache; not recorded")
-    tensors = {
-        "k": inputs.k.detach().cpu().contiguous(), "slot_mapping": inputs.slot_mapping.detach().cpu().contiguous(),
-        "kv_cache": buffer.flat.detach().cpu().contiguous(), "guards": buffer.guards.detach().cpu().contiguous(),
-    }
+    tensors = {name: t.detach().cpu().contiguous() for name, t in
+               zip(TENSORS, (inputs.k, inputs.slot_mapping, buffer.flat, buffer.guards))}
     metadata = {**versions, "format": FORMAT, "spec": spec.to_json(), "producer": producer,
                 "emulated": json.dumps(emulated)}
     if provenance:  # what ran: file, function, git revision and commit, sha256, bound names
@@ -116,16 +114,15 @@ def _verify(path: Path, tensors: dict[str, torch.Tensor], metadata: dict[str, st
 
 
 def _check_shapes(path: Path, spec: CacheSpec, tensors: dict[str, torch.Tensor]) -> None:
-    k, slot_mapping, kv_cache, guards = (tensors[name] for name in TENSORS)
-    expected = (spec.num_blocks, spec.block_bytes)
-    if kv_cache.dtype != torch.uint8 or tuple(kv_cache.shape) != expected:
-        raise GoldenError(f"{path}: kv_cache is {kv_cache.dtype} {list(kv_cache.shape)}, spec needs uint8 {list(expected)}")
-    if guards.dtype != torch.uint8 or tuple(guards.shape) != (2 * guard_bytes(spec),):
-        raise GoldenError(f"{path}: guards is {guards.dtype} {list(guards.shape)}, spec needs uint8 [{2 * guard_bytes(spec)}]")
-    if k.dtype != torch.bfloat16 or k.dim() != 2 or k.shape[1] != spec.head_dim:
-        raise GoldenError(f"{path}: k is {k.dtype} {list(k.shape)}, spec needs bf16 [T, {spec.head_dim}]")
-    if slot_mapping.dtype != torch.int64 or tuple(slot_mapping.shape) != (k.shape[0],):
-        raise GoldenError(f"{path}: slot_mapping is {slot_mapping.dtype} {list(slot_mapping.shape)}, needs int64 [{k.shape[0]}]")
+    tokens = tensors["k"].shape[:1]  # k's shape is checked before slot_mapping's
+    blocks, guards = [spec.num_blocks, spec.block_bytes], [2 * guard_bytes(spec)]
+    for name, dtype, shape, needs in (
+            ("kv_cache", torch.uint8, blocks, f"spec needs uint8 {blocks}"),
+            ("guards", torch.uint8, guards, f"spec needs uint8 {guards}"),
+            ("k", torch.bfloat16, [*tokens, spec.head_dim], f"spec needs bf16 [T, {spec.head_dim}]"),
+            ("slot_mapping", torch.int64, list(tokens), f"needs int64 {list(tokens)}")):
+        if tensors[name].dtype != dtype or list(tensors[name].shape) != shape:
+            raise GoldenError(f"{path}: {name} is {tensors[name].dtype} {list(tensors[name].shape)}, {needs}")
 
 
 def trusted_key() -> bytes | None:
@@ -162,27 +159,20 @@ def read(path: Path, key: bytes | None = None, *, data: bytes | None = None) -> 
         spec = CacheSpec.from_dict(json.loads(metadata["spec"]))
     except (KeyError, TypeError, json.JSONDecodeError, SpecError) as exc:
         raise GoldenError(f"{path}: golden metadata 'spec' is unusable ({exc})") from None
-    missing = [name for name in TENSORS if name not in tensors]
-    if missing:
-        raise GoldenError(f"{path}: golden file lacks tensor(s) {', '.join(missing)}")
-    unknown = sorted(set(tensors) - set(TENSORS))
-    if unknown:
-        raise GoldenError(f"{path}: golden file holds unknown tensor(s) {', '.join(unknown)}")
+    for problem, names in (("lacks", [n for n in TENSORS if n not in tensors]),
+                           ("holds unknown", sorted(set(tensors) - set(TENSORS)))):
+        if names:
+            raise GoldenError(f"{path}: golden file {problem} tensor(s) {', '.join(names)}")
     _check_shapes(path, spec, tensors)
     _verify(path, tensors, metadata, key)
-    _check_guards(path, spec, tensors["guards"])
+    guards, g = tensors["guards"], guard_bytes(spec)  # `record` refuses a run that wrote outside the cache
+    if not (equals_poison(guards[:g], 0) and equals_poison(guards[g:], buffer_bytes(spec) - g)):
+        raise GoldenError(f"{path}: its guard zones do not hold the poison fill that every recording has:"
+                          " the file was forged or damaged")
     inputs = Inputs(tensors["k"].contiguous(), tensors["slot_mapping"].contiguous(), f"replayed from golden {path.name}")
     check_slots(spec, inputs.slot_mapping, str(path))
     return Golden(spec, metadata.get("producer", "?"), metadata.get("emulated") == "true", inputs,
                   tensors["kv_cache"], tensors["guards"], metadata)
-
-
-def _check_guards(path: Path, spec: CacheSpec, guards: torch.Tensor) -> None:
-    """`record` refuses a run that wrote outside the cache: recorded guard zones hold the poison fill."""
-    g = guard_bytes(spec)
-    if not (equals_poison(guards[:g], 0) and equals_poison(guards[g:], buffer_bytes(spec) - g)):
-        raise GoldenError(f"{path}: its guard zones do not hold the poison fill that every recording has:"
-                          " the file was forged or damaged")
 
 
 def check_options(path: Path, spec: CacheSpec, given: dict[str, tuple[str, object]]) -> None:
@@ -201,16 +191,10 @@ def as_side(golden: Golden, path: Path, device):
     from ..core.producer import Side
 
     recorded = json.loads(golden.metadata.get("producer_provenance", "{}"))
-    provenance = {"recorded_by": recorded} if recorded else {}
-    return Side(f"{golden.producer} (golden {path.name})", f"recorded in {path}", golden.emulated,
-                as_buffer(golden, device), provenance)
-
-
-def as_buffer(golden: Golden, device) -> CacheBuffer:
-    """The recorded bytes in a buffer: the guard zones as recorded (a fresh allocation's poison)."""
-    buffer = CacheBuffer.allocate(golden.spec, device)
+    buffer = CacheBuffer.allocate(golden.spec, device)  # its guard zones as recorded: the poison
     g = buffer.guard_bytes
     buffer.flat.copy_(golden.kv_cache.to(device))
     buffer.buffer[:g].copy_(golden.guards[:g].to(device))
     buffer.buffer[-g:].copy_(golden.guards[g:].to(device))
-    return buffer
+    return Side(f"{golden.producer} (golden {path.name})", f"recorded in {path}", golden.emulated, buffer,
+                {"recorded_by": recorded} if recorded else {})

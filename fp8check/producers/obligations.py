@@ -11,6 +11,7 @@ Pure functions on tensors; the verdict is parity's.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import torch
@@ -36,9 +37,8 @@ class Leak:
         return (f"row {self.row} (sequence {self.sequence}, MTP row {self.mtp_row}) has {self.value:.6g} at position"
                 f" {self.position}; it may see positions 0-{self.last_visible} only")
 
-    def to_dict(self) -> dict:
-        return {"row": self.row, "sequence": self.sequence, "mtp_row": self.mtp_row, "position": self.position,
-                "last_visible": self.last_visible, "value": self.value if self.value == self.value else None}
+    def to_dict(self) -> dict:  # NaN is no JSON value
+        return {**dataclasses.asdict(self), "value": self.value if self.value == self.value else None}
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ class OutsideWrite:
         return f"guard row {'above' if self.row < 0 else 'below'} the output, column {self.column}"
 
     def to_dict(self) -> dict:
-        return {"row": self.row, "column": self.column}
+        return dataclasses.asdict(self)
 
 
 @dataclass(frozen=True)
@@ -92,10 +92,8 @@ def leaks(logits: torch.Tensor, context_lens: torch.Tensor, next_n: int) -> tupl
     count = int(bad.sum())
     if not count:
         return 0, ()
-    found = []
-    for row, pos in torch.nonzero(bad)[:SHOWN].tolist():
-        found.append(Leak(row, row // next_n, row % next_n, pos, int(last[row]), float(logits[row, pos])))
-    return count, tuple(found)
+    return count, tuple(Leak(row, row // next_n, row % next_n, pos, int(last[row]), float(logits[row, pos]))
+                        for row, pos in torch.nonzero(bad)[:SHOWN].tolist())
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from ..core.spec import CacheSpec
 from .obligations import GuardedOutput
 from .registry import resolve_reader
 
+
 def _checked_output(reader: Reader, logits, rows: int, max_model_len: int, device: torch.device) -> torch.Tensor:
     if not isinstance(logits, torch.Tensor):
         raise ProducerError(f"reader {reader.name!r} returned {type(logits).__name__}, not a tensor of logits")
@@ -40,9 +41,6 @@ def _checked_output(reader: Reader, logits, rows: int, max_model_len: int, devic
 # crosses the process boundary in the parent's float64 buffer, and comes back in its own dtype).
 LOGIT_DTYPES = {str(d): d for d in (torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.float8_e4m3fn,
                                     torch.float8_e4m3fnuz, torch.float8_e5m2, torch.float8_e5m2fnuz)}
-
-
-NO_OUTSIDE_WRITES = (0, ())
 
 
 def _read(reader: Reader, args: list[torch.Tensor], max_model_len: int,
@@ -69,7 +67,7 @@ def _read(reader: Reader, args: list[torch.Tensor], max_model_len: int,
     except Exception as exc:
         raise ProducerError(f"reader {reader.name!r} raised {failure(exc)}") from exc
     rows = args[0].shape[0] * args[0].shape[1]
-    outside = guarded.outside_writes() if reader.fills_output else NO_OUTSIDE_WRITES
+    outside = guarded.outside_writes() if reader.fills_output else (0, ())
     return _checked_output(reader, logits, rows, max_model_len, device), outside
 
 
@@ -94,13 +92,23 @@ def read_in_child(name: str, spec_json: str, repo: str | None, q_fp8: torch.Tens
             "provenance": json.loads(json.dumps(reader.provenance, default=str))}
 
 
-def _read_isolated(reader: Reader, args: list[torch.Tensor], max_model_len: int) -> tuple[torch.Tensor, Reader, tuple]:
-    """The reader in a child process: the parent allocates the outputs (the logits, and the guarded buffer a
-    reader may fill) and trusts only their bytes and the dtype the child names (one of LOGIT_DTYPES), never
-    an object the child made. Returns the logits, the reader as it ran and its writes outside its rows."""
-    rows = args[0].shape[0] * args[0].shape[1]
-    out = torch.full((rows, max_model_len), float("nan"), dtype=torch.float64, device=args[1].device)
-    guarded = GuardedOutput.allocate(rows, max_model_len, args[1].device)
+def run_reader_guarded(reader: Reader, q_fp8: torch.Tensor, kv_cache: torch.Tensor, weights: torch.Tensor,
+                       context_lens: torch.Tensor, block_tables: torch.Tensor,
+                       max_model_len: int) -> tuple[torch.Tensor, Reader, tuple]:
+    """The one place a reader runs: on copies of the tensors (fp8check's stay untouched), its failures and
+    malformed results turned into one-line errors. Returns logits [B*next_n, max_model_len], the reader
+    as it ran and (count, first positions) of its writes outside its rows, for readers that fill a buffer.
+
+    An isolated reader runs in a child: the parent allocates the outputs (the logits, and the guarded buffer
+    a reader may fill) and trusts only their bytes and the dtype the child names (one of LOGIT_DTYPES),
+    never an object the child made; the reader as it ran has the description and provenance it reported."""
+    args = [t.clone() for t in (q_fp8, kv_cache, weights, context_lens, block_tables)]
+    if reader.isolation is None:
+        logits, outside = _read(reader, args, max_model_len)
+        return logits, reader, outside
+    rows = q_fp8.shape[0] * q_fp8.shape[1]
+    out = torch.full((rows, max_model_len), float("nan"), dtype=torch.float64, device=kv_cache.device)
+    guarded = GuardedOutput.allocate(rows, max_model_len, kv_cache.device)
     shared = (reader.name, reader.spec.to_json(), reader.repo, *args, max_model_len, out, guarded.buffer)
     report = run_isolated(f"{__name__}:read_in_child", shared, limits=reader.isolation, label=f"reader {reader.name!r}")
     dtype = LOGIT_DTYPES.get(str(report.get("dtype")))
@@ -109,34 +117,18 @@ def _read_isolated(reader: Reader, args: list[torch.Tensor], max_model_len: int)
                             f" {str(report.get('dtype'))[:40]!r}")
     ran = dataclasses.replace(reader, description=one_line(report.get("description", reader.description), 1000),
                               provenance=reported_provenance(report.get("provenance")))
-    return out.to(dtype), ran, guarded.outside_writes()
-
-
-def run_reader_guarded(reader: Reader, q_fp8: torch.Tensor, kv_cache: torch.Tensor, weights: torch.Tensor,
-                       context_lens: torch.Tensor, block_tables: torch.Tensor,
-                       max_model_len: int) -> tuple[torch.Tensor, Reader, tuple]:
-    """The one place a reader runs: on copies of the tensors (fp8check's stay untouched), its failures and
-    malformed results turned into one-line errors. Returns logits [B*next_n, max_model_len], the reader
-    as it ran (for an isolated one, run in a child: with what its child reported, description and
-    provenance) and (count, first positions) of its writes outside its rows, for readers that fill a buffer."""
-    args = [t.clone() for t in (q_fp8, kv_cache, weights, context_lens, block_tables)]
-    if reader.isolation is None:
-        logits, outside = _read(reader, args, max_model_len)
-        return logits, reader, outside
-    logits, ran, outside = _read_isolated(reader, args, max_model_len)
-    rows = q_fp8.shape[0] * q_fp8.shape[1]
-    return _checked_output(ran, logits, rows, max_model_len, kv_cache.device), ran, outside
+    logits = _checked_output(ran, out.to(dtype), rows, max_model_len, kv_cache.device)
+    return logits, ran, guarded.outside_writes()
 
 
 def run_reader_reporting(reader: Reader, q_fp8: torch.Tensor, kv_cache: torch.Tensor, weights: torch.Tensor,
                          context_lens: torch.Tensor, block_tables: torch.Tensor,
                          max_model_len: int) -> tuple[torch.Tensor, Reader]:
     """run_reader_guarded's logits and reader as it ran."""
-    logits, ran, _ = run_reader_guarded(reader, q_fp8, kv_cache, weights, context_lens, block_tables, max_model_len)
-    return logits, ran
+    return run_reader_guarded(reader, q_fp8, kv_cache, weights, context_lens, block_tables, max_model_len)[:2]
 
 
 def run_reader(reader: Reader, q_fp8: torch.Tensor, kv_cache: torch.Tensor, weights: torch.Tensor,
                context_lens: torch.Tensor, block_tables: torch.Tensor, max_model_len: int) -> torch.Tensor:
-    """run_reader_reporting's logits only."""
-    return run_reader_reporting(reader, q_fp8, kv_cache, weights, context_lens, block_tables, max_model_len)[0]
+    """run_reader_guarded's logits only."""
+    return run_reader_guarded(reader, q_fp8, kv_cache, weights, context_lens, block_tables, max_model_len)[0]

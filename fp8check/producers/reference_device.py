@@ -1,6 +1,6 @@
 """The `reference` writer: the PyTorch emulation of aiter's op, or its compiled Triton twin on a GPU.
 
-On CUDA the PyTorch ops take ~13 ms for 1M tokens, ~70x the Triton writer; reference_triton.py computes
+On CUDA the PyTorch ops take ~13 ms for 1M tokens, ~70x the Triton writer; triton.launch_reference computes
 the same bytes in one kernel. It is used only once proven: at the first call per (spec shape, format,
 layout, scale format, device) it writes a known-answer cache (every adversarial input distribution,
 inf and NaN included, padding slots) with both and must match the PyTorch bytes exactly (a pass is
@@ -14,6 +14,7 @@ bit set on an x86 CPU and without it on the GPU, so the two write 0xFF and 0x7F 
 from __future__ import annotations
 
 import functools
+import importlib.util
 
 import torch
 
@@ -25,24 +26,18 @@ PROOF_BLOCKS = 4  # known-answer cache: 4 blocks, a quarter of the slots padding
 
 
 def _triton_can_run(spec: CacheSpec, device: torch.device) -> bool:
-    if device.type != "cuda":
-        return False
-    if not spec.layout.planar or spec.scale_fmt is ScaleFormat.UE8M0X4:
-        return False  # the kernel writes planar caches with fp32 words; the emulation writes every form
-    if spec.fp8 is FP8Format.E4M3FNUZ and torch.version.hip is None:
-        return False  # compiled Triton on NVIDIA has no fp8e4b8 (docs/NUMERICS.md)
-    try:
-        import triton  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    # The kernel writes planar caches with fp32 words (the emulation writes every form); compiled Triton on
+    # NVIDIA has no fp8e4b8 (docs/NUMERICS.md).
+    return device.type == "cuda" and spec.layout.planar and spec.scale_fmt is not ScaleFormat.UE8M0X4 \
+        and not (spec.fp8 is FP8Format.E4M3FNUZ and torch.version.hip is None) \
+        and importlib.util.find_spec("triton") is not None
 
 
 def known_answer(spec: CacheSpec, device: torch.device) -> tuple[int, int]:
     """(differing bytes, bytes compared) between the Triton kernel and the PyTorch emulation on a small
     cache of this spec's shape, written from every adversarial distribution with inf and NaN."""
     from ..core.inputs import Distribution, SlotPattern, generate
-    from .reference_triton import launch
+    from .triton import launch_reference as launch
 
     small = spec.replace(num_blocks=PROOF_BLOCKS)
     data = generate(small, seed=20261130, slots=SlotPattern.PADDED, distribution=Distribution.MIXED, inf_nan=True)
@@ -56,18 +51,13 @@ def known_answer(spec: CacheSpec, device: torch.device) -> tuple[int, int]:
     return differ, expected.buffer.numel()
 
 
-def _known_answer_matches(spec: CacheSpec, device: torch.device) -> bool:
-    try:
-        differ, _ = known_answer(spec, device)
-    except Exception:  # a kernel that cannot compile or run here is simply not used
-        return False
-    return differ == 0
-
-
 @functools.lru_cache(maxsize=None)
 def _proven(spec: CacheSpec, device: torch.device) -> bool:
     """The known answer, run once per (spec shape, device) in a process."""
-    return _known_answer_matches(spec, device)
+    try:
+        return known_answer(spec, device)[0] == 0
+    except Exception:  # a kernel that cannot compile or run here is simply not used
+        return False
 
 
 def uses_triton(spec: CacheSpec, device: torch.device) -> bool:
@@ -83,7 +73,7 @@ def writer(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *, fp8_dtype=
         aiter_writer(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, fp8_dtype=fp8_dtype, layout=layout)
         return
     from ..core.inputs import slot_numbers
-    from .reference_triton import launch
+    from .triton import launch_reference as launch
 
     mapped, top, _ = slot_numbers(slot_mapping, spec.num_slots)  # one Triton kernel on CUDA, no torch max
     if mapped and top >= spec.num_slots:  # the emulation's own refusal

@@ -1,8 +1,6 @@
 """The one registry of producers, by role: a writer's or a reader's name (a built-in entry, or code a Name
-points at, code/names.py) turned into a `Producer` or a `Reader` (core/producer.py); `run` runs a writer on a
-fresh poisoned cache (readers run in readers.py).
-
-Loaders import lazily: building the registry imports nothing heavy.
+points at, code/names.py) turned into a `Producer` or a `Reader`; `run` runs a writer on a fresh poisoned
+cache (readers run in readers.py). Entries import lazily: building the registry imports nothing heavy.
 """
 
 from __future__ import annotations
@@ -10,31 +8,34 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
+import json
+import re
 from dataclasses import dataclass
 from enum import Enum
 from typing import Callable
 
 import torch
 
+from ..code.load import load_function, load_writer, prepare_to_run
+from ..code.names import CODE_KINDS, Kind, forms, parse
+from ..code.projects.table import admit_release
 from ..core.cache import SKIP_PADDING, CacheBuffer, forget_slot, padded_slots, write_in_layer
+from ..core.device import require_triton_format
 from ..core.errors import CheckerError, ProducerError, failure, one_line
 from ..core.inputs import Inputs, check_slots
-from ..core.device import require_triton_format
 from ..core.isolation import IsolatedError, Limits, phase, run_isolated
-from ..code.names import CODE_KINDS, Kind, forms, parse
-from ..core.spec import CacheSpec
-from ..code.load import load_writer
 from ..core.producer import EXTRA_KEYWORDS, Producer, Reader, reported_provenance
+from ..core.spec import CacheSpec
+
 
 def always() -> tuple[bool, str]:
-    """The availability of a built-in entry."""
     return True, "built in"
 
 
 @dataclass(frozen=True)
 class Entry:
-    """One registry name: what it is, how to load it, whether it can run here (never raises). A writer's
-    `load()` returns a Producer, a reader's `load(spec)` a Reader."""
+    """One registry name: what it is, how to load it (a writer's `load()`, a reader's `load(spec)`), whether
+    it can run here (never raises)."""
 
     name: str
     description: str
@@ -44,7 +45,7 @@ class Entry:
 
 def _reference() -> Producer:
     from ..core.reference import AITER
-    from .reference_device import writer  # PyTorch ops; on CUDA their proven Triton twin (reference_triton.py)
+    from .reference_device import writer  # PyTorch ops; on CUDA their proven Triton twin
 
     return Producer("reference", AITER.description, writer, emulated=True, keywords=frozenset(EXTRA_KEYWORDS))
 
@@ -56,18 +57,14 @@ def _reference_vllm() -> Producer:
                     keywords=frozenset(EXTRA_KEYWORDS))
 
 
-def _triton() -> Producer:
-    from .triton import check, fixed_writer
+def _triton(name: str, description: str, writer: str) -> Callable[[], Producer]:
+    def load() -> Producer:
+        from . import triton
 
-    return Producer("triton", "Triton writer (vLLM ROCm semantics), value region viewed as FP8", fixed_writer,
-                    check=check, keywords=frozenset(EXTRA_KEYWORDS), triton=True)
+        return Producer(name, description, getattr(triton, writer), check=triton.check,
+                        keywords=frozenset(EXTRA_KEYWORDS), triton=True)
 
-
-def _triton_buggy() -> Producer:
-    from .triton import buggy_writer, check
-
-    return Producer("triton-buggy", "Triton writer, the seed's buggy wrapper: value region passed as uint8",
-                    buggy_writer, check=check, keywords=frozenset(EXTRA_KEYWORDS), triton=True)
+    return load
 
 
 def _triton_availability() -> tuple[bool, str]:
@@ -84,31 +81,13 @@ def _triton_availability() -> tuple[bool, str]:
     return ok, f"on the CPU only through the interpreter: {reason}"
 
 
-def _adapter(module_name: str) -> tuple[Callable[[], Producer], Callable[[], tuple[bool, str]]]:
-    """(loader, availability) of a real writer that may not be installed (producers/adapters/)."""
+def _adapter(module_name: str, make: str = "producer") -> tuple[Callable, Callable[[], tuple[bool, str]]]:
+    """(loader, availability) of a real writer or reader that may not be installed (producers/adapters/)."""
 
     def module():
         return importlib.import_module(f"{__package__}.adapters.{module_name}")
 
-    return (lambda: module().producer()), (lambda: module().availability())
-
-
-def _writers() -> dict[str, Entry]:
-    entries = [
-        Entry("reference", "PyTorch emulation of aiter's C++ op + shuffle_weight", _reference),
-        Entry("reference-vllm", "PyTorch emulation of vLLM's writer numerics (DIV 448/224, x / s)", _reference_vllm),
-        Entry("triton", "Triton writer with vLLM ROCm semantics, fixed wrapper (FP8 view)", _triton,
-              _triton_availability),
-        Entry("triton-buggy", "Triton writer, buggy wrapper (uint8 slice: integer conversion)", _triton_buggy,
-              _triton_availability),
-        Entry("aiter", "ROCm aiter's C++ op indexer_k_quant_and_cache (preshuffle, or row-major + shuffle_weight)",
-              *_adapter("aiter")),
-        Entry("vllm-triton", "vLLM's Triton writer indexer_k_quant_and_cache_triton (installed vLLM)",
-              *_adapter("vllm_triton")),
-        Entry("vllm-cuda", "vLLM's C++ op torch.ops._C_cache_ops.indexer_k_quant_and_cache (row-major)",
-              *_adapter("vllm_cuda")),
-    ]
-    return {entry.name: entry for entry in entries}
+    return (lambda *spec: getattr(module(), make)(*spec)), (lambda: module().availability())
 
 
 def _reference_reader(spec: CacheSpec) -> Reader:
@@ -118,27 +97,36 @@ def _reference_reader(spec: CacheSpec) -> Reader:
                   make_reader(spec), exact=True)
 
 
-def _aiter_reader():
-    return importlib.import_module(f"{__package__}.adapters.aiter_reader")
-
-
-def _readers() -> dict[str, Entry]:
-    entries = [
-        Entry(REFERENCE, "fp8check's exact reader: decodes the bytes through the spec's layout, float64 math",
-              _reference_reader),
-        Entry("aiter", "ROCm aiter's deepgemm_fp8_paged_mqa_logits (Preshuffle=block_size > 1), as vLLM calls it",
-              lambda spec: _aiter_reader().reader(spec), lambda: _aiter_reader().availability()),
-    ]
-    return {entry.name: entry for entry in entries}
-
-
 class Role(Enum):
     WRITER = "writer"
     READER = "reader"
 
 
 REFERENCE = "reference"
-REGISTRY: dict[Role, dict[str, Entry]] = {Role.WRITER: _writers(), Role.READER: _readers()}
+REGISTRY: dict[Role, dict[str, Entry]] = {role: {e.name: e for e in entries} for role, entries in (
+    (Role.WRITER, [
+        Entry("reference", "PyTorch emulation of aiter's C++ op + shuffle_weight", _reference),
+        Entry("reference-vllm", "PyTorch emulation of vLLM's writer numerics (DIV 448/224, x / s)", _reference_vllm),
+        Entry("triton", "Triton writer with vLLM ROCm semantics, fixed wrapper (FP8 view)",
+              _triton("triton", "Triton writer (vLLM ROCm semantics), value region viewed as FP8",
+                      "fixed_writer"),
+              _triton_availability),
+        Entry("triton-buggy", "Triton writer, buggy wrapper (uint8 slice: integer conversion)",
+              _triton("triton-buggy", "Triton writer, the seed's buggy wrapper: value region passed as uint8",
+                      "buggy_writer"), _triton_availability),
+        Entry("aiter", "ROCm aiter's C++ op indexer_k_quant_and_cache (preshuffle, or row-major + shuffle_weight)",
+              *_adapter("aiter")),
+        Entry("vllm-triton", "vLLM's Triton writer indexer_k_quant_and_cache_triton (installed vLLM)",
+              *_adapter("vllm_triton")),
+        Entry("vllm-cuda", "vLLM's C++ op torch.ops._C_cache_ops.indexer_k_quant_and_cache (row-major)",
+              *_adapter("vllm_cuda")),
+    ]),
+    (Role.READER, [
+        Entry(REFERENCE, "fp8check's exact reader: decodes the bytes through the spec's layout, float64 math",
+              _reference_reader),
+        Entry("aiter", "ROCm aiter's deepgemm_fp8_paged_mqa_logits (Preshuffle=block_size > 1), as vLLM calls it",
+              *_adapter("aiter_reader", "reader")),
+    ]))}
 # Names of code from outside fp8check each role takes: untrusted, run in a child process unless --in-process.
 KINDS = {Role.WRITER: (*CODE_KINDS, Kind.PRESET, Kind.AITER_SRC, Kind.VLLM_SRC),
          Role.READER: (*CODE_KINDS, Kind.PRESET, Kind.DEEPGEMM_SRC)}
@@ -155,12 +143,13 @@ def names(role: Role = Role.WRITER) -> list[str]:
 def _entry(name: str, role: Role, *extra: str) -> Entry:
     """The built-in entry of a name that can run here; ProducerError naming every known form otherwise."""
     entry = REGISTRY[role].get(name)
+    what = "producer" if role is Role.WRITER else "reader"
     if entry is None:
-        raise ProducerError(f"unknown {'producer' if role is Role.WRITER else 'reader'} {name!r}; known:"
-                            f" {', '.join([*names(role), *extra])}, {forms(*KINDS[role])}")
+        raise ProducerError(f"unknown {what} {name!r}; known: {', '.join([*names(role), *extra])},"
+                            f" {forms(*KINDS[role])}")
     ok, reason = entry.availability()
     if not ok:
-        raise ProducerError(f"{'producer' if role is Role.WRITER else 'reader'} {name!r} is unavailable: {reason}")
+        raise ProducerError(f"{what} {name!r} is unavailable: {reason}")
     return entry
 
 
@@ -180,55 +169,47 @@ def _auto() -> Producer:
     return dataclasses.replace(fallback, description=f"{fallback.description} (auto: aiter unavailable: {reason})")
 
 
-def _not_here(*args, **kwargs) -> None:
-    raise CheckerError("an isolated producer's code runs only in its child process")
+def _in_child_only(*args, **kwargs) -> None:
+    raise CheckerError("isolated code runs only in its child process")
 
 
-def _preset(name: str, checkout) -> Producer:
-    """`preset:PROJECT/NAME`, a writer a project table declares (projects/compose.py)."""
-    from ..code.projects.compose import cpu_check, load, spec_check
+def _declared(name: str, role: str) -> Callable[[CacheSpec, torch.device], None]:
+    """What a preset's table declares, checked in the parent before anything is fetched or a child starts."""
+    from ..code.projects.compose import check_declared
 
-    done = load(name, "writer", checkout=checkout)
-    supported, exact = spec_check(name, "writer"), cpu_check(done.loaded)
-
-    def check(spec, device) -> None:
-        supported(spec, device)
-        exact(spec, device)
-
-    return Producer(name, f"{done.preset.description} from {done.loaded.origin.describe()}", done.fn,
-                    keywords=frozenset(EXTRA_KEYWORDS), provenance=done.provenance, check=check,
-                    triton=bool(done.loaded.kernels()))
+    return lambda spec, device: check_declared(name, role, spec)
 
 
 def resolve(name: str, *, fp8=None, repo=None, isolation: Limits | None = DEFAULT_ISOLATION,
             allow_unpinned: bool = False) -> Producer:
-    """The producer a name stands for: a registry name, `auto`, or code from a file (`file:`, `vllm-file:`,
-    either with `git:REV:PATH` read from `repo`). `fp8` (an FP8Format) names the format vllm-file's
-    platform names are reported bound to; a vllm-file writer is bound to each run's --fp8 either way.
+    """The producer a name stands for: a registry name, `auto`, or code (KINDS; `git:REV:PATH` read from
+    `repo`, a preset's clone). `fp8` names the format vllm-file's platform names are reported bound to; the
+    writer is bound to each run's --fp8 either way.
 
-    Code from files is not loaded here when `isolation` is given (the default): the Producer only names
-    it, and `run` loads and runs it in a child process under those limits. `isolation=None` loads it
-    into this process (`--in-process`, for debugging).
-
-    Released code (`pkg:`, `aiter-src:pkg:`, a preset's release) passes the one hash rule first, here in
-    the parent: a version no project table pins is refused unless `allow_unpinned` (released.admit)."""
+    Code is not loaded here when `isolation` is given (the default): the Producer only names it, and `run`
+    loads and runs it in a child process under those limits; `isolation=None` (`--in-process`) loads it
+    here. Released code passes the one hash rule first, in the parent (table.admit_release)."""
     parsed = parse(name, error=ProducerError)
     if parsed.kind is Kind.VLLM_SRC:  # no nvcc or no NVIDIA GPU: NotRunnableHere before a child starts
         from .vllm_src import require_here
 
         require_here(parsed)
     if parsed.kind in KINDS[Role.WRITER]:
-        from ..code.projects.pins import admit_release
-
         admit_release(parsed, repo=repo, allow_unpinned=allow_unpinned)
         if isolation is not None:
-            from ..code.projects.compose import spec_check
-
-            # what a preset's table declares is checked here, in the parent, before a child starts
-            return Producer(name, f"{name} (run in a child process)", _not_here, isolation=isolation,
-                            repo=None if repo is None else str(repo), check=spec_check(name, "writer"))
+            return Producer(name, f"{name} (run in a child process)", _in_child_only, isolation=isolation,
+                            repo=None if repo is None else str(repo), check=_declared(name, "writer"))
     if parsed.kind is Kind.PRESET:  # `repo`: a clone of the project's repository (--checkout)
-        return _preset(name, repo)
+        from ..code.projects.compose import load
+
+        done, declared = load(name, "writer", checkout=repo), _declared(name, "writer")
+
+        def check(spec, device) -> None:
+            declared(spec, device)
+            prepare_to_run(done, spec.fp8, device)
+
+        return Producer(name, done.description, done.fn, keywords=frozenset(EXTRA_KEYWORDS),
+                        provenance=done.provenance, check=check, triton=done.uses_triton)
     if parsed.kind in CODE_KINDS:
         return load_writer(name, fp8=fp8, repo=repo)
     if parsed.kind is Kind.AITER_SRC:
@@ -245,11 +226,13 @@ def resolve(name: str, *, fp8=None, repo=None, isolation: Limits | None = DEFAUL
 
 
 def _reader_from_code(text: str, spec: CacheSpec, repo=None) -> Reader:
-    from ..code.load import load_function, prepare_to_run
-
     loaded = load_function(text, role="reader", fp8=spec.fp8, default_function=None, repo=repo)
-    fn = loaded.fn
-    fills = fills_output(fn)
+    fn, function = loaded.fn, loaded.provenance.get("function", text)
+    try:  # a keyword-only `out`: it fills a caller-made output buffer (aiter's kernel does), a guarded one
+        out = inspect.signature(fn).parameters.get("out")
+        fills = out is not None and out.kind is inspect.Parameter.KEYWORD_ONLY
+    except (TypeError, ValueError):  # no Python signature (a compiled function): the vLLM signature
+        fills = False
     try:
         inspect.signature(fn).bind(None, None, None, None, None, None, **({"out": None} if fills else {}))
     except TypeError:
@@ -257,62 +240,34 @@ def _reader_from_code(text: str, spec: CacheSpec, repo=None) -> Reader:
             f"reader {text!r}: {loaded.provenance.get('function', 'the function')} must take (q_fp8, kv_cache,"
             f" weights, context_lens, block_tables, max_model_len), has {inspect.signature(fn)}"
         ) from None
-    except ValueError:  # no Python signature (a compiled function): let the call decide
+    except ValueError:  # no Python signature: let the call decide
         pass
-
-    def check(spec: CacheSpec, device: torch.device) -> None:  # its Triton kernels: exact interpreter on the CPU
-        prepare_to_run(loaded, spec.fp8, device)
-
-    where = loaded.provenance.get("file", text)
-    return Reader(text, f"{loaded.provenance.get('function', text)} from {where}", fn, check=check,
+    return Reader(text, f"{function} from {loaded.provenance.get('file', text)}", fn,
+                  check=lambda spec, device: prepare_to_run(loaded, spec.fp8, device),
                   provenance=loaded.provenance, fills_output=fills)
-
-
-def fills_output(fn) -> bool:
-    """A reader whose signature has a keyword-only `out` fills a caller-made output buffer (aiter's kernel does)
-    instead of returning logits: it is handed a guarded one (obligations.GuardedOutput)."""
-    try:
-        parameter = inspect.signature(fn).parameters.get("out")
-    except (TypeError, ValueError):  # no Python signature: the vLLM signature
-        return False
-    return parameter is not None and parameter.kind is inspect.Parameter.KEYWORD_ONLY
-
-
-def _isolated_reader(*args, **kwargs) -> None:
-    raise CheckerError("an isolated reader's code runs only in its child process")
 
 
 def resolve_reader(name: str, *, spec: CacheSpec, repo=None, isolation: Limits | None = DEFAULT_ISOLATION,
                    allow_unpinned: bool = False) -> Reader:
-    """The reader a name stands for, set up to read caches of `spec` (files may come from git in `repo`).
-
-    A reader from a file is not loaded here when `isolation` is given (the default): the Reader only names
-    it, and `readers.run_reader` loads and runs it in a child process under those limits (with the spec's FP8
-    format and `repo`). `isolation=None` loads it into this process (`--in-process`, for debugging).
-    Released code passes the one hash rule first, as writers do (resolve)."""
+    """The reader a name stands for, set up to read caches of `spec`; code is isolated, admitted and loaded
+    as writers' is (resolve), an isolated one by readers.run_reader's child."""
     parsed = parse(name, error=ProducerError)
     if parsed.kind is Kind.DEEPGEMM_SRC:  # no nvcc, GPU or checkout: NotRunnableHere before a child starts
         from .adapters.deepgemm_src import require_here
 
         require_here(parsed)
     if parsed.kind in KINDS[Role.READER]:
-        from ..code.projects.pins import admit_release
-
         admit_release(parsed, repo=repo, allow_unpinned=allow_unpinned)
-    if parsed.kind is Kind.PRESET:  # a spec its table declares unsupported: refused before anything runs
-        from ..code.projects.compose import check_declared
-
-        check_declared(name, "reader", spec)
-    if parsed.kind in KINDS[Role.READER] and isolation is not None:
-        return Reader(name, f"{name} (run in a child process)", _isolated_reader, isolation=isolation,
-                      repo=None if repo is None else str(repo), spec=spec)
+        _declared(name, "reader")(spec, None)  # a spec a preset's table declares unsupported: refused now
+        if isolation is not None:
+            return Reader(name, f"{name} (run in a child process)", _in_child_only, isolation=isolation,
+                          repo=None if repo is None else str(repo), spec=spec)
     if parsed.kind is Kind.PRESET:  # `repo`: a clone of the project's repository (--checkout)
-        from ..code.projects.compose import cpu_check, load
+        from ..code.projects.compose import load
 
-        done = load(name, "reader", checkout=repo)
-        done.loaded.rebind(spec.fp8, spec.layout)
-        return Reader(name, f"{done.preset.description} from {done.loaded.origin.describe()}", done.fn,
-                      check=cpu_check(done.loaded), provenance=done.provenance)
+        done = load(name, "reader", checkout=repo, spec=spec)
+        return Reader(name, done.description, done.fn, provenance=done.provenance,
+                      check=lambda spec, device: prepare_to_run(done, spec.fp8, device))
     if parsed.kind is Kind.DEEPGEMM_SRC:
         from .adapters.deepgemm_src import reader
 
@@ -322,48 +277,75 @@ def resolve_reader(name: str, *, spec: CacheSpec, repo=None, isolation: Limits |
     return _entry(name, Role.READER).load(spec)
 
 
-def _write(producer: Producer, spec: CacheSpec, k: torch.Tensor, cache: torch.Tensor, slot_mapping: torch.Tensor,
-           grids: list | None = None) -> None:
-    """Call the writer; `grids` receives how each interpreted Triton grid ran (GridRun records)."""
+# Triton has no cast between an FP8 type and an integer type (triton.language.semantic: "cannot cast ... to
+# ..."), compiled or interpreted. A kernel meets it when its value pointer is uint8 (a value region not viewed
+# as FP8) and it stores FP8 values through it, or when it converts x/s to uint8 and stores that through an FP8
+# pointer: the seed's bug. The interpreter's message carries the whole value array; this names the cause.
+_CANNOT_CAST = re.compile(r"cannot cast .* to .*?\b(u?int\d+|fp8\w*|float8\w*)\W*$", re.S)
+
+
+def fp8_integer_cast(exc: BaseException) -> str | None:
+    """The one-line reason for a failed FP8 <-> integer cast inside a kernel, or None for any other failure."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        match = _CANNOT_CAST.search(str(exc))
+        if match is not None:
+            target = match.group(1)
+            what = f"stores FP8 values through a {target} pointer" if target.startswith(("u", "int")) else \
+                f"stores integer values (x/s converted by .to() to an integer type) through an {target}" \
+                " pointer"
+            return (f"the kernel {what}: Triton cannot cast between FP8 and integer types (a compile error on"
+                    " the GPU as well), the seed's integer-cast bug; view the value region as the FP8 dtype"
+                    " before launching and convert x/s with .to(the pointer's FP8 element type)")
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def _write(producer: Producer, spec: CacheSpec, k: torch.Tensor, slot_mapping: torch.Tensor,
+           buffer: CacheBuffer) -> list:
+    """Call the writer on `buffer`'s cache (in a layer view, core/cache.py); returns how each interpreted
+    Triton grid ran (GridRun records)."""
+    from ..triton_cpu.interpreter import scope_for
+
     kwargs = {}
     if "fp8_dtype" in producer.keywords:
         kwargs["fp8_dtype"] = spec.fp8.torch_dtype()
     if "layout" in producer.keywords:
         kwargs["layout"] = spec.layout.value
-    from ..triton_cpu.interpreter import scope_for
+    grids: list = []
 
-    try:
-        with scope_for(cache.device, grid=producer.interpreter != "sequential") as ran:  # on CPU tensors: exact
-            producer.writer(k, cache, slot_mapping, spec.quant_block_size, spec.scale_fmt.writer_arg, **kwargs)
-        if grids is not None:
+    def write(cache: torch.Tensor) -> None:
+        try:
+            with scope_for(cache.device, grid=producer.interpreter != "sequential") as ran:  # CPU: exact
+                producer.writer(k, cache, slot_mapping, spec.quant_block_size, spec.scale_fmt.writer_arg,
+                                **kwargs)
             grids.extend(ran)
-        if cache.is_cuda:
-            torch.cuda.synchronize(cache.device)
-    except ProducerError:
-        raise
-    except Exception as exc:
-        from .casts import fp8_integer_cast
+            if cache.is_cuda:
+                torch.cuda.synchronize(cache.device)
+        except ProducerError:
+            raise
+        except Exception as exc:
+            cast = fp8_integer_cast(exc)
+            if cast is not None:
+                raise ProducerError(f"producer {producer.name!r}: {cast}") from exc
+            raise ProducerError(f"producer {producer.name!r} raised {failure(exc)}") from exc
 
-        cast = fp8_integer_cast(exc)
-        if cast is not None:
-            raise ProducerError(f"producer {producer.name!r}: {cast}") from exc
-        raise ProducerError(f"producer {producer.name!r} raised {failure(exc)}") from exc
+    write_in_layer(buffer, write)
+    return grids
 
 
 def run_in_child(name: str, spec_json: str, repo: str | None, k: torch.Tensor, slot_mapping: torch.Tensor,
                  buffer: torch.Tensor, interpreter: str = "grid") -> dict:
     """The child's side of an isolated run (isolation.run_isolated target): load the producer by name,
     write the shared buffer, report where the code came from and whether it ran Triton kernels."""
-    import json
-
     phase("loading")
     spec = CacheSpec.from_dict(json.loads(spec_json))
     producer = dataclasses.replace(resolve(name, fp8=spec.fp8, repo=repo, isolation=None, allow_unpinned=True),
                                    interpreter=interpreter)  # the parent admitted it
     producer.check(spec, buffer.device)
     phase("writing")
-    grids: list = []
-    write_in_layer(CacheBuffer(spec, buffer), lambda cache: _write(producer, spec, k, cache, slot_mapping, grids))
+    grids = _write(producer, spec, k, slot_mapping, CacheBuffer(spec, buffer))
     return {"provenance": json.loads(json.dumps(with_grids(producer.provenance, grids), default=str)),
             "description": producer.description, "triton": bool(producer.triton)}
 
@@ -374,13 +356,6 @@ def with_grids(provenance: dict, grids: list) -> dict:
     if not grids:
         return provenance
     return {**provenance, "interpreter": "; ".join(run.note() for run in grids)[:1000]}
-
-
-def _same_bytes(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Bit-for-bit equality (NaN payloads included), for tensors a producer may have re-shaped or re-typed."""
-    if a.shape != b.shape or a.dtype != b.dtype or a.device != b.device:
-        return False
-    return torch.equal(a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8))
 
 
 def run_producer(producer: Producer, spec: CacheSpec, inputs: Inputs, device: torch.device,
@@ -395,8 +370,8 @@ def run_producer(producer: Producer, spec: CacheSpec, inputs: Inputs, device: to
     buffer = CacheBuffer.allocate(spec, device)
     given = padded_slots(inputs.slot_mapping, pad_slot)
     k, slot_mapping = inputs.k.clone(), given.clone()
+    producer.check(spec, device)  # isolated: the parent's own (a preset's declared specs), no code under test
     if producer.isolation is not None:
-        producer.check(spec, device)  # the parent's own checks (a preset's declared specs), no code under test
         try:
             report = run_isolated(f"{__name__}:run_in_child", (producer.name, spec.to_json(), producer.repo, k,
                                   slot_mapping, buffer.buffer, producer.interpreter), limits=producer.isolation,
@@ -409,13 +384,13 @@ def run_producer(producer: Producer, spec: CacheSpec, inputs: Inputs, device: to
             producer, description=one_line(report.get("description", producer.description), 1000),
             provenance=reported_provenance(report.get("provenance")), triton=report.get("triton") is True)
     else:
-        producer.check(spec, device)
-        grids: list = []
-        write_in_layer(buffer, lambda cache: _write(producer, spec, k, cache, slot_mapping, grids))
+        grids = _write(producer, spec, k, slot_mapping, buffer)
         if grids:
             producer = dataclasses.replace(producer, provenance=with_grids(producer.provenance, grids))
-    changed = tuple(name for name, handed, passed in (("k", inputs.k, k), ("slot_mapping", given, slot_mapping))
-                    if not _same_bytes(handed.contiguous(), passed))
+    # bit for bit (NaN payloads included), on tensors a producer may have re-shaped or re-typed
+    changed = tuple(name for name, a, b in (("k", inputs.k, k), ("slot_mapping", given, slot_mapping))
+                    if (a.shape, a.dtype, a.device) != (b.shape, b.dtype, b.device)
+                    or not torch.equal(a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8)))
     if pad_slot != SKIP_PADDING:
         forget_slot(buffer, pad_slot)
     return dataclasses.replace(buffer, modified_inputs=changed), producer

@@ -14,16 +14,14 @@ from __future__ import annotations
 
 import hashlib
 import re
-import shutil
 import tarfile
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from ..code.names import Kind, Name, parse
-from ..core import disk_cache
+from ..code.released import unpacked_once
 from ..core.errors import NotRunnableHere, ProducerError
 from ..core.spec import CacheSpec, FP8Format, Layout
 from ..cuda_src import build, extract, toolchain as toolchains
@@ -56,39 +54,26 @@ class Source:
 
 def _unpack(archive: Path) -> tuple[Path, str]:
     """csrc/ and PKG-INFO of an sdist, unpacked once per archive sha256."""
+    def extract(staging: Path) -> Path:
+        try:
+            with tarfile.open(archive) as tar:
+                top = tar.getnames()[0].split("/")[0]
+                members = [m for m in tar.getmembers() if m.name.startswith((f"{top}/csrc/", f"{top}/PKG-INFO"))]
+                tar.extractall(staging, members, filter="data")
+        except (OSError, tarfile.TarError) as exc:
+            raise ProducerError(f"vllm-src:{archive}: cannot unpack: {exc}") from None
+        return staging / top
+
     digest = hashlib.sha256(archive.read_bytes()).hexdigest()
-    target = disk_cache.entry("vllm-src", digest)
-    if target is not None and (target / OP_FILE).is_file():
-        return target, digest
-    staging = Path(tempfile.mkdtemp(prefix="fp8check-vllm-src-"))
-    try:
-        with tarfile.open(archive) as tar:
-            top = tar.getnames()[0].split("/")[0]
-            members = [m for m in tar.getmembers() if m.name.startswith((f"{top}/csrc/", f"{top}/PKG-INFO"))]
-            tar.extractall(staging, members, filter="data")
-    except (OSError, tarfile.TarError) as exc:
-        raise ProducerError(f"vllm-src:{archive}: cannot unpack: {exc}") from None
-    unpacked = staging / top
-    if target is None:
-        return unpacked, digest
-    target.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        unpacked.rename(target)
-    except OSError:  # unpacked by another process first
-        pass
-    shutil.rmtree(staging, ignore_errors=True)
-    return target, digest
+    return unpacked_once("vllm-src", digest, OP_FILE, extract), digest
 
 
 def locate(name: Name | str) -> Source:
     """The vLLM source a name points at; ProducerError saying what is missing."""
     name = name if isinstance(name, Name) else parse(PREFIX + str(name), error=ProducerError)
     path = Path(name.body)
-    archive_sha256 = None
-    if path.is_file() and path.name.endswith((".tar.gz", ".tgz")):
-        root, archive_sha256 = _unpack(path)
-    else:
-        root = path
+    sdist = path.is_file() and path.name.endswith((".tar.gz", ".tgz"))
+    root, archive_sha256 = _unpack(path) if sdist else (path, None)
     op = root / OP_FILE
     if not op.is_file():
         raise ProducerError(f"vllm-src:{name.body}: no {OP_FILE} there (give vLLM's sdist vllm-X.Y.Z.tar.gz"
@@ -224,17 +209,11 @@ def provenance(source: Source) -> dict:
     """Where the op comes from and what builds it: the release, the file's sha256, nvcc and the arch."""
     found, reason = toolchains.find()
     where = {"sdist_sha256": source.archive_sha256} if source.archive_sha256 else {}
-    return {
-        "function": f"{HOST} ({KERNEL})",
-        "source": source.label,
-        "release": f"vllm {source.version}",
-        **where,
-        "file": OP_FILE,
-        "sha256": source.op_sha256,
-        "compiler": found.description if found else reason,
-        "arch": found.arch if found else "none",
-        "command": build.command_line(unit(source), found) if found else "not built",
-    }
+    return {"function": f"{HOST} ({KERNEL})", "source": source.label, "release": f"vllm {source.version}",
+            **where, "file": OP_FILE, "sha256": source.op_sha256,
+            "compiler": found.description if found else reason,
+            "arch": found.arch if found else "none",
+            "command": build.command_line(unit(source), found) if found else "not built"}
 
 
 def load(name: Name):

@@ -8,27 +8,24 @@ from a clone of its repository; each function is compiled unmodified with the pr
 - a writer `(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *, fp8_dtype, layout)`;
 - a reader `(q_fp8, kv_cache, weights, context_lens, block_tables, max_model_len)`.
 
-Each step's arguments are names from a closed vocabulary (ARGUMENTS below: the run's tensors and views
-of them), outputs of earlier steps, or TOML literals (`{ value = X }` for a string, `{ none = true }`).
+Each step's arguments are names from a closed vocabulary (`_writer_args`, `_reader_args`: the run's
+tensors and views of them), outputs of earlier steps, or TOML literals (`{ value = X }`, `{ none = true }`).
 """
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 import torch
 
 from ...core.errors import ConfigError, NotRunnableHere, ProducerError
-from ..names import PRESET_PREFIX, Kind, Source, parse, read_source
 from ...core.spec import FP8Format, Layout
+from ..load import Files, LoadedFunction
+from ..names import PRESET_PREFIX, Kind, Source, parse, read_source
 from .table import Preset, Project, project, preset as find_preset
-
-
-
-# ---- where a project's files come from ----------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -37,7 +34,6 @@ class Origin:
 
     project: Project
     checkout: Path | None = None
-    find_links: str | None = None
 
     def read(self, path: str) -> Source:
         if self.checkout is not None:
@@ -48,48 +44,12 @@ class Origin:
         from ..released import Package, read_file
 
         p = self.project
-        return read_file(Package(p.package, p.version, p.sha256, p.wheel, self.find_links), path)
+        return read_file(Package(p.package, p.version, p.sha256, p.wheel), path)
 
     def describe(self) -> str:
         if self.checkout is not None:
             return f"{self.project.name} checkout {self.checkout}"
         return f"{self.project.package}=={self.project.version} (wheel)"
-
-
-@dataclass
-class Loaded:
-    """Compiled functions of one origin, and every binding to rebind before a run."""
-
-    origin: Origin
-    strip_asserts: bool = False
-    functions: dict = field(default_factory=dict)  # (path, func) -> Compiled
-    files: dict = field(default_factory=dict)  # path -> provenance of its bytes
-
-    def function(self, path: str, func: str, *, role: str, label: str):
-        key = (path, func)
-        if key not in self.functions:
-            from ..bind import compile_function
-
-            source = self.origin.read(path)
-            self.files[path] = source.provenance
-            try:
-                text = source.data.decode("utf-8")
-            except UnicodeDecodeError:
-                raise ProducerError(f"{role} {label!r}: {path} is not UTF-8 text") from None
-            self.functions[key] = compile_function(
-                text, label=f"{label} {path}", file=path, func=func, sha256=source.provenance["sha256"], role=role,
-                fp8=None, table=self.origin.project.table, strip_asserts=self.strip_asserts,
-                sibling=lambda p, f: self.function(p, f, role=role, label=label).fn)
-        return self.functions[key]
-
-    def rebind(self, fp8: FP8Format, layout: Layout | None) -> None:
-        for compiled in list(self.functions.values()):
-            compiled.binding.rebind(fp8, layout)
-
-    def kernels(self) -> tuple:
-        from ..load import _kernels
-
-        return tuple(k for c in self.functions.values() for k in _kernels(c.binding.namespace))
 
 
 # ---- arguments ----------------------------------------------------------------------------------------
@@ -168,14 +128,13 @@ def _argument(value, env: dict, vocabulary: dict[str, Callable], where: str):
     raise ProducerError(f"{where}: unknown argument {value!r}; known: {', '.join(sorted(vocabulary))}, or a step's out")
 
 
-def _run_steps(preset: Preset, loaded: Loaded, label: str, vocabulary: dict, env: dict):
+def _run_steps(preset: Preset, files: Files, vocabulary: dict, env: dict):
     result = None
     for step in preset.steps:
-        fn = loaded.function(step.file, step.call, role=preset.role, label=label).fn
-        where = f"{preset.role} {label!r} step {step.call}"
+        where = f"{preset.role} {files.label!r} step {step.call}"
         args = [_argument(a, env, vocabulary, where) for a in step.args]
         kwargs = {name: _argument(a, env, vocabulary, where) for name, a in step.kwargs}
-        result = fn(*args, **kwargs)
+        result = files.function(step.file, step.call).fn(*args, **kwargs)
         if len(step.out) == 1:
             env[step.out[0]] = result
         elif step.out:
@@ -189,13 +148,7 @@ def _run_steps(preset: Preset, loaded: Loaded, label: str, vocabulary: dict, env
 # ---- loading a preset ---------------------------------------------------------------------------------
 
 
-def split_preset(name: str) -> str:
-    """`preset:PROJECT/NAME` (or a bare PROJECT/NAME) -> PROJECT/NAME."""
-    parsed = parse(name)
-    return parsed.body if parsed.kind is Kind.PRESET else name
-
-
-def origin_for(preset: Preset, checkout: str | Path | None, find_links: str | None = None) -> Origin:
+def origin_for(preset: Preset, checkout: str | Path | None) -> Origin:
     """Where the preset's files come from; ProducerError when it needs a clone and none is given."""
     proj = project(preset.project)
     if checkout is None and proj.local is not None:
@@ -205,15 +158,16 @@ def origin_for(preset: Preset, checkout: str | Path | None, find_links: str | No
                             f" them): give --checkout {proj.name}=PATH")
     if checkout is not None and not Path(checkout).is_dir():
         raise ProducerError(f"preset:{preset.key}: --checkout {proj.name}={checkout} is not a folder")
-    return Origin(proj, Path(checkout) if checkout is not None else None, find_links)
+    return Origin(proj, Path(checkout) if checkout is not None else None)
 
 
 def named(name: str, role: str) -> Preset | None:
     """The preset `preset:PROJECT/NAME` names (None for any other name); an unknown one is a ProducerError."""
-    if parse(name).kind is not Kind.PRESET:
+    parsed = parse(name)
+    if parsed.kind is not Kind.PRESET:
         return None
     try:
-        return find_preset(split_preset(name), role)
+        return find_preset(parsed.body, role)
     except ConfigError as exc:
         raise ProducerError(str(exc)) from None
 
@@ -250,51 +204,46 @@ def fetch(name: str, role: str, checkout) -> None:
         origin.read(step.file)
 
 
-@dataclass(frozen=True)
-class LoadedPreset:
-    fn: Callable
-    preset: Preset
-    loaded: Loaded
-    provenance: dict
-
-
-def load(name: str, role: str, *, checkout=None, find_links=None) -> LoadedPreset:
+def load(name: str, role: str, *, checkout=None, spec=None) -> LoadedFunction:
     """`preset:PROJECT/NAME` (a writer or reader, `role`) -> its function with fp8check's signature,
-    compiled from its origin (the pinned wheel, or `checkout`, a clone of the project's repository)."""
-    try:
-        preset = find_preset(split_preset(name), role)
-    except ConfigError as exc:
-        raise ProducerError(str(exc)) from None
-    origin = origin_for(preset, checkout, find_links)
-    loaded = Loaded(origin, strip_asserts=preset.strip_asserts is not None)
-    label = f"{PRESET_PREFIX}{preset.key}"
+    compiled from its origin (the pinned wheel, or `checkout`, a clone of the project's repository); a
+    reader's names are bound to `spec`'s FP8 format and layout, a writer's to each run's."""
+    preset = named(name, role)
+    origin = origin_for(preset, checkout)
+    files = Files(origin.read, origin.project.table, preset.role, f"{PRESET_PREFIX}{preset.key}",
+                  strip_asserts=preset.strip_asserts is not None)
     for step in preset.steps:  # compile everything now: a missing name fails at load, not mid-run
-        loaded.function(step.file, step.call, role=preset.role, label=label)
+        files.function(step.file, step.call)
 
     if preset.role == "writer":
         def fn(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *, fp8_dtype, layout=None):
-            loaded.rebind(FP8Format.from_torch_dtype(fp8_dtype), Layout(layout) if layout else None)
+            files.rebind(FP8Format.from_torch_dtype(fp8_dtype), Layout(layout) if layout else None)
             vocabulary = _writer_args(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, fp8_dtype)
-            _run_steps(preset, loaded, label, vocabulary, {})
+            _run_steps(preset, files, vocabulary, {})
     else:
+        files.rebind(spec.fp8, spec.layout)
+
         def fn(q_fp8, kv_cache, weights, context_lens, block_tables, max_model_len):
             vocabulary = _reader_args(q_fp8, kv_cache, weights, context_lens, block_tables, max_model_len)
             rows = q_fp8.shape[0] * q_fp8.shape[1]
             env = {out: torch.full((rows, max_model_len), FILLS[fill], dtype=torch.float32, device=kv_cache.device)
                    for out, fill in preset.outputs}
-            return _run_steps(preset, loaded, label, vocabulary, env)
+            return _run_steps(preset, files, vocabulary, env)
 
-    digest = hashlib.sha256("".join(p.get("sha256", "") for p in loaded.files.values()).encode()).hexdigest()
+    digest = hashlib.sha256("".join(p.get("sha256", "") for p in files.files.values()).encode()).hexdigest()
     provenance = {"loader": "preset", "preset": preset.key, "origin": origin.describe(),
                   "function": " then ".join(s.call for s in preset.steps), "sha256": digest,
-                  "files": {path: f"sha256 {p.get('sha256', '?')[:16]}" for path, p in loaded.files.items()},
-                  "bound": {name: text for c in loaded.functions.values() for name, text in c.binding.bound.items()}}
+                  "files": {path: f"sha256 {p.get('sha256', '?')[:16]}" for path, p in files.files.items()},
+                  "bound": {name: text for c in files.functions.values()
+                            for name, text in c.binding.bound.items()}}
     if preset.strip_asserts:
         provenance["asserts"] = f"compiled out (python -O): {preset.strip_asserts}"
-    wheel = next((p for p in loaded.files.values() if "wheel" in p), None)
+    wheel = next((p for p in files.files.values() if "wheel" in p), None)
     if wheel is not None:
         provenance["wheel"] = f"{wheel['wheel']} sha256 {wheel['wheel_sha256']}"
-    return LoadedPreset(fn, preset, loaded, provenance)
+    # no `rebind`: the names follow the run's format (writers) or the spec (readers), never its device
+    return LoadedFunction(fn, provenance, bool(files.kernels()),
+                          description=f"{preset.description} from {origin.describe()}")
 
 
 def check_declared(name: str, role: str, spec) -> None:
@@ -306,19 +255,3 @@ def check_declared(name: str, role: str, spec) -> None:
                                 scale_fmt=spec.scale_fmt.value)
     if reason is not None:
         raise NotRunnableHere(f"{PRESET_PREFIX}{reason}")
-
-
-def spec_check(name: str, role: str) -> Callable:
-    """check_declared as a producer's check (spec, device), run in the parent before anything is fetched."""
-    return lambda spec, device: check_declared(name, role, spec)
-
-
-def cpu_check(loaded: Loaded) -> Callable:
-    """Before a run on the CPU: the preset's Triton kernels run only in the proven exact interpreter."""
-    def check(spec, device) -> None:
-        from ..load import LoadedFunction, prepare_to_run
-
-        kernels = loaded.kernels()
-        prepare_to_run(LoadedFunction(None, "", {}, uses_triton=bool(kernels), kernels=kernels), spec.fp8, device)
-
-    return check

@@ -7,6 +7,7 @@ Each stand-in is `make(facts, params) -> value` with a one-line description for 
 
 from __future__ import annotations
 
+import importlib
 import logging
 import math
 from dataclasses import dataclass
@@ -73,13 +74,8 @@ class Workspace:
         self.device = device
 
     def get_simultaneous(self, *requests):
-        return tuple(_poisoned(shape, dtype, self.device) for shape, dtype in requests)
-
-
-def _poisoned(shape, dtype, device):
-    if dtype.is_floating_point:
-        return torch.full(shape, math.nan, dtype=dtype, device=device)
-    return torch.full(shape, -1, dtype=dtype, device=device)
+        return tuple(torch.full(shape, math.nan if dtype.is_floating_point else -1, dtype=dtype,
+                                device=self.device) for shape, dtype in requests)
 
 
 def cdiv(a, b):
@@ -87,12 +83,8 @@ def cdiv(a, b):
 
 
 def _cu_count(facts: RunFacts) -> Callable[[], int]:
-    def _decode_cu_count() -> int:
-        if facts.device.type == "cuda":
-            return torch.cuda.get_device_properties(facts.device).multi_processor_count
-        return CPU_CU_COUNT
-
-    return _decode_cu_count
+    return lambda: torch.cuda.get_device_properties(facts.device).multi_processor_count \
+        if facts.device.type == "cuda" else CPU_CU_COUNT
 
 
 def _triton_configs(facts: RunFacts, params: dict):
@@ -101,44 +93,24 @@ def _triton_configs(facts: RunFacts, params: dict):
     import triton
 
     configs = [triton.Config(dict(c)) for c in params.get("configs", [])]
-
-    def get_tuned_config(*args, **kwargs):
-        return list(configs)
-
-    return get_tuned_config
+    return lambda *args, **kwargs: list(configs)
 
 
-def _triton(facts, params):
+def _module(name: str) -> Callable[[RunFacts, dict], object]:
+    return lambda facts, params: importlib.import_module(name)
+
+
+def _triton_version() -> str:
     import triton
 
-    return triton
-
-
-def _tl(facts, params):
-    import triton.language as tl
-
-    return tl
-
-
-def _functional(facts, params):
-    import torch.nn.functional as F
-
-    return F
-
-
-def _version(module: str) -> str:
-    if module == "triton":
-        import triton
-
-        return f"Triton {triton.__version__}"
-    return f"torch {torch.__version__}"
+    return f"Triton {triton.__version__}"
 
 
 STANDINS: dict[str, tuple[Callable[[RunFacts, dict], object], Callable[[], str]]] = {
-    "triton": (_triton, lambda: f"triton ({_version('triton')})"),
-    "triton.language": (_tl, lambda: f"triton.language ({_version('triton')})"),
-    "torch": (lambda f, p: torch, lambda: _version("torch")),
-    "torch.nn.functional": (_functional, lambda: "torch.nn.functional"),
+    "triton": (_module("triton"), lambda: f"triton ({_triton_version()})"),
+    "triton.language": (_module("triton.language"), lambda: f"triton.language ({_triton_version()})"),
+    "torch": (lambda f, p: torch, lambda: f"torch {torch.__version__}"),
+    "torch.nn.functional": (_module("torch.nn.functional"), lambda: "torch.nn.functional"),
     "cdiv": (lambda f, p: cdiv, lambda: "fp8check's cdiv(a, b) = -(a // -b)"),
     "vllm_platform": (lambda f, p: Platform(f), lambda: "fp8check stand-in for vLLM's current_platform (the run's FP8 format)"),
     "vllm_workspace_manager": (lambda f, p: (lambda w=Workspace(f.device): w),

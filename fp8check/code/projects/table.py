@@ -23,12 +23,16 @@ A table has
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Callable
 
 from ...core.errors import ConfigError
+from ..names import Kind, Name
+from ..released import Package, admit
 from .standins import CHECKED_ATTRIBUTES, RUN_FACTS, STANDINS, RunFacts
 
 BINDING_KINDS = ("value", "run", "standin", "function", "attrs")
@@ -39,14 +43,10 @@ class Bound:
     """One bound name: how its value is made for a run, and what it is (for reports)."""
 
     name: str
-    describing: Callable[[], str]  # what it is, for reports (lazy: naming Triton's version imports Triton)
+    describe: Callable[[], str]  # what it is, for reports (lazy: naming Triton's version imports Triton)
     make: Callable[[RunFacts, Callable], object]  # (facts, sibling loader) -> value
     attributes: tuple[str, ...] | None = None  # the attributes a file may use, where they are checked
     source: str | None = None  # `function =` bindings: the file that defines it (where it is not bound)
-
-    @property
-    def describe(self) -> str:
-        return self.describing()
 
 
 @dataclass(frozen=True)
@@ -63,8 +63,7 @@ class BindTable:
     def for_file(self, path: str) -> "BindTable":
         """The table as a file sees it: a function it defines itself is never bound from it."""
         always = {k: b for k, b in self.always.items() if b.source != path}
-        return self if len(always) == len(self.always) else BindTable(self.project, self.root, always,
-                                                                       self.fallbacks, self.shims)
+        return self if len(always) == len(self.always) else dataclasses.replace(self, always=always)
 
 
 @dataclass(frozen=True)
@@ -168,7 +167,7 @@ def _binding(where: str, name: str, spec) -> Bound:
             return SimpleNamespace(**{k: b.make(facts, sibling) for k, b in members.items()})
 
         def describe(members=members):
-            return "fp8check stand-in object: " + ", ".join(f"{k} = {b.describe}" for k, b in members.items())
+            return "fp8check stand-in object: " + ", ".join(f"{k} = {b.describe()}" for k, b in members.items())
         attributes = tuple(members)
     if call:
         inner, inner_describe = make, describe
@@ -204,12 +203,11 @@ def _preset(where: str, project: str, role: str, raw: dict) -> Preset:
     pad_slot = raw.get("pad_slot", -1)
     if not isinstance(pad_slot, int) or isinstance(pad_slot, bool) or pad_slot < -1:
         raise ConfigError(f"{where}: [[{role}]] {raw['name']}: pad_slot must be -1 or a slot >= 0, got {pad_slot!r}")
-    outputs = tuple((k, v) for k, v in raw.get("outputs", {}).items())
-    return Preset(project, raw["name"], role, raw.get("description", ""), steps, raw.get("returns"), outputs,
-                  _tuple(raw.get("fp8", ["e4m3fn", "e4m3fnuz"])), _tuple(raw.get("layouts", ["linear", "shuffle"])),
-                  _tuple(raw["block_sizes"]) if "block_sizes" in raw else None,
-                  _tuple(raw.get("scale_fmts", ["ue8m0", "fp32"])), bool(raw.get("needs_checkout", False)),
-                  raw.get("strip_asserts"), bool(raw.get("shuffle_when_paged", False)), pad_slot)
+    given = {key: _tuple(raw[key]) for key in ("fp8", "layouts", "block_sizes", "scale_fmts") if key in raw}
+    given.update({key: bool(raw[key]) for key in ("needs_checkout", "shuffle_when_paged") if key in raw})
+    return Preset(project, raw["name"], role, raw.get("description", ""), steps, raw.get("returns"),
+                  tuple(raw.get("outputs", {}).items()), strip_asserts=raw.get("strip_asserts"),
+                  pad_slot=pad_slot, **given)
 
 
 def parse(data: dict, where: str, folder: Path | None = None) -> Project:
@@ -232,20 +230,14 @@ def parse(data: dict, where: str, folder: Path | None = None) -> Project:
                    head.get("checkout_prefix", ""), head.get("repository", ""), local)
 
 
-_PROJECTS: dict[str, Project] = {}
-
-
+@functools.cache
 def projects() -> dict[str, Project]:
     """The shipped project tables, by name (fp8check/code/projects/*.toml)."""
-    if not _PROJECTS:
-        from ...core.config import load_toml
+    from ...core.config import load_toml
 
-        folder = resources.files(__package__)
-        for item in sorted(folder.iterdir(), key=lambda p: p.name):
-            if item.name.endswith(".toml"):
-                project = parse(load_toml(Path(str(item))), item.name)
-                _PROJECTS[project.name] = project
-    return _PROJECTS
+    items = sorted((i for i in resources.files(__package__).iterdir() if i.name.endswith(".toml")),
+                   key=lambda i: i.name)
+    return {p.name: p for p in (parse(load_toml(Path(str(item))), item.name) for item in items)}
 
 
 _FILES: dict[str, Project] = {}
@@ -289,3 +281,37 @@ def preset(key: str, role: str) -> Preset:
         known = ", ".join(p.key for p in project(name).presets if p.role == role) or "none"
         raise ConfigError(f"unknown {role} preset {key!r}; {name}'s {role}s: {known}")
     return found
+
+
+# ---- which release a name runs, with the hash its table pins (the one hash rule: released.admit) ----------
+
+
+def pinned(name: str, version: str) -> Package:
+    """NAME==VERSION with the pin of the project table that binds NAME, if its version is VERSION; any other
+    version is unpinned."""
+    found = for_package(name)
+    if found is not None and found.version == version and found.sha256 is not None:
+        return Package(name, version, found.sha256, found.wheel)
+    return Package(name, version)
+
+
+def admit_release(name: Name, *, repo=None, allow_unpinned: bool) -> None:
+    """The hash rule, in the parent before any child fetches or runs it, for the release `name` runs: a
+    `pkg:` or `aiter-src:pkg:` release (its NAME and VERSION were checked against the standard grammar when
+    the name was parsed), or a preset's project release, unless its code comes from a clone (`--checkout`,
+    a table's own `local` folder, or a preset no release holds)."""
+    if name.package is not None:
+        package = pinned(name.package, name.version)
+    elif name.kind is Kind.PRESET:
+        owner, _, entry = name.body.rpartition("/")
+        try:
+            table = project(owner)
+        except ConfigError:
+            return  # an unknown project: resolving the preset names it
+        if repo is not None or table.local is not None or \
+                any(p.needs_checkout for p in table.presets if p.name == entry):
+            return  # a clone's code (or none yet: resolving the preset asks for --checkout)
+        package = Package(table.package, table.version, table.sha256, table.wheel)
+    else:
+        return
+    admit(package, allow_unpinned=allow_unpinned, what=name.text)

@@ -1,16 +1,17 @@
-"""Producers around real writers that may or may not be installed (aiter, vLLM).
+"""Producers and readers around real libraries that may or may not be installed (aiter, vLLM).
 
-Each adapter module offers `availability() -> (ok, reason)` that never raises and imports the real
-library only when called, and `producer()` that builds the registry's Producer or raises
-ProducerError with the same reason. Nothing here runs at import time.
+Each adapter offers `availability() -> (ok, reason)`, which never raises and imports the library only
+when called, and `producer()` / `reader(spec)`, or ProducerError with the same reason (`loaded`).
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.metadata
 from dataclasses import dataclass
 from typing import Callable, TypeVar
 
-from ...core.errors import first_line
+from ...core.errors import ProducerError, first_line
 
 T = TypeVar("T")
 
@@ -19,19 +20,20 @@ class Unavailable(Exception):
     """A real writer that cannot be used here; the message is one line saying why."""
 
 
+def import_module(name: str, missing: str | None = None):
+    """The module, or Unavailable: `missing` when the module itself is not there, else why its import failed
+    (a broken install raises anything from its own import code: keep it)."""
+    try:
+        return importlib.import_module(name)
+    except Exception as exc:
+        if missing is not None and isinstance(exc, ModuleNotFoundError) and exc.name == name:
+            raise Unavailable(missing) from None
+        raise Unavailable(f"import {name} failed: {first_line(exc)}") from None
+
+
 def import_vllm():
     """(the vllm module, its version), or Unavailable saying why."""
-    import importlib
-    import importlib.metadata
-
-    try:
-        module = importlib.import_module("vllm")
-    except ModuleNotFoundError as exc:
-        if exc.name == "vllm":
-            raise Unavailable("vLLM is not installed") from None
-        raise Unavailable(f"import vllm failed: {first_line(exc)}") from None
-    except Exception as exc:  # vLLM's own import code failed: keep its cause
-        raise Unavailable(f"import vllm failed: {first_line(exc)}") from None
+    module = import_module("vllm", "vLLM is not installed")
     try:
         version = importlib.metadata.version("vllm")
     except importlib.metadata.PackageNotFoundError:
@@ -52,20 +54,14 @@ def find_function(modules, function: str, library: str, version: str) -> FoundFu
     """The first of `modules` (names, in order) with a callable `function`, or Unavailable listing why
     each one was not it: a missing module (the candidate, or a package above it), an import that failed
     in the library's own code, a module without the function."""
-    import importlib
-
     problems = []
     for name in modules:
         try:
             module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name is not None and (name == exc.name or name.startswith(exc.name + ".")):
-                problems.append(f"no {name}")
-            else:
-                problems.append(f"import {name} failed: {first_line(exc)}")
-            continue
-        except Exception as exc:  # the library failed in its own import code (platform checks, deps)
-            problems.append(f"import {name} failed: {first_line(exc)}")
+        except Exception as exc:  # a missing module, or the library failed in its own import code
+            missing = isinstance(exc, ModuleNotFoundError) and exc.name is not None and (
+                name == exc.name or name.startswith(exc.name + "."))
+            problems.append(f"no {name}" if missing else f"import {name} failed: {first_line(exc)}")
             continue
         fn = getattr(module, function, None)
         if callable(fn):
@@ -89,3 +85,13 @@ def availability_of(load: Callable[[], T], require: Callable, *, found: Callable
     except Unavailable as exc:
         return False, f"{found(loaded)} found, but {exc}"
     return True, ready(loaded, platform)
+
+
+def loaded(name: str, availability: Callable, load: Callable, probe: Callable,
+           role: str = "producer") -> tuple:
+    """(what `load` finds, the platform `probe` finds) for an adapter that can run here, else ProducerError
+    with the reason."""
+    ok, reason = availability()
+    if not ok:
+        raise ProducerError(f"{role} {name!r} is unavailable: {reason}")
+    return load(), probe()

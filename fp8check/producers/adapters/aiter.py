@@ -10,6 +10,7 @@ The op picks its FP8 format from the GPU: e4m3fnuz on gfx94x (MI300/MI325), e4m3
 from __future__ import annotations
 
 import enum
+import functools
 import importlib
 import importlib.metadata
 import inspect
@@ -21,7 +22,7 @@ import torch
 from ...core.errors import ProducerError
 from ...core.producer import Producer
 from ...core.spec import CacheSpec, Layout, default_layout
-from . import Unavailable, availability_of, first_line
+from . import Unavailable, availability_of, first_line, import_module, loaded
 from .platform import Backend, Platform, probe
 
 NAME = "aiter"
@@ -65,52 +66,32 @@ def _lookalike(module) -> str:
     )
 
 
-def _import(name: str):
-    try:
-        return importlib.import_module(name)
-    except Exception as exc:  # a broken install raises anything from its own import code: keep it
-        raise Unavailable(f"import {name} failed: {first_line(exc)}") from None
-
-
-def _accepts_preshuffle(op: Callable) -> bool:
-    try:
-        return "preshuffle" in inspect.signature(op).parameters
-    except (TypeError, ValueError):  # a compiled op without a Python signature: the five-argument form
-        return False
-
-
 def import_aiter():
     """The aiter module, or Unavailable saying why (not installed, or its own import code failed)."""
-    try:
-        return importlib.import_module("aiter")
-    except ModuleNotFoundError as exc:
-        if exc.name == "aiter":
-            raise Unavailable(
-                f"aiter is not installed (ROCm's kernel library, pip package {DISTRIBUTION}; needs a ROCm GPU)"
-            ) from None
-        raise Unavailable(f"import aiter failed: {first_line(exc)}") from None
-    except Exception as exc:  # a broken install raises anything from its own import code: keep it
-        raise Unavailable(f"import aiter failed: {first_line(exc)}") from None
+    return import_module("aiter", "aiter is not installed (ROCm's kernel library, pip package"
+                                  f" {DISTRIBUTION}; needs a ROCm GPU)")
 
 
 def load_api() -> AiterAPI:
     """The installed aiter's op and the form it takes; Unavailable with the reason otherwise."""
     module = import_aiter()
+    version = installed_version(module)
     try:
         cache = importlib.import_module("aiter.ops.cache")
-    except ModuleNotFoundError as exc:
-        if exc.name == "aiter.ops":
-            raise Unavailable(_lookalike(module)) from None
-        raise Unavailable(f"aiter {installed_version(module)}: import aiter.ops.cache failed: {first_line(exc)}") from None
     except Exception as exc:
-        raise Unavailable(f"aiter {installed_version(module)}: import aiter.ops.cache failed: {first_line(exc)}") from None
-    version = installed_version(module)
+        if isinstance(exc, ModuleNotFoundError) and exc.name == "aiter.ops":
+            raise Unavailable(_lookalike(module)) from None
+        raise Unavailable(f"aiter {version}: import aiter.ops.cache failed: {first_line(exc)}") from None
     op = getattr(cache, "indexer_k_quant_and_cache", None)
     if not callable(op):
         raise Unavailable(f"aiter {version} has no aiter.ops.cache.indexer_k_quant_and_cache (too old for DeepSeek-V3.2)")
-    if _accepts_preshuffle(op):
+    try:
+        preshuffle = "preshuffle" in inspect.signature(op).parameters
+    except (TypeError, ValueError):  # a compiled op without a Python signature: the five-argument form
+        preshuffle = False
+    if preshuffle:
         return AiterAPI(op, Form.PRESHUFFLE, None, version)
-    shuffle_weight = getattr(_import("aiter.ops.shuffle"), "shuffle_weight", None)
+    shuffle_weight = getattr(import_module("aiter.ops.shuffle"), "shuffle_weight", None)
     if not callable(shuffle_weight):
         raise Unavailable(
             f"aiter {version}: indexer_k_quant_and_cache has no preshuffle keyword and"
@@ -131,28 +112,21 @@ def require_rocm(platform: Platform) -> None:
 
 def availability(platform: Platform | None = None) -> tuple[bool, str]:
     """(ok, one-line reason). Never raises."""
-    return availability_of(
-        load_api, require_rocm, found=lambda api: f"aiter {api.version}",
-        ready=lambda api, p: (
-            f"aiter {api.version} ({api.form.value}) on {p.arch}: writes {p.fp8.value}"
-            " (e4m3fnuz on gfx94x, e4m3fn elsewhere)"
-        ),
-        platform=platform, probe=probe,
-    )
+    return availability_of(load_api, require_rocm, found=lambda api: f"aiter {api.version}",
+                           ready=lambda api, p: f"aiter {api.version} ({api.form.value}) on {p.arch}: writes"
+                           f" {p.fp8.value} (e4m3fnuz on gfx94x, e4m3fn elsewhere)",
+                           platform=platform, probe=probe)
 
 
-def shuffle_written(
-    kv_cache: torch.Tensor, slot_mapping: torch.Tensor, before: torch.Tensor, head_dim: int,
-    shuffle_weight: Callable[..., torch.Tensor], fp8_dtype: torch.dtype,
-) -> None:
-    """Turn the row-major value regions the five-argument op wrote into the SHUFFLE layout, in place.
-
-    `before` is the value regions as they were before the op ([num_blocks, block_size*head_dim] uint8).
-    Only the bytes of written tokens take shuffled values: a token with a negative slot writes nothing
-    (docs/NUMERICS.md), and shuffling a whole block would also move the bytes nobody wrote.
-    """
+def shuffle_written(write: Callable[[], object], kv_cache: torch.Tensor, slot_mapping: torch.Tensor,
+                    head_dim: int, shuffle_weight: Callable, fp8_dtype: torch.dtype) -> None:
+    """Run `write` (the five-argument op: row-major) and turn the value regions it wrote into the SHUFFLE
+    layout, in place. Only the bytes of written tokens take shuffled values: a token with a negative slot
+    writes nothing (docs/NUMERICS.md), and shuffling a whole block would also move the bytes nobody wrote."""
     num_blocks, block_size, _ = kv_cache.shape
     values = kv_cache.view(num_blocks, -1)[:, : block_size * head_dim]
+    before = values.clone()
+    write()
     written = torch.zeros(num_blocks * block_size, dtype=torch.uint8, device=kv_cache.device)
     written[slot_mapping[slot_mapping >= 0]] = 1
     written = written.view(num_blocks, block_size, 1).expand(num_blocks, block_size, head_dim).contiguous()
@@ -168,49 +142,33 @@ def shuffle_written(
     values.copy_(torch.where(keep, shuffled(rows), before))
 
 
-@dataclass(frozen=True)
-class AiterWriter:
+def make_producer(api: AiterAPI, platform: Platform) -> Producer:
     """The de-facto writer signature around aiter's op, for one platform."""
 
-    api: AiterAPI
-    platform: Platform
-
-    def check(self, spec: CacheSpec, device: torch.device) -> None:
-        self.platform.require_device(NAME, device, "the ROCm GPU")
-        self.platform.require_format(NAME, spec.fp8)
-        if self.api.form is Form.SHUFFLE_AFTER and spec.layout is Layout.SHUFFLE and spec.head_dim % 32:
+    def check(spec: CacheSpec, device: torch.device) -> None:
+        platform.require_device(NAME, device, "the ROCm GPU")
+        platform.require_format(NAME, spec.fp8)
+        if api.form is Form.SHUFFLE_AFTER and spec.layout is Layout.SHUFFLE and spec.head_dim % 32:
             raise ProducerError(
-                f"producer {NAME!r} (aiter {self.api.version}, {self.api.form.value}): shuffle_weight with layout"
+                f"producer {NAME!r} (aiter {api.version}, {api.form.value}): shuffle_weight with layout"
                 f" (16, 16) needs head_dim % 32 == 0, got {spec.head_dim}"
             )
 
-    def __call__(self, k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *, fp8_dtype=None, layout=None):
-        fp8_dtype = fp8_dtype or self.platform.fp8.torch_dtype()
-        if layout is None:
-            layout = default_layout(kv_cache.shape[1]).value
-        shuffle = layout == Layout.SHUFFLE.value
-        scale_arg = scale_fmt or ""  # the op takes a string; anything but "ue8m0" means fp32 scales
-        if self.api.form is Form.PRESHUFFLE:
-            self.api.op(k, kv_cache, slot_mapping, quant_block_size, scale_arg, preshuffle=shuffle)
-            return
-        head_dim = k.shape[-1]
-        before = kv_cache.view(kv_cache.shape[0], -1)[:, : kv_cache.shape[1] * head_dim].clone() if shuffle else None
-        self.api.op(k, kv_cache, slot_mapping, quant_block_size, scale_arg)
-        if shuffle:
-            shuffle_written(kv_cache, slot_mapping, before, head_dim, self.api.shuffle_weight, fp8_dtype)
+    def writer(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *, fp8_dtype=None, layout=None):
+        shuffle = (layout or default_layout(kv_cache.shape[1]).value) == Layout.SHUFFLE.value
+        # the op takes a string; anything but "ue8m0" means fp32 scales
+        write = functools.partial(api.op, k, kv_cache, slot_mapping, quant_block_size, scale_fmt or "")
+        if api.form is Form.PRESHUFFLE:
+            write(preshuffle=shuffle)
+        elif shuffle:
+            fp8_dtype = fp8_dtype or platform.fp8.torch_dtype()
+            shuffle_written(write, kv_cache, slot_mapping, k.shape[-1], api.shuffle_weight, fp8_dtype)
+        else:
+            write()
 
-
-def make_producer(api: AiterAPI, platform: Platform) -> Producer:
-    writer = AiterWriter(api, platform)
-    return Producer(
-        NAME,
-        f"aiter {api.version} indexer_k_quant_and_cache ({api.form.value}) on {platform.arch}",
-        writer, check=writer.check, keywords=frozenset({"fp8_dtype", "layout"}),
-    )
+    description = f"aiter {api.version} indexer_k_quant_and_cache ({api.form.value}) on {platform.arch}"
+    return Producer(NAME, description, writer, check=check, keywords=frozenset({"fp8_dtype", "layout"}))
 
 
 def producer() -> Producer:
-    ok, reason = availability()
-    if not ok:
-        raise ProducerError(f"producer {NAME!r} is unavailable: {reason}")
-    return make_producer(load_api(), probe())
+    return make_producer(*loaded(NAME, availability, load_api, probe))

@@ -10,19 +10,13 @@ with Preshuffle it reads the SHUFFLE layout, so on a cache written LINEAR it rea
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-import torch
-
 from ...core.errors import ProducerError
-from ...core.spec import CacheSpec
-from . import FoundFunction, availability_of, find_function
+from ...core.producer import Reader
+from . import FoundFunction, availability_of, find_function, loaded
 from .aiter import import_aiter, installed_version, require_rocm
 from .platform import Platform, probe
-from ...core.producer import Reader
 
 NAME = "aiter"
-FUNCTION = "deepgemm_fp8_paged_mqa_logits"
 MODULES = ("aiter.ops.triton.pa_mqa_logits", "aiter.ops.triton.attention.pa_mqa_logits")
 CHUNK_K = 256  # vLLM's call (rocm_aiter_mla_sparse.py)
 WAVE_PER_EU = 2
@@ -30,51 +24,37 @@ WAVE_PER_EU = 2
 
 def load() -> FoundFunction:
     """The installed aiter's logits kernel; Unavailable with the reason otherwise."""
-    return find_function(MODULES, FUNCTION, "aiter", installed_version(import_aiter()))
+    return find_function(MODULES, "deepgemm_fp8_paged_mqa_logits", "aiter", installed_version(import_aiter()))
 
 
 def availability(platform: Platform | None = None) -> tuple[bool, str]:
     """(ok, one-line reason). Never raises."""
     return availability_of(
-        load, require_rocm, found=lambda f: f"aiter {f.version}",
-        ready=lambda f, p: f"aiter {f.version}: {f.where} on {p.arch} (reads {p.fp8.value})",
-        platform=platform, probe=probe,
-    )
-
-
-@dataclass(frozen=True)
-class AiterReader:
-    """vLLM's reader signature around aiter's kernel, called the way vLLM calls it."""
-
-    found: FoundFunction
-    platform: Platform
-
-    def check(self, spec: CacheSpec, device: torch.device) -> None:
-        if device.type != self.platform.torch_device:
-            raise ProducerError(f"reader {NAME!r} runs on the ROCm GPU, not on {device}: use --device cuda")
-        if spec.fp8 is not self.platform.fp8:
-            raise ProducerError(f"reader {NAME!r} reads {self.platform.fp8.value} on {self.platform.arch}, not"
-                                f" {spec.fp8.value}: run with --fp8 {self.platform.fp8.value}")
-
-    def __call__(self, q_fp8, kv_cache, weights, context_lens, block_tables, max_model_len, *, out):
-        """`out`: the caller-made float32 [B*next_n, max_model_len] buffer, masked -inf (run_reader hands over
-        one with guard rows and columns, obligations.GuardedOutput)."""
-        block_size = kv_cache.shape[1]
-        self.found.fn(
-            q_fp8, kv_cache, weights, out, context_lens, block_tables, max_model_len,
-            Preshuffle=block_size > 1, KVBlockSize=block_size, ChunkK=CHUNK_K, WavePerEU=WAVE_PER_EU,
-        )
-        return out
+        load, require_rocm, found=lambda f: f"aiter {f.version}", platform=platform, probe=probe,
+        ready=lambda f, p: f"aiter {f.version}: {f.where} on {p.arch} (reads {p.fp8.value})")
 
 
 def make_reader(found: FoundFunction, platform: Platform) -> Reader:
-    fn = AiterReader(found, platform)
-    return Reader(NAME, f"aiter {found.version} {found.where} on {platform.arch}", fn, check=fn.check,
+    """vLLM's reader signature around aiter's kernel, called the way vLLM calls it."""
+
+    def check(spec, device) -> None:
+        if device.type != platform.torch_device:
+            raise ProducerError(f"reader {NAME!r} runs on the ROCm GPU, not on {device}: use --device cuda")
+        if spec.fp8 is not platform.fp8:
+            raise ProducerError(f"reader {NAME!r} reads {platform.fp8.value} on {platform.arch}, not"
+                                f" {spec.fp8.value}: run with --fp8 {platform.fp8.value}")
+
+    def read(q_fp8, kv_cache, weights, context_lens, block_tables, max_model_len, *, out):
+        """`out`: the caller-made float32 [B*next_n, max_model_len] buffer, masked -inf (run_reader hands over
+        one with guard rows and columns, obligations.GuardedOutput)."""
+        block_size = kv_cache.shape[1]
+        found.fn(q_fp8, kv_cache, weights, out, context_lens, block_tables, max_model_len,
+                 Preshuffle=block_size > 1, KVBlockSize=block_size, ChunkK=CHUNK_K, WavePerEU=WAVE_PER_EU)
+        return out
+
+    return Reader(NAME, f"aiter {found.version} {found.where} on {platform.arch}", read, check=check,
                   provenance={"function": found.where, "version": found.version}, fills_output=True)
 
 
-def reader(spec: CacheSpec) -> Reader:
-    ok, reason = availability()
-    if not ok:
-        raise ProducerError(f"reader {NAME!r} is unavailable: {reason}")
-    return make_reader(load(), probe())
+def reader(spec) -> Reader:
+    return make_reader(*loaded(NAME, availability, load, probe, "reader"))

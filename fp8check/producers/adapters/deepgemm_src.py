@@ -103,17 +103,10 @@ def library_root(checkout: Checkout, digest: str) -> Path:
     return root
 
 
-@dataclass
-class Library:
-    module: object
-    built: build.Built
-    arch_major: int
+_LIBRARIES: dict[str, object] = {}  # build key -> DeepGEMM's initialised torch extension
 
 
-_LIBRARIES: dict[str, Library] = {}
-
-
-def library(checkout: Checkout) -> Library:
+def library(checkout: Checkout):
     found = toolchains.require()
     digest = _digest(checkout, found)
     if digest not in _LIBRARIES:
@@ -126,7 +119,7 @@ def library(checkout: Checkout) -> Library:
             cxx_flags=(*CXX_FLAGS, f"-D_GLIBCXX_USE_CXX11_ABI={int(torch.compiled_with_cxx11_abi())}"),
             ld_flags=(f"-L{cuda / 'lib64'}", "-lcudart", "-lnvrtc"), toolchain=found, shared_libstdcxx=True)
         built.module.init(str(library_root(checkout, digest)), str(cuda))
-        _LIBRARIES[digest] = Library(built.module, built, torch.cuda.get_device_capability()[0])
+        _LIBRARIES[digest] = built.module
     return _LIBRARIES[digest]
 
 
@@ -137,37 +130,6 @@ def context_2d(context_lens: torch.Tensor, next_n: int) -> torch.Tensor:
         return context_lens.to(torch.int32).contiguous()
     rows = torch.arange(next_n, device=context_lens.device, dtype=torch.int32)
     return (context_lens.to(torch.int32)[:, None] - next_n + rows[None, :] + 1).contiguous()
-
-
-def make_reader(checkout: Checkout):
-    def reader(q_fp8, kv_cache, weights, context_lens, block_tables, max_model_len):
-        lib = library(checkout)
-        batch, next_n, heads, head_dim = q_fp8.shape
-        lens = context_2d(context_lens, next_n)
-        schedule = lib.module.get_paged_mqa_logits_metadata(lens, kv_cache.shape[1], lib.module.get_num_sms())
-        logits = lib.module.fp8_paged_mqa_logits(q_fp8.contiguous(), kv_cache, weights.contiguous(), lens,
-                                                 block_tables.to(torch.int32), schedule, max_model_len, False)
-        positions = torch.arange(logits.shape[1], device=logits.device)
-        return logits.masked_fill(positions[None, :] >= lens.reshape(-1, 1), float("-inf"))
-
-    return reader
-
-
-def check_for(checkout: Checkout):
-    def check(spec: CacheSpec, device: torch.device) -> None:
-        if device.type != "cuda":
-            raise ProducerError("deepgemm-src runs on the GPU: give --device cuda")
-        major = torch.cuda.get_device_capability(device)[0]
-        if major not in BLOCK_KV:
-            raise NotRunnableHere(f"DeepGEMM's paged MQA logits run on SM90 and SM100, not sm_{major}x")
-        if spec.block_size not in BLOCK_KV[major]:
-            raise ProducerError(f"DeepGEMM's paged MQA logits on sm_{major}0 read blocks of"
-                                f" {' or '.join(map(str, BLOCK_KV[major]))} tokens: run with --block 64")
-        if spec.fp8 is not FP8Format.E4M3FN:
-            raise NotRunnableHere(f"DeepGEMM reads e4m3fn caches, not {spec.fp8.value}")
-        library(checkout)
-
-    return check
 
 
 def provenance(checkout: Checkout) -> dict:
@@ -185,6 +147,28 @@ def require_here(name: Name) -> None:
 
 def reader(name: Name, spec: CacheSpec) -> Reader:
     checkout = locate(name)
-    return Reader(name.text, f"DeepGEMM {checkout.commit[:12]}'s fp8_paged_mqa_logits (JIT, reads LINEAR)",
-                  make_reader(checkout), check=check_for(checkout), provenance=provenance(checkout))
 
+    def read(q_fp8, kv_cache, weights, context_lens, block_tables, max_model_len):
+        lib = library(checkout)
+        lens = context_2d(context_lens, q_fp8.shape[1])
+        schedule = lib.get_paged_mqa_logits_metadata(lens, kv_cache.shape[1], lib.get_num_sms())
+        logits = lib.fp8_paged_mqa_logits(q_fp8.contiguous(), kv_cache, weights.contiguous(), lens,
+                                          block_tables.to(torch.int32), schedule, max_model_len, False)
+        positions = torch.arange(logits.shape[1], device=logits.device)
+        return logits.masked_fill(positions[None, :] >= lens.reshape(-1, 1), float("-inf"))
+
+    def check(spec: CacheSpec, device: torch.device) -> None:
+        if device.type != "cuda":
+            raise ProducerError("deepgemm-src runs on the GPU: give --device cuda")
+        major = torch.cuda.get_device_capability(device)[0]
+        if major not in BLOCK_KV:
+            raise NotRunnableHere(f"DeepGEMM's paged MQA logits run on SM90 and SM100, not sm_{major}x")
+        if spec.block_size not in BLOCK_KV[major]:
+            raise ProducerError(f"DeepGEMM's paged MQA logits on sm_{major}0 read blocks of"
+                                f" {' or '.join(map(str, BLOCK_KV[major]))} tokens: run with --block 64")
+        if spec.fp8 is not FP8Format.E4M3FN:
+            raise NotRunnableHere(f"DeepGEMM reads e4m3fn caches, not {spec.fp8.value}")
+        library(checkout)
+
+    return Reader(name.text, f"DeepGEMM {checkout.commit[:12]}'s fp8_paged_mqa_logits (JIT, reads LINEAR)",
+                  read, check=check, provenance=provenance(checkout))

@@ -59,19 +59,13 @@ def probe(index: int = 0) -> Platform:
     """The platform of accelerator `index` (or the CPU when torch sees none)."""
     import torch
 
-    if getattr(torch.version, "hip", None):
-        backend = Backend.ROCM
-    elif getattr(torch.version, "cuda", None):
-        backend = Backend.CUDA
-    else:
-        backend = Backend.CPU
+    backend = Backend.ROCM if getattr(torch.version, "hip", None) else \
+        Backend.CUDA if getattr(torch.version, "cuda", None) else Backend.CPU
     if not torch.cuda.is_available():
         return Platform(backend, False, "cpu", "cpu", "cpu")
     props = torch.cuda.get_device_properties(index)
-    if backend is Backend.ROCM:
-        arch = getattr(props, "gcnArchName", "") or "gfx?"
-    else:
-        arch = f"sm_{props.major}{props.minor}"
+    arch = (getattr(props, "gcnArchName", "") or "gfx?") if backend is Backend.ROCM else \
+        f"sm_{props.major}{props.minor}"
     return Platform(backend, True, props.name, arch, "cuda")
 
 

@@ -7,43 +7,31 @@ contains gfx94) and its layout from the block size (SHUFFLE when block_size > 1,
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-import torch
-
 from ...core.errors import ProducerError
 from ...core.producer import Producer
-from ...core.spec import CacheSpec, default_layout
-from . import FoundFunction, availability_of, find_function, import_vllm
+from ...core.spec import default_layout
+from . import FoundFunction, availability_of, find_function, import_vllm, loaded
 from .platform import Platform, probe, require_gpu
 
 NAME = "vllm-triton"
-FUNCTION = "indexer_k_quant_and_cache_triton"
 MODULES = ("vllm.v1.attention.ops.rocm_aiter_mla_sparse", "vllm.attention.ops.rocm_aiter_mla_sparse")
 
 
 def load() -> FoundFunction:
-    _, version = import_vllm()
-    return find_function(MODULES, FUNCTION, "vLLM", version)
+    return find_function(MODULES, "indexer_k_quant_and_cache_triton", "vLLM", import_vllm()[1])
 
 
 def availability(platform: Platform | None = None) -> tuple[bool, str]:
     """(ok, one-line reason). Never raises."""
-    return availability_of(
-        load, require_gpu, found=lambda f: f"vLLM {f.version}",
-        ready=lambda f, p: f"vLLM {f.version}: {f.where} on {p.arch} ({p.fp8.value})",
-        platform=platform, probe=probe,
-    )
+    return availability_of(load, require_gpu, found=lambda f: f"vLLM {f.version}",
+                           ready=lambda f, p: f"vLLM {f.version}: {f.where} on {p.arch} ({p.fp8.value})",
+                           platform=platform, probe=probe)
 
 
-@dataclass(frozen=True)
-class VllmTritonWriter:
-    found: FoundFunction
-    platform: Platform
-
-    def check(self, spec: CacheSpec, device: torch.device) -> None:
-        self.platform.require_device(NAME, device)
-        self.platform.require_format(NAME, spec.fp8, writer="vLLM")
+def make_producer(found: FoundFunction, platform: Platform) -> Producer:
+    def check(spec, device) -> None:
+        platform.require_device(NAME, device)
+        platform.require_format(NAME, spec.fp8, writer="vLLM")
         expected = default_layout(spec.block_size)
         if spec.layout is not expected:
             raise ProducerError(
@@ -51,17 +39,8 @@ class VllmTritonWriter:
                 f" not {spec.layout.value}: leave --layout at its default"
             )
 
-    def __call__(self, k, kv_cache, slot_mapping, quant_block_size, scale_fmt):
-        self.found.fn(k, kv_cache, slot_mapping, quant_block_size, scale_fmt)
-
-
-def make_producer(found: FoundFunction, platform: Platform) -> Producer:
-    writer = VllmTritonWriter(found, platform)
-    return Producer(NAME, f"vLLM {found.version} {found.where} on {platform.arch}", writer, check=writer.check)
+    return Producer(NAME, f"vLLM {found.version} {found.where} on {platform.arch}", found.fn, check=check)
 
 
 def producer() -> Producer:
-    ok, reason = availability()
-    if not ok:
-        raise ProducerError(f"producer {NAME!r} is unavailable: {reason}")
-    return make_producer(load(), probe())
+    return make_producer(*loaded(NAME, availability, load, probe))
