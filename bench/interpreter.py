@@ -101,7 +101,7 @@ def bench_writer(writer: Writer, tokens: int, sequential_tokens: int) -> tuple[f
 def bench_reader(ops: Path, ctx: int) -> tuple[float, float, bool]:
     import torch
 
-    from fp8check.producers import readers as registry
+    from fp8check.producers import registry
     from fp8check.core.spec import CacheSpec
     from fp8check.triton_cpu.grid import grid_at_once
     from fp8check.triton_cpu.interpreter import cpu_kernels
@@ -109,7 +109,7 @@ def bench_reader(ops: Path, ctx: int) -> tuple[float, float, bool]:
     heads, head_dim, block_size = 64, 128, 64
     blocks = -(-ctx // block_size)
     spec = CacheSpec(num_blocks=blocks, block_size=block_size, head_dim=head_dim)
-    reader = registry.resolve(f"vllm-file:{ops}:rocm_fp8_paged_mqa_logits_triton", spec=spec, isolation=None)
+    reader = registry.resolve_reader(f"vllm-file:{ops}:rocm_fp8_paged_mqa_logits_triton", spec=spec, isolation=None)
     reader.check(spec, torch.device("cpu"))
     g = torch.Generator().manual_seed(0)
     q = (torch.randn(1, 1, heads, head_dim, generator=g) * 2).to(torch.float8_e4m3fn)

@@ -68,3 +68,9 @@ def test_asking_for_a_derived_figure_also_measures_the_figures_it_is_computed_fr
     assert diagnosis == ["diff, 1M tokens, layout, every byte", "diagnosis, 1M tokens, layout, every byte"]
     assert run.chosen(["per program"], "cpu") == []  # the tiling sweep is a GPU case
     assert len(run.chosen(["per program"], "cuda")) == 7
+
+
+def test_the_interpreter_bench_runs_a_reader_both_ways_to_the_same_logits():
+    bench = load("interpreter")
+    at_once, sequential, same = bench.bench_reader(bench.TEST_OPS, 64)
+    assert same and at_once > 0 and sequential > 0
