@@ -39,6 +39,7 @@ writer, a parity column), with the padding convention its preset declares.
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import itertools
 import math
@@ -47,23 +48,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import options
-from . import gate_expect
+from . import gate_expect, options
+from .gate_expect import CASE_KEYS, EXPECT, EXPECTS, KINDS
+from .prepare import GOLDEN_INPUT_KEYS, GOLDEN_SPEC_KEYS, named_code, run_id, shown, spec_of
+from ..code.names import GOLDEN_PREFIX as GOLDEN, SOURCE_KINDS, Kind, is_git, parse
 from ..core.config import find, load_toml
 from ..core.errors import ConfigError, SpecError, UsageError, UserError
-from .prepare import named_code, run_id, spec_of
-from ..code.names import GOLDEN_PREFIX, SOURCE_KINDS, Kind, is_git, parse
 
 MAX_CASES = 10_000  # 10^6 cases took 72 s and 1 GB for --list alone
-
-KINDS = ("compare", "table", "parity")
-EXPECT = ("same", "different", "scale-ulp", "rounding")
-EXPECTS = {"compare": EXPECT, "table": (), "parity": ("same", "different")}  # parity: "different", a reader fault
-CASE_KEYS = {
-    "compare": (*options.COMPARE_KEYS, "expect"),
-    "table": options.TABLE_KEYS,
-    "parity": (*options.PARITY_CASE_KEYS, *options.ORIGINS, "expect"),
-}
 OWN_WRITER = "triton"  # fp8check's writer: what `candidate` replaces
 # Product order: writers outermost, then the spec and inputs, so cases of one writer pair stay together.
 # parity: its lists (ctx, writers, expect_fail) are values, never swept
@@ -87,9 +79,7 @@ class Case:
     @property
     def axes(self) -> tuple[tuple[str, str], ...]:
         """(key, value as text) of its kind and every value: where it sits in a matrix of cases."""
-        shown = {key: ",".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v)
-                 for key, v in self.values.items()}
-        return (("kind", self.kind), *shown.items())
+        return (("kind", self.kind), *((key, shown(v)) for key, v in self.values.items()))
 
 
 @dataclass(frozen=True)
@@ -111,7 +101,7 @@ def load(text: str | Path, *, device: str | None = None, checkouts: tuple[str, .
                           " [[case]] tables and its expectations as [[expect]] rows (docs/gate.md)")
     if unknown:
         raise ConfigError(f"{path}: unknown table(s) {', '.join(unknown)}; known: defaults, matrix, case, expect")
-    rows = gate_expect.parse(data.get("expect", []), str(path), kinds=KINDS, case_keys=CASE_KEYS, expects=EXPECTS)
+    rows = gate_expect.parse(data.get("expect", []), str(path))
     defaults = _table(data.get("defaults", {}), f"{path} [defaults]")
     _check_defaults(defaults, f"{path} [defaults]")
     entries: list[tuple[str, dict]] = []
@@ -137,7 +127,7 @@ def load(text: str | Path, *, device: str | None = None, checkouts: tuple[str, .
             raise ConfigError(f"{where}: the config makes more than {MAX_CASES:,} cases ({counted:,} so far);"
                               " sweep fewer values or split it into several configs")
     expanded = [case for where, entry in entries for case in _expand(entry, defaults, where, path.parent)]
-    expanded = gate_expect.apply(rows, expanded, _expected)
+    expanded = gate_expect.apply(rows, expanded)
     if checkouts:
         expanded = _with_checkouts(expanded, checkouts, path)
     seen: dict[str, str] = {}
@@ -167,7 +157,7 @@ def _with_checkouts(cases: list[Case], checkouts: tuple[str, ...], path: Path) -
     for case in cases:
         used = {project_of(name, role) for name, role in named_code(case.values)}
         mine = tuple(f"{name}={clone}" for name, clone in given.items() if name in used)
-        out.append(Case(case.id, case.kind, {**case.values, "checkout": mine}, case.source, case.reason))
+        out.append(dataclasses.replace(case, values={**case.values, "checkout": mine}))
     return out
 
 
@@ -196,11 +186,6 @@ def _with_candidate(entry: dict, defaults: dict, name: str) -> dict:
         if isinstance(writers, (list, tuple)) and OWN_WRITER in writers:
             out["writers"] = [swap(w) for w in writers]
     return out
-
-
-def _expected(case: Case, expect: str, reason: str) -> Case:
-    """The case as an [[expect]] row declares it (gate_expect.apply)."""
-    return Case(case.id, case.kind, {**case.values, "expect": expect}, case.source, reason)
 
 
 def _table(value: Any, where: str) -> dict:
@@ -267,62 +252,43 @@ def _axis(key: str, values: list, where: str) -> list:
     return values
 
 
-def _parity_values(values: dict, where: str) -> dict:
-    """A parity case's values; `writers = []` checks the reader alone on the baseline's bytes."""
-    if values.get("ctx") == []:
-        raise ConfigError(f"{where}: ctx is an empty list")
-    if values.get("writers") == [] and values.get("reader", "reference") == "reference":
-        raise ConfigError(f"{where}: writers is an empty list (with no writer, name the reader to check)")
-    checked = options.validate({k: v for k, v in values.items() if k != "expect"}, options.PARITY_KEYS, where,
-                               "parity")
-    if "expect" in values:
-        if values["expect"] not in EXPECTS["parity"]:
-            raise ConfigError(f"{where}: expect = {values['expect']!r}: expected one of {', '.join(EXPECTS['parity'])}")
-        checked["expect"] = values["expect"]
-    return checked
-
-
-GOLDEN = GOLDEN_PREFIX
-GOLDEN_SPEC_KEYS = ("num_blocks", "block", "head_dim", "qbs", "fp8", "scale_fmt", "layout")
-GOLDEN_INPUT_KEYS = ("seed", "slots", "inputs", "specials_inf_nan", "input")
-
-
-def _golden_case(values: dict, own: set, where: str, base: Path) -> Case:
-    """A compare against bytes recorded by `fp8check record`: the file holds the spec and the inputs. Spec keys
-    the case itself gives are checked against the recording when it runs ([defaults] do not apply)."""
-    replayed = [k for k in GOLDEN_INPUT_KEYS if k in own]
-    if replayed:
-        raise ConfigError(f"{where}: {', '.join(replayed)} cannot be combined with baseline = {values['baseline']!r}:"
-                          " the recorded inputs are replayed")
-    checked = {**options.defaults(options.COMPARE_KEYS),
-               **options.validate({k: v for k, v in values.items() if k != "expect"}, CASE_KEYS["compare"], where)}
-    file = parse(checked["baseline"]).path
-    if not file:
-        raise ConfigError(f"{where}: baseline = 'golden:' needs a file")
-    checked["expect"] = _expect(values, where)
-    checked["golden_check"] = tuple(k for k in GOLDEN_SPEC_KEYS if k in own)
-    checked["baseline"] = GOLDEN + str(file if is_git(file) or Path(file).is_absolute() else base / file)
-    return Case(run_id("compare", checked), "compare", _relative_to(checked, base), where)
-
-
-def _expect(values: dict, where: str) -> str:
+def _expect(values: dict, where: str, allowed: tuple[str, ...] = EXPECT) -> str:
     expect = values.get("expect", "same")
-    if expect not in EXPECT:
-        raise ConfigError(f"{where}: expect = {expect!r}: expected one of {', '.join(EXPECT)}")
+    if expect not in allowed:
+        raise ConfigError(f"{where}: expect = {expect!r}: expected one of {', '.join(allowed)}")
     return expect
 
 
 def _case(kind: str, values: dict, where: str, base: Path, own: set) -> Case:
-    if kind == "compare" and parse(values.get("baseline", "")).kind is Kind.GOLDEN:
-        return _golden_case(values, own, where, base)
+    """A case, validated by its command's options. A compare against `golden:FILE` (bytes recorded by
+    `fp8check record`) takes the spec and the inputs from the file: spec keys the case itself gives are
+    checked against the recording when it runs ([defaults] do not apply). A parity case with
+    `writers = []` checks the reader alone on the baseline's bytes."""
+    golden = kind == "compare" and parse(values.get("baseline", "")).kind is Kind.GOLDEN
+    replayed = [k for k in GOLDEN_INPUT_KEYS if k in own] if golden else []
+    if replayed:
+        raise ConfigError(f"{where}: {', '.join(replayed)} cannot be combined with baseline ="
+                          f" {values['baseline']!r}: the recorded inputs are replayed")
+    if kind == "parity" and values.get("ctx") == []:
+        raise ConfigError(f"{where}: ctx is an empty list")
+    if kind == "parity" and values.get("writers") == [] and values.get("reader", "reference") == "reference":
+        raise ConfigError(f"{where}: writers is an empty list (with no writer, name the reader to check)")
+    given = {k: v for k, v in values.items() if k != "expect"}
     if kind == "parity":
-        checked = _parity_values(values, where)
-        return Case(run_id(kind, checked), kind, _relative_to(checked, base), where)
-    checked = {**options.defaults(CASE_KEYS[kind] if kind == "table" else options.COMPARE_KEYS),
-               **options.validate({k: v for k, v in values.items() if k != "expect"}, CASE_KEYS[kind], where)}
-    if kind == "compare":
-        checked["expect"] = _expect(values, where)
-    _check_spec(checked, where)
+        checked = options.validate(given, options.PARITY_KEYS, where, "parity")
+    else:
+        checked = {**options.defaults(options.TABLE_KEYS if kind == "table" else options.COMPARE_KEYS),
+                   **options.validate(given, CASE_KEYS[kind], where)}
+    file = parse(checked["baseline"]).path if golden else None
+    if golden and not file:
+        raise ConfigError(f"{where}: baseline = 'golden:' needs a file")
+    if kind == "compare" or "expect" in values:
+        checked["expect"] = _expect(values, where, EXPECTS[kind])
+    if golden:
+        checked["golden_check"] = tuple(k for k in GOLDEN_SPEC_KEYS if k in own)
+        checked["baseline"] = GOLDEN + str(file if is_git(file) or Path(file).is_absolute() else base / file)
+    elif kind != "parity":
+        _check_spec(checked, where)
     return Case(run_id(kind, checked), kind, _relative_to(checked, base), where)
 
 
