@@ -8,7 +8,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from ..run.parity_result import ParityResult, fraction, rel
+from ..run.parity import ParityResult, fraction, rel
 from ..core.metrics import Metrics
 from .terminal import describe_provenance, side_label
 
