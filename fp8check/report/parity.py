@@ -80,14 +80,10 @@ class _Wrapped:
             yield from self.parts
 
 
-def table(result: ParityResult) -> _Wrapped:
-    return _Wrapped(result)
-
-
 TONE = {"info": "dim", "warn": "bold yellow", "pass": "green", "fail": "bold red", "expected": "yellow"}
 
 
 def render(result: ParityResult) -> Group:
     verdict = Text(result.verdict_line(), style="bold green" if result.passed else "bold red")
     notes = [Text(note.text, style=TONE[note.tone]) for note in result.notes()]
-    return Group(_title(result), table(result), *notes, verdict)
+    return Group(_title(result), _Wrapped(result), *notes, verdict)
