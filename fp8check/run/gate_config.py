@@ -343,53 +343,39 @@ def select(cases: tuple[Case, ...], patterns: tuple[str, ...]) -> tuple[Case, ..
 def _expression(text: str):
     """`text` (pytest's -k grammar) -> a predicate over case ids; a UsageError names what is wrong."""
     tokens = re.findall(r"\(|\)|[^\s()]+", text)
+    grammar = " (the grammar is pytest's: words, and, or, not, parentheses)"
     position = 0
 
     def peek():
         return tokens[position] if position < len(tokens) else None
 
-    def take():
+    def parse(level: int):  # 0: terms joined by `or`, 1: by `and`, 2: `not`, a parenthesis or a word
         nonlocal position
-        position += 1
-        return tokens[position - 1]
-
-    def disjunction():
-        terms = [conjunction()]
-        while peek() == "or":
-            take()
-            terms.append(conjunction())
-        return lambda case_id: any(t(case_id) for t in terms)
-
-    def conjunction():
-        terms = [negation()]
-        while peek() == "and":
-            take()
-            terms.append(negation())
-        return lambda case_id: all(t(case_id) for t in terms)
-
-    def negation():
         token = peek()
+        if level < 2:
+            terms = [parse(level + 1)]
+            while peek() == ("or", "and")[level]:
+                position += 1
+                terms.append(parse(level + 1))
+            join = (any, all)[level]
+            return lambda case_id: join(t(case_id) for t in terms)
+        position += 1
         if token == "not":
-            take()
-            inner = negation()
+            inner = parse(2)
             return lambda case_id: not inner(case_id)
         if token == "(":
-            take()
-            inner = disjunction()
+            inner = parse(0)
             if peek() != ")":
                 raise UsageError(f"-k {text!r}: expected ')' at word {position + 1}")
-            take()
+            position += 1
             return inner
         if token is None or token in (")", "and", "or"):
-            raise UsageError(f"-k {text!r}: expected a word, 'not' or '(' at word {position + 1}"
-                             " (the grammar is pytest's: words, and, or, not, parentheses)")
-        word = take()
-        return lambda case_id: word in case_id or fnmatch.fnmatchcase(case_id, word)
+            raise UsageError(f"-k {text!r}: expected a word, 'not' or '(' at word {position}{grammar}")
+        return lambda case_id: token in case_id or fnmatch.fnmatchcase(case_id, token)
 
-    matcher = disjunction()
+    matcher = parse(0)
     if peek() is not None:
-        raise UsageError(f"-k {text!r}: unexpected {peek()!r} at word {position + 1}"
-                         " (the grammar is pytest's: words, and, or, not, parentheses)")
+        raise UsageError(f"-k {text!r}: unexpected {peek()!r} at word {position + 1}{grammar}")
     return matcher
 
 
