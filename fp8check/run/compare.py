@@ -50,7 +50,6 @@ class CompareResult:
         """Equal bytes, and no fault on either side: only then is the verdict IDENTICAL."""
         return self.diff.identical and not self.faults
 
-
     @property
     def interpreter_caveat(self) -> str | None:
         """On a CPU run of Triton kernels: why a compiled kernel could write other bytes, where known."""
@@ -80,11 +79,6 @@ class CompareResult:
     def to_json(self, diagnosis: Diagnosis | None = None, budget: BudgetVerdict | None = None) -> dict:
         """What a compare found, without run-dependent data."""
         d = self.diff
-        extra = {}
-        if diagnosis is not None:
-            extra["diagnosis"] = diagnosis_json(diagnosis, self.spec)
-        if budget is not None:
-            extra["budget"] = budget.to_dict()
         return json_safe({
             "spec": self.spec.to_dict(),
             "baseline": self.baseline.name,
@@ -108,7 +102,8 @@ class CompareResult:
                                 "candidate": list(self.candidate.buffer.modified_inputs)},
             "first_mismatch": d.first_mismatch.to_dict() if d.first_mismatch else None,
             "interpreter_note": self.interpreter_caveat,
-            **extra,
+            **({} if diagnosis is None else {"diagnosis": diagnosis_json(diagnosis, self.spec)}),
+            **({} if budget is None else {"budget": budget.to_dict()}),
         })
 
 
@@ -237,20 +232,15 @@ class CompareCheck:
         r = self.result
         first = r.diff.first_mismatch
         rows = [
-            ("baseline", f"{r.baseline.name}{' (emulated)' if r.baseline.emulated else ''}",
-             _provenance(r.baseline.provenance)),
-            ("candidate", f"{r.candidate.name}{' (emulated)' if r.candidate.emulated else ''}",
-             _provenance(r.candidate.provenance)),
+            *((role, f"{side.name}{' (emulated)' if side.emulated else ''}",
+               ", ".join(f"{key}: {value}" for key, value in (side.provenance or {}).items()))
+              for role, side in (("baseline", r.baseline), ("candidate", r.candidate))),
             ("cache", r.spec.summary(), ""), ("inputs", r.inputs.source, ""), ("device", r.device, ""),
             *(("fault", f, "") for f in self.faults),
             *((("first mismatch", first.describe(), ""),) if first else ()),
             *((("note", r.interpreter_caveat, ""),) if r.interpreter_caveat else ()),
         ]
         return (Table("run", ("", "", "provenance"), tuple(rows)), *diagnosis_views(r.spec, self.diagnosis))
-
-
-def _provenance(provenance: dict | None) -> str:
-    return ", ".join(f"{key}: {value}" for key, value in (provenance or {}).items())
 
 
 def check_compare(spec: CacheSpec, *, baseline: Producer | Side, candidate: Producer, inputs: Inputs,
