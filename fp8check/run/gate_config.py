@@ -1,40 +1,15 @@
-"""A gate config: defaults, a matrix and explicit cases, expanded into cases with stable ids.
+"""A gate config (docs/gate.md): [defaults], a [matrix] and [[case]] tables, expanded into cases with
+stable ids, and [[expect]] rows of declared differences (gate_expect.py).
 
-    [defaults]            # any case key; applies to every case that knows it
-    num_blocks = 2
-    [matrix]              # compare cases; every list expands as a product
-    candidate = "triton"
-    inputs = ["normal", "ties"]
-    pairs = [{baseline = "reference", candidate = "triton"}]   # baseline/candidate pairs
-    [[case]]              # explicit cases: kind = "compare" (default), "table" or "parity"
-    candidate = "triton-buggy"
-    expect = "different"  # a known-bad writer must keep failing
-    [[expect]]            # declared differences, matched by field against every case (gate_expect.py)
-    candidate = "preset:vllm/triton"
-    fp8 = "e4m3fnuz"
-    expect = "different"
-    reason = "DIV 224 on e4m3fnuz"
-
-Every key of every table is validated by the option table the CLI is built from (options.py), the
-keys of [defaults] included, each with its type (a wrong-typed value is called wrong-typed, with its
-key); an error names the file, the case and the key. Paths (`file:PATH:FUNC`, `golden:FILE`, `input`)
-are relative to the config's folder; `git:REV:PATH` works in each of them.
-
-What the tables mean, in `fp8check gate` and in `fp8check_cases` (the pytest plugin) alike:
-- [defaults] gives values to every case that takes the key (a golden baseline's case excepted: the
-  recording brings its spec and inputs);
-- [matrix] is one compare case like a [[case]]: each list in it expands as a product;
-- `expect` belongs to the case that states it, i.e. to that case's candidate. In pytest, where the
-  test brings its own writer, `fp8check_cases(CONFIG)` replaces each case's candidate by that writer:
-  cases that then differ only in their candidate are one case, and `expect = "different"` cases (a
-  statement about their own candidate) are left out; with `candidate=True` every case keeps its
-  candidate and its expectation.
-A config makes at most MAX_CASES cases; a bigger product is refused before it is built.
-
-What the gate's options change, for every case of a config (`load`'s keywords): `device` replaces the
-device each case names; `checkouts` (PROJECT=PATH) runs that project's presets from a clone; `candidate`
-puts another writer where fp8check's own (`triton`) stands (a compare's candidate, a table's fixed
-writer, a parity column), with the padding convention its preset declares.
+Every key of every table, [defaults] included, is validated with its type by the option table the CLI is
+built from (options.py); an error names the file, the case and the key. Paths (`file:PATH:FUNC`,
+`golden:FILE`, `input`) are relative to the config's folder; `git:REV:PATH` works in each of them.
+[defaults] gives values to every case that takes the key (a golden baseline's case excepted: the
+recording brings its spec and inputs); [matrix] is one compare case. Each list expands as a product; a
+config makes at most MAX_CASES cases, a bigger product is refused before it is built. `expect` belongs
+to the case that states it, i.e. to its candidate: where a pytest test's own writer replaces the
+candidates (`fp8check_cases`, docs/api.md), cases that then differ only in their candidate are one, and
+`expect = "different"` cases are left out.
 """
 
 from __future__ import annotations
