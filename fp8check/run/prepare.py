@@ -53,10 +53,6 @@ class Request:
         return Budget(**{key: self.values[key] for key in options.BUDGET})
 
     @property
-    def golden(self) -> bool:
-        return parse(self.values.get("baseline", "")).kind is Kind.GOLDEN
-
-    @property
     def id(self) -> str:
         return run_id(self.command, self.values)
 
@@ -120,10 +116,8 @@ def run_id(command: str, v: dict, *, candidate: bool = True) -> str:
     if command == "parity":
         return "parity:" + ":".join(f"{k}={shown(v[k])}" for k in options.PARITY_CASE_KEYS if k in v)
     baseline = parse(v["baseline"])
-    if baseline.kind is Kind.GOLDEN:
-        against = f"golden:{Path(baseline.path).name}{_budget_tail(v)}"
-    else:
-        against = f"{v['baseline']}:{_spec_part(v)}{_budget_tail(v)}"
+    against = (f"golden:{Path(baseline.path).name}" if baseline.kind is Kind.GOLDEN
+               else f"{v['baseline']}:{_spec_part(v)}") + _budget_tail(v)
     return f"compare:{v['candidate']}~{against}" if candidate else f"vs-{against}"
 
 
@@ -144,7 +138,7 @@ def prepare(request: Request, *, isolation="default", given_inputs=None, produce
     caller (the API); `producers`: roles already resolved (the API's writer functions)."""
     v = request.values
     producers = dict(producers or {})
-    if request.golden:
+    if parse(v.get("baseline", "")).kind is Kind.GOLDEN:
         spec, data, device, base = _golden(request)
         producers["baseline"] = base
     else:
