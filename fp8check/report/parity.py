@@ -14,9 +14,8 @@ from .terminal import describe_provenance, side_label
 
 
 def _recall_cell(m: Metrics, min_recall: float) -> Text:
-    if m.vacuous:
-        return Text(fraction(m.recall), style="dim")
-    return Text(fraction(m.recall), style="green" if m.recall >= min_recall else "red")
+    style = "dim" if m.vacuous else "green" if m.recall >= min_recall else "red"
+    return Text(fraction(m.recall), style=style)
 
 
 def _title(result: ParityResult) -> Text:

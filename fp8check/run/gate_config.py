@@ -262,21 +262,17 @@ def _case(kind: str, values: dict, where: str, base: Path, own: set) -> Case:
     if golden:
         checked["golden_check"] = tuple(k for k in GOLDEN_SPEC_KEYS if k in own)
         checked["baseline"] = GOLDEN + str(file if is_git(file) or Path(file).is_absolute() else base / file)
-    elif kind != "parity":
-        _check_spec(checked, where)
+    elif kind != "parity":  # its CacheSpec built now, so an impossible cache fails before anything runs
+        if checked.get("input") is None:  # else the replayed file decides num_blocks; checked when it runs
+            try:
+                spec_of(checked)
+            except SpecError as exc:
+                raise ConfigError(f"{where}: {exc}") from None
+        for key in ("candidate", "buggy", "fixed", "baseline"):
+            if parse(checked.get(key, "")).kind is Kind.GOLDEN:
+                raise ConfigError(f"{where}: {key} = {checked[key]!r}: golden files serve only as a compare's"
+                                  " baseline")
     return Case(run_id(kind, checked), kind, _relative_to(checked, base), where)
-
-
-def _check_spec(values: dict, where: str) -> None:
-    """Build the case's CacheSpec now, so an impossible cache fails before anything runs."""
-    if values.get("input") is None:  # else the replayed file decides num_blocks; checked when the case runs
-        try:
-            spec_of(values)
-        except SpecError as exc:
-            raise ConfigError(f"{where}: {exc}") from None
-    for key in ("candidate", "buggy", "fixed", "baseline"):  # a compare's golden baseline is handled above
-        if parse(values.get(key, "")).kind is Kind.GOLDEN:
-            raise ConfigError(f"{where}: {key} = {values[key]!r}: golden files serve only as a compare's baseline")
 
 
 def _relative_to(values: dict, base: Path) -> dict:
@@ -297,7 +293,7 @@ def _relative_to(values: dict, base: Path) -> dict:
 
     for key in ("baseline", "candidate", "buggy", "fixed", "reader"):
         if key in out:
-            out[key] = resolve(out[key])  # (a golden baseline was resolved by _golden_case)
+            out[key] = resolve(out[key])  # (a golden baseline was resolved by _case)
     if "writers" in out:
         out["writers"] = type(out["writers"])(resolve(w) for w in out["writers"])
     if out.get("input") is not None and not is_git(str(out["input"])) and not Path(out["input"]).is_absolute():

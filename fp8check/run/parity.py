@@ -272,9 +272,6 @@ class ParityResult:
                 Table("rows", ("writer", "ctx", f"recall@{c.topk}", "", "max_rel"), records))
 
 
-# ---- the sweep ----------------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class Batch:
     """The reader's arguments for one batch of len(ctx) sequences sharing the written blocks."""
@@ -285,6 +282,11 @@ class Batch:
     context_lens: torch.Tensor  # int32 [B]
     block_tables: torch.Tensor  # int32 [B, num_blocks]
     max_model_len: int
+
+    @property
+    def args(self) -> tuple:
+        """What a reader takes after its queries and cache."""
+        return self.weights, self.context_lens, self.block_tables, self.max_model_len
 
 
 def make_batch(spec: CacheSpec, config: ParityConfig, inputs: QueryInputs, device: torch.device) -> Batch:
@@ -340,9 +342,8 @@ def run_parity(spec: CacheSpec, config: ParityConfig, *, baseline: Producer, wri
                    for w in writers]
     caches, writers = [c for c, _ in ran_writers], [w for _, w in ran_writers]
     batch = make_batch(spec, config, inputs, device)
-    args = (batch.weights, batch.context_lens, batch.block_tables, batch.max_model_len)
     truth = step("truth (reference reader on the baseline's bytes)", lambda: reference_reader.paged_logits(
-        spec, batch.q_codes, base.flat, *args))
+        spec, batch.q_codes, base.flat, *batch.args))
     if not torch.isfinite(truth.masked_fill(truth == float("-inf"), 0)).all():
         raise InputError(f"the baseline {baseline.name!r} wrote bytes that decode to inf/NaN logits: no truth to rank by")
     columns, ran = [], reader  # `ran`: the reader as it ran (an isolated one: with what its child reported)
@@ -351,7 +352,7 @@ def run_parity(spec: CacheSpec, config: ParityConfig, *, baseline: Producer, wri
     def read(label: str, cache):
         nonlocal ran, findings
         kv = cache.cache.view(spec.num_blocks, spec.block_size, 1, spec.row_bytes)  # the reader's view
-        logits, ran, outside = step(label, lambda: run_reader_guarded(reader, batch.q_fp8, kv, *args))
+        logits, ran, outside = step(label, lambda: run_reader_guarded(reader, batch.q_fp8, kv, *batch.args))
         if not reader.exact:  # the exact reader is the truth; every other one owes -inf where a row may not look
             findings = findings + Findings(*leaks(logits, batch.context_lens, config.next_n), *outside)
         return logits
@@ -373,22 +374,18 @@ def run_parity(spec: CacheSpec, config: ParityConfig, *, baseline: Producer, wri
 def layout_read(spec: CacheSpec, config: ParityConfig, batch: Batch, base, logits: torch.Tensor) -> str | None:
     """The layout the exact reader must assume to agree with a reader's logits on the baseline's bytes (every
     non-vacuous row at recall 1, near-ties aside), where one other than the spec's does; None otherwise."""
-    args = (batch.weights, batch.context_lens, batch.block_tables, batch.max_model_len)
     for layout in Layout:
         if layout is spec.layout or (layout is Layout.SHUFFLE and spec.block_size % 16):
             continue
         other = spec.replace(layout=layout)
-        truth = reference_reader.paged_logits(other, batch.q_codes, base.flat, *args)
+        truth = reference_reader.paged_logits(other, batch.q_codes, base.flat, *batch.args)
         if all(m.vacuous or not m.lost for m in score(config, logits, truth)):
             return layout.value
     return None
 
 
-# ---- the default reader check: every obligation over the cases real readers get wrong -------------------------
-
-
 @dataclass(frozen=True)
-class ReaderCase:
+class ReaderCase:  # of the default reader check: every obligation over the cases real readers get wrong
     next_n: int
     block_size: int
     layout: Layout
