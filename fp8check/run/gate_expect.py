@@ -1,19 +1,13 @@
 """A gate case's kinds with the keys and expectations each takes, and declared differences: a gate config's
-`[[expect]]` rows, each matched by field against every case.
+`[[expect]]` rows, each matched by field against every case (docs/gate.md, "Declared differences").
 
-    [[expect]]
-    kind = "parity"                  # optional: compare, table or parity
-    reader = "preset:vllm/torch"     # any case key; a list matches any of its values
-    layout = "shuffle"
-    expect = "different"
-    reason = "reads the value region row-major whatever the layout"
-
-A row sets `expect` on every case whose values match all of its fields (a case key a case does not
-state matches its option's default). It is how a config declares what another project is known to do
-differently: the case then passes only while the difference shows, so a CI job notices when it is fixed.
-Every field is a case key validated by the option table (a misspelled field, a value of the wrong type
-or out of range is a ConfigError naming the row), and a row that matches no case is an error too: it
-would otherwise widen nothing and hide a typo. The first matching row gives a case its reason.
+A row (an optional `kind`, case keys, `expect`, `reason`; a list matches any of its values) sets `expect`
+on every case whose values match all of its fields (a case key a case does not state matches its
+option's default). It is how a config declares what another project is known to do differently: the
+case then passes only while the difference shows, so a CI job notices when it is fixed. Every field is a
+case key validated by the option table (a misspelled field, a value of the wrong type or out of range is
+a ConfigError naming the row), and a row that matches no case is an error too: it would otherwise widen
+nothing and hide a typo. The first matching row gives a case its reason.
 """
 
 from __future__ import annotations
