@@ -198,9 +198,8 @@ class CompareCheck:
 
     def verdict_line(self) -> str:
         line = self.result.bytes_line(self.budget)
-        reasons = self.faults
-        if reasons:
-            line = f"FAIL: {'; '.join(reasons)}; {line}"
+        if self.faults:
+            line = f"FAIL: {'; '.join(self.faults)}; {line}"
         if self.expect is Expect.DIFFERENT:
             return f"{'PASS' if self.passed else 'FAIL'} (expected to differ): {line}"
         if self.approximate_division and not self.budget.within and self.passed:
@@ -208,9 +207,7 @@ class CompareCheck:
         return line
 
     def top_cause(self) -> str | None:
-        if self.faults:
-            return self.faults[0]
-        return top_cause(self.diagnosis, self.result.spec)
+        return self.faults[0] if self.faults else top_cause(self.diagnosis, self.result.spec)
 
     def detail(self) -> str:
         """The first mismatch, then every cause with its hint and first example."""

@@ -51,10 +51,7 @@ class SeedTable:
         return f"{modified or 'FAIL: '}the buggy wrapper matches too: this table cannot tell the two apart"
 
     def top_cause(self) -> str | None:
-        if self.faults:
-            return self.faults[0]
-        column, causes = self._deciding()
-        return top_cause(causes, column.spec)
+        return self.faults[0] if self.faults else top_cause(self._deciding()[1], self.buggy.spec)
 
     def detail(self) -> str:
         column, causes = self._deciding()
