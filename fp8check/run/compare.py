@@ -15,12 +15,11 @@ from dataclasses import dataclass, field
 import torch
 
 from ..core.budget import Budget, BudgetVerdict, check as check_budget
-from ..core.cache import guard_bytes
+from ..core.cache import SKIP_PADDING, forget_slot, guard_bytes, reserve_pad_slot
 from ..diagnose import Category, Diagnosis, diagnose
 from ..diagnose.words import causes_text, diagnosis_json, percent, top_cause
 from ..core.diff import DiffResult, diff_caches
 from ..core.errors import InputError
-from ..core.cache import SKIP_PADDING, forget_slot, reserve_pad_slot
 from ..core.inputs import Inputs
 from ..core.outcome import json_safe
 from ..core.spec import CacheSpec

@@ -23,8 +23,7 @@ from ..core.metrics import Metrics, compare_logits, quantize_q, visible_tokens
 from ..core.outcome import json_safe
 from ..core.producer import Reader
 from ..core.spec import CacheSpec, FP8Format, Layout, ScaleFormat
-from ..producers import reader_reference as reference_reader
-from ..producers import registry as producers
+from ..producers import reader_reference as reference_reader, registry as producers
 from ..producers.obligations import Findings, leaks
 from ..producers.readers import run_reader_guarded
 from ..producers.registry import Producer
