@@ -97,7 +97,8 @@ def load(text: str | Path, *, device: str | None = None, checkouts: tuple[str, .
         entries = [(where, _with_candidate(entry, defaults, candidate)) for where, entry in entries]
     counted = 0
     for where, entry in entries:  # the cap, before any product is built
-        counted += _count(entry, defaults, where)
+        _, _, merged, swept = _merged(entry, defaults, where)
+        counted += math.prod(len(merged[k]) for k in swept)
         if counted > MAX_CASES:
             raise ConfigError(f"{where}: the config makes more than {MAX_CASES:,} cases ({counted:,} so far);"
                               " sweep fewer values or split it into several configs")
@@ -182,8 +183,9 @@ def _check_defaults(defaults: dict, where: str) -> None:
             options.option(key).validate(value, where)
 
 
-def _merged(entry: dict, defaults: dict, where: str) -> tuple[str, dict, dict]:
-    """(kind, the entry's own keys, the entry over the defaults it takes), with unknown keys refused."""
+def _merged(entry: dict, defaults: dict, where: str) -> tuple[str, dict, dict, list[str]]:
+    """(kind, the entry's own keys, the entry over the defaults it takes, the keys it sweeps), with unknown
+    keys refused."""
     kind = entry.get("kind", "compare")
     if kind not in KINDS:
         raise ConfigError(f"{where}: kind = {kind!r}: expected one of {', '.join(KINDS)}")
@@ -196,35 +198,25 @@ def _merged(entry: dict, defaults: dict, where: str) -> tuple[str, dict, dict]:
     if "pairs" in merged and not isinstance(merged["pairs"], list):
         raise ConfigError(f"{where}: pairs must be an array of tables of baseline and candidate,"
                           f" got {type(merged['pairs']).__name__} {merged['pairs']!r}")
-    return kind, body, merged
-
-
-def _count(entry: dict, defaults: dict, where: str) -> int:
-    kind, _, merged = _merged(entry, defaults, where)
-    return math.prod(len(merged[k]) for k in SWEEPABLE[kind] if isinstance(merged.get(k), list))
+    return kind, body, merged, [k for k in SWEEPABLE[kind] if isinstance(merged.get(k), list)]
 
 
 def _expand(entry: dict, defaults: dict, where: str, base: Path) -> list[Case]:
-    kind, body, merged = _merged(entry, defaults, where)
-    swept = [k for k in SWEEPABLE[kind] if isinstance(merged.get(k), list)]
-    axes = [_axis(k, merged[k], where) for k in swept]
+    kind, body, merged, swept = _merged(entry, defaults, where)
+    for k in swept:
+        if not merged[k]:
+            raise ConfigError(f"{where}: {k} is an empty list")
+        bad = [p for p in merged[k] if k == "pairs" and (not isinstance(p, dict)
+                                                         or set(p) - {"baseline", "candidate"})]
+        if bad:
+            raise ConfigError(f"{where}: pairs must hold tables of baseline and candidate, got {bad[0]!r}")
     cases = []
-    for combo in itertools.product(*axes):
+    for combo in itertools.product(*(merged[k] for k in swept)):
         values = {k: v for k, v in merged.items() if k not in swept}
         for k, v in zip(swept, combo):
             values.update(v if k == "pairs" else {k: v})
         cases.append(_case(kind, values, where, base, own=set(body)))
     return cases
-
-
-def _axis(key: str, values: list, where: str) -> list:
-    if not values:
-        raise ConfigError(f"{where}: {key} is an empty list")
-    if key == "pairs":
-        for pair in values:
-            if not isinstance(pair, dict) or set(pair) - {"baseline", "candidate"}:
-                raise ConfigError(f"{where}: pairs must hold tables of baseline and candidate, got {pair!r}")
-    return values
 
 
 def _expect(values: dict, where: str, allowed: tuple[str, ...] = EXPECT) -> str:

@@ -118,10 +118,6 @@ class ParityResult:
         return bool(self.reader_disagreements) or self.obligations.broken
 
     @property
-    def all_vacuous(self) -> bool:
-        return all(self.config.vacuous(c) for c in self.config.ctx)
-
-    @property
     def passed(self) -> bool:
         """No reader fault, no writer fault (stray writes, modified inputs; expected failures included), and
         every writer not expected to fail meets --min-recall on every non-vacuous row."""
@@ -158,7 +154,7 @@ class ParityResult:
                 f"vacuous rows: every query row sees <= K = {c.topk} tokens, so every token is selected and any"
                 f" writer scores recall 1.000 there (this is why the seed's bug hid below ctx {c.topk + 1});"
                 " pick a smaller --topk to test those lengths."))
-        if self.all_vacuous:
+        if all(c.vacuous(ctx) for ctx in c.ctx):
             lines.append(Note("warn", f"every row is vacuous (ctx <= K = {c.topk}): recall cannot tell these writers"
                                       " apart; the verdict below says nothing about them."))
         lines += self._obligation_notes()

@@ -97,12 +97,6 @@ def _spec_part(v: dict) -> str:
     return f"{spec.fp8.value}-{spec.scale_fmt.value}:{shape}:{inputs}{device}"
 
 
-def _budget_tail(v: dict) -> str:
-    budget = [f"{name}{v[key]:g}" for key, name in (("max_diff_bytes", "bytes"), ("max_diff_fraction", "frac"),
-                                                    ("max_code_distance", "dist")) if v[key]]
-    return f":budget-{'-'.join(budget)}" if budget else ""
-
-
 def run_id(command: str, v: dict, *, candidate: bool = True) -> str:
     """The id of a compare, table or parity run, from its parameters only: a gate case's id, and the
     name of a single command's case in JSON and JUnit.
@@ -116,8 +110,11 @@ def run_id(command: str, v: dict, *, candidate: bool = True) -> str:
     if command == "parity":
         return "parity:" + ":".join(f"{k}={shown(v[k])}" for k in options.PARITY_CASE_KEYS if k in v)
     baseline = parse(v["baseline"])
+    budget = "-".join(f"{name}{v[key]:g}" for key, name in (("max_diff_bytes", "bytes"),
+                                                           ("max_diff_fraction", "frac"),
+                                                           ("max_code_distance", "dist")) if v[key])
     against = (f"golden:{Path(baseline.path).name}" if baseline.kind is Kind.GOLDEN
-               else f"{v['baseline']}:{_spec_part(v)}") + _budget_tail(v)
+               else f"{v['baseline']}:{_spec_part(v)}") + (f":budget-{budget}" if budget else "")
     return f"compare:{v['candidate']}~{against}" if candidate else f"vs-{against}"
 
 
