@@ -90,9 +90,8 @@ def cell_map(view: CellMap, anchor: str) -> str:
     """A map as a <figure>: the picture, its legend (categories shown, with their cell counts), its caption."""
     from matplotlib.figure import Figure
 
-    width = 6.5  # inches; two maps side by side in a wide window
     height = min(6.5, max(1.8, 1.0 + 5.5 * view.rows / view.columns))
-    figure = Figure(figsize=(width, height))
+    figure = Figure(figsize=(6.5, height))  # inches; two maps side by side in a wide window
     axes = figure.add_subplot()
     axes.imshow(_cells_rgb(view), interpolation="none", aspect="auto")
     for column, label in view.column_marks:
@@ -130,9 +129,7 @@ def curves(view: Curves, anchor: str) -> str:
         axes.plot(series.x, series.y, style, marker="o", color=colour(k + 1), label=label)
     if view.log_x:
         axes.set_xscale("log", base=2)
-    axes.set_ylim(-0.03, 1.03)
-    axes.set_xlabel(view.x_label)
-    axes.set_ylabel(view.y_label)
+    axes.set(ylim=(-0.03, 1.03), xlabel=view.x_label, ylabel=view.y_label)
     axes.set_title(view.title, fontsize=10)
     axes.legend(fontsize=8)
     axes.grid(alpha=0.3)
