@@ -260,7 +260,6 @@ def option(key: str, command: str = "") -> Option:
 
 
 def defaults(keys, command: str = "") -> dict[str, Any]:
-    """key -> default of the given options."""
     return {key: option(key, command).default for key in keys}
 
 

@@ -47,7 +47,6 @@ class Request:
         return options.option(key, self.command).flag
 
     def budget(self):
-        """The compare's Budget from its budget options."""
         from ..core.budget import Budget
 
         return Budget(**{key: self.values[key] for key in options.BUDGET})
