@@ -205,9 +205,8 @@ def _check_memory(spec: CacheSpec, num_tokens: int, device, request: Request, re
     """Refuse a run whose caches, diff and inputs cannot fit, naming the options, before allocating them."""
     from ..core.cache import input_bytes, require_memory, run_bytes
 
-    sizes = f"--num-blocks {spec.num_blocks}, --block {spec.block_size}, --head-dim {spec.head_dim}"
-    if spec.layers > 1:
-        sizes += f", --layers {spec.layers}"
+    sizes = (f"--num-blocks {spec.num_blocks}, --block {spec.block_size}, --head-dim {spec.head_dim}"
+             + (f", --layers {spec.layers}" if spec.layers > 1 else ""))
     v = request.values
     if replay is not None and v["num_blocks"] is None:
         top = int(replay.slot_mapping.max()) if replay.slot_mapping.numel() else 0
