@@ -90,9 +90,8 @@ def load(text: str | Path, *, device: str | None = None, checkouts: tuple[str, .
         raise ConfigError(f"{path}: no cases: add a [matrix] or [[case]] table")
     given = {**({"device": device} if device is not None else {}),
              **({"checkout": _checkouts(checkouts)} if checkouts else {})}
-    if given:
-        defaults.update(given)
-        entries = [(where, {**entry, **given}) for where, entry in entries]
+    defaults.update(given)
+    entries = [(where, {**entry, **given}) for where, entry in entries]
     if candidate is not None:
         entries = [(where, _with_candidate(entry, defaults, candidate)) for where, entry in entries]
     counted = 0
