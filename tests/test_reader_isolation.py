@@ -16,7 +16,7 @@ import torch
 
 import fp8check.run.parity
 import fp8check.core.metrics as metrics
-from fp8check.run import parity, parity_inputs, parity_result
+from fp8check.run import parity, parity_inputs
 from fp8check.cli import main
 from fp8check.core.errors import UserError
 from fp8check.core.inputs import Inputs
@@ -46,7 +46,7 @@ def spec_for(layout: Layout | None = None):
                                                fp8=FP8Format.E4M3FN, scale_fmt=ScaleFormat.UE8M0, layout=layout))
 
 
-def sweep(reader: Reader, spec) -> parity_result.ParityResult:
+def sweep(reader: Reader, spec) -> parity.ParityResult:
     """The small sweep of tests/test_parity.py's SMALL, through the library."""
     data = parity_inputs.generate(spec, CONFIG, heads=4, seed=0, shuffled=False)
     return parity.run_parity(spec, CONFIG, baseline=producers.resolve("reference"),

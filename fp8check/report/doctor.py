@@ -14,16 +14,10 @@ def _status(ok: bool, good: str = "available", bad: str = "unavailable") -> Text
 
 
 def render(report: DoctorReport) -> Group:
-    producers = Table(title="producers", title_justify="left")
-    producers.add_column("producer")
-    producers.add_column("status")
-    producers.add_column("reason")
+    producers = Table("producer", "status", "reason", title="producers", title_justify="left")
     for check in report.producers:
         producers.add_row(check.name, _status(check.ok), check.detail)
-
-    env = Table(title="environment", title_justify="left", show_header=False)
-    env.add_column("what")
-    env.add_column("value")
+    env = Table("what", "value", title="environment", title_justify="left", show_header=False)
     for name, version in report.versions:
         env.add_row(name, version)
     p = report.platform
@@ -34,9 +28,8 @@ def render(report: DoctorReport) -> Group:
     for check in report.triton_exact:
         env.add_row(Text.assemble(f"triton exact ({check.name}) ", _status(check.ok, "ok", "not ok")), check.detail)
 
-    parts = [producers, env]
-    for check in report.unmet:
-        parts.append(Text(f"required {check.name} is not met: {check.detail}", style="bold red"))
+    parts = [producers, env, *(Text(f"required {check.name} is not met: {check.detail}", style="bold red")
+                               for check in report.unmet)]
     if report.required and not report.unmet:
         parts.append(Text(f"all required met: {', '.join(report.required)}", style="bold green"))
     return Group(*parts)

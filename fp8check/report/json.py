@@ -13,16 +13,9 @@ import json
 
 from ..core.device import versions
 from ..core.errors import printable
-from ..core.outcome import Outcome, Outcomes, Status, json_safe
+from ..core.outcome import Outcomes, Status, json_safe
 
 SCHEMA_VERSION = 2
-
-
-def _case(o: Outcome) -> dict:
-    expected = {} if o.reason is None else {"expect_reason": o.reason}
-    return {"id": o.case_id, "kind": o.kind, "status": o.status.value, "exit_code": int(o.exit_code),
-            "verdict": o.verdict_line(), "cause": o.top_cause(), "error": o.error, **expected,
-            "result": None if o.result is None else o.result.to_json()}
 
 
 def document(run: Outcomes) -> dict:
@@ -38,7 +31,10 @@ def document(run: Outcomes) -> dict:
         "schema_version": SCHEMA_VERSION, "kind": "gate", "config": run.title.removeprefix("gate "),
         "passed": run.exit_code == 0, "exit_code": int(run.exit_code),
         "counts": {"selected": run.selected, "ran": len(run.outcomes), **{s.value: run.count(s) for s in Status}},
-        "cases": [_case(o) for o in run.outcomes],
+        "cases": [{"id": o.case_id, "kind": o.kind, "status": o.status.value, "exit_code": int(o.exit_code),
+                   "verdict": o.verdict_line(), "cause": o.top_cause(), "error": o.error,
+                   **({} if o.reason is None else {"expect_reason": o.reason}),
+                   "result": None if o.result is None else o.result.to_json()} for o in run.outcomes],
         "run": {"seconds": run.seconds, "case_seconds": {o.case_id: o.seconds for o in run.outcomes},
                 "versions": versions()},
     }

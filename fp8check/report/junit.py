@@ -13,30 +13,27 @@ from ..core.outcome import Outcomes, Status
 
 
 def render(run: Outcomes) -> str:
-    cases = run.outcomes
-    counts = {
-        "tests": str(len(cases)), "failures": str(run.count(Status.FAILED)),
-        "errors": str(run.count(Status.ERROR)), "skipped": str(run.count(Status.SKIPPED)), "time": f"{run.seconds:.3f}",
-    }
+    counts = {"tests": str(len(run.outcomes)), "failures": str(run.count(Status.FAILED)),
+              "errors": str(run.count(Status.ERROR)), "skipped": str(run.count(Status.SKIPPED)),
+              "time": f"{run.seconds:.3f}"}
     root = ET.Element("testsuites", {"name": "fp8check", **counts})
     suite_el = ET.SubElement(root, "testsuite", {"name": printable(run.title), **counts})
-    for outcome in cases:
-        case_el = ET.SubElement(suite_el, "testcase", {
-            "classname": f"fp8check.{outcome.kind}", "name": printable(outcome.case_id), "time": f"{outcome.seconds:.3f}",
-        })
+    for outcome in run.outcomes:
+        case_el = ET.SubElement(suite_el, "testcase", {"classname": f"fp8check.{outcome.kind}",
+                                                       "name": printable(outcome.case_id),
+                                                       "time": f"{outcome.seconds:.3f}"})
         verdict = printable(outcome.verdict_line())
+        message = printable(outcome.error) if outcome.error else verdict
         if outcome.status is Status.FAILED:
-            cause = outcome.top_cause() and printable(outcome.top_cause())
-            failure = ET.SubElement(case_el, "failure", {
-                "message": f"{verdict}; {cause}" if cause else verdict, "type": "ByteVerdict",
-            })
+            cause = outcome.top_cause() and f"; {printable(outcome.top_cause())}"
+            failure = ET.SubElement(case_el, "failure", {"message": verdict + (cause or ""),
+                                                         "type": "ByteVerdict"})
             failure.text = printable(outcome.detail(), newlines=True)
         elif outcome.status is Status.SKIPPED:
-            ET.SubElement(case_el, "skipped", {"message": printable(outcome.error) if outcome.error else verdict})
+            ET.SubElement(case_el, "skipped", {"message": message})
         elif outcome.status is Status.ERROR:
-            kind = "UserError" if outcome.exit_code == 2 else "CheckerError"
-            error = ET.SubElement(case_el, "error", {"message": printable(outcome.error) if outcome.error else verdict,
-                                                     "type": kind})
+            error = ET.SubElement(case_el, "error", {"message": message, "type": "UserError"
+                                                     if outcome.exit_code == 2 else "CheckerError"})
             error.text = f"exit code {int(outcome.exit_code)}: {printable(outcome.error, newlines=True)}"
         else:
             ET.SubElement(case_el, "system-out").text = verdict

@@ -48,9 +48,8 @@ def render(run: Outcomes) -> str:
            ""]
     folded = len(run.outcomes) > MAX_PASSED_ROWS
     shown = [o for o in run.outcomes if o.status is not Status.PASSED or not folded]
-    if shown:
-        out += _rows(shown)
     passed_rows = [o for o in run.outcomes if o.status is Status.PASSED and folded]
+    out += _rows(shown) if shown else []
     if passed_rows:  # every case is listed with its seconds; the passes of a large gate folded away
         out += ["", f"<details><summary>{len(passed_rows)} passed</summary>", "", *_rows(passed_rows), "",
                 "</details>"]

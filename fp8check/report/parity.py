@@ -8,15 +8,14 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from ..run.parity_result import ParityResult, fraction, rel
+from ..run.parity import ParityResult, fraction, rel
 from ..core.metrics import Metrics
 from .terminal import describe_provenance, side_label
 
 
 def _recall_cell(m: Metrics, min_recall: float) -> Text:
-    if m.vacuous:
-        return Text(fraction(m.recall), style="dim")
-    return Text(fraction(m.recall), style="green" if m.recall >= min_recall else "red")
+    style = "dim" if m.vacuous else "green" if m.recall >= min_recall else "red"
+    return Text(fraction(m.recall), style=style)
 
 
 def _title(result: ParityResult) -> Text:
@@ -80,14 +79,10 @@ class _Wrapped:
             yield from self.parts
 
 
-def table(result: ParityResult) -> _Wrapped:
-    return _Wrapped(result)
-
-
 TONE = {"info": "dim", "warn": "bold yellow", "pass": "green", "fail": "bold red", "expected": "yellow"}
 
 
 def render(result: ParityResult) -> Group:
     verdict = Text(result.verdict_line(), style="bold green" if result.passed else "bold red")
     notes = [Text(note.text, style=TONE[note.tone]) for note in result.notes()]
-    return Group(_title(result), table(result), *notes, verdict)
+    return Group(_title(result), _Wrapped(result), *notes, verdict)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rich.console import Group
-from rich.table import Table
+from rich.table import Column, Table
 from rich.text import Text
 
 from ..run.compare import CompareCheck, CompareResult
@@ -15,6 +15,9 @@ from ..core.errors import printable
 from ..core.spec import CacheSpec
 
 MAX_ROWS = 16  # larger caches show their differing blocks first, then one summary row
+# how a seed table's columns name their baseline: honest about emulation
+BASELINE_TITLES = {"aiter": "C++ + shuffle_weight [real aiter]",
+                   "reference": "C++ + shuffle_weight [emulated]"}
 
 
 def side_label(name: str, emulated: bool) -> str:
@@ -73,17 +76,13 @@ def block_table(result: CompareResult, *, all_blocks: bool = False) -> Table | P
     shown = rows_to_show(result.diff, all_blocks)
     if len(shown) > 4 * MAX_ROWS:
         return block_lines(shown)
-    table = Table()
-    table.add_column("block", justify="right")
-    table.add_column("value bytes differ", justify="right")
-    table.add_column("%", justify="right")
-    table.add_column("scale bytes differ", justify="right")
+    table = Table(*(Column(name, justify="right") for name in ("block", "value bytes differ", "%",
+                                                               "scale bytes differ")))
     for b in shown:
         style = "red" if b.diff else "green"
-        table.add_row(
-            str(b.block), Text(f"{b.value_diff} / {b.value_total}", style=style),
-            percent(b.value_diff, b.value_total), Text(f"{b.scale_diff} / {b.scale_total}", style=style),
-        )
+        table.add_row(str(b.block), Text(f"{b.value_diff} / {b.value_total}", style=style),
+                      percent(b.value_diff, b.value_total),
+                      Text(f"{b.scale_diff} / {b.scale_total}", style=style))
     hidden = result.diff.num_blocks - len(shown)
     if hidden:
         differ = result.diff.differing_blocks - sum(1 for b in shown if b.diff)
@@ -93,25 +92,10 @@ def block_table(result: CompareResult, *, all_blocks: bool = False) -> Table | P
     return table
 
 
-def verdict(check: CompareCheck) -> Text:
-    """The verdict line (green identical, yellow within budget, red otherwise) and the first mismatch."""
-    d = check.result.diff
-    style = "bold green" if d.identical and check.passed else "bold red"
-    if check.passed and not d.identical:
-        style = "bold yellow"
-    text = check.verdict_line()
-    if d.first_mismatch is not None:
-        text += f"\nfirst mismatch: {d.first_mismatch.describe()}"
-    return Text(text, style=style)
-
-
 def cause_table(diagnosis: Diagnosis, spec: CacheSpec, *, title: str = "causes") -> Table:
     """One row per cause, most bytes first: what was found, what to do, and one example."""
-    table = Table(title=title, title_justify="left")
-    table.add_column("cause")
-    table.add_column("bytes", justify="right")
-    table.add_column("blocks")
-    table.add_column("why")
+    table = Table("cause", Column("bytes", justify="right"), "blocks", "why", title=title,
+                  title_justify="left")
     for cause in diagnosis:
         explanation, hint = explain(cause, spec)
         why = Text(explanation)
@@ -158,33 +142,23 @@ def interpreter_note(result: CompareResult) -> Text | None:
     return Text(f"note: {caveat}", style="yellow") if caveat else None
 
 
-def header(result: CompareResult) -> Text:
-    """Who ran against whom, on what: printed above the table (not as its title, which wraps to its width)."""
-    text = Text()
-    text.append(side_label(result.baseline.name, result.baseline.emulated), style="bold")
-    text.append(" vs ")
-    text.append(side_label(result.candidate.name, result.candidate.emulated), style="bold")
-    text.append(f"\n{result.spec.summary()}; {result.inputs.source}; on {result.device}")
-    text.append(provenance_lines((("baseline", result.baseline), ("candidate", result.candidate))))
-    return text
-
-
 def render_compare(check: CompareCheck, *, all_blocks: bool = False) -> Group:
-    result = check.result
-    parts = [header(result), block_table(result, all_blocks=all_blocks)]
+    """Who ran against whom, on what (above the table, not its title, which wraps to its width); the blocks;
+    the causes; the verdict (green identical, yellow within budget, red otherwise) and the first mismatch."""
+    result, d = check.result, check.result.diff
+    header = Text()
+    header.append(side_label(result.baseline.name, result.baseline.emulated), style="bold")
+    header.append(" vs ")
+    header.append(side_label(result.candidate.name, result.candidate.emulated), style="bold")
+    header.append(f"\n{result.spec.summary()}; {result.inputs.source}; on {result.device}")
+    header.append(provenance_lines((("baseline", result.baseline), ("candidate", result.candidate))))
+    parts = [header, block_table(result, all_blocks=all_blocks)]
     if check.diagnosis:
         parts.append(cause_table(check.diagnosis, result.spec))
+    style = "bold green" if d.identical and check.passed else "bold yellow" if check.passed else "bold red"
+    first = f"\nfirst mismatch: {d.first_mismatch.describe()}" if d.first_mismatch is not None else ""
     note = interpreter_note(result)
-    return Group(*parts, verdict(check), *([note] if note else []))
-
-
-def baseline_title(name: str, emulated: bool) -> str:
-    """How a table column names its baseline: honest about emulation."""
-    if name == "aiter":
-        return "C++ + shuffle_weight [real aiter]"
-    if name == "reference":
-        return "C++ + shuffle_weight [emulated]"
-    return side_label(name, emulated)
+    return Group(*parts, Text(check.verdict_line() + first, style=style), *([note] if note else []))
 
 
 def table_cell(b: BlockDiff) -> Text:
@@ -196,14 +170,13 @@ def table_cell(b: BlockDiff) -> Text:
 
 def render_seed_table(table, *, all_blocks: bool = False) -> Group:
     base = table.buggy.baseline
-    against = baseline_title(base.name, base.emulated)
+    against = BASELINE_TITLES.get(base.name) or side_label(base.name, base.emulated)
     grid_title = Text(f"{table.buggy.spec.summary()}, {table.buggy.inputs.source}, on {table.buggy.device}")
     grid_title.append(provenance_lines((("baseline", base), ("buggy", table.buggy.candidate),
                                         ("fixed", table.fixed.candidate))))
-    grid = Table(title=grid_title, title_justify="left")
-    grid.add_column("block", justify="right")
-    grid.add_column(Text(f"BUGGY (uint8) vs {against}"), justify="right")  # Text: brackets are not markup
-    grid.add_column(Text(f"FIXED (fp8 view) vs {against}"), justify="right")
+    grid = Table(*(Column(name, justify="right") for name in  # Text: brackets are not markup
+                   ("block", Text(f"BUGGY (uint8) vs {against}"), Text(f"FIXED (fp8 view) vs {against}"))),
+                 title=grid_title, title_justify="left")
     shown = rows_to_show(table.buggy.diff, all_blocks)
     fixed = table.fixed.diff.rows(b.block for b in shown)
     if len(shown) > 4 * MAX_ROWS:  # --all-blocks on a big cache: plain lines (see PlainLines)

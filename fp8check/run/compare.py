@@ -15,12 +15,11 @@ from dataclasses import dataclass, field
 import torch
 
 from ..core.budget import Budget, BudgetVerdict, check as check_budget
-from ..core.cache import guard_bytes
+from ..core.cache import SKIP_PADDING, forget_slot, guard_bytes, reserve_pad_slot
 from ..diagnose import Category, Diagnosis, diagnose
 from ..diagnose.words import causes_text, diagnosis_json, percent, top_cause
 from ..core.diff import DiffResult, diff_caches
 from ..core.errors import InputError
-from ..core.cache import SKIP_PADDING, forget_slot, reserve_pad_slot
 from ..core.inputs import Inputs
 from ..core.outcome import json_safe
 from ..core.spec import CacheSpec
@@ -49,7 +48,6 @@ class CompareResult:
     def identical(self) -> bool:
         """Equal bytes, and no fault on either side: only then is the verdict IDENTICAL."""
         return self.diff.identical and not self.faults
-
 
     @property
     def interpreter_caveat(self) -> str | None:
@@ -80,11 +78,6 @@ class CompareResult:
     def to_json(self, diagnosis: Diagnosis | None = None, budget: BudgetVerdict | None = None) -> dict:
         """What a compare found, without run-dependent data."""
         d = self.diff
-        extra = {}
-        if diagnosis is not None:
-            extra["diagnosis"] = diagnosis_json(diagnosis, self.spec)
-        if budget is not None:
-            extra["budget"] = budget.to_dict()
         return json_safe({
             "spec": self.spec.to_dict(),
             "baseline": self.baseline.name,
@@ -108,7 +101,8 @@ class CompareResult:
                                 "candidate": list(self.candidate.buffer.modified_inputs)},
             "first_mismatch": d.first_mismatch.to_dict() if d.first_mismatch else None,
             "interpreter_note": self.interpreter_caveat,
-            **extra,
+            **({} if diagnosis is None else {"diagnosis": diagnosis_json(diagnosis, self.spec)}),
+            **({} if budget is None else {"budget": budget.to_dict()}),
         })
 
 
@@ -203,9 +197,8 @@ class CompareCheck:
 
     def verdict_line(self) -> str:
         line = self.result.bytes_line(self.budget)
-        reasons = self.faults
-        if reasons:
-            line = f"FAIL: {'; '.join(reasons)}; {line}"
+        if self.faults:
+            line = f"FAIL: {'; '.join(self.faults)}; {line}"
         if self.expect is Expect.DIFFERENT:
             return f"{'PASS' if self.passed else 'FAIL'} (expected to differ): {line}"
         if self.approximate_division and not self.budget.within and self.passed:
@@ -213,9 +206,7 @@ class CompareCheck:
         return line
 
     def top_cause(self) -> str | None:
-        if self.faults:
-            return self.faults[0]
-        return top_cause(self.diagnosis, self.result.spec)
+        return self.faults[0] if self.faults else top_cause(self.diagnosis, self.result.spec)
 
     def detail(self) -> str:
         """The first mismatch, then every cause with its hint and first example."""
@@ -237,20 +228,15 @@ class CompareCheck:
         r = self.result
         first = r.diff.first_mismatch
         rows = [
-            ("baseline", f"{r.baseline.name}{' (emulated)' if r.baseline.emulated else ''}",
-             _provenance(r.baseline.provenance)),
-            ("candidate", f"{r.candidate.name}{' (emulated)' if r.candidate.emulated else ''}",
-             _provenance(r.candidate.provenance)),
+            *((role, f"{side.name}{' (emulated)' if side.emulated else ''}",
+               ", ".join(f"{key}: {value}" for key, value in (side.provenance or {}).items()))
+              for role, side in (("baseline", r.baseline), ("candidate", r.candidate))),
             ("cache", r.spec.summary(), ""), ("inputs", r.inputs.source, ""), ("device", r.device, ""),
             *(("fault", f, "") for f in self.faults),
             *((("first mismatch", first.describe(), ""),) if first else ()),
             *((("note", r.interpreter_caveat, ""),) if r.interpreter_caveat else ()),
         ]
         return (Table("run", ("", "", "provenance"), tuple(rows)), *diagnosis_views(r.spec, self.diagnosis))
-
-
-def _provenance(provenance: dict | None) -> str:
-    return ", ".join(f"{key}: {value}" for key, value in (provenance or {}).items())
 
 
 def check_compare(spec: CacheSpec, *, baseline: Producer | Side, candidate: Producer, inputs: Inputs,

@@ -36,6 +36,7 @@ class DoctorReport:
     platform: Platform
     triton_exact: tuple[Check, ...]  # name = FP8 format value
     required: tuple[str, ...]
+    kind = "doctor"
 
     def requirement(self, name: str) -> Check:
         """The check behind a --require name (see requirable())."""
@@ -53,8 +54,6 @@ class DoctorReport:
     def unmet(self) -> tuple[Check, ...]:
         """The requirements asked for that are not met here."""
         return tuple(check for check in map(self.requirement, self.required) if not check.ok)
-
-    kind = "doctor"
 
     @property
     def passed(self) -> bool:
@@ -113,13 +112,6 @@ def producer_checks() -> tuple[Check, ...]:
     return tuple(checks)
 
 
-def auto_baseline(checks: tuple[Check, ...]) -> str:
-    aiter = next((c for c in checks if c.name == "aiter"), None)
-    if aiter is not None and aiter.ok:
-        return "aiter"
-    return "reference (PyTorch emulation of aiter; aiter unavailable)"
-
-
 def triton_exact_checks() -> tuple[Check, ...]:
     """The interpreter's exact-conversion known-answer check, per format."""
     try:
@@ -139,31 +131,19 @@ def versions() -> tuple[tuple[str, str], ...]:
     from ..core.device import versions as package_versions
 
     found = package_versions()
-    build = (
-        f"ROCm {torch.version.hip}" if getattr(torch.version, "hip", None)
-        else f"CUDA {torch.version.cuda}" if getattr(torch.version, "cuda", None) else "CPU only"
-    )
-    return (
-        ("python", pyplatform.python_version()),
-        ("torch", f"{found['torch']} ({build})"),
-        ("triton", found["triton"]),
-        ("fp8check", found["fp8check"]),
-        ("clang (aiter-src)", compiler.status()[1]),
-        ("nvcc (vllm-src)", toolchain.status()[1]),
-    )
+    build = (f"ROCm {torch.version.hip}" if getattr(torch.version, "hip", None)
+             else f"CUDA {torch.version.cuda}" if getattr(torch.version, "cuda", None) else "CPU only")
+    return (("python", pyplatform.python_version()), ("torch", f"{found['torch']} ({build})"),
+            ("triton", found["triton"]), ("fp8check", found["fp8check"]),
+            ("clang (aiter-src)", compiler.status()[1]), ("nvcc (vllm-src)", toolchain.status()[1]))
 
 
 def diagnose(required: tuple[str, ...] = ()) -> DoctorReport:
     unknown = [name for name in required if name not in requirable()]
     if unknown:
         raise ValueError(f"unknown requirement(s) {', '.join(unknown)}; known: {', '.join(requirable())}")
-    platform = probe()
-    checks = producer_checks()
-    return DoctorReport(
-        producers=checks, auto_baseline=auto_baseline(checks),
-        versions=versions(), platform=platform, triton_exact=triton_exact_checks(),
-        required=tuple(required),
-    )
-
-
-# ---- rendering -----------------------------------------------------------------------------------
+    platform, checks = probe(), producer_checks()
+    auto = ("aiter" if any(c.name == "aiter" and c.ok for c in checks)
+            else "reference (PyTorch emulation of aiter; aiter unavailable)")
+    return DoctorReport(producers=checks, auto_baseline=auto, versions=versions(), platform=platform,
+                        triton_exact=triton_exact_checks(), required=tuple(required))

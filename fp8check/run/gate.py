@@ -16,18 +16,18 @@ import dataclasses
 import time
 from typing import Callable
 
-from ..core.errors import ExitCode, NotRunnableHere, UserError, first_line
 from .gate_config import Case
-from ..core.outcome import Checked, Differs, Outcome, Outcomes
-from .prepare import Request, named_code, prepare, prepare_parity
+from .options import checkouts
+from .prepare import Request, named_code, prepare, prepare_parity, spec_of
 from ..code.names import Kind, parse
+from ..core.errors import ExitCode, NotRunnableHere, UserError, first_line
+from ..core.outcome import Checked, Differs, Outcome, Outcomes
 
 CASE_ONLY = ("expect", "golden_check")  # a case's keys that are not options of its command
 
 
 def presets_of(case: Case) -> list[tuple[str, str, str | None]]:
     """(name, role, checkout) of every preset a case runs."""
-    from .options import checkouts
     from ..code.projects.compose import checkout_of, named
 
     clones = checkouts(case.values.get("checkout"))
@@ -58,7 +58,6 @@ def fetch(cases: tuple[Case, ...]) -> dict[tuple, str]:
 
 def check_declared(case: Case) -> None:
     """NotRunnableHere when a preset of the case declares its spec unsupported (before any fetch counts)."""
-    from .prepare import spec_of
     from ..code.projects.compose import check_declared
 
     presets = presets_of(case)
@@ -98,10 +97,6 @@ def run_case(case: Case, *, strict: bool = False, unfetched: dict[tuple, str] | 
     A case this machine cannot run is skipped with its reason (exit 0), or an error with `strict`.
     `unfetched`: fetch()'s failures; a case naming one of those presets is an error with its line. The
     outcome carries the case's parameters (its place in the matrix), whatever became of it."""
-    return dataclasses.replace(_decide(case, strict, unfetched, isolation), axes=case.axes)
-
-
-def _decide(case: Case, strict: bool, unfetched: dict[tuple, str] | None, isolation) -> Outcome:
     start = time.perf_counter()
     try:
         check_declared(case)
@@ -111,14 +106,16 @@ def _decide(case: Case, strict: bool, unfetched: dict[tuple, str] | None, isolat
         result = run_request(case.kind, case.values, where=case.source, reason=case.reason,
                              isolation=isolation)
     except NotRunnableHere as exc:
-        return Outcome(case.id, case.kind, ExitCode.USAGE if strict else ExitCode.OK, None, str(exc),
-                       time.perf_counter() - start, skipped=not strict)
+        outcome = Outcome(case.id, case.kind, ExitCode.USAGE if strict else ExitCode.OK, None, str(exc),
+                          time.perf_counter() - start, skipped=not strict)
     except UserError as exc:
-        return Outcome(case.id, case.kind, ExitCode.USAGE, None, str(exc), time.perf_counter() - start)
+        outcome = Outcome(case.id, case.kind, ExitCode.USAGE, None, str(exc), time.perf_counter() - start)
     except Exception as exc:  # a checker error: never a verdict
-        return Outcome(case.id, case.kind, ExitCode.INTERNAL, None, f"internal error: {first_line(exc)}",
-                       time.perf_counter() - start)
-    return Outcome.decided(case.id, result, time.perf_counter() - start, case.reason)
+        outcome = Outcome(case.id, case.kind, ExitCode.INTERNAL, None, f"internal error: {first_line(exc)}",
+                          time.perf_counter() - start)
+    else:
+        outcome = Outcome.decided(case.id, result, time.perf_counter() - start, case.reason)
+    return dataclasses.replace(outcome, axes=case.axes)
 
 
 def run_gate(config: str, cases: tuple[Case, ...], *, fail_fast: bool = False, strict: bool = False,

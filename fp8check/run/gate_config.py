@@ -1,44 +1,20 @@
-"""A gate config: defaults, a matrix and explicit cases, expanded into cases with stable ids.
+"""A gate config (docs/gate.md): [defaults], a [matrix] and [[case]] tables, expanded into cases with
+stable ids, and [[expect]] rows of declared differences (gate_expect.py).
 
-    [defaults]            # any case key; applies to every case that knows it
-    num_blocks = 2
-    [matrix]              # compare cases; every list expands as a product
-    candidate = "triton"
-    inputs = ["normal", "ties"]
-    pairs = [{baseline = "reference", candidate = "triton"}]   # baseline/candidate pairs
-    [[case]]              # explicit cases: kind = "compare" (default), "table" or "parity"
-    candidate = "triton-buggy"
-    expect = "different"  # a known-bad writer must keep failing
-    [[expect]]            # declared differences, matched by field against every case (gate_expect.py)
-    candidate = "preset:vllm/triton"
-    fp8 = "e4m3fnuz"
-    expect = "different"
-    reason = "DIV 224 on e4m3fnuz"
-
-Every key of every table is validated by the option table the CLI is built from (options.py), the
-keys of [defaults] included, each with its type (a wrong-typed value is called wrong-typed, with its
-key); an error names the file, the case and the key. Paths (`file:PATH:FUNC`, `golden:FILE`, `input`)
-are relative to the config's folder; `git:REV:PATH` works in each of them.
-
-What the tables mean, in `fp8check gate` and in `fp8check_cases` (the pytest plugin) alike:
-- [defaults] gives values to every case that takes the key (a golden baseline's case excepted: the
-  recording brings its spec and inputs);
-- [matrix] is one compare case like a [[case]]: each list in it expands as a product;
-- `expect` belongs to the case that states it, i.e. to that case's candidate. In pytest, where the
-  test brings its own writer, `fp8check_cases(CONFIG)` replaces each case's candidate by that writer:
-  cases that then differ only in their candidate are one case, and `expect = "different"` cases (a
-  statement about their own candidate) are left out; with `candidate=True` every case keeps its
-  candidate and its expectation.
-A config makes at most MAX_CASES cases; a bigger product is refused before it is built.
-
-What the gate's options change, for every case of a config (`load`'s keywords): `device` replaces the
-device each case names; `checkouts` (PROJECT=PATH) runs that project's presets from a clone; `candidate`
-puts another writer where fp8check's own (`triton`) stands (a compare's candidate, a table's fixed
-writer, a parity column), with the padding convention its preset declares.
+Every key of every table, [defaults] included, is validated with its type by the option table the CLI is
+built from (options.py); an error names the file, the case and the key. Paths (`file:PATH:FUNC`,
+`golden:FILE`, `input`) are relative to the config's folder; `git:REV:PATH` works in each of them.
+[defaults] gives values to every case that takes the key (a golden baseline's case excepted: the
+recording brings its spec and inputs); [matrix] is one compare case. Each list expands as a product; a
+config makes at most MAX_CASES cases, a bigger product is refused before it is built. `expect` belongs
+to the case that states it, i.e. to its candidate: where a pytest test's own writer replaces the
+candidates (`fp8check_cases`, docs/api.md), cases that then differ only in their candidate are one, and
+`expect = "different"` cases are left out.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import itertools
 import math
@@ -47,23 +23,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import options
-from . import gate_expect
+from . import gate_expect, options
+from .gate_expect import CASE_KEYS, EXPECT, EXPECTS, KINDS
+from .prepare import GOLDEN_INPUT_KEYS, GOLDEN_SPEC_KEYS, named_code, run_id, shown, spec_of
+from ..code.names import GOLDEN_PREFIX as GOLDEN, SOURCE_KINDS, Kind, is_git, parse
 from ..core.config import find, load_toml
 from ..core.errors import ConfigError, SpecError, UsageError, UserError
-from .prepare import named_code, run_id, spec_of
-from ..code.names import GOLDEN_PREFIX, SOURCE_KINDS, Kind, is_git, parse
 
 MAX_CASES = 10_000  # 10^6 cases took 72 s and 1 GB for --list alone
-
-KINDS = ("compare", "table", "parity")
-EXPECT = ("same", "different", "scale-ulp", "rounding")
-EXPECTS = {"compare": EXPECT, "table": (), "parity": ("same", "different")}  # parity: "different", a reader fault
-CASE_KEYS = {
-    "compare": (*options.COMPARE_KEYS, "expect"),
-    "table": options.TABLE_KEYS,
-    "parity": (*options.PARITY_CASE_KEYS, *options.ORIGINS, "expect"),
-}
 OWN_WRITER = "triton"  # fp8check's writer: what `candidate` replaces
 # Product order: writers outermost, then the spec and inputs, so cases of one writer pair stay together.
 # parity: its lists (ctx, writers, expect_fail) are values, never swept
@@ -87,9 +54,7 @@ class Case:
     @property
     def axes(self) -> tuple[tuple[str, str], ...]:
         """(key, value as text) of its kind and every value: where it sits in a matrix of cases."""
-        shown = {key: ",".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v)
-                 for key, v in self.values.items()}
-        return (("kind", self.kind), *shown.items())
+        return (("kind", self.kind), *((key, shown(v)) for key, v in self.values.items()))
 
 
 @dataclass(frozen=True)
@@ -111,7 +76,7 @@ def load(text: str | Path, *, device: str | None = None, checkouts: tuple[str, .
                           " [[case]] tables and its expectations as [[expect]] rows (docs/gate.md)")
     if unknown:
         raise ConfigError(f"{path}: unknown table(s) {', '.join(unknown)}; known: defaults, matrix, case, expect")
-    rows = gate_expect.parse(data.get("expect", []), str(path), kinds=KINDS, case_keys=CASE_KEYS, expects=EXPECTS)
+    rows = gate_expect.parse(data.get("expect", []), str(path))
     defaults = _table(data.get("defaults", {}), f"{path} [defaults]")
     _check_defaults(defaults, f"{path} [defaults]")
     entries: list[tuple[str, dict]] = []
@@ -125,19 +90,19 @@ def load(text: str | Path, *, device: str | None = None, checkouts: tuple[str, .
         raise ConfigError(f"{path}: no cases: add a [matrix] or [[case]] table")
     given = {**({"device": device} if device is not None else {}),
              **({"checkout": _checkouts(checkouts)} if checkouts else {})}
-    if given:
-        defaults.update(given)
-        entries = [(where, {**entry, **given}) for where, entry in entries]
+    defaults.update(given)
+    entries = [(where, {**entry, **given}) for where, entry in entries]
     if candidate is not None:
         entries = [(where, _with_candidate(entry, defaults, candidate)) for where, entry in entries]
     counted = 0
     for where, entry in entries:  # the cap, before any product is built
-        counted += _count(entry, defaults, where)
+        _, _, merged, swept = _merged(entry, defaults, where)
+        counted += math.prod(len(merged[k]) for k in swept)
         if counted > MAX_CASES:
             raise ConfigError(f"{where}: the config makes more than {MAX_CASES:,} cases ({counted:,} so far);"
                               " sweep fewer values or split it into several configs")
     expanded = [case for where, entry in entries for case in _expand(entry, defaults, where, path.parent)]
-    expanded = gate_expect.apply(rows, expanded, _expected)
+    expanded = gate_expect.apply(rows, expanded)
     if checkouts:
         expanded = _with_checkouts(expanded, checkouts, path)
     seen: dict[str, str] = {}
@@ -167,7 +132,7 @@ def _with_checkouts(cases: list[Case], checkouts: tuple[str, ...], path: Path) -
     for case in cases:
         used = {project_of(name, role) for name, role in named_code(case.values)}
         mine = tuple(f"{name}={clone}" for name, clone in given.items() if name in used)
-        out.append(Case(case.id, case.kind, {**case.values, "checkout": mine}, case.source, case.reason))
+        out.append(dataclasses.replace(case, values={**case.values, "checkout": mine}))
     return out
 
 
@@ -198,11 +163,6 @@ def _with_candidate(entry: dict, defaults: dict, name: str) -> dict:
     return out
 
 
-def _expected(case: Case, expect: str, reason: str) -> Case:
-    """The case as an [[expect]] row declares it (gate_expect.apply)."""
-    return Case(case.id, case.kind, {**case.values, "expect": expect}, case.source, reason)
-
-
 def _table(value: Any, where: str) -> dict:
     if not isinstance(value, dict):
         raise ConfigError(f"{where}: must be a table")
@@ -222,8 +182,9 @@ def _check_defaults(defaults: dict, where: str) -> None:
             options.option(key).validate(value, where)
 
 
-def _merged(entry: dict, defaults: dict, where: str) -> tuple[str, dict, dict]:
-    """(kind, the entry's own keys, the entry over the defaults it takes), with unknown keys refused."""
+def _merged(entry: dict, defaults: dict, where: str) -> tuple[str, dict, dict, list[str]]:
+    """(kind, the entry's own keys, the entry over the defaults it takes, the keys it sweeps), with unknown
+    keys refused."""
     kind = entry.get("kind", "compare")
     if kind not in KINDS:
         raise ConfigError(f"{where}: kind = {kind!r}: expected one of {', '.join(KINDS)}")
@@ -236,20 +197,20 @@ def _merged(entry: dict, defaults: dict, where: str) -> tuple[str, dict, dict]:
     if "pairs" in merged and not isinstance(merged["pairs"], list):
         raise ConfigError(f"{where}: pairs must be an array of tables of baseline and candidate,"
                           f" got {type(merged['pairs']).__name__} {merged['pairs']!r}")
-    return kind, body, merged
-
-
-def _count(entry: dict, defaults: dict, where: str) -> int:
-    kind, _, merged = _merged(entry, defaults, where)
-    return math.prod(len(merged[k]) for k in SWEEPABLE[kind] if isinstance(merged.get(k), list))
+    return kind, body, merged, [k for k in SWEEPABLE[kind] if isinstance(merged.get(k), list)]
 
 
 def _expand(entry: dict, defaults: dict, where: str, base: Path) -> list[Case]:
-    kind, body, merged = _merged(entry, defaults, where)
-    swept = [k for k in SWEEPABLE[kind] if isinstance(merged.get(k), list)]
-    axes = [_axis(k, merged[k], where) for k in swept]
+    kind, body, merged, swept = _merged(entry, defaults, where)
+    for k in swept:
+        if not merged[k]:
+            raise ConfigError(f"{where}: {k} is an empty list")
+        bad = [p for p in merged[k] if k == "pairs" and (not isinstance(p, dict)
+                                                         or set(p) - {"baseline", "candidate"})]
+        if bad:
+            raise ConfigError(f"{where}: pairs must hold tables of baseline and candidate, got {bad[0]!r}")
     cases = []
-    for combo in itertools.product(*axes):
+    for combo in itertools.product(*(merged[k] for k in swept)):
         values = {k: v for k, v in merged.items() if k not in swept}
         for k, v in zip(swept, combo):
             values.update(v if k == "pairs" else {k: v})
@@ -257,85 +218,52 @@ def _expand(entry: dict, defaults: dict, where: str, base: Path) -> list[Case]:
     return cases
 
 
-def _axis(key: str, values: list, where: str) -> list:
-    if not values:
-        raise ConfigError(f"{where}: {key} is an empty list")
-    if key == "pairs":
-        for pair in values:
-            if not isinstance(pair, dict) or set(pair) - {"baseline", "candidate"}:
-                raise ConfigError(f"{where}: pairs must hold tables of baseline and candidate, got {pair!r}")
-    return values
-
-
-def _parity_values(values: dict, where: str) -> dict:
-    """A parity case's values; `writers = []` checks the reader alone on the baseline's bytes."""
-    if values.get("ctx") == []:
-        raise ConfigError(f"{where}: ctx is an empty list")
-    if values.get("writers") == [] and values.get("reader", "reference") == "reference":
-        raise ConfigError(f"{where}: writers is an empty list (with no writer, name the reader to check)")
-    checked = options.validate({k: v for k, v in values.items() if k != "expect"}, options.PARITY_KEYS, where,
-                               "parity")
-    if "expect" in values:
-        if values["expect"] not in EXPECTS["parity"]:
-            raise ConfigError(f"{where}: expect = {values['expect']!r}: expected one of {', '.join(EXPECTS['parity'])}")
-        checked["expect"] = values["expect"]
-    return checked
-
-
-GOLDEN = GOLDEN_PREFIX
-GOLDEN_SPEC_KEYS = ("num_blocks", "block", "head_dim", "qbs", "fp8", "scale_fmt", "layout")
-GOLDEN_INPUT_KEYS = ("seed", "slots", "inputs", "specials_inf_nan", "input")
-
-
-def _golden_case(values: dict, own: set, where: str, base: Path) -> Case:
-    """A compare against bytes recorded by `fp8check record`: the file holds the spec and the inputs. Spec keys
-    the case itself gives are checked against the recording when it runs ([defaults] do not apply)."""
-    replayed = [k for k in GOLDEN_INPUT_KEYS if k in own]
-    if replayed:
-        raise ConfigError(f"{where}: {', '.join(replayed)} cannot be combined with baseline = {values['baseline']!r}:"
-                          " the recorded inputs are replayed")
-    checked = {**options.defaults(options.COMPARE_KEYS),
-               **options.validate({k: v for k, v in values.items() if k != "expect"}, CASE_KEYS["compare"], where)}
-    file = parse(checked["baseline"]).path
-    if not file:
-        raise ConfigError(f"{where}: baseline = 'golden:' needs a file")
-    checked["expect"] = _expect(values, where)
-    checked["golden_check"] = tuple(k for k in GOLDEN_SPEC_KEYS if k in own)
-    checked["baseline"] = GOLDEN + str(file if is_git(file) or Path(file).is_absolute() else base / file)
-    return Case(run_id("compare", checked), "compare", _relative_to(checked, base), where)
-
-
-def _expect(values: dict, where: str) -> str:
+def _expect(values: dict, where: str, allowed: tuple[str, ...] = EXPECT) -> str:
     expect = values.get("expect", "same")
-    if expect not in EXPECT:
-        raise ConfigError(f"{where}: expect = {expect!r}: expected one of {', '.join(EXPECT)}")
+    if expect not in allowed:
+        raise ConfigError(f"{where}: expect = {expect!r}: expected one of {', '.join(allowed)}")
     return expect
 
 
 def _case(kind: str, values: dict, where: str, base: Path, own: set) -> Case:
-    if kind == "compare" and parse(values.get("baseline", "")).kind is Kind.GOLDEN:
-        return _golden_case(values, own, where, base)
+    """A case, validated by its command's options. A compare against `golden:FILE` (bytes recorded by
+    `fp8check record`) takes the spec and the inputs from the file: spec keys the case itself gives are
+    checked against the recording when it runs ([defaults] do not apply). A parity case with
+    `writers = []` checks the reader alone on the baseline's bytes."""
+    golden = kind == "compare" and parse(values.get("baseline", "")).kind is Kind.GOLDEN
+    replayed = [k for k in GOLDEN_INPUT_KEYS if k in own] if golden else []
+    if replayed:
+        raise ConfigError(f"{where}: {', '.join(replayed)} cannot be combined with baseline ="
+                          f" {values['baseline']!r}: the recorded inputs are replayed")
+    if kind == "parity" and values.get("ctx") == []:
+        raise ConfigError(f"{where}: ctx is an empty list")
+    if kind == "parity" and values.get("writers") == [] and values.get("reader", "reference") == "reference":
+        raise ConfigError(f"{where}: writers is an empty list (with no writer, name the reader to check)")
+    given = {k: v for k, v in values.items() if k != "expect"}
     if kind == "parity":
-        checked = _parity_values(values, where)
-        return Case(run_id(kind, checked), kind, _relative_to(checked, base), where)
-    checked = {**options.defaults(CASE_KEYS[kind] if kind == "table" else options.COMPARE_KEYS),
-               **options.validate({k: v for k, v in values.items() if k != "expect"}, CASE_KEYS[kind], where)}
-    if kind == "compare":
-        checked["expect"] = _expect(values, where)
-    _check_spec(checked, where)
+        checked = options.validate(given, options.PARITY_KEYS, where, "parity")
+    else:
+        checked = {**options.defaults(options.TABLE_KEYS if kind == "table" else options.COMPARE_KEYS),
+                   **options.validate(given, CASE_KEYS[kind], where)}
+    file = parse(checked["baseline"]).path if golden else None
+    if golden and not file:
+        raise ConfigError(f"{where}: baseline = 'golden:' needs a file")
+    if kind == "compare" or "expect" in values:
+        checked["expect"] = _expect(values, where, EXPECTS[kind])
+    if golden:
+        checked["golden_check"] = tuple(k for k in GOLDEN_SPEC_KEYS if k in own)
+        checked["baseline"] = GOLDEN + str(file if is_git(file) or Path(file).is_absolute() else base / file)
+    elif kind != "parity":  # its CacheSpec built now, so an impossible cache fails before anything runs
+        if checked.get("input") is None:  # else the replayed file decides num_blocks; checked when it runs
+            try:
+                spec_of(checked)
+            except SpecError as exc:
+                raise ConfigError(f"{where}: {exc}") from None
+        for key in ("candidate", "buggy", "fixed", "baseline"):
+            if parse(checked.get(key, "")).kind is Kind.GOLDEN:
+                raise ConfigError(f"{where}: {key} = {checked[key]!r}: golden files serve only as a compare's"
+                                  " baseline")
     return Case(run_id(kind, checked), kind, _relative_to(checked, base), where)
-
-
-def _check_spec(values: dict, where: str) -> None:
-    """Build the case's CacheSpec now, so an impossible cache fails before anything runs."""
-    if values.get("input") is None:  # else the replayed file decides num_blocks; checked when the case runs
-        try:
-            spec_of(values)
-        except SpecError as exc:
-            raise ConfigError(f"{where}: {exc}") from None
-    for key in ("candidate", "buggy", "fixed", "baseline"):  # a compare's golden baseline is handled above
-        if parse(values.get(key, "")).kind is Kind.GOLDEN:
-            raise ConfigError(f"{where}: {key} = {values[key]!r}: golden files serve only as a compare's baseline")
 
 
 def _relative_to(values: dict, base: Path) -> dict:
@@ -356,7 +284,7 @@ def _relative_to(values: dict, base: Path) -> dict:
 
     for key in ("baseline", "candidate", "buggy", "fixed", "reader"):
         if key in out:
-            out[key] = resolve(out[key])  # (a golden baseline was resolved by _golden_case)
+            out[key] = resolve(out[key])  # (a golden baseline was resolved by _case)
     if "writers" in out:
         out["writers"] = type(out["writers"])(resolve(w) for w in out["writers"])
     if out.get("input") is not None and not is_git(str(out["input"])) and not Path(out["input"]).is_absolute():
@@ -377,53 +305,39 @@ def select(cases: tuple[Case, ...], patterns: tuple[str, ...]) -> tuple[Case, ..
 def _expression(text: str):
     """`text` (pytest's -k grammar) -> a predicate over case ids; a UsageError names what is wrong."""
     tokens = re.findall(r"\(|\)|[^\s()]+", text)
+    grammar = " (the grammar is pytest's: words, and, or, not, parentheses)"
     position = 0
 
     def peek():
         return tokens[position] if position < len(tokens) else None
 
-    def take():
+    def parse(level: int):  # 0: terms joined by `or`, 1: by `and`, 2: `not`, a parenthesis or a word
         nonlocal position
-        position += 1
-        return tokens[position - 1]
-
-    def disjunction():
-        terms = [conjunction()]
-        while peek() == "or":
-            take()
-            terms.append(conjunction())
-        return lambda case_id: any(t(case_id) for t in terms)
-
-    def conjunction():
-        terms = [negation()]
-        while peek() == "and":
-            take()
-            terms.append(negation())
-        return lambda case_id: all(t(case_id) for t in terms)
-
-    def negation():
         token = peek()
+        if level < 2:
+            terms = [parse(level + 1)]
+            while peek() == ("or", "and")[level]:
+                position += 1
+                terms.append(parse(level + 1))
+            join = (any, all)[level]
+            return lambda case_id: join(t(case_id) for t in terms)
+        position += 1
         if token == "not":
-            take()
-            inner = negation()
+            inner = parse(2)
             return lambda case_id: not inner(case_id)
         if token == "(":
-            take()
-            inner = disjunction()
+            inner = parse(0)
             if peek() != ")":
                 raise UsageError(f"-k {text!r}: expected ')' at word {position + 1}")
-            take()
+            position += 1
             return inner
         if token is None or token in (")", "and", "or"):
-            raise UsageError(f"-k {text!r}: expected a word, 'not' or '(' at word {position + 1}"
-                             " (the grammar is pytest's: words, and, or, not, parentheses)")
-        word = take()
-        return lambda case_id: word in case_id or fnmatch.fnmatchcase(case_id, word)
+            raise UsageError(f"-k {text!r}: expected a word, 'not' or '(' at word {position}{grammar}")
+        return lambda case_id: token in case_id or fnmatch.fnmatchcase(case_id, token)
 
-    matcher = disjunction()
+    matcher = parse(0)
     if peek() is not None:
-        raise UsageError(f"-k {text!r}: unexpected {peek()!r} at word {position + 1}"
-                         " (the grammar is pytest's: words, and, or, not, parentheses)")
+        raise UsageError(f"-k {text!r}: unexpected {peek()!r} at word {position + 1}{grammar}")
     return matcher
 
 

@@ -1,28 +1,33 @@
-"""Declared differences: a gate config's `[[expect]]` rows, each matched by field against every case.
+"""A gate case's kinds with the keys and expectations each takes, and declared differences: a gate config's
+`[[expect]]` rows, each matched by field against every case (docs/gate.md, "Declared differences").
 
-    [[expect]]
-    kind = "parity"                  # optional: compare, table or parity
-    reader = "preset:vllm/torch"     # any case key; a list matches any of its values
-    layout = "shuffle"
-    expect = "different"
-    reason = "reads the value region row-major whatever the layout"
-
-A row sets `expect` on every case whose values match all of its fields (a case key a case does not
-state matches its option's default). It is how a config declares what another project is known to do
-differently: the case then passes only while the difference shows, so a CI job notices when it is fixed.
-Every field is a case key validated by the option table (a misspelled field, a value of the wrong type
-or out of range is a ConfigError naming the row), and a row that matches no case is an error too: it
-would otherwise widen nothing and hide a typo. The first matching row gives a case its reason.
+A row (an optional `kind`, case keys, `expect`, `reason`; a list matches any of its values) sets `expect`
+on every case whose values match all of its fields (a case key a case does not state matches its
+option's default). It is how a config declares what another project is known to do differently: the
+case then passes only while the difference shows, so a CI job notices when it is fixed. Every field is a
+case key validated by the option table (a misspelled field, a value of the wrong type or out of range is
+a ConfigError naming the row), and a row that matches no case is an error too: it would otherwise widen
+nothing and hide a typo. The first matching row gives a case its reason.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 from . import options
 from ..core.errors import ConfigError
 
+KINDS = ("compare", "table", "parity")
+EXPECT = ("same", "different", "scale-ulp", "rounding")
+# the expectations each kind takes; a parity case's "different": a reader fault
+EXPECTS = {"compare": EXPECT, "table": (), "parity": ("same", "different")}
+CASE_KEYS = {
+    "compare": (*options.COMPARE_KEYS, "expect"),
+    "table": options.TABLE_KEYS,
+    "parity": (*options.PARITY_CASE_KEYS, *options.ORIGINS, "expect"),
+}
 ROW_KEYS = ("kind", "expect", "reason")  # a row's own keys; every other key is a case key to match
 
 
@@ -40,26 +45,24 @@ class ExpectRow:
         return all(values.get(key, options.option(key, kind).default) in allowed for key, allowed in self.fields)
 
 
-def parse(rows: Any, where: str, *, kinds: tuple[str, ...], case_keys: dict[str, tuple], expects: dict[str, tuple]
-          ) -> tuple[ExpectRow, ...]:
-    """The `[[expect]]` array of a config, validated; `case_keys` and `expects`: per kind, its keys and the
-    expectations it takes."""
+def parse(rows: Any, where: str) -> tuple[ExpectRow, ...]:
+    """The `[[expect]]` array of a config, validated."""
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
         raise ConfigError(f"{where}: `expect` must be an array of tables ([[expect]])")
-    return tuple(_row(raw, f"{where} [[expect]] #{i + 1}", kinds, case_keys, expects) for i, raw in enumerate(rows))
+    return tuple(_row(raw, f"{where} [[expect]] #{i + 1}") for i, raw in enumerate(rows))
 
 
-def _row(raw: dict, where: str, kinds: tuple[str, ...], case_keys: dict[str, tuple], expects: dict[str, tuple]
-         ) -> ExpectRow:
+def _row(raw: dict, where: str) -> ExpectRow:
     kind = raw.get("kind")
-    if kind is not None and kind not in kinds:
-        raise ConfigError(f"{where}: kind = {kind!r}: expected one of {', '.join(kinds)}")
-    known = tuple(dict.fromkeys(k for name in ((kind,) if kind else kinds) for k in case_keys[name] if k != "expect"))
+    if kind is not None and kind not in KINDS:
+        raise ConfigError(f"{where}: kind = {kind!r}: expected one of {', '.join(KINDS)}")
+    kinds = (kind,) if kind else KINDS
+    known = tuple(dict.fromkeys(k for name in kinds for k in CASE_KEYS[name] if k != "expect"))
     unknown = [k for k in raw if k not in ROW_KEYS and k not in known]
     if unknown:
         raise ConfigError(f"{where}: unknown field(s) {', '.join(unknown)}; a row matches cases by"
                           f" {', '.join(known)} (and has kind, expect, reason)")
-    allowed = tuple(dict.fromkeys(e for name in ((kind,) if kind else kinds) for e in expects[name] if e != "same"))
+    allowed = tuple(dict.fromkeys(e for name in kinds for e in EXPECTS[name] if e != "same"))
     expect = raw.get("expect")
     if expect not in allowed:
         raise ConfigError(f"{where}: expect = {expect!r}: expected one of {', '.join(allowed)}")
@@ -82,9 +85,9 @@ def _allowed(key: str, value: Any, kind: str, where: str) -> tuple:
     return tuple(option.validate(item, where) for item in value)
 
 
-def apply(rows: tuple[ExpectRow, ...], cases: list, replace) -> list:
-    """Each case a row matches, with the row's `expect` and reason (`replace(case, expect, reason)`); a case
-    that states its own expectation keeps it. A row that matches no case is a ConfigError."""
+def apply(rows: tuple[ExpectRow, ...], cases: list) -> list:
+    """Each case a row matches, with the row's `expect` and reason; a case that states its own expectation
+    keeps it. A row that matches no case is a ConfigError."""
     used = set()
     out = []
     for case in cases:
@@ -92,7 +95,8 @@ def apply(rows: tuple[ExpectRow, ...], cases: list, replace) -> list:
         if row is not None:
             used.add(row.where)
             if case.values.get("expect", "same") == "same":
-                case = replace(case, row.expect, row.reason)
+                case = dataclasses.replace(case, values={**case.values, "expect": row.expect},
+                                           reason=row.reason)
         out.append(case)
     unused = [r.where for r in rows if r.where not in used]
     if unused:

@@ -8,6 +8,7 @@ CLI parses text, a config holds typed values, and `seed = 1.5` must not quietly 
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import math
 from dataclasses import dataclass
@@ -16,9 +17,11 @@ from typing import Any
 
 import click
 
-from ..core.isolation import DEFAULT_TIMEOUT_S
+from ..core.device import DEVICE_CHOICES
 from ..core.errors import ConfigError
-from ..core.spec import MAX_CODE_DISTANCE
+from ..core.input_kinds import Distribution, SlotPattern
+from ..core.isolation import DEFAULT_TIMEOUT_S
+from ..core.spec import MAX_CODE_DISTANCE, FP8Format, Layout, ScaleFormat
 
 
 def _values(enum_cls: type[enum.Enum]) -> tuple[str, ...]:
@@ -26,6 +29,9 @@ def _values(enum_cls: type[enum.Enum]) -> tuple[str, ...]:
 
 
 INT64 = (-(2**63), 2**63 - 1)
+# a config value's TOML types and how an error names them
+TOML_TYPES = {int: ((int,), "an integer"), float: ((int, float), "a number"), str: ((str,), "a string"),
+              bool: ((bool,), "true or false"), Path: ((str, Path), "a path")}
 
 
 class FiniteFloatRange(click.FloatRange):
@@ -65,9 +71,7 @@ class Option:
             return click.IntRange(min=self.minimum, max=self.maximum) if self.minimum is not None else click.INT
         if self.kind is float:
             return FiniteFloatRange(min=self.minimum, max=self.maximum, min_open=self.minimum_open)
-        if self.kind is Path:
-            return click.Path(path_type=Path)
-        return click.STRING
+        return click.Path(path_type=Path) if self.kind is Path else click.STRING
 
     def click_option(self):
         if self.many:
@@ -89,11 +93,9 @@ class Option:
             text = value
             if isinstance(value, str):  # the command line's comma-separated text
                 value = [item.strip() for item in value.split(",") if item.strip()]
-            items = value if isinstance(value, (list, tuple)) else [value]
-            one = Option(self.key, self.dest, self.kind, None, minimum=self.minimum, maximum=self.maximum,
-                         choices=self.choices)
+            one = dataclasses.replace(self, default=None, many=False)
             converted = []
-            for item in items:
+            for item in value if isinstance(value, (list, tuple)) else [value]:
                 if self.kind is int and isinstance(item, str):
                     try:
                         item = int(item)
@@ -106,10 +108,8 @@ class Option:
             value = value.value
         if value is None and self.default is None:  # an optional option left unset
             return None
-        expected = {int: (int,), float: (int, float), str: (str,), bool: (bool,), Path: (str, Path)}[self.kind]
+        expected, wanted = TOML_TYPES[self.kind]
         if not isinstance(value, expected) or (self.kind is not bool and isinstance(value, bool)):
-            wanted = {int: "an integer", float: "a number", str: "a string", bool: "true or false",
-                      Path: "a path"}[self.kind]
             raise ConfigError(f"{self.label(where, value)}: must be {wanted}" if where == "" else
                               f"{where}: {self.name or self.key} must be {wanted}, got {value!r}")
         if self.kind is bool:
@@ -122,168 +122,132 @@ class Option:
         return float(converted) if self.kind is float else converted
 
 
-def _spec_options() -> list[Option]:
-    from ..core.device import DEVICE_CHOICES
-    from ..core.input_kinds import Distribution, SlotPattern
-    from ..core.spec import FP8Format, Layout, ScaleFormat
-
-    return [
-        Option("block", "block_size", int, 64, "Tokens per cache block.", minimum=1),
-        Option("head_dim", "head_dim", int, 128, minimum=1),
-        Option("num_blocks", "num_blocks", int, None, "Cache blocks [default: 3, or what --input needs].", minimum=1),
-        Option("qbs", "quant_block_size", int, None,
-               "Quant group size [default: 128 when it divides head_dim, else head_dim].", minimum=1),
-        Option("fp8", "fp8", str, "e4m3fn", choices=_values(FP8Format)),
-        Option("scale_fmt", "scale_fmt", str, "ue8m0", choices=_values(ScaleFormat)),
-        Option("layout", "layout", str, None, "Value layout [default: shuffle when --block > 1, else linear].",
-               choices=_values(Layout)),
-        Option("layers", "layers", int, 1,
-               "Hand the writer layer L // 2 of an L-layer buffer as a strided per-layer view; the other layers"
-               " are poisoned and a write there is a write outside the cache.", minimum=1),
-        Option("seed", "seed", int, 0, minimum=INT64[0], maximum=INT64[1]),
-        Option("slots", "slots", str, "sequential", choices=_values(SlotPattern)),
-        Option("inputs", "distribution", str, "normal",
-               "How K is drawn: adversarial inputs for the numerics (ue8m0-boundary, ties, tiny, ...).",
-               choices=_values(Distribution)),
-        Option("specials_inf_nan", "inf_nan", bool, False,
-               "Let --inputs specials (and mixed) put inf and NaN in K; the real writers disagree on them."),
-        Option("input", "input_path", Path, None,
-               "Replay a safetensors file holding k (bf16) and optionally slot_mapping (int64)."),
-        Option("device", "device", str, "auto", choices=DEVICE_CHOICES),
-        Option("repo", "repo", Path, None,
-               "Git repository that git:REV:PATH names are read from [default: the current directory's]."),
-        Option("allow_unpinned", "allow_unpinned", bool, False,
-               "Run released code (pkg:, aiter-src:pkg:, presets) of a version no project table pins; its wheel's"
-               " sha256 is then recorded and printed, not checked."),
-    ]
+def _table(*table: Option) -> dict[str, Option]:
+    return {o.key: o for o in table}
 
 
-def _budget_options() -> list[Option]:
-    return [
-        Option("max_diff_bytes", "max_diff_bytes", int, 0,
-               "Pass with up to N differing bytes (those --max-code-distance excuses not counted); 0: exact.",
-               minimum=0),
-        Option("max_diff_fraction", "max_diff_fraction", float, 0.0,
-               "Pass with up to this fraction of the cache's bytes differing; 0: exact.", minimum=0, maximum=1),
-        Option("max_code_distance", "max_code_distance", int, 0,
-               f"Excuse differing FP8 value bytes at most D codes apart (at most {MAX_CODE_DISTANCE}; a NaN against a"
-               " number is never excused); 0: excuse none.", minimum=0, maximum=MAX_CODE_DISTANCE),
-    ]
-
-
-def _convention_options() -> list[Option]:
-    return [
-        Option("pad_slot", "pad_slot", int, -1,
-               "Padding convention: -1, padding tokens (slot -1) write nothing (vLLM, aiter); N >= 0, they are"
-               " sent to dummy slot N, reserved for them, which they may write (SGLang).", minimum=-1),
-    ]
-
-
-def _origin_options() -> list[Option]:
-    return [
-        Option("checkout", "checkouts", str, (),
-               "PROJECT=PATH: run PROJECT's presets (preset:PROJECT/NAME) from this clone of its repository instead"
-               " of its released wheel (comma-separated, or the option repeated in `gate`).", many=True,
-               show_default=False),
-    ]
+SPEC = _table(  # the cache, the inputs and the device: every command
+    Option("block", "block_size", int, 64, "Tokens per cache block.", minimum=1),
+    Option("head_dim", "head_dim", int, 128, minimum=1),
+    Option("num_blocks", "num_blocks", int, None, "Cache blocks [default: 3, or what --input needs].",
+           minimum=1),
+    Option("qbs", "quant_block_size", int, None,
+           "Quant group size [default: 128 when it divides head_dim, else head_dim].", minimum=1),
+    Option("fp8", "fp8", str, "e4m3fn", choices=_values(FP8Format)),
+    Option("scale_fmt", "scale_fmt", str, "ue8m0", choices=_values(ScaleFormat)),
+    Option("layout", "layout", str, None, "Value layout [default: shuffle when --block > 1, else linear].",
+           choices=_values(Layout)),
+    Option("layers", "layers", int, 1,
+           "Hand the writer layer L // 2 of an L-layer buffer as a strided per-layer view; the other layers"
+           " are poisoned and a write there is a write outside the cache.", minimum=1),
+    Option("seed", "seed", int, 0, minimum=INT64[0], maximum=INT64[1]),
+    Option("slots", "slots", str, "sequential", choices=_values(SlotPattern)),
+    Option("inputs", "distribution", str, "normal",
+           "How K is drawn: adversarial inputs for the numerics (ue8m0-boundary, ties, tiny, ...).",
+           choices=_values(Distribution)),
+    Option("specials_inf_nan", "inf_nan", bool, False,
+           "Let --inputs specials (and mixed) put inf and NaN in K; the real writers disagree on them."),
+    Option("input", "input_path", Path, None,
+           "Replay a safetensors file holding k (bf16) and optionally slot_mapping (int64)."),
+    Option("device", "device", str, "auto", choices=DEVICE_CHOICES),
+    Option("repo", "repo", Path, None,
+           "Git repository that git:REV:PATH names are read from [default: the current directory's]."),
+    Option("allow_unpinned", "allow_unpinned", bool, False,
+           "Run released code (pkg:, aiter-src:pkg:, presets) of a version no project table pins; its wheel's"
+           " sha256 is then recorded and printed, not checked."),
+)
+BUDGET = _table(
+    Option("max_diff_bytes", "max_diff_bytes", int, 0,
+           "Pass with up to N differing bytes (those --max-code-distance excuses not counted); 0: exact.",
+           minimum=0),
+    Option("max_diff_fraction", "max_diff_fraction", float, 0.0,
+           "Pass with up to this fraction of the cache's bytes differing; 0: exact.", minimum=0, maximum=1),
+    Option("max_code_distance", "max_code_distance", int, 0,
+           f"Excuse differing FP8 value bytes at most D codes apart (at most {MAX_CODE_DISTANCE}; a NaN"
+           " against a number is never excused); 0: excuse none.", minimum=0, maximum=MAX_CODE_DISTANCE),
+)
+CONVENTIONS = _table(
+    Option("pad_slot", "pad_slot", int, -1,
+           "Padding convention: -1, padding tokens (slot -1) write nothing (vLLM, aiter); N >= 0, they are"
+           " sent to dummy slot N, reserved for them, which they may write (SGLang).", minimum=-1),
+)
+ORIGINS = _table(  # where named code comes from; never swept by a gate
+    Option("checkout", "checkouts", str, (),
+           "PROJECT=PATH: run PROJECT's presets (preset:PROJECT/NAME) from this clone of its repository"
+           " instead of its released wheel (comma-separated, or the option repeated in `gate`).", many=True,
+           show_default=False),
+)
 
 
 def checkouts(items, where: str = "") -> dict[str, str]:
     """`checkout` values (`PROJECT=PATH` each) -> {project: path}; a ConfigError names a malformed one."""
     out: dict[str, str] = {}
     for item in items or ():
-        name, sep, path = str(item).partition("=")
-        if not sep or not name.strip() or not path.strip():
+        name, sep, path = (part.strip() for part in str(item).partition("="))
+        if not sep or not name or not path:
             label = "--checkout" if where == "" else f"{where}: checkout"
             raise ConfigError(f"{label} {item!r}: expected PROJECT=PATH, e.g. flaggems=../FlagGems")
-        if name.strip() in out and out[name.strip()] != path.strip():
-            raise ConfigError(f"--checkout {name.strip()}: given twice ({out[name.strip()]} and {path.strip()})")
-        out[name.strip()] = path.strip()
+        if name in out and out[name] != path:
+            raise ConfigError(f"--checkout {name}: given twice ({out[name]} and {path})")
+        out[name] = path
     return out
 
 
-INTERPRETER_MODES = ("grid", "sequential")
-
-
-def _run_options() -> list[Option]:
-    return [
-        Option("interpreter", "interpreter", str, "grid",
-               "How a writer's Triton grids run on the CPU: grid, all programs of a grid at once where that gives"
-               " the bytes of a sequential run (the JSON's provenance says how each grid ran); sequential, Triton's"
-               " interpreter program by program.", choices=INTERPRETER_MODES),
-    ]
-
-
-def _report_options() -> list[Option]:
-    return [
-        Option("map_blocks", "map_blocks", int, (),
-               "Blocks the HTML report maps byte by byte (comma-separated) [default: the first 4 that differ].",
-               many=True, minimum=0, show_default=False),
-    ]
-
-
-def _parity_options() -> list[Option]:
-    from ..core.input_kinds import SlotPattern
-
-    return [
-        Option("ctx", "ctx", int, (128, 512, 1024, 2048, 2049, 4096, 8192, 16384),
-               "Context lengths, one table row each (comma-separated).", minimum=1, many=True),
-        Option("writers", "writers", str, ("triton-buggy", "triton"),
-               "Writers, one column each (comma-separated producer names, file:PATH:FUNC, ...).", many=True),
-        Option("reader", "reader", str, "reference",
-               "reference (exact, float64), aiter, file:PATH:FUNC or vllm-file:PATH:FUNC."),
-        Option("topk", "topk", int, 2048, minimum=1),
-        Option("next_n", "next_n", int, 1, "Query rows per sequence (2: MTP; row n sees ctx - next_n + n + 1 tokens).",
-               minimum=1),
-        Option("heads", "heads", int, None, "Query heads [default: 64, or --input's].", minimum=1),
-        Option("rtol", "rtol", float, 1e-3, "bad/N: relative tolerance.", minimum=0),
-        Option("atol", "atol", float, 1e-3, "bad/N: absolute tolerance.", minimum=0),
-        Option("min_recall", "min_recall", float, 1.0,
-               "Pass when every non-vacuous row of every writer not expected to fail has recall@K >= this.",
-               minimum=0, maximum=1),
-        Option("expect_fail", "expect_fail", str, (), "Writers expected to fail (comma-separated).", many=True,
-               show_default=False),
-        Option("parity_slots", "slots", str, "sequential", "Block table in order, or shuffled.",
-               choices=(SlotPattern.SEQUENTIAL.value, SlotPattern.SHUFFLED.value), name="slots"),
-    ]
-
-
-
-
-def _isolation_options() -> list[Option]:
-    return [
-        Option("timeout", "timeout_s", float, DEFAULT_TIMEOUT_S,
-               "Kill code under test (a writer or reader from a file, a checkout or a release) that runs longer than"
-               " this; its case is then an error (exit 2).", minimum=0, minimum_open=True, metavar="SECONDS"),
-    ]
-
-
-SPEC = {o.key: o for o in _spec_options()}  # the cache, the inputs and the device: every command
-BUDGET = {o.key: o for o in _budget_options()}
-CONVENTIONS = {o.key: o for o in _convention_options()}
-RUN = {o.key: o for o in _run_options()}
-REPORT = {o.key: o for o in _report_options()}
-PRODUCERS = {  # producer names are checked when they are resolved (registry.resolve), not here
-    "baseline": Option("baseline", "baseline", str, "auto"),
-    "candidate": Option("candidate", "candidate", str, "triton"),
-    "buggy": Option("buggy", "buggy", str, "triton-buggy"),
-    "fixed": Option("fixed", "fixed", str, "triton"),
-    "producer": Option("producer", "producer", str, "reference"),
-}
-ORIGINS = {o.key: o for o in _origin_options()}  # where named code comes from; never swept by a gate
-PARITY = {o.key: o for o in _parity_options()}
-ISOLATION = {o.key: o for o in _isolation_options()}  # how code under test runs: every command that runs it
+RUN = _table(
+    Option("interpreter", "interpreter", str, "grid",
+           "How a writer's Triton grids run on the CPU: grid, all programs of a grid at once where that gives"
+           " the bytes of a sequential run (the JSON's provenance says how each grid ran); sequential,"
+           " Triton's interpreter program by program.", choices=("grid", "sequential")),
+)
+REPORT = _table(
+    Option("map_blocks", "map_blocks", int, (),
+           "Blocks the HTML report maps byte by byte (comma-separated) [default: the first 4 that differ].",
+           many=True, minimum=0, show_default=False),
+)
+PRODUCERS = _table(  # producer names are checked when they are resolved (registry.resolve), not here
+    Option("baseline", "baseline", str, "auto"),
+    Option("candidate", "candidate", str, "triton"),
+    Option("buggy", "buggy", str, "triton-buggy"),
+    Option("fixed", "fixed", str, "triton"),
+    Option("producer", "producer", str, "reference"),
+)
+PARITY = _table(
+    Option("ctx", "ctx", int, (128, 512, 1024, 2048, 2049, 4096, 8192, 16384),
+           "Context lengths, one table row each (comma-separated).", minimum=1, many=True),
+    Option("writers", "writers", str, ("triton-buggy", "triton"),
+           "Writers, one column each (comma-separated producer names, file:PATH:FUNC, ...).", many=True),
+    Option("reader", "reader", str, "reference",
+           "reference (exact, float64), aiter, file:PATH:FUNC or vllm-file:PATH:FUNC."),
+    Option("topk", "topk", int, 2048, minimum=1),
+    Option("next_n", "next_n", int, 1,
+           "Query rows per sequence (2: MTP; row n sees ctx - next_n + n + 1 tokens).", minimum=1),
+    Option("heads", "heads", int, None, "Query heads [default: 64, or --input's].", minimum=1),
+    Option("rtol", "rtol", float, 1e-3, "bad/N: relative tolerance.", minimum=0),
+    Option("atol", "atol", float, 1e-3, "bad/N: absolute tolerance.", minimum=0),
+    Option("min_recall", "min_recall", float, 1.0,
+           "Pass when every non-vacuous row of every writer not expected to fail has recall@K >= this.",
+           minimum=0, maximum=1),
+    Option("expect_fail", "expect_fail", str, (), "Writers expected to fail (comma-separated).", many=True,
+           show_default=False),
+    Option("parity_slots", "slots", str, "sequential", "Block table in order, or shuffled.",
+           choices=(SlotPattern.SEQUENTIAL.value, SlotPattern.SHUFFLED.value), name="slots"),
+)
+ISOLATION = _table(  # how code under test runs: every command that runs it
+    Option("timeout", "timeout_s", float, DEFAULT_TIMEOUT_S,
+           "Kill code under test (a writer or reader from a file, a checkout or a release) that runs longer"
+           " than this; its case is then an error (exit 2).", minimum=0, minimum_open=True,
+           metavar="SECONDS"),
+)
 COMPARE_KEYS = (*SPEC, "baseline", "candidate", *BUDGET, *CONVENTIONS, *ORIGINS, *RUN, *REPORT)
 TABLE_KEYS = (*SPEC, "baseline", "buggy", "fixed", *ORIGINS, *RUN)
-# parity: the spec and input options but --num-blocks (the contexts size the cache), --specials-inf-nan and --layers,
-# with its own slot choices (a block table in order or shuffled)
+# parity: the spec and input options but --num-blocks (the contexts size the cache), --specials-inf-nan and
+# --layers, with its own slot choices (a block table in order or shuffled); --allow-unpinned last, not in ids
 PARITY_KEYS = (*(k for k in SPEC if k not in ("num_blocks", "specials_inf_nan", "slots", "layers", "allow_unpinned")),
-               "baseline", *(k for k in PARITY if k != "parity_slots"), "slots", *ORIGINS)
+               "baseline", *(k for k in PARITY if k != "parity_slots"), "slots", *ORIGINS, "allow_unpinned")
 # the keys a parity gate case takes (`fp8check parity`'s but --repo), in the order its id names them
 PARITY_CASE_KEYS = ("ctx", "heads", "head_dim", "block", "qbs", "topk", "next_n", "fp8", "scale_fmt", "layout", "slots",
                     "inputs", "input", "seed", "writers", "baseline", "reader", "rtol", "atol", "min_recall",
                     "expect_fail", "device")
-PARITY_KEYS = (*PARITY_KEYS, "allow_unpinned")  # the last flag of `fp8check parity`; not part of a case's id
 ALL = {**SPEC, **BUDGET, **CONVENTIONS, **ORIGINS, **RUN, **REPORT, **PRODUCERS, **PARITY, **ISOLATION}
 COMMAND_LINE = ""  # `where` of values typed on the command line: errors name the flag
 COMMAND_KEYS = {"compare": COMPARE_KEYS, "table": TABLE_KEYS, "record": (*SPEC, "producer", *ORIGINS, *RUN),
@@ -296,7 +260,6 @@ def option(key: str, command: str = "") -> Option:
 
 
 def defaults(keys, command: str = "") -> dict[str, Any]:
-    """key -> default of the given options."""
     return {key: option(key, command).default for key in keys}
 
 

@@ -14,10 +14,9 @@ from ..core.inputs import Distribution, load, make_k
 from ..core.metrics import DEFAULT_ATOL, DEFAULT_RTOL, is_vacuous, visible_tokens
 from ..core.spec import CacheSpec
 
-
-
 DEFAULT_CTX = options.PARITY["ctx"].default  # the seed's rows
 DEFAULT_HEADS = 64  # DeepSeek-V3.2's indexer
+
 
 @dataclass(frozen=True)
 class ParityConfig:
@@ -72,9 +71,6 @@ def memory_bytes(spec: CacheSpec, config: ParityConfig, *, heads: int, writers: 
     reading = 32 * ctx * spec.head_dim + 24 * config.next_n * heads * ctx
     logits = columns * rows * 8 * (ctx + min(config.topk, ctx))
     return caches + input_bytes(spec, ctx) + queries + reading + logits
-
-
-# ---- inputs -------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)

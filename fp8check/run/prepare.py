@@ -23,12 +23,11 @@ DEFAULT_NUM_BLOCKS = 3
 KNOWN_BAD = ("triton-buggy",)  # the seed's uint8 wrapper: parity's default columns expect it to fail
 KEYS = options.COMMAND_KEYS
 ROLES = {"compare": ("baseline", "candidate"), "table": ("baseline", "buggy", "fixed"), "record": ("producer",)}
+INPUT_FILE_EXCLUDES = ("seed", "slots", "inputs", "specials_inf_nan")  # --input replays its own inputs
 # with a golden baseline the recording holds the spec and the inputs: stated spec keys must agree with it,
 # input keys cannot be stated at all
-GOLDEN_SPEC_KEYS = {"num_blocks": "num_blocks", "block": "block_size", "head_dim": "head_dim",
-                    "qbs": "quant_block_size", "fp8": "fp8", "scale_fmt": "scale_fmt", "layout": "layout"}
-GOLDEN_INPUT_KEYS = ("seed", "slots", "inputs", "specials_inf_nan", "input")
-INPUT_FILE_EXCLUDES = ("seed", "slots", "inputs", "specials_inf_nan")  # --input replays its own inputs
+GOLDEN_SPEC_KEYS = ("num_blocks", "block", "head_dim", "qbs", "fp8", "scale_fmt", "layout")
+GOLDEN_INPUT_KEYS = (*INPUT_FILE_EXCLUDES, "input")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,14 +47,9 @@ class Request:
         return options.option(key, self.command).flag
 
     def budget(self):
-        """The compare's Budget from its budget options."""
         from ..core.budget import Budget
 
         return Budget(**{key: self.values[key] for key in options.BUDGET})
-
-    @property
-    def golden(self) -> bool:
-        return parse(self.values.get("baseline", "")).kind is Kind.GOLDEN
 
     @property
     def id(self) -> str:
@@ -82,8 +76,7 @@ class Prepared:
 
 def spec_of(values: dict, num_blocks: int | None = None) -> CacheSpec:
     """The CacheSpec the values describe (config keys); `num_blocks` overrides theirs."""
-    head_dim = values["head_dim"]
-    qbs = values["qbs"]
+    head_dim, qbs = values["head_dim"], values["qbs"]
     return CacheSpec(
         num_blocks=num_blocks or values.get("num_blocks") or DEFAULT_NUM_BLOCKS, block_size=values["block"],
         head_dim=head_dim, quant_block_size=qbs if qbs is not None else default_quant_block_size(head_dim),
@@ -103,12 +96,6 @@ def _spec_part(v: dict) -> str:
     return f"{spec.fp8.value}-{spec.scale_fmt.value}:{shape}:{inputs}{device}"
 
 
-def _budget_tail(v: dict) -> str:
-    budget = [f"{name}{v[key]:g}" for key, name in (("max_diff_bytes", "bytes"), ("max_diff_fraction", "frac"),
-                                                    ("max_code_distance", "dist")) if v[key]]
-    return f":budget-{'-'.join(budget)}" if budget else ""
-
-
 def run_id(command: str, v: dict, *, candidate: bool = True) -> str:
     """The id of a compare, table or parity run, from its parameters only: a gate case's id, and the
     name of a single command's case in JSON and JUnit.
@@ -120,16 +107,18 @@ def run_id(command: str, v: dict, *, candidate: bool = True) -> str:
     if command == "table":
         return f"table:{v['buggy']}+{v['fixed']}~{v['baseline']}:{_spec_part(v)}"
     if command == "parity":
-        return "parity:" + ":".join(f"{k}={_show(v[k])}" for k in options.PARITY_CASE_KEYS if k in v)
+        return "parity:" + ":".join(f"{k}={shown(v[k])}" for k in options.PARITY_CASE_KEYS if k in v)
     baseline = parse(v["baseline"])
-    if baseline.kind is Kind.GOLDEN:
-        against = f"golden:{Path(baseline.path).name}{_budget_tail(v)}"
-    else:
-        against = f"{v['baseline']}:{_spec_part(v)}{_budget_tail(v)}"
+    budget = "-".join(f"{name}{v[key]:g}" for key, name in (("max_diff_bytes", "bytes"),
+                                                           ("max_diff_fraction", "frac"),
+                                                           ("max_code_distance", "dist")) if v[key])
+    against = (f"golden:{Path(baseline.path).name}" if baseline.kind is Kind.GOLDEN
+               else f"{v['baseline']}:{_spec_part(v)}") + (f":budget-{budget}" if budget else "")
     return f"compare:{v['candidate']}~{against}" if candidate else f"vs-{against}"
 
 
-def _show(value) -> str:
+def shown(value) -> str:
+    """A value in an id or a matrix axis: a list as comma-separated items."""
     return ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
 
 
@@ -145,7 +134,7 @@ def prepare(request: Request, *, isolation="default", given_inputs=None, produce
     caller (the API); `producers`: roles already resolved (the API's writer functions)."""
     v = request.values
     producers = dict(producers or {})
-    if request.golden:
+    if parse(v.get("baseline", "")).kind is Kind.GOLDEN:
         spec, data, device, base = _golden(request)
         producers["baseline"] = base
     else:
@@ -161,13 +150,7 @@ def prepare(request: Request, *, isolation="default", given_inputs=None, produce
 def _spec_and_inputs(request: Request, given_inputs, device):
     """The spec and the inputs (given, replayed or generated), with the memory they need checked first."""
     v = request.values
-    if given_inputs is not None:
-        inputs_mod.validate("k", given_inputs.k, given_inputs.slot_mapping, None)
-        spec = spec_of(v, v["num_blocks"] or inputs_mod.blocks_needed(given_inputs, v["block"]))
-        _check_memory(spec, given_inputs.k.shape[0], device, request, given_inputs)
-        inputs_mod.validate("k", given_inputs.k, given_inputs.slot_mapping, spec)
-        return spec, given_inputs
-    if v["input"] is None:
+    if given_inputs is None and v["input"] is None:
         spec = spec_of(v)
         # generated inputs: at most num_slots tokens plus a quarter of padding (SlotPattern.PADDED)
         _check_memory(spec, spec.num_slots * 5 // 4 + 1, device, request, None)
@@ -176,24 +159,24 @@ def _spec_and_inputs(request: Request, given_inputs, device):
                                    device=device)
         inputs_mod.check_slots(spec, data.slot_mapping, f"generated inputs ({data.source})")
         return spec, data
-    clash = [key for key in INPUT_FILE_EXCLUDES if key in request.stated]
-    if clash:
-        raise UsageError(f"{request.flag(clash[0])} cannot be combined with --input: the file's inputs are replayed")
-    replay = read_named_inputs(Path(v["input"]), v["repo"])
+    if given_inputs is not None:
+        inputs_mod.validate("k", given_inputs.k, given_inputs.slot_mapping, None)
+        replay, name = given_inputs, "k"
+    else:
+        clash = [key for key in INPUT_FILE_EXCLUDES if key in request.stated]
+        if clash:
+            raise UsageError(f"{request.flag(clash[0])} cannot be combined with --input: the file's inputs"
+                             " are replayed")
+        # --input PATH or --input git:REV:PATH (read with git show; the inputs' source names the commit)
+        file, provenance = materialize(Path(v["input"]), v["repo"])
+        replay, name = inputs_mod.read_inputs(file), v["input"]
+        if provenance:
+            replay = dataclasses.replace(replay, source=f"{replay.source} at git {provenance['revision']}"
+                                                        f" = {provenance['commit']}")
     spec = spec_of(v, v["num_blocks"] or inputs_mod.blocks_needed(replay, v["block"]))
     _check_memory(spec, replay.k.shape[0], device, request, replay)
-    inputs_mod.validate(v["input"], replay.k, replay.slot_mapping, spec)
+    inputs_mod.validate(name, replay.k, replay.slot_mapping, spec)
     return spec, replay
-
-
-def read_named_inputs(path: Path, repo: Path | None) -> inputs_mod.Inputs:
-    """--input PATH or --input git:REV:PATH (read with git show; the inputs' source names the commit)."""
-    file, provenance = materialize(path, repo)
-    replay = inputs_mod.read_inputs(file)
-    if provenance:
-        replay = dataclasses.replace(replay, source=f"{replay.source} at git {provenance['revision']}"
-                                                    f" = {provenance['commit']}")
-    return replay
 
 
 def _golden(request: Request):
@@ -209,8 +192,8 @@ def _golden(request: Request):
         raise UsageError(f"{request.flag(clash[0])} cannot be combined with --baseline {v['baseline']}: the"
                          " recorded inputs are replayed")
     recorded, path, origin = golden.load_trusted(path_text, v["repo"])
-    golden.check_options(path, recorded.spec, {field: (request.flag(key), v[key])
-                                               for key, field in GOLDEN_SPEC_KEYS.items() if key in request.stated})
+    golden.check_options(path, recorded.spec, {options.option(key).dest: (request.flag(key), v[key])
+                                               for key in GOLDEN_SPEC_KEYS if key in request.stated})
     device = resolve_device(v["device"])
     side = golden.as_side(recorded, path, device)
     if origin:
@@ -222,9 +205,8 @@ def _check_memory(spec: CacheSpec, num_tokens: int, device, request: Request, re
     """Refuse a run whose caches, diff and inputs cannot fit, naming the options, before allocating them."""
     from ..core.cache import input_bytes, require_memory, run_bytes
 
-    sizes = f"--num-blocks {spec.num_blocks}, --block {spec.block_size}, --head-dim {spec.head_dim}"
-    if spec.layers > 1:
-        sizes += f", --layers {spec.layers}"
+    sizes = (f"--num-blocks {spec.num_blocks}, --block {spec.block_size}, --head-dim {spec.head_dim}"
+             + (f", --layers {spec.layers}" if spec.layers > 1 else ""))
     v = request.values
     if replay is not None and v["num_blocks"] is None:
         top = int(replay.slot_mapping.max()) if replay.slot_mapping.numel() else 0
@@ -251,7 +233,6 @@ def named_code(values: dict) -> list[tuple[str, str]]:
 
 def checkouts_of(v: dict, command: str) -> dict[str, str]:
     """The request's `checkout` values as {project: clone}, each the project of a preset the run names."""
-    from . import options
     from ..code.projects.compose import check_checkouts
 
     found = options.checkouts(v.get("checkout"))
@@ -268,42 +249,49 @@ def resolve_producers(device, names: dict[str, str], spec: CacheSpec, repo: Path
     `interpreter`: how their Triton grids run on the CPU. A preset runs from its project's clone in
     `checkouts` when one is given (else `repo`, else its release); a spec its table declares unsupported
     is NotRunnableHere before anything runs."""
-    import dataclasses
-
     from ..producers import registry
     from ..code.projects.compose import check_declared, checkout_of
 
     limits = registry.DEFAULT_ISOLATION if isolation == "default" else isolation
     for name in names.values():
         check_declared(name, "writer", spec)
-    return {role: dataclasses.replace(registry.resolve(name, fp8=spec.fp8, isolation=limits, allow_unpinned=allow_unpinned,
+    return {role: dataclasses.replace(registry.resolve(name, fp8=spec.fp8, isolation=limits,
+                                                       allow_unpinned=allow_unpinned,
                                                        repo=checkout_of(name, "writer", checkouts or {}) or repo),
                                       interpreter=interpreter)
             for role, name in names.items()}
 
 
 def prepare_parity(request: Request, *, isolation="default") -> Prepared:
-    """A parity run: the cache the contexts need, K/Q/weights drawn or read, the baseline, writers and reader."""
+    """A parity run: the cache the contexts need, K/Q/weights drawn or read, the baseline, writers and reader.
+    Its memory is checked, naming its sizes, before anything is drawn or allocated."""
     from . import parity_inputs
+    from ..code.projects.compose import checkout_of
+    from ..core.cache import require_memory
     from ..producers import registry
 
     v = dict(request.values)
     if not {"writers", "expect_fail"} & request.stated:  # the default columns: the seed's buggy and fixed wrappers,
         v["expect_fail"] = tuple(name for name in v["writers"] if name in KNOWN_BAD)  # the buggy one expected to fail
-    config = parity_config(v)
+    config = parity_inputs.ParityConfig(tuple(v["ctx"]), v["topk"], v["next_n"], v["rtol"], v["atol"],
+                                        v["min_recall"], frozenset(v["expect_fail"]))
     spec = parity_inputs.cache_spec(config, spec_of(v))
     shuffled, device = v["slots"] == "shuffled", resolve_device(v["device"])
-    _check_parity_memory(spec, config, v, device)
+    heads = v["heads"] or parity_inputs.DEFAULT_HEADS
+    needed = parity_inputs.memory_bytes(spec, config, heads=heads, writers=len(v["writers"]))
+    sizes = (f"--ctx {','.join(map(str, config.ctx))}, --heads {heads}, --head-dim {spec.head_dim}, --block"
+             f" {spec.block_size}, --next-n {config.next_n}, --topk {config.topk},"
+             f" {len(v['writers'])} writer(s)")
+    for where in {device.type, "cpu"}:  # inputs are drawn on the CPU, then copied
+        require_memory(needed, where if where == "cpu" else device, f"{sizes} (caches, K, Q, logits)")
     if v["input"] is not None:
         data = parity_inputs.read(Path(v["input"]), spec, config, heads=v["heads"], seed=v["seed"], shuffled=shuffled)
     else:
-        data = parity_inputs.generate(spec, config, heads=v["heads"] or parity_inputs.DEFAULT_HEADS, seed=v["seed"],
-                               shuffled=shuffled, distribution=inputs_mod.Distribution(v["inputs"]))
+        data = parity_inputs.generate(spec, config, heads=heads, seed=v["seed"], shuffled=shuffled,
+                                      distribution=inputs_mod.Distribution(v["inputs"]))
     if not v["writers"] and v["reader"] == "reference":
         raise UsageError("--writers: name at least one writer (with no writer, name a --reader to check on the"
                          " baseline's bytes)")
-    from ..code.projects.compose import checkout_of
-
     checkouts = checkouts_of(v, "parity")
     # the reader first: a spec its preset declares unsupported is refused before any writer is resolved
     reader = registry.resolve_reader(v["reader"], spec=spec, allow_unpinned=v["allow_unpinned"],
@@ -313,23 +301,3 @@ def prepare_parity(request: Request, *, isolation="default") -> Prepared:
     sides = resolve_producers(device, names, spec, v["repo"], isolation=isolation, checkouts=checkouts,
                               allow_unpinned=v["allow_unpinned"])
     return Prepared(spec, data, device, sides, reader, config)
-
-
-def _check_parity_memory(spec: CacheSpec, config, v: dict, device) -> None:
-    """Refuse a parity run that cannot fit, naming its sizes, before anything is drawn or allocated."""
-    from . import parity_inputs
-    from ..core.cache import require_memory
-
-    heads = v["heads"] or parity_inputs.DEFAULT_HEADS
-    needed = parity_inputs.memory_bytes(spec, config, heads=heads, writers=len(v["writers"]))
-    sizes = (f"--ctx {','.join(map(str, config.ctx))}, --heads {heads}, --head-dim {spec.head_dim}, --block"
-             f" {spec.block_size}, --next-n {config.next_n}, --topk {config.topk}, {len(v['writers'])} writer(s)")
-    for where in {device.type, "cpu"}:  # inputs are drawn on the CPU, then copied
-        require_memory(needed, where if where == "cpu" else device, f"{sizes} (caches, K, Q, logits)")
-
-
-def parity_config(v: dict):
-    from .parity_inputs import ParityConfig
-
-    return ParityConfig(ctx=tuple(v["ctx"]), topk=v["topk"], next_n=v["next_n"], rtol=v["rtol"], atol=v["atol"],
-                        min_recall=v["min_recall"], expect_fail=frozenset(v["expect_fail"]))

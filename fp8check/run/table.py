@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-
 import torch
 
 from .compare import CompareResult, compare, run_side
@@ -17,6 +16,7 @@ from ..diagnose.words import causes_text, top_cause
 from ..core.inputs import Inputs
 from ..producers.registry import Producer
 from ..core.spec import CacheSpec
+
 
 @dataclass(frozen=True)
 class SeedTable:
@@ -51,10 +51,7 @@ class SeedTable:
         return f"{modified or 'FAIL: '}the buggy wrapper matches too: this table cannot tell the two apart"
 
     def top_cause(self) -> str | None:
-        if self.faults:
-            return self.faults[0]
-        column, causes = self._deciding()
-        return top_cause(causes, column.spec)
+        return self.faults[0] if self.faults else top_cause(self._deciding()[1], self.buggy.spec)
 
     def detail(self) -> str:
         column, causes = self._deciding()
@@ -64,9 +61,9 @@ class SeedTable:
     def to_json(self) -> dict:
         def column(result: CompareResult, causes: Diagnosis) -> dict:
             payload = result.to_json(causes)
-            keys = ("candidate", "candidate_provenance", "value_diff", "scale_diff", "diff_bytes", "identical",
-                    "faults", "modified_inputs", "first_mismatch", "diagnosis")
-            return {key: payload[key] for key in keys}
+            return {key: payload[key] for key in ("candidate", "candidate_provenance", "value_diff",
+                                                  "scale_diff", "diff_bytes", "identical", "faults",
+                                                  "modified_inputs", "first_mismatch", "diagnosis")}
 
         base = self.buggy.to_json()
         return {
@@ -87,9 +84,8 @@ class SeedTable:
         return diagnosis_views(column.spec, causes)
 
     def run_json(self) -> dict:
-        timings = {f"buggy_{k}": v for k, v in self.buggy.timings.items()}
-        timings.update({f"fixed_{k}": v for k, v in self.fixed.timings.items()})
-        return {"timings_s": timings}
+        columns = (("buggy", self.buggy), ("fixed", self.fixed))
+        return {"timings_s": {f"{name}_{k}": v for name, col in columns for k, v in col.timings.items()}}
 
 
 def seed_table(
