@@ -214,6 +214,7 @@ FAULT_SUITE = [
     Fault("slot_shift", Category.SHIFT, all_bytes_differ),
     Fault("scale_shift", Category.SHIFT, scale_bytes_only),
     Fault("transposed_tile", Category.PERMUTATION, value_bytes_differ),
+    Fault("reversed_dim_tiles", Category.PERMUTATION, value_bytes_differ),
     Fault("signed_amax", Category.AMAX, negative_max_groups),
     Fault("extra_lane", Category.STRAY_WRITE, slot_zero),
     Fault("no_scale_store", Category.UNWRITTEN, scale_bytes_only),
@@ -764,6 +765,15 @@ def test_transposed_tile_is_named_transposed_with_no_unwritten_bytes():
                         == poison_at(torch.arange(result.candidate.buffer.flat.numel()).view(spec.num_blocks, -1)
                                      + result.candidate.buffer.guard_bytes)[:, : spec.value_bytes])
     assert poison_like > 0 and Category.UNWRITTEN not in found.by_category()
+
+
+def test_value_bytes_moved_across_tiles_name_the_positions_and_the_offset_terms():
+    spec, _, found = run_fault(fault_named("reversed_dim_tiles"))
+    # every position of a block takes its code from another tile of the same block
+    facts = {"permutation": "moved", "moved_positions": spec.value_bytes, "from_neighbour": 0}
+    assert found.top.facts == facts
+    explanation, hint = said(spec, found.top)
+    assert "the same way in every block" in explanation and "the value store's offset" in hint
 
 
 @pytest.mark.parametrize("scale_fmt", [ScaleFormat.UE8M0, ScaleFormat.FP32])

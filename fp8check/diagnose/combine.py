@@ -26,15 +26,17 @@ def _value_stages(frame: Frame) -> list[Claim]:
     # whole units first: blocks of whole tokens at other places (interleaved against planar), groups of
     # non-finite inputs, real tokens overwritten by padding rows; each takes all the bytes of its units
     first: list[Claim] = []
-    # then right bytes at the wrong place: rows shifted by k slots or tokens, tiles permuted
+    # then right bytes at the wrong place: rows shifted by k slots or tokens
     for stage in (systemic.arrangement_blocks, where.non_finite, where.overwritten, moved.shifted,
-                  moved.tile_permutation, where.foreign_rows):
+                  where.foreign_rows):
         more, taken = stage(frame)
         first += more
         if bool(taken.any()):
             frame = dataclasses.replace(frame, n_u=torch.where(taken, 0, frame.n_u),
                                         wdiff_u=torch.where(taken, 0, frame.wdiff_u))
     open_u = frame.n_u > 0
+    if bool(open_u.any()):  # value bytes moved the same way in every block: claimed byte by byte
+        frame = dataclasses.replace(frame, moves=moved.byte_moves(frame))
     claims, taken = where.unmapped(frame, open_u)
     claims = first + claims
     open_u = open_u & ~taken
@@ -43,13 +45,13 @@ def _value_stages(frame: Frame) -> list[Claim]:
     open_u = open_u & ~taken
     layout, taken, settled = systemic.layout_blocks(frame, open_u)
     open_u = open_u & ~taken
-    dense, taken, leftovers = systemic.dense_units(frame, open_u, settled)
+    dense, taken, leftovers, garbage = systemic.dense_units(frame, open_u, settled)
     open_u = open_u & ~taken
     # a systemic cause found in dense units needs only one matching byte in a sparse one
     active = frozenset(c.category for c in layout + dense if c.bytes)
     claims += layout + dense
     claims += bytewise.byte_by_byte(frame, open_u, settled, active)
-    return claims + bytewise.dense_byte_local(frame, leftovers)
+    return claims + bytewise.dense_byte_local(frame, leftovers) + bytewise.dense_byte_local(frame, garbage, False)
 
 
 @dataclass

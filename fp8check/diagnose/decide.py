@@ -115,7 +115,7 @@ def cause_facts(spec: CacheSpec, category: Category, count: int, counts: dict, f
         return {"moved": found.get("moved"), "by": found.get("by"), "offset": found.get("offset"),
                 "units_moved_in": c("units", 0)}
     if category is Category.PERMUTATION:
-        return {"permutation": found.get("permutation"), "moved_positions": found.get("moved_positions")}
+        return dict(found)
     if category is Category.QUOTIENT:
         from .systemic import QUOTIENTS
 

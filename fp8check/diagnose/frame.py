@@ -174,6 +174,7 @@ class Frame:
     poison_block: torch.Tensor  # uint8 [nd]: poison_at of each block's first byte
     padding: torch.Tensor  # int64 [P]: rows of k whose slot is negative (padding: written nowhere)
     shown: torch.Tensor  # bool [nd]: blocks whose bytes' causes are kept (the first SHOWN_BLOCKS that differ, or picked)
+    moves: tuple = (None, {})  # moved.byte_moves: the source of each value byte of a block, and the findings
 
     @property
     def mapped(self) -> torch.Tensor:

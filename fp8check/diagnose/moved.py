@@ -25,7 +25,9 @@ MIN_UNITS = 2  # whole quant groups a move needs (equal rows of qbs bytes: no ch
 MIN_WORDS = 4  # scale words a scale-only move needs: ue8m0 words repeat often
 SCALE_SHARE = 0.9  # share of the probe's differing scale words a scale-only shift must explain
 TILE = 16  # the shuffle layout's tiles are 16 tokens x 16 dims (docs/NUMERICS.md)
-TILE_PROBE = 64  # fully mapped differing tiles compared to find a permutation inside them
+RUN = 8  # value bytes matched as one run: 8 equal codes at another place are no coincidence
+STRIDES = (1, -1, TILE, -TILE)  # the baseline's runs: along a row or a column of a tile, either way
+PROBE_BLOCKS = 16  # fully mapped differing blocks whose runs are matched
 
 
 @dataclass(frozen=True)
@@ -171,65 +173,84 @@ def _take(frame: Frame, units: torch.Tensor, tables, what: str, by: str, k: int)
     return [claim, Claim(Category.SHIFT, found=found), note(Category.SHIFT, units=moved_in)], taken
 
 
-# ---- a permutation inside the shuffle layout's 16 x 16 tiles -------------------------------------------------
+# ---- value bytes moved within a block or into a neighbouring one ------------------------------------------
 
 
-def _tiles(frame: Frame, phys: torch.Tensor) -> torch.Tensor:
-    """uint8 [nd, tiles per block, 256]: the value region as its 16 x 16 tiles (row: token % 16)."""
-    spec = frame.spec
-    return phys[:, : spec.value_bytes].reshape(phys.shape[0], -1, TILE * TILE)
+def _runs(rows: torch.Tensor, stride: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(int64 [n, V]: the RUN bytes at p, p + stride, ... of each row packed into one number, bool [V]: the
+    run stays inside the row)."""
+    v = rows.shape[1]
+    index = torch.arange(v, device=rows.device).view(-1, 1) + stride * torch.arange(RUN, device=rows.device)
+    inside = ((index >= 0) & (index < v)).all(dim=1)
+    shift = 8 * torch.arange(RUN, device=rows.device)
+    return (rows[:, index.clamp(0, v - 1)].long() << shift).sum(dim=2), inside
 
 
-def tile_permutation(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
-    """Value bytes moved to other positions of their own 16 x 16 tile, the same way in every tile (a tile
-    offset with its row and column exchanged, or any other fixed permutation): found by matching each
-    position against every position of a probe of fully written differing tiles. Returns (claims, units
-    taken: bool [U])."""
-    spec = frame.spec
-    taken = torch.zeros_like(frame.n_u, dtype=torch.bool)
-    if spec.layout is not Layout.SHUFFLE:
-        return [], taken
-    base, cand = _tiles(frame, frame.base_phys), _tiles(frame, frame.cand_phys)
-    nd, per_block = base.shape[0], base.shape[1]
-    token_tiles = spec.block_size // TILE
-    slot_mapped = (frame.source.view(nd, spec.block_size, -1)[:, :, 0] >= 0).view(nd, token_tiles, TILE).all(dim=2)
-    # tile j of a block: token tile j // (head_dim / 16), dim tile j % (head_dim / 16)
-    full = slot_mapped.repeat_interleave(per_block // token_tiles, dim=1)
-    candidates = torch.nonzero((full & (base != cand).any(dim=2)).view(-1)).view(-1)
-    if candidates.numel() < MIN_UNITS:
-        return [], taken
-    pick = candidates[torch.linspace(0, candidates.numel() - 1, min(TILE_PROBE, candidates.numel()),
-                                     device=candidates.device).long().unique()]
-    b, c = base.reshape(-1, TILE * TILE)[pick], cand.reshape(-1, TILE * TILE)[pick]
-    agree = (c.unsqueeze(2) == b.unsqueeze(1)).sum(dim=0)  # [position in cand, position in base]
-    unanimous = agree == pick.numel()
-    if not bool((unanimous.sum(dim=1) == 1).all()):
-        return [], taken  # some position has no single source in every probed tile: no fixed permutation
-    perm = torch.argmax(unanimous.to(torch.uint8), dim=1)
-    identity = torch.arange(TILE * TILE, device=perm.device)
-    if torch.unique(perm).numel() != perm.numel() or torch.equal(perm, identity):
-        return [], taken
-    return _take_tiles(frame, perm)
+def byte_moves(frame: Frame) -> tuple[torch.Tensor | None, dict]:
+    """(int64 [V]: for each value byte of a block, (delta + 1) * V + q where the candidate holds the
+    baseline's byte q of the block delta in {-1, 0, 1} away, -1 where none; the findings). Found from runs of
+    RUN bytes of a probe of fully mapped blocks equal to a run (STRIDES) that occurs once in the baseline's
+    blocks, the same way in two probed blocks: a wrong term or sign in an offset moves every block alike."""
+    spec, v = frame.spec, frame.spec.value_extent
+    nd, device = frame.blocks.numel(), frame.blocks.device
+    full = (frame.source.view(nd, -1) >= 0).all(dim=1) & (frame.n_u.view(nd, -1) > 0).any(dim=1)
+    probe = torch.nonzero(full).view(-1)[:PROBE_BLOCKS]
+    if not spec.layout.planar or not probe.numel():
+        return None, {}
+    at = torch.full((spec.num_blocks + 2,), -1, dtype=torch.int64, device=device)
+    at[frame.blocks + 1] = torch.arange(nd, device=device)  # frame index of cache block b at b + 1
+    cand, _ = _runs(frame.cand_phys[probe, :v], 1)
+    start, step = torch.arange(v, device=device), torch.arange(RUN, device=device)
+    votes = []
+    for i, block in enumerate(frame.blocks[probe].tolist()):
+        keys, sources = [], []
+        for delta in (-1, 0, 1):
+            j = int(at[block + delta + 1]) if 0 <= block + delta < spec.num_blocks else -1
+            for stride in STRIDES if j >= 0 else ():
+                packed, inside = _runs(frame.base_phys[j : j + 1, :v], stride)
+                keys.append(packed[0, inside])
+                sources.append((delta + 1) * v + start[inside].view(-1, 1) + stride * step)
+        keys, sources = torch.cat(keys), torch.cat(sources)
+        if not keys.numel():
+            continue
+        _, inverse, counts = torch.unique(keys, return_inverse=True, return_counts=True)
+        once = counts[inverse] == 1
+        keys, sources = keys[once], sources[once]
+        order = torch.argsort(keys)
+        keys, sources = keys[order], sources[order]
+        at_key = torch.searchsorted(keys, cand[i, : v - RUN + 1]).clamp(max=keys.numel() - 1)
+        hit = torch.nonzero(keys[at_key] == cand[i, : v - RUN + 1]).view(-1)
+        source, position = sources[at_key[hit]], hit.view(-1, 1) + step  # [m, RUN] each
+        moved = source != v + position  # a byte at its own place is no move
+        votes.append(torch.unique(position[moved] * 3 * v + source[moved]))
+    if not votes:
+        return None, {}
+    key, support = torch.unique(torch.cat(votes), return_counts=True)
+    position, source = key // (3 * v), key % (3 * v)
+    best = torch.zeros(v, dtype=torch.int64, device=device).scatter_reduce(0, position, support, "amax")
+    top = support == best[position]
+    ties = torch.bincount(position[top], minlength=v)
+    keep = top & (ties[position] == 1) & (support >= min(2, probe.numel()))
+    moves = torch.full((v,), -1, dtype=torch.int64, device=device)
+    moves[position[keep]] = source[keep]
+    if not bool(keep.any()):
+        return None, {}
+    return moves, _moves_found(moves, v, spec.layout is Layout.SHUFFLE)
 
 
-def _take_tiles(frame: Frame, perm: torch.Tensor) -> tuple[list[Claim], torch.Tensor]:
-    spec = frame.spec
-    device = perm.device
-    t = torch.arange(spec.block_size, device=device).view(-1, 1)
-    d = torch.arange(spec.head_dim, device=device).view(1, -1)
-    q = perm[(t % TILE) * TILE + d % TILE]
-    owner = (t // TILE) * TILE + q // TILE
-    source_dim = (d // TILE) * TILE + q % TILE
-    tables = (owner, frame.value_index[owner, source_dim])
-    from .systemic import layout_predicted
-
-    units = torch.nonzero(frame.n_u > 0).view(-1)
-    dims = frame.group[units].view(-1, 1) * spec.quant_block_size + torch.arange(spec.quant_block_size, device=device)
-    predicted = layout_predicted(frame, tables, frame.block_i[units].view(-1, 1), frame.token[units].view(-1, 1), dims)
-    fits = (frame.value_rows(frame.cand_phys, units) == predicted).all(dim=1) & (frame.wdiff_u[units] == 0)
-    taken = frame.units_mask(units[fits])
-    found = {"permutation": _name(perm), "moved_positions": int((perm != torch.arange(perm.numel(), device=device)).sum())}
-    return [unit_claim(frame, Category.PERMUTATION, taken), Claim(Category.PERMUTATION, found=found)], taken
+def _moves_found(moves: torch.Tensor, v: int, shuffle: bool) -> dict:
+    """The findings: the moved positions, how many come from a neighbouring block, and the permutation of
+    the shuffle layout's 16 x 16 tiles where every move stays inside its own tile the same way."""
+    position = torch.nonzero(moves >= 0).view(-1)
+    source = moves[position] - v
+    tile = TILE * TILE
+    perm = torch.arange(tile, device=moves.device)
+    perm[position % tile] = source % tile
+    inside = bool((source // tile == position // tile).all() & (perm[position % tile] == source % tile).all())
+    if shuffle and inside and position.numel() == (v // tile) * int((perm != torch.arange(tile)).sum()):
+        return {"permutation": _name(perm), "moved_positions": int((perm != torch.arange(tile)).sum())}
+    return {"permutation": "moved", "moved_positions": position.numel(),
+            "from_neighbour": int(((source < 0) | (source >= v)).sum())}
 
 
 def _name(perm: torch.Tensor) -> str:

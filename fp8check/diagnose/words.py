@@ -263,6 +263,12 @@ def _shift(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
 def _permutation(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
     f = cause.facts
     how = f["permutation"]
+    if how == "moved":
+        neighbour = f" ({f['from_neighbour']} from the neighbouring block)" if f["from_neighbour"] else ""
+        return (f"The values are right but at other places: {f['moved_positions']} value positions of a"
+                f" block hold the code of another position{neighbour}, the same way in every block.",
+                "the value store's offset: check each term (token row, dim column, tile offsets) and its"
+                " sign, and the offsets of the load of k")
     what = ("transposed (token and dim exchanged)" if how == "transposed"
             else f"{how}" if how != "permuted" else "permuted the same way in every tile")
     return (f"The values are right but inside each 16x16 tile of the shuffle layout they are {what}"
