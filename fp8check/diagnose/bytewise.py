@@ -51,7 +51,7 @@ def _poisoned_units(frame: Frame, b: Bytes, left: torch.Tensor) -> tuple[list[Cl
     if not bool(whole.any()):
         return [], left
     index = torch.nonzero(whole).view(-1)
-    whole[index] = (frame.value_rows(frame.cand_phys, index) == frame.poison_rows(index)).all(dim=1)
+    whole[index] = (frame.value_rows(frame.cand_phys, index) == frame.sampled_poison(index)).all(dim=1)
     return b.claim(frame, Category.UNWRITTEN, whole[b.unit], left, units=int(whole.sum()))
 
 
@@ -155,7 +155,7 @@ def _poison_bytes(frame: Frame, b: Bytes, left: torch.Tensor) -> tuple[list[Clai
     of them and half the open bytes of their unit, or of their column across units: a skipped column); a
     written value that equals the poison fill of its place by chance (1 in 256) is no unwritten byte."""
     if b.dense:
-        poison = frame.poison_rows(b.unit.view(-1))
+        poison = frame.sampled_poison(b.unit.view(-1))
     else:
         poison = frame.value_poison(b.unit, b.column)
     base_poison = (b.base == poison) & left

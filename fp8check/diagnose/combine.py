@@ -129,11 +129,8 @@ def _causes(spec: CacheSpec, tally: _Tally, frame: Frame | None, baseline: Cache
 
 def attribute(spec: CacheSpec, baseline: CacheBuffer, candidate: CacheBuffer, inputs: Inputs, *,
               diff: DiffResult | None = None, shown: tuple[int, ...] = ()) -> Diagnosis:
-    """Attribute every byte that differs between the two caches (guard bytes included) to one cause
-    (`fp8check.diagnose.diagnose`, which calls this unless the diff says there is nothing to attribute).
-
-    `diff`: diff_caches' result for these two caches, if at hand; its per-block counts say which blocks to
-    read (the attribution is the same without it)."""
+    """`fp8check.diagnose.diagnose` where the diff (if given: its per-block counts say which blocks to read)
+    does not say the caches are identical."""
     claims = where.guards(baseline, candidate, spec.num_blocks * spec.block_bytes)
     expected = int(torch.count_nonzero(baseline.guards != candidate.guards))
     runs = unit_runs(spec, spec.value_index(baseline.flat.device))

@@ -208,7 +208,7 @@ def _judge_unwritten(s: _Sample, rows: torch.Tensor, screen: bool) -> tuple[torc
         rows = rows[poisoned(rows, s.first)]
     rows = rows[poisoned(rows, slice(None))]
     u = s.units[rows]
-    rows = rows[(frame.value_rows(frame.cand_phys, u) == frame.poison_rows(u)).all(dim=1)]
+    rows = rows[(frame.value_rows(frame.cand_phys, u) == frame.sampled_poison(u)).all(dim=1)]
     return rows, {"units": rows.numel()}
 
 

@@ -112,12 +112,9 @@ def foreign_rows(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
         return [], none
     claim = unit_claim(frame, Category.STRAY_WRITE, whole, value=True, scale=True)
     # another real token's row (values and scale word) copied there, or a row of no token at all
-    rows = frame.value_rows(frame.cand_phys, units)
     others = torch.nonzero(frame.mapped).view(-1)
-    copied = 0
-    for row, word in zip(rows, frame.cand_wb[units]):
-        same = (frame.value_rows(frame.base_phys, others) == row).all(dim=1) & (frame.base_wb[others] == word).all(dim=1)
-        copied += int(bool(same.any()))
-    key = "copied" if copied == units.numel() else "foreign"
+    rows = torch.cat([frame.value_rows(frame.base_phys, others), frame.base_wb[others]], dim=1)
+    mine = torch.cat([frame.value_rows(frame.cand_phys, units), frame.cand_wb[units]], dim=1)
+    key = "copied" if bool((mine.unsqueeze(1) == rows).all(dim=2).any(dim=1).all()) else "foreign"
     counts = {key: claim.bytes, f"{key}_slots": slots.numel()}
     return [dataclasses.replace(claim, counts=counts)], whole

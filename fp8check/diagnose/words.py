@@ -72,30 +72,29 @@ def _unwritten(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
             "every token with slot >= 0 must be written: check that the grid covers all tokens")
 
 
+STRAY_KINDS = (  # real tokens' slots overwritten: (facts key, by what, hint)
+    ("foreign", "overwritten by a row no token has (values and scale)",
+     "a lane or program past the last token wrote: check the token mask (token < num_tokens, not <=) and the"
+     " grid (cdiv(num_tokens, TOKENS) programs)"),
+    ("copied", "overwritten by another token's row (values and scale)",
+     "two tokens stored to one slot: check the slot each token's store uses (the slot_mapping load and its"
+     " token index)"),
+    ("overwritten", "overwritten by padding tokens (slot < 0)",
+     "tokens with slot < 0 must write nothing; if padding goes to a dummy slot (SGLang), give that slot with"
+     " --pad-slot and keep real tokens out of it"),
+)
+
+
 def _stray_write(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
     f = cause.facts
     outside = "guard bytes, or the buffer's other layers" if spec.layers > 1 else "guard bytes"
     where = [f"{f['guard_bytes']} outside the cache ({outside})"] if f["guard_bytes"] else []
     if f["slot_bytes"]:
         where.append(f"{f['slot_bytes']} in slots no token maps to")
-    if f.get("foreign_bytes"):
-        where.append(f"{f['foreign_bytes']} in {plural(f['foreign_slots'], 'slot')} of real tokens, overwritten by"
-                     " a row no token has (values and scale)")
-        return (f"Bytes changed where no token of this slot mapping writes: {', '.join(where)}.",
-                "a lane or program past the last token wrote: check the token mask (token < num_tokens, not <=)"
-                " and the grid (cdiv(num_tokens, TOKENS) programs)")
-    if f.get("copied_bytes"):
-        where.append(f"{f['copied_bytes']} in {plural(f['copied_slots'], 'slot')} of real tokens, overwritten by"
-                     " another token's row (values and scale)")
-        return (f"Bytes changed where no token of this slot mapping writes: {', '.join(where)}.",
-                "two tokens stored to one slot: check the slot each token's store uses (the slot_mapping load"
-                " and its token index)")
-    if f.get("overwritten_bytes"):
-        where.append(f"{f['overwritten_bytes']} in {plural(f['overwritten_slots'], 'slot')} of real tokens,"
-                     " overwritten by padding tokens (slot < 0)")
-        return (f"Bytes changed where no token of this slot mapping writes: {', '.join(where)}.",
-                "tokens with slot < 0 must write nothing; if padding goes to a dummy slot (SGLang), give that"
-                " slot with --pad-slot and keep real tokens out of it")
+    for key, what, hint in STRAY_KINDS:
+        if f.get(f"{key}_bytes"):
+            where.append(f"{f[key + '_bytes']} in {plural(f[key + '_slots'], 'slot')} of real tokens, {what}")
+            return f"Bytes changed where no token of this slot mapping writes: {', '.join(where)}.", hint
     return (f"Bytes changed where no slot maps: {', '.join(where)}.",
             "tokens with slot < 0 must write nothing, and every store must stay inside the cache")
 
