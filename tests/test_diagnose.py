@@ -114,6 +114,13 @@ def every_fifth_token(spec, base, cand, inputs) -> int:
     return count(rows_of_slots(spec, base, slots) != rows_of_slots(spec, cand, slots))
 
 
+def last_16_tokens(spec, base, cand, inputs) -> int:
+    slots = inputs.slot_mapping.cpu()[-16:]
+    changed = count(rows_of_slots(spec, base, slots) != rows_of_slots(spec, cand, slots))
+    assert changed == count(base.buffer != cand.buffer), "only the last 16 tokens change"
+    return changed
+
+
 def last_block(spec, base, cand, inputs) -> int:
     assert not bool((inputs.slot_mapping // spec.block_size == spec.num_blocks - 1).any()), "no token maps there"
     return count(base.flat[-1] != cand.flat[-1])
@@ -215,6 +222,7 @@ FAULT_SUITE = [
     Fault("scale_shift", Category.SHIFT, scale_bytes_only),
     Fault("transposed_tile", Category.PERMUTATION, value_bytes_differ),
     Fault("reversed_dim_tiles", Category.PERMUTATION, value_bytes_differ),
+    Fault("zero_input", Category.ZERO_INPUT, last_16_tokens),
     Fault("signed_amax", Category.AMAX, negative_max_groups),
     Fault("extra_lane", Category.STRAY_WRITE, slot_zero),
     Fault("no_scale_store", Category.UNWRITTEN, scale_bytes_only),
@@ -774,6 +782,14 @@ def test_value_bytes_moved_across_tiles_name_the_positions_and_the_offset_terms(
     assert found.top.facts == facts
     explanation, hint = said(spec, found.top)
     assert "the same way in every block" in explanation and "the value store's offset" in hint
+
+
+@pytest.mark.parametrize("scale_fmt", [ScaleFormat.UE8M0, ScaleFormat.FP32])
+def test_groups_read_as_zeros_point_at_the_load_of_k(scale_fmt):
+    spec, _, found = run_fault(fault_named("zero_input"), scale_fmt=scale_fmt)
+    assert [c.category for c in found] == [Category.ZERO_INPUT]
+    assert found.top.facts == {"groups": 16 * spec.groups_per_token}
+    assert "the load of k" in said(spec, found.top)[1]
 
 
 @pytest.mark.parametrize("scale_fmt", [ScaleFormat.UE8M0, ScaleFormat.FP32])

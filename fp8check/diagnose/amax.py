@@ -53,7 +53,7 @@ def pow2_ceil(x: torch.Tensor) -> torch.Tensor:
     return torch.where(mantissa == 0.5, torch.ldexp(one, exponent - 1), torch.ldexp(one, exponent))
 
 
-def _scale(amax: torch.Tensor, divisor: float, floor: bool, rounded: bool) -> torch.Tensor:
+def scale_of(amax: torch.Tensor, divisor: float, floor: bool, rounded: bool) -> torch.Tensor:
     s = (torch.clamp(amax, min=SCALE_FLOOR) if floor else amax) / torch.tensor(divisor, dtype=torch.float32)
     return pow2_ceil(s.double()).float() if rounded else s
 
@@ -76,7 +76,7 @@ def wrong_amax(frame: Frame, units: torch.Tensor, open_w: torch.Tensor) -> tuple
             if name == "max(|x|)" and rounded == pow2:
                 continue
             for divisor in divisors:
-                wanted = _scale(amax, divisor, name != "min(amax, floor)", rounded)
+                wanted = scale_of(amax, divisor, name != "min(amax, floor)", rounded)
                 match = (cand - wanted).abs() <= ULP_LIMIT * torch.finfo(torch.float32).eps * wanted.abs()
                 match &= open_w
                 if int(match.sum()) > int(best.sum()):
@@ -85,7 +85,7 @@ def wrong_amax(frame: Frame, units: torch.Tensor, open_w: torch.Tensor) -> tuple
                         best_found["rounding"] = "ceil" if rounded else "none"
     # the right amax with the divisor multiplying (s = amax * DIV): the scale formula's operator swapped
     for divisor in divisors:
-        wanted = _scale(tried["max(|x|)"], 1 / divisor, True, pow2)
+        wanted = scale_of(tried["max(|x|)"], 1 / divisor, True, pow2)
         match = (cand - wanted).abs() <= ULP_LIMIT * torch.finfo(torch.float32).eps * wanted.abs()
         match &= open_w
         if int(match.sum()) > int(best.sum()):

@@ -28,7 +28,7 @@ def _value_stages(frame: Frame) -> list[Claim]:
     first: list[Claim] = []
     # then right bytes at the wrong place: rows shifted by k slots or tokens
     for stage in (systemic.arrangement_blocks, where.non_finite, where.overwritten, moved.shifted,
-                  where.foreign_rows):
+                  where.foreign_rows, where.zero_input):
         more, taken = stage(frame)
         first += more
         if bool(taken.any()):

@@ -108,6 +108,8 @@ def cause_facts(spec: CacheSpec, category: Category, count: int, counts: dict, f
     if category is Category.SCALE_FORMAT:
         return {"words": c("words", 0), "format_found": found.get("format_found"),
                 "format_expected": spec.scale_fmt.value}
+    if category is Category.ZERO_INPUT:
+        return {"groups": c("groups", 0)}
     if category is Category.NON_FINITE:
         return {"groups": c("groups", 0), "nan_groups": c("nan_groups", 0), "inf_groups": c("inf_groups", 0)}
     if category is Category.ROUNDING:

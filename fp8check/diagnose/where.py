@@ -59,6 +59,26 @@ def non_finite(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
     return claims, hit
 
 
+def zero_input(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
+    """Quant groups written as the quantization of an all-zero input (every code 0, the scale max(0, 1e-4) / DIV
+    of one of the format's DIVs) where k is not zero: the load of k returned zeros (masked off, or misplaced)."""
+    from ..core.fp8 import encode_scales
+    from .amax import scale_of
+
+    spec = frame.spec
+    units = torch.nonzero(frame.mapped & (frame.n_u > 0)).view(-1)
+    zero = torch.zeros(1, dtype=torch.float32, device=units.device)
+    words = torch.cat([encode_scales(scale_of(zero, d, True, spec.scale_fmt.power_of_two), spec.scale_fmt)
+                       for d in {spec.fp8.max, spec.fp8.vllm_divisor}])  # [2 or 1, 4]
+    hit = (frame.value_rows(frame.cand_phys, units) == 0).all(dim=1)
+    hit &= (frame.cand_wb[units].unsqueeze(1) == words).all(dim=2).any(dim=1)
+    taken = frame.units_mask(units[hit])
+    if not bool(hit.any()):
+        return [], taken
+    claim = unit_claim(frame, Category.ZERO_INPUT, taken, value=True, scale=True)
+    return [claim, note(Category.ZERO_INPUT, groups=int(hit.sum()))], taken
+
+
 OVERWRITE_UNITS = 4096  # units tried against the padding rows: more is a systematic fault, not a stray row
 OVERWRITE_SHARE = 0.9  # value bytes of a unit that must be a padding row's for it to count as overwritten
 

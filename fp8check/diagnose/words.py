@@ -342,6 +342,12 @@ def _non_finite(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
             " the inputs (no --specials-inf-nan) unless this is what you check")
 
 
+def _zero_input(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
+    return (f"{plural(cause.facts['groups'], 'quant group')} hold the quantization of an all-zero input (every code"
+            " 0, the scale of amax 0) where k is not zero: the load of k returned zeros.",
+            "the load of k: check its offsets (token row, dim column) and its mask (other=0.0 where it is off)")
+
+
 def _unknown(cause: Cause, spec: CacheSpec) -> tuple[str, None]:
     return "These bytes fit no known cause; the examples show both sides.", None
 
@@ -353,7 +359,7 @@ WORDS = {
     Category.SATURATION_NAN: _saturation_nan, Category.SIGNED_ZERO: _signed_zero, Category.AMAX_FLOOR: _amax_floor,
     Category.UE8M0_ROUNDING: _ue8m0_rounding, Category.SCALE_SWAP: _scale_swap, Category.SCALE_FORMAT: _scale_format,
     Category.NON_FINITE: _non_finite, Category.SHIFT: _shift, Category.PERMUTATION: _permutation,
-    Category.AMAX: _amax, Category.QUOTIENT: _quotient,
+    Category.AMAX: _amax, Category.QUOTIENT: _quotient, Category.ZERO_INPUT: _zero_input,
     Category.UNKNOWN: _unknown,
 }
 
