@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 
 # Which causes belong to each family: what a mutation of that kind of line can rightly be called.
 FAMILIES = {
-    "placement": {"shift", "permutation", "layout", "stray-write", "unwritten"},
+    "placement": {"shift", "permutation", "layout", "stray-write", "unwritten", "zero-input"},
     "scale": {"amax", "scale-ratio", "scale-pow2", "scale-ulp", "amax-floor", "ue8m0-rounding", "scale-format",
               "shift"},
     "amax": {"amax", "amax-floor"},
