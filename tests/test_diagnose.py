@@ -121,6 +121,13 @@ def last_16_tokens(spec, base, cand, inputs) -> int:
     return changed
 
 
+def slot_15(spec, base, cand, inputs) -> int:
+    slot = torch.tensor([15])
+    changed = count(rows_of_slots(spec, base, slot) != rows_of_slots(spec, cand, slot))
+    assert changed == count(base.buffer != cand.buffer), "only slot 15 changes"
+    return changed
+
+
 def last_block(spec, base, cand, inputs) -> int:
     assert not bool((inputs.slot_mapping // spec.block_size == spec.num_blocks - 1).any()), "no token maps there"
     return count(base.flat[-1] != cand.flat[-1])
@@ -223,6 +230,7 @@ FAULT_SUITE = [
     Fault("transposed_tile", Category.PERMUTATION, value_bytes_differ),
     Fault("reversed_dim_tiles", Category.PERMUTATION, value_bytes_differ),
     Fault("zero_input", Category.ZERO_INPUT, last_16_tokens),
+    Fault("unmasked_store", Category.STRAY_WRITE, slot_15),
     Fault("signed_amax", Category.AMAX, negative_max_groups),
     Fault("extra_lane", Category.STRAY_WRITE, slot_zero),
     Fault("no_scale_store", Category.UNWRITTEN, scale_bytes_only),
@@ -810,6 +818,12 @@ def test_a_lane_past_the_last_token_is_a_stray_row_with_the_mask_hint():
     explanation, hint = said(spec, found.top)
     assert "overwritten by a row no token has" in explanation and "token < num_tokens" in hint
     assert "FP8" not in hint
+
+
+def test_a_lane_with_no_token_writing_part_of_a_row_is_a_stray_write():
+    spec, _, found = run_fault(fault_named("unmasked_store"))
+    assert found.top.facts["foreign_slots"] == 1 and found.top.facts["foreign_bytes"] == found.top.bytes
+    assert "the stores' masks" in said(spec, found.top)[1]
 
 
 def test_another_tokens_row_over_a_slot_is_named_a_copy():

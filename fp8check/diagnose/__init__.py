@@ -19,12 +19,9 @@ Precedence (the first cause that fits takes the bytes; `combine._value_stages` r
 5. `unknown`, with examples.
 """
 
-from ..core.errors import CheckerError
 from .model import EXAMPLES, Category, Cause, Diagnosis, Example
 
-DiagnosisError = CheckerError  # the diagnosis' own bookkeeping failed: a checker error, exit 3
-
-__all__ = ["EXAMPLES", "Category", "Cause", "Diagnosis", "DiagnosisError", "Example", "diagnose"]
+__all__ = ["EXAMPLES", "Category", "Cause", "Diagnosis", "Example", "diagnose"]
 
 
 def diagnose(spec, baseline, candidate, inputs, *, diff=None, shown=()) -> Diagnosis:

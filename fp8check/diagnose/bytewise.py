@@ -182,16 +182,13 @@ def _moved(frame: Frame, b: Bytes, left: torch.Tensor) -> tuple[list[Claim], tor
     spec, v, nd = frame.spec, frame.spec.value_extent, frame.blocks.numel()
     unit, column, index = b.entries(left)
     source = moves[frame.value_index[frame.token[unit], frame.group[unit] * spec.quant_block_size + column]]
-    at = torch.full((spec.num_blocks + 2,), -1, dtype=torch.int64, device=left.device)
-    at[frame.blocks + 1] = torch.arange(nd, device=left.device)
-    j = at[(frame.blocks[frame.block_i[unit]] + source.clamp(min=0) // v - 1).clamp(-1, spec.num_blocks) + 1]
-    q = source.clamp(min=0) % v
-    owner = torch.empty(v, dtype=torch.int64, device=left.device)
-    tokens = torch.arange(spec.block_size, device=left.device)
-    owner[frame.value_index.view(-1)] = tokens.repeat_interleave(spec.head_dim)
-    slot_mapped = frame.source.view(nd, spec.block_size, -1)[:, :, 0] >= 0
-    fits = (source >= 0) & (j >= 0) & slot_mapped[j.clamp(min=0), owner[q]]
-    fits &= frame.base_phys[j.clamp(min=0), q] == b.cand.reshape(-1)[index]
+    block = frame.blocks[frame.block_i[unit]] + source.clamp(min=0) // v - 1  # the source's cache block
+    j, q = torch.searchsorted(frame.blocks, block).clamp(max=nd - 1), source.clamp(min=0) % v  # blocks ascend
+    owner = torch.empty(v, dtype=torch.int64, device=left.device)  # the token of each value byte of a block
+    owner[frame.value_index.view(-1)] = torch.arange(spec.block_size, device=left.device).repeat_interleave(
+        spec.head_dim)
+    fits = (source >= 0) & (frame.blocks[j] == block) & (frame.base_phys[j, q] == b.cand.reshape(-1)[index])
+    fits &= frame.source[(j * spec.block_size + owner[q]) * spec.groups_per_token] >= 0  # a mapped slot's
     mask = torch.zeros_like(left)
     mask.view(-1)[index] = fits
     claims, left = b.claim(frame, Category.PERMUTATION, mask, left)

@@ -90,9 +90,8 @@ def _tally(claims: list[Claim]) -> _Tally:
 
 def _located(spec: CacheSpec, tally: _Tally, frame: Frame, expected_per_block: torch.Tensor,
              picked: tuple[int, ...]) -> Located:
-    """Where the categories' bytes are, checked like the totals: each frame block's bytes and each
-    differing byte of the shown blocks attributed exactly once (else CheckerError). Blocks picked by the
-    caller that are not in the frame have no differing byte: their maps are empty, and shown as such."""
+    """Where the categories' bytes are, checked like the totals: each frame block's bytes and each differing
+    byte of the shown blocks attributed exactly once (else CheckerError); picked blocks outside: empty."""
     order = list(Category)
     device = frame.blocks.device
     per_block = torch.zeros(spec.num_blocks, len(order), dtype=torch.int64, device=device)

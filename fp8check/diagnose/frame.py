@@ -136,10 +136,8 @@ def differing_units(spec: CacheSpec, baseline: CacheBuffer, candidate: CacheBuff
 
 
 def byte_poison(position: torch.Tensor) -> torch.Tensor:
-    """uint8: the part of the poison fill that depends on the byte's position inside its block.
-
-    poison_at is linear in the buffer position (cache.py), so poison(block start + byte) is
-    poison_at(block start) + byte_poison(byte) in uint8 arithmetic: no int64 positions over whole caches."""
+    """uint8: the part of the poison fill that depends on the byte's position inside its block: poison_at is
+    linear (cache.py), so poison(block start + byte) = poison_at(block start) + byte_poison(byte) in uint8."""
     return poison_at(position) - poison_at(torch.zeros_like(position))
 
 

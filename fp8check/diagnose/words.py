@@ -73,9 +73,9 @@ def _unwritten(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
 
 
 STRAY_KINDS = (  # real tokens' slots overwritten: (facts key, by what, hint)
-    ("foreign", "overwritten by a row no token has (values and scale)",
-     "a lane or program past the last token wrote: check the token mask (token < num_tokens, not <=) and the"
-     " grid (cdiv(num_tokens, TOKENS) programs)"),
+    ("foreign", "overwritten by a row no token has (all or part of its values and scale)",
+     "a lane or program with no token wrote: check the stores' masks, the token mask (token < num_tokens, not"
+     " <=) and the grid (cdiv(num_tokens, TOKENS) programs)"),
     ("copied", "overwritten by another token's row (values and scale)",
      "two tokens stored to one slot: check the slot each token's store uses (the slot_mapping load and its"
      " token index)"),
