@@ -47,7 +47,7 @@ def hypotheses(frame: Frame, units: torch.Tensor) -> dict[str, torch.Tensor]:
 
 
 def pow2_ceil(x: torch.Tensor) -> torch.Tensor:
-    """2 ** ceil(log2(x)) of positive float64 x (0 stays 0)."""
+    """2 ** ceil(log2(x)) of positive float64 x."""
     mantissa, exponent = torch.frexp(x)
     one = torch.ones_like(x)
     return torch.where(mantissa == 0.5, torch.ldexp(one, exponent - 1), torch.ldexp(one, exponent))
