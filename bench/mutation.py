@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 
 # Which causes belong to each family: what a mutation of that kind of line can rightly be called.
 FAMILIES = {
-    "placement": {"shift", "permutation", "layout", "stray-write", "unwritten"},
+    "placement": {"shift", "permutation", "layout", "stray-write", "unwritten", "zero-input"},
     "scale": {"amax", "scale-ratio", "scale-pow2", "scale-ulp", "amax-floor", "ue8m0-rounding", "scale-format",
               "shift"},
     "amax": {"amax", "amax-floor"},
@@ -81,9 +81,12 @@ OPERATORS = (
     Operator("store", "placement", r"^(\s*)tl\.store\(", None, (r"\g<1>0 and tl.store(",)),
 )
 
-SCALE_LINE = re.compile(r"\bamax\b|\bscale\s*=|log2|exp2|ceil|1e-4|448|224|\bDIV\b|abs\(|fp8_max|log_val|log_ceil")
+# the flags that pick the divisor (IS_FNUZ) or the ue8m0 rounding are lines of the scale too
+SCALE_LINE = re.compile(r"\bamax\b|\bscale\s*=|log2|exp2|ceil|1e-4|448|224|\bDIV\b|abs\(|fp8_max|log_val"
+                        r"|log_ceil|\bIS_FNUZ\b|UE8M0\b")
 CLAMP_LINE = re.compile(r"\bfp8_min\s*=|\by\s*=\s*tl\.m")  # the values' clamp to +-max
-VALUE_LINE = re.compile(r"\.to\(|\by\s*=|fp8_val\s*=|/ scale|scale_broadcast")
+# a cast of the values; an index cast (.to(tl.int64)) is no value
+VALUE_LINE = re.compile(r"\.to\((?!tl\.int)|\by\s*=|fp8_val\s*=|/ scale|scale_broadcast")
 
 
 def line_family(line: str, column: int) -> str:

@@ -114,6 +114,20 @@ def every_fifth_token(spec, base, cand, inputs) -> int:
     return count(rows_of_slots(spec, base, slots) != rows_of_slots(spec, cand, slots))
 
 
+def last_16_tokens(spec, base, cand, inputs) -> int:
+    slots = inputs.slot_mapping.cpu()[-16:]
+    changed = count(rows_of_slots(spec, base, slots) != rows_of_slots(spec, cand, slots))
+    assert changed == count(base.buffer != cand.buffer), "only the last 16 tokens change"
+    return changed
+
+
+def slot_15(spec, base, cand, inputs) -> int:
+    slot = torch.tensor([15])
+    changed = count(rows_of_slots(spec, base, slot) != rows_of_slots(spec, cand, slot))
+    assert changed == count(base.buffer != cand.buffer), "only slot 15 changes"
+    return changed
+
+
 def last_block(spec, base, cand, inputs) -> int:
     assert not bool((inputs.slot_mapping // spec.block_size == spec.num_blocks - 1).any()), "no token maps there"
     return count(base.flat[-1] != cand.flat[-1])
@@ -214,6 +228,9 @@ FAULT_SUITE = [
     Fault("slot_shift", Category.SHIFT, all_bytes_differ),
     Fault("scale_shift", Category.SHIFT, scale_bytes_only),
     Fault("transposed_tile", Category.PERMUTATION, value_bytes_differ),
+    Fault("reversed_dim_tiles", Category.PERMUTATION, value_bytes_differ),
+    Fault("zero_input", Category.ZERO_INPUT, last_16_tokens),
+    Fault("unmasked_store", Category.STRAY_WRITE, slot_15),
     Fault("signed_amax", Category.AMAX, negative_max_groups),
     Fault("extra_lane", Category.STRAY_WRITE, slot_zero),
     Fault("no_scale_store", Category.UNWRITTEN, scale_bytes_only),
@@ -766,6 +783,23 @@ def test_transposed_tile_is_named_transposed_with_no_unwritten_bytes():
     assert poison_like > 0 and Category.UNWRITTEN not in found.by_category()
 
 
+def test_value_bytes_moved_across_tiles_name_the_positions_and_the_offset_terms():
+    spec, _, found = run_fault(fault_named("reversed_dim_tiles"))
+    # every position of a block takes its code from another tile of the same block
+    facts = {"permutation": "moved", "moved_positions": spec.value_bytes, "from_neighbour": 0}
+    assert found.top.facts == facts
+    explanation, hint = said(spec, found.top)
+    assert "the same way in every block" in explanation and "the value store's offset" in hint
+
+
+@pytest.mark.parametrize("scale_fmt", [ScaleFormat.UE8M0, ScaleFormat.FP32])
+def test_groups_read_as_zeros_point_at_the_load_of_k(scale_fmt):
+    spec, _, found = run_fault(fault_named("zero_input"), scale_fmt=scale_fmt)
+    assert [c.category for c in found] == [Category.ZERO_INPUT]
+    assert found.top.facts == {"groups": 16 * spec.groups_per_token}
+    assert "the load of k" in said(spec, found.top)[1]
+
+
 @pytest.mark.parametrize("scale_fmt", [ScaleFormat.UE8M0, ScaleFormat.FP32])
 def test_signed_amax_points_at_the_abs_not_a_divisor(scale_fmt):
     spec = CacheSpec(scale_fmt=scale_fmt)
@@ -784,6 +818,12 @@ def test_a_lane_past_the_last_token_is_a_stray_row_with_the_mask_hint():
     explanation, hint = said(spec, found.top)
     assert "overwritten by a row no token has" in explanation and "token < num_tokens" in hint
     assert "FP8" not in hint
+
+
+def test_a_lane_with_no_token_writing_part_of_a_row_is_a_stray_write():
+    spec, _, found = run_fault(fault_named("unmasked_store"))
+    assert found.top.facts["foreign_slots"] == 1 and found.top.facts["foreign_bytes"] == found.top.bytes
+    assert "the stores' masks" in said(spec, found.top)[1]
 
 
 def test_another_tokens_row_over_a_slot_is_named_a_copy():

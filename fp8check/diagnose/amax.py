@@ -22,6 +22,10 @@ def _group_x(frame: Frame, units: torch.Tensor) -> torch.Tensor:
     return frame.x(units.view(-1, 1), columns.view(1, -1))
 
 
+def group_amax(frame: Frame, units: torch.Tensor) -> torch.Tensor:
+    return _group_x(frame, units).abs().amax(dim=1)
+
+
 def _token_amax(frame: Frame, units: torch.Tensor) -> torch.Tensor:
     hd = frame.spec.head_dim
     return frame.k.view(-1, hd)[frame.source[units].clamp(min=0)].float().abs().amax(dim=1)
@@ -42,15 +46,16 @@ def hypotheses(frame: Frame, units: torch.Tensor) -> dict[str, torch.Tensor]:
     return found
 
 
-def _pow2_ceil(x: torch.Tensor) -> torch.Tensor:
+def pow2_ceil(x: torch.Tensor) -> torch.Tensor:
+    """2 ** ceil(log2(x)) of positive float64 x."""
     mantissa, exponent = torch.frexp(x)
     one = torch.ones_like(x)
     return torch.where(mantissa == 0.5, torch.ldexp(one, exponent - 1), torch.ldexp(one, exponent))
 
 
-def _scale(amax: torch.Tensor, divisor: float, floor: bool, rounded: bool) -> torch.Tensor:
+def scale_of(amax: torch.Tensor, divisor: float, floor: bool, rounded: bool) -> torch.Tensor:
     s = (torch.clamp(amax, min=SCALE_FLOOR) if floor else amax) / torch.tensor(divisor, dtype=torch.float32)
-    return _pow2_ceil(s.double()).float() if rounded else s
+    return pow2_ceil(s.double()).float() if rounded else s
 
 
 def wrong_amax(frame: Frame, units: torch.Tensor, open_w: torch.Tensor) -> tuple[torch.Tensor, dict]:
@@ -64,14 +69,14 @@ def wrong_amax(frame: Frame, units: torch.Tensor, open_w: torch.Tensor) -> tuple
     divisors = sorted({frame.spec.fp8.max, frame.spec.fp8.vllm_divisor}, reverse=True)
     pow2 = frame.spec.scale_fmt.power_of_two
     tried = hypotheses(frame, units)
-    tried["max(|x|)"] = _group_x(frame, units).abs().amax(dim=1)  # the right amax: only with the other rounding
+    tried["max(|x|)"] = group_amax(frame, units)  # the right amax: only with the other rounding
     best, best_found = none, {}
     for name, amax in tried.items():
         for rounded in (pow2, not pow2):
             if name == "max(|x|)" and rounded == pow2:
                 continue
             for divisor in divisors:
-                wanted = _scale(amax, divisor, name != "min(amax, floor)", rounded)
+                wanted = scale_of(amax, divisor, name != "min(amax, floor)", rounded)
                 match = (cand - wanted).abs() <= ULP_LIMIT * torch.finfo(torch.float32).eps * wanted.abs()
                 match &= open_w
                 if int(match.sum()) > int(best.sum()):
@@ -80,7 +85,7 @@ def wrong_amax(frame: Frame, units: torch.Tensor, open_w: torch.Tensor) -> tuple
                         best_found["rounding"] = "ceil" if rounded else "none"
     # the right amax with the divisor multiplying (s = amax * DIV): the scale formula's operator swapped
     for divisor in divisors:
-        wanted = _scale(tried["max(|x|)"], 1 / divisor, True, pow2)
+        wanted = scale_of(tried["max(|x|)"], 1 / divisor, True, pow2)
         match = (cand - wanted).abs() <= ULP_LIMIT * torch.finfo(torch.float32).eps * wanted.abs()
         match &= open_w
         if int(match.sum()) > int(best.sum()):
@@ -96,7 +101,7 @@ def implied_divisor(frame: Frame, units: torch.Tensor) -> tuple[float, float] | 
     for DIV in [a / s, 2 a / s)); None where the units disagree."""
     if not units.numel():
         return None
-    amax = torch.clamp(_group_x(frame, units).abs().amax(dim=1), min=SCALE_FLOOR).double()
+    amax = torch.clamp(group_amax(frame, units), min=SCALE_FLOOR).double()
     s = frame.cand_w[units].double()
     if frame.spec.scale_fmt.power_of_two:
         low, high = float((amax / s).max()), float((2 * amax / s).min())

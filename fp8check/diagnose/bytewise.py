@@ -51,7 +51,7 @@ def _poisoned_units(frame: Frame, b: Bytes, left: torch.Tensor) -> tuple[list[Cl
     if not bool(whole.any()):
         return [], left
     index = torch.nonzero(whole).view(-1)
-    whole[index] = (frame.value_rows(frame.cand_phys, index) == frame.poison_rows(index)).all(dim=1)
+    whole[index] = (frame.value_rows(frame.cand_phys, index) == frame.sampled_poison(index)).all(dim=1)
     return b.claim(frame, Category.UNWRITTEN, whole[b.unit], left, units=int(whole.sum()))
 
 
@@ -95,15 +95,15 @@ def byte_by_byte(frame: Frame, units: torch.Tensor, layout_settled: torch.Tensor
     return claims + more + byte_local(frame, b, left)
 
 
-def dense_byte_local(frame: Frame, units: torch.Tensor) -> list[Claim]:
-    """Dense units that no systemic cause fits but byte-local causes may: byte by byte, in chunks of units,
-    so a cache full of them never becomes a list of 100M bytes."""
+def dense_byte_local(frame: Frame, units: torch.Tensor, local: bool = True) -> list[Claim]:
+    """Dense units that no systemic cause fits but byte-local causes may (not local: only moved bytes, garbage
+    units): byte by byte, in chunks of units, so a cache full of them never becomes a list of 100M bytes."""
     index = torch.nonzero(units).view(-1)
     chunk = max(1, CHUNK_BYTES // frame.spec.quant_block_size)
     claims: list[Claim] = []
     for start in range(0, index.numel(), chunk):
         b = Bytes.chunk(frame, index[start : start + chunk])
-        claims += byte_local(frame, b, b.differs)
+        claims += byte_local(frame, b, b.differs, local)
     return claims
 
 
@@ -155,7 +155,7 @@ def _poison_bytes(frame: Frame, b: Bytes, left: torch.Tensor) -> tuple[list[Clai
     of them and half the open bytes of their unit, or of their column across units: a skipped column); a
     written value that equals the poison fill of its place by chance (1 in 256) is no unwritten byte."""
     if b.dense:
-        poison = frame.poison_rows(b.unit.view(-1))
+        poison = frame.sampled_poison(b.unit.view(-1))
     else:
         poison = frame.value_poison(b.unit, b.column)
     base_poison = (b.base == poison) & left
@@ -174,15 +174,38 @@ def _poison_bytes(frame: Frame, b: Bytes, left: torch.Tensor) -> tuple[list[Clai
                    baseline_bytes=int(torch.count_nonzero(base_poison & pattern)))
 
 
-def byte_local(frame: Frame, b: Bytes, left: torch.Tensor) -> list[Claim]:
-    """signed-zero, saturation-nan, rounding, poison, unknown: each byte of `left` on its own."""
-    zero = pairs.zero_pair(b.base, b.cand) & left
-    claims: list[Claim] = []
+def _moved(frame: Frame, b: Bytes, left: torch.Tensor) -> tuple[list[Claim], torch.Tensor]:
+    """Bytes holding the baseline's byte (of a mapped slot) at the place moved.byte_moves names."""
+    moves, found = frame.moves
+    if moves is None or not bool(left.any()):
+        return [], left
+    spec, v, nd = frame.spec, frame.spec.value_extent, frame.blocks.numel()
+    unit, column, index = b.entries(left)
+    source = moves[frame.value_index[frame.token[unit], frame.group[unit] * spec.quant_block_size + column]]
+    block = frame.blocks[frame.block_i[unit]] + source.clamp(min=0) // v - 1  # the source's cache block
+    j, q = torch.searchsorted(frame.blocks, block).clamp(max=nd - 1), source.clamp(min=0) % v  # blocks ascend
+    owner = torch.empty(v, dtype=torch.int64, device=left.device)  # the token of each value byte of a block
+    owner[frame.value_index.view(-1)] = torch.arange(spec.block_size, device=left.device).repeat_interleave(
+        spec.head_dim)
+    fits = (source >= 0) & (frame.blocks[j] == block) & (frame.base_phys[j, q] == b.cand.reshape(-1)[index])
+    fits &= frame.source[(j * spec.block_size + owner[q]) * spec.groups_per_token] >= 0  # a mapped slot's
+    mask = torch.zeros_like(left)
+    mask.view(-1)[index] = fits
+    claims, left = b.claim(frame, Category.PERMUTATION, mask, left)
+    return claims + [Claim(Category.PERMUTATION, found=found)] * bool(claims), left
+
+
+def byte_local(frame: Frame, b: Bytes, left: torch.Tensor, local: bool = True) -> list[Claim]:
+    """moved bytes, signed-zero, saturation-nan, rounding, poison (these four only where local), unknown: each
+    byte of `left` on its own."""
+    claims, left = _moved(frame, b, left)
+    zero = pairs.zero_pair(b.base, b.cand) & left & local
     if bool(zero.any()):
-        claims, left = b.claim(frame, Category.SIGNED_ZERO, zero, left,
-                               candidate_negative=int(torch.count_nonzero(zero & (b.cand == 0x80))),
-                               baseline_negative=int(torch.count_nonzero(zero & (b.base == 0x80))))
-    for stage in (_saturation, _rounding, _poison_bytes):
+        more, left = b.claim(frame, Category.SIGNED_ZERO, zero, left,
+                             candidate_negative=int(torch.count_nonzero(zero & (b.cand == 0x80))),
+                             baseline_negative=int(torch.count_nonzero(zero & (b.base == 0x80))))
+        claims += more
+    for stage in (_saturation, _rounding, _poison_bytes) if local else ():
         more, left = stage(frame, b, left)
         claims += more
     more, _ = b.claim(frame, Category.UNKNOWN, left, left)

@@ -36,37 +36,25 @@ def note(category: Category, **counts) -> Claim:
 def unit_claim(frame: Frame, category: Category, units: torch.Tensor, *, value: bool = True,
                scale: bool = False) -> Claim:
     """All differing value (and/or scale) bytes of the units in the bool mask `units`."""
-    count = 0
-    examples = []
+    count, examples, shown = 0, [], []
     giving = torch.zeros_like(units)
     per_unit = torch.zeros_like(frame.n_u)
-    shown = []
     in_shown = frame.shown[frame.block_i]
-    if value:
-        has = units & (frame.n_u > 0)
-        count += int(torch.where(has, frame.n_u, 0).sum())  # no list of the (up to all) units' indices
+    parts = [(frame.n_u, lambda u: frame.value_rows(frame.base_phys, u) != frame.value_rows(frame.cand_phys, u),
+              frame.value_flat)] * value
+    parts += [(frame.wdiff_u, lambda u: frame.base_wb[u] != frame.cand_wb[u],
+               lambda u, j: frame.scale_flat(u) + j)] * scale
+    for n, differs, flat in parts:
+        has = units & (n > 0)
+        count += int(torch.where(has, n, 0).sum())  # no list of the (up to all) units' indices
         giving |= has
-        per_unit += torch.where(has, frame.n_u, 0)
-        for u in first_true(has, EXAMPLES).tolist():
-            unit = torch.tensor([u], device=units.device)
-            row = frame.value_rows(frame.base_phys, unit) != frame.value_rows(frame.cand_phys, unit)
-            column = int(torch.argmax(row[0].to(torch.uint8)))
-            examples.append(("cache", int(frame.value_flat(unit[0], torch.tensor(column)))))
+        per_unit += torch.where(has, n, 0)
+        first = first_true(has, EXAMPLES)
+        column = torch.argmax(differs(first).to(torch.uint8), dim=1)  # each one's first differing byte
+        examples += [("cache", int(i)) for i in flat(first, column).tolist()]
         picked = torch.nonzero(has & in_shown).view(-1)
-        rows, columns = torch.nonzero(frame.value_rows(frame.base_phys, picked)
-                                      != frame.value_rows(frame.cand_phys, picked), as_tuple=True)
-        shown.append(frame.value_flat(picked[rows], columns))
-    if scale:
-        has = units & (frame.wdiff_u > 0)
-        count += int(torch.where(has, frame.wdiff_u, 0).sum())
-        giving |= has
-        per_unit += torch.where(has, frame.wdiff_u, 0)
-        for u in first_true(has, EXAMPLES).tolist():
-            j = int(torch.argmax((frame.base_wb[u] != frame.cand_wb[u]).to(torch.uint8)))
-            examples.append(("cache", int(frame.scale_flat(torch.tensor(u))) + j))
-        picked = torch.nonzero(has & in_shown).view(-1)
-        rows, j = torch.nonzero(frame.base_wb[picked] != frame.cand_wb[picked], as_tuple=True)
-        shown.append(frame.scale_flat(picked[rows]) + j)
+        rows, columns = torch.nonzero(differs(picked), as_tuple=True)
+        shown.append(flat(picked[rows], columns))
     # the blocks, one per block rather than one per unit
     nd = frame.blocks.numel()
     blocks = frame.blocks[any_rows(giving.view(nd, -1))]

@@ -26,15 +26,17 @@ def _value_stages(frame: Frame) -> list[Claim]:
     # whole units first: blocks of whole tokens at other places (interleaved against planar), groups of
     # non-finite inputs, real tokens overwritten by padding rows; each takes all the bytes of its units
     first: list[Claim] = []
-    # then right bytes at the wrong place: rows shifted by k slots or tokens, tiles permuted
+    # then right bytes at the wrong place: rows shifted by k slots or tokens
     for stage in (systemic.arrangement_blocks, where.non_finite, where.overwritten, moved.shifted,
-                  moved.tile_permutation, where.foreign_rows):
+                  where.foreign_rows, where.zero_input):
         more, taken = stage(frame)
         first += more
         if bool(taken.any()):
             frame = dataclasses.replace(frame, n_u=torch.where(taken, 0, frame.n_u),
                                         wdiff_u=torch.where(taken, 0, frame.wdiff_u))
     open_u = frame.n_u > 0
+    if bool(open_u.any()):  # value bytes moved the same way in every block: claimed byte by byte
+        frame = dataclasses.replace(frame, moves=moved.byte_moves(frame))
     claims, taken = where.unmapped(frame, open_u)
     claims = first + claims
     open_u = open_u & ~taken
@@ -43,13 +45,13 @@ def _value_stages(frame: Frame) -> list[Claim]:
     open_u = open_u & ~taken
     layout, taken, settled = systemic.layout_blocks(frame, open_u)
     open_u = open_u & ~taken
-    dense, taken, leftovers = systemic.dense_units(frame, open_u, settled)
+    dense, taken, leftovers, garbage = systemic.dense_units(frame, open_u, settled)
     open_u = open_u & ~taken
     # a systemic cause found in dense units needs only one matching byte in a sparse one
     active = frozenset(c.category for c in layout + dense if c.bytes)
     claims += layout + dense
     claims += bytewise.byte_by_byte(frame, open_u, settled, active)
-    return claims + bytewise.dense_byte_local(frame, leftovers)
+    return claims + bytewise.dense_byte_local(frame, leftovers) + bytewise.dense_byte_local(frame, garbage, False)
 
 
 @dataclass
@@ -88,9 +90,8 @@ def _tally(claims: list[Claim]) -> _Tally:
 
 def _located(spec: CacheSpec, tally: _Tally, frame: Frame, expected_per_block: torch.Tensor,
              picked: tuple[int, ...]) -> Located:
-    """Where the categories' bytes are, checked like the totals: each frame block's bytes and each
-    differing byte of the shown blocks attributed exactly once (else CheckerError). Blocks picked by the
-    caller that are not in the frame have no differing byte: their maps are empty, and shown as such."""
+    """Where the categories' bytes are, checked like the totals: each frame block's bytes and each differing
+    byte of the shown blocks attributed exactly once (else CheckerError); picked blocks outside: empty."""
     order = list(Category)
     device = frame.blocks.device
     per_block = torch.zeros(spec.num_blocks, len(order), dtype=torch.int64, device=device)
@@ -127,11 +128,8 @@ def _causes(spec: CacheSpec, tally: _Tally, frame: Frame | None, baseline: Cache
 
 def attribute(spec: CacheSpec, baseline: CacheBuffer, candidate: CacheBuffer, inputs: Inputs, *,
               diff: DiffResult | None = None, shown: tuple[int, ...] = ()) -> Diagnosis:
-    """Attribute every byte that differs between the two caches (guard bytes included) to one cause
-    (`fp8check.diagnose.diagnose`, which calls this unless the diff says there is nothing to attribute).
-
-    `diff`: diff_caches' result for these two caches, if at hand; its per-block counts say which blocks to
-    read (the attribution is the same without it)."""
+    """`fp8check.diagnose.diagnose` where the diff (if given: its per-block counts say which blocks to read)
+    does not say the caches are identical."""
     claims = where.guards(baseline, candidate, spec.num_blocks * spec.block_bytes)
     expected = int(torch.count_nonzero(baseline.guards != candidate.guards))
     runs = unit_runs(spec, spec.value_index(baseline.flat.device))

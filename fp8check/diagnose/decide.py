@@ -53,25 +53,6 @@ def divisor_pair(ratio: float, spec: CacheSpec, divisor_range=None) -> list[floa
     return None
 
 
-def _side(candidate: int, baseline: int) -> str:
-    return "candidate" if candidate >= baseline else "baseline"
-
-
-def _rounding(count: int, counts: dict) -> dict:
-    ties = counts.get("ties", 0)
-    even = None
-    if ties and ties >= 0.9 * count:
-        even = "baseline" if counts.get("ties_baseline_even", 0) >= counts.get("ties_candidate_even", 0) else "candidate"
-    return {"ties": ties, "ties_to_even": even, "ties_baseline_even": counts.get("ties_baseline_even", 0),
-            "ties_candidate_even": counts.get("ties_candidate_even", 0)}
-
-
-def _integer_cast(counts: dict) -> dict:
-    wrap, zero = counts.get("negative_wrap", 0), counts.get("negative_zero", 0)
-    convention = "nvidia" if zero > wrap else "wrap" if wrap else "trunc"
-    return {"convention": convention, "negative_wrapped": wrap, "negative_to_zero": zero}
-
-
 def cause_facts(spec: CacheSpec, category: Category, count: int, counts: dict, found: dict) -> dict:
     """The typed facts of one cause, from its summed counts and merged findings."""
     c = counts.get
@@ -89,7 +70,9 @@ def cause_facts(spec: CacheSpec, category: Category, count: int, counts: dict, f
                 facts |= {f"{key}_bytes": c(key, 0), f"{key}_slots": c(f"{key}_slots", 0)}
         return facts
     if category is Category.INTEGER_CAST:
-        return _integer_cast(counts)
+        wrap, zero = c("negative_wrap", 0), c("negative_zero", 0)
+        convention = "nvidia" if zero > wrap else "wrap" if wrap else "trunc"
+        return {"convention": convention, "negative_wrapped": wrap, "negative_to_zero": zero}
     if category is Category.LAYOUT:
         return {"layout_found": found.get("layout_found"), "layout_expected": spec.layout.value}
     if category is Category.FP8_FORMAT:
@@ -115,7 +98,7 @@ def cause_facts(spec: CacheSpec, category: Category, count: int, counts: dict, f
         return {"moved": found.get("moved"), "by": found.get("by"), "offset": found.get("offset"),
                 "units_moved_in": c("units", 0)}
     if category is Category.PERMUTATION:
-        return {"permutation": found.get("permutation"), "moved_positions": found.get("moved_positions")}
+        return dict(found)
     if category is Category.QUOTIENT:
         from .systemic import QUOTIENTS
 
@@ -125,15 +108,20 @@ def cause_facts(spec: CacheSpec, category: Category, count: int, counts: dict, f
     if category is Category.SCALE_FORMAT:
         return {"words": c("words", 0), "format_found": found.get("format_found"),
                 "format_expected": spec.scale_fmt.value}
+    if category is Category.ZERO_INPUT:
+        return {"groups": c("groups", 0)}
     if category is Category.NON_FINITE:
         return {"groups": c("groups", 0), "nan_groups": c("nan_groups", 0), "inf_groups": c("inf_groups", 0)}
     if category is Category.ROUNDING:
-        return _rounding(count, counts)
+        ties, base_even, cand_even = c("ties", 0), c("ties_baseline_even", 0), c("ties_candidate_even", 0)
+        even = ("baseline" if base_even >= cand_even else "candidate") if ties and ties >= 0.9 * count else None
+        return {"ties": ties, "ties_to_even": even, "ties_baseline_even": base_even, "ties_candidate_even": cand_even}
     if category is Category.SATURATION_NAN:
-        return {"nan_side": _side(c("candidate_nan", 0), c("baseline_nan", 0)),
+        return {"nan_side": "candidate" if c("candidate_nan", 0) >= c("baseline_nan", 0) else "baseline",
                 "candidate_nan": c("candidate_nan", 0), "baseline_nan": c("baseline_nan", 0)}
     if category is Category.SIGNED_ZERO:
-        return {"negative_side": _side(c("candidate_negative", 0), c("baseline_negative", 0)),
+        side = "candidate" if c("candidate_negative", 0) >= c("baseline_negative", 0) else "baseline"
+        return {"negative_side": side,
                 "candidate_negative": c("candidate_negative", 0), "baseline_negative": c("baseline_negative", 0)}
     return {}
 

@@ -30,9 +30,8 @@ def scale_pair(base: float, cand: float, base_word: str | None = None, cand_word
 
 def _scales_note(f: dict) -> str:
     base, cand = f["baseline_scale"], f["candidate_scale"]
-    ratio = f", x{cand / base:.6g}" if base and math.isfinite(base) and math.isfinite(cand) else ""
-    if f"{base:g}" == f"{cand:g}":
-        ratio = ""
+    shown = base and math.isfinite(base) and math.isfinite(cand) and f"{base:g}" != f"{cand:g}"
+    ratio = f", x{cand / base:.6g}" if shown else ""
     return f"scales {scale_pair(base, cand, f.get('baseline_scale_word'), f.get('candidate_scale_word'))}{ratio}"
 
 

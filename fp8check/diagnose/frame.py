@@ -114,11 +114,8 @@ def _unit_counts(spec: CacheSpec, a: torch.Tensor, b: torch.Tensor, runs) -> tup
 
 def differing_units(spec: CacheSpec, baseline: CacheBuffer, candidate: CacheBuffer, diff: DiffResult | None,
                     runs) -> tuple[torch.Tensor, ...]:
-    """(blocks, base_phys, cand_phys, n_u, wdiff_u): the blocks to look at, both caches' bytes of them and, per
-    unit of them, the differing value and scale bytes. The diff's per-block counts, when given, spare
-    reading the blocks that do not differ.
-
-    Once most blocks differ, all blocks are kept: copying the differing ones out (~75 ms for 2 x 138 MB on 2
+    """(blocks, base_phys, cand_phys, n_u, wdiff_u): the blocks to look at (the diff's, when given), both
+    caches' bytes of them and, per unit of them, the differing value and scale bytes. Once most blocks differ, all blocks are kept: copying the differing ones out (~75 ms for 2 x 138 MB on 2
     cores) costs more than carrying identical blocks along, whose units have no byte to attribute."""
     a, b = baseline.flat, candidate.flat
     all_blocks = torch.arange(spec.num_blocks, device=a.device)
@@ -139,10 +136,8 @@ def differing_units(spec: CacheSpec, baseline: CacheBuffer, candidate: CacheBuff
 
 
 def byte_poison(position: torch.Tensor) -> torch.Tensor:
-    """uint8: the part of the poison fill that depends on the byte's position inside its block.
-
-    poison_at is linear in the buffer position (cache.py), so poison(block start + byte) is
-    poison_at(block start) + byte_poison(byte) in uint8 arithmetic: no int64 positions over whole caches."""
+    """uint8: the part of the poison fill that depends on the byte's position inside its block: poison_at is
+    linear (cache.py), so poison(block start + byte) = poison_at(block start) + byte_poison(byte) in uint8."""
     return poison_at(position) - poison_at(torch.zeros_like(position))
 
 
@@ -174,18 +169,17 @@ class Frame:
     poison_block: torch.Tensor  # uint8 [nd]: poison_at of each block's first byte
     padding: torch.Tensor  # int64 [P]: rows of k whose slot is negative (padding: written nowhere)
     shown: torch.Tensor  # bool [nd]: blocks whose bytes' causes are kept (the first SHOWN_BLOCKS that differ, or picked)
+    moves: tuple = (None, {})  # moved.byte_moves: the source of each value byte of a block, and the findings
 
     @property
     def mapped(self) -> torch.Tensor:
         return self.source >= 0
 
     @property
-    def rows(self) -> int:
-        """Units per block."""
+    def rows(self) -> int:  # units per block
         return self.poison_row.shape[0]
 
     def units_mask(self, units: torch.Tensor) -> torch.Tensor:
-        """bool [U]: True at the given unit indices."""
         mask = torch.zeros_like(self.n_u, dtype=torch.bool)
         mask[units] = True
         return mask
@@ -216,12 +210,8 @@ class Frame:
     def value_poison(self, unit: torch.Tensor, column: torch.Tensor) -> torch.Tensor:
         return self.poison_row[unit % self.rows, column] + self.poison_block[self.block_i[unit]]
 
-    def poison_rows(self, units: torch.Tensor) -> torch.Tensor:
-        """uint8 [n, qbs]: the poison fill under every value byte of the units."""
-        return self.poison_row.index_select(0, units % self.rows) + self.poison_block[self.block_i[units]].view(-1, 1)
-
-    def sampled_poison(self, units: torch.Tensor, columns: torch.Tensor) -> torch.Tensor:
-        """uint8 [n, len(columns)]: the poison fill under the units' value bytes at these columns."""
+    def sampled_poison(self, units: torch.Tensor, columns=slice(None)) -> torch.Tensor:
+        """uint8 [n, len(columns)]: the poison fill under the units' value bytes at these columns (or all)."""
         rows = self.poison_row[:, columns].index_select(0, units % self.rows)
         return rows + self.poison_block[self.block_i[units]].view(-1, 1)
 

@@ -33,6 +33,7 @@ class Category(enum.Enum):
     QUOTIENT = "quotient"
     SCALE_FORMAT = "scale-format"
     NON_FINITE = "non-finite-input"
+    ZERO_INPUT = "zero-input"
     UNKNOWN = "unknown"
 
 

@@ -1,17 +1,12 @@
-"""Stage 1b: right bytes at the wrong place. Rows, value rows or scale words shifted by k slots or k tokens,
-and value bytes permuted inside the shuffle layout's 16x16 tiles (a transposed tile offset).
+"""Stage 1b: right bytes at the wrong place: rows, value rows or scale words shifted by k slots or k tokens
+(whole units), and value bytes moved within or across blocks the same way in every block (byte by byte).
 
-Found by matching, never by guessing a pair: a probe of differing units is compared with the baseline's
-rows at every offset in a window (exact byte equality of whole quant groups: 1 in 2^(8 qbs) by chance), the
-offset that explains most of the probe is then tried on every open unit, and a unit is taken only when its
-bytes are exactly what the moved writer leaves there (the baseline's bytes of the row it moves there, or
-the poison fill where nothing is moved in). Pure functions of the frame: they return claims and the units
-they took.
+Found by matching, never by guessing: a probe is compared with the baseline at every offset of a window
+(shifts: whole quant groups, exact equality) or every run of RUN bytes (moves), the move that explains most
+of the probe is kept, and a byte is taken only when it is exactly what the moved writer leaves there.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import torch
 
@@ -25,17 +20,9 @@ MIN_UNITS = 2  # whole quant groups a move needs (equal rows of qbs bytes: no ch
 MIN_WORDS = 4  # scale words a scale-only move needs: ue8m0 words repeat often
 SCALE_SHARE = 0.9  # share of the probe's differing scale words a scale-only shift must explain
 TILE = 16  # the shuffle layout's tiles are 16 tokens x 16 dims (docs/NUMERICS.md)
-TILE_PROBE = 64  # fully mapped differing tiles compared to find a permutation inside them
-
-
-@dataclass(frozen=True)
-class _Sources:
-    """Where each unit's bytes come from under one move: the frame unit whose baseline row is moved there
-    (-1: nothing is moved there, the poison fill stays), and whether that is known (the source lies in a
-    block the frame holds)."""
-
-    unit: torch.Tensor  # int64 [n]
-    known: torch.Tensor  # bool [n]
+RUN = 8  # value bytes matched as one run: 8 equal codes at another place are no coincidence
+STRIDES = (1, -1, TILE, -TILE)  # the baseline's runs: along a row or a column of a tile, either way
+PROBE_BLOCKS = 16  # fully mapped differing blocks whose runs are matched
 
 
 def _slot_tables(frame: Frame) -> tuple[torch.Tensor, torch.Tensor]:
@@ -54,9 +41,10 @@ def _slot_tables(frame: Frame) -> tuple[torch.Tensor, torch.Tensor]:
     return at_slot, of_token[:tokens]
 
 
-def _sources(frame: Frame, tables, units: torch.Tensor, by: str, k) -> _Sources:
-    """The units whose baseline rows a writer that moved everything by k slots (or k tokens) leaves at `units`
-    (k: an int, or an int64 [m, 1] of offsets: then [m, n] for all of them)."""
+def _sources(frame: Frame, tables, units: torch.Tensor, by: str, k) -> tuple[torch.Tensor, torch.Tensor]:
+    """(the frame units whose baseline rows a writer that moved everything by k slots (or k tokens) leaves at
+    `units`, -1 where it moves nothing there and the poison stays; bool: that is known, the source lies in a
+    block the frame holds). k: an int, or an int64 [m, 1] of offsets: then [m, n] for all of them."""
     at_slot, of_token = tables
     spec = frame.spec
     group = frame.group[units]
@@ -72,15 +60,15 @@ def _sources(frame: Frame, tables, units: torch.Tensor, by: str, k) -> _Sources:
         first = of_token[token.clamp(0, of_token.numel() - 1)]
         known = inside & (first >= 0)
         moved_in = known
-    return _Sources(torch.where(moved_in, first + group, -1), known)
+    return torch.where(moved_in, first + group, -1), known
 
 
-def _predicted(frame: Frame, units: torch.Tensor, src: _Sources) -> tuple[torch.Tensor, torch.Tensor]:
-    """(value rows [n, qbs], scale words [n, 4]) the moved writer leaves at `units`."""
-    moved = src.unit >= 0
-    source = src.unit.clamp(min=0)
+def _predicted(frame: Frame, units: torch.Tensor, src: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(value rows [n, qbs], scale words [n, 4]) the moved writer leaves at `units` (src: _sources)."""
+    moved = src >= 0
+    source = src.clamp(min=0)
     base_rows = frame.value_rows(frame.base_phys, source)
-    rows = torch.where(moved.view(-1, 1), base_rows, frame.poison_rows(units))
+    rows = torch.where(moved.view(-1, 1), base_rows, frame.sampled_poison(units))
     words = torch.where(moved.view(-1, 1), frame.base_wb[source], frame.scale_poison(units))
     return rows, words
 
@@ -97,15 +85,6 @@ def _offsets(frame: Frame) -> list[int]:
     """The window of offsets tried: every offset up to two blocks (16 slots at least), both ways."""
     reach = min(max(2 * frame.spec.block_size + 1, 16), frame.spec.num_slots - 1)
     return [k for k in range(-reach, reach + 1) if k]
-
-
-def _best(scores: dict, minimum: float, least: int) -> tuple[tuple[str, int] | None, int]:
-    """The (by, k) with the most matches, slots before tokens and the smallest |k| on ties, if it has
-    `minimum` and `least`."""
-    if not scores:
-        return None, 0
-    key = max(scores, key=lambda key: (scores[key], key[0] == "slots", -abs(key[1])))
-    return (key, scores[key]) if scores[key] >= max(minimum, least) else (None, 0)
 
 
 def shifted(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
@@ -126,15 +105,15 @@ def shifted(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
     k = torch.tensor(offsets, device=probe.device).view(-1, 1)
     moves = {by: _sources(frame, tables, probe, by, k) for by in ("slots", "tokens")}  # [offsets, probe] each
     # the baseline rows of every source unit, gathered and fingerprinted once
-    every = torch.unique(torch.cat([s.unit.clamp(min=0).view(-1) for s in moves.values()]))
+    every = torch.unique(torch.cat([s[0].clamp(min=0).view(-1) for s in moves.values()]))
     base_prints = _fingerprints(frame.value_rows(frame.base_phys, every))
     base_words = frame.base_wb.contiguous().view(torch.int32).view(-1)
     cand_prints = _fingerprints(cand_rows)
     cand_word = cand_words.contiguous().view(torch.int32).view(-1)
     rows_score, values_score, words_score = {}, {}, {}
     for by, src in moves.items():
-        real = src.unit >= 0  # a real row moved in (poison moved in proves nothing about k)
-        source = src.unit.clamp(min=0)
+        real = src[0] >= 0  # a real row moved in (poison moved in proves nothing about k)
+        source = src[0].clamp(min=0)
         same_values = real & (base_prints[torch.searchsorted(every, source)] == cand_prints) & (frame.n_u[probe] > 0)
         same_word = real & (base_words[source] == cand_word)
         for i, (rows, values, words) in enumerate(zip((same_values & same_word).sum(dim=1).tolist(),
@@ -142,18 +121,19 @@ def shifted(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
                                                        (same_word & word_differs).sum(dim=1).tolist())):
             rows_score[by, offsets[i]], values_score[by, offsets[i]], words_score[by, offsets[i]] = rows, values, words
     half = probe.numel() / 2
-    for what, scores, minimum, least in (("rows", rows_score, half, MIN_UNITS),
-                                         ("values", values_score, half, MIN_UNITS),
-                                         ("scales", words_score, SCALE_SHARE * int(word_differs.sum()), MIN_WORDS)):
-        move, _ = _best(scores, minimum, least)
-        if move is not None:
+    # the (by, k) with the most matches, slots before tokens and the smallest |k| on ties
+    for what, scores, minimum in (("rows", rows_score, max(half, MIN_UNITS)),
+                                  ("values", values_score, max(half, MIN_UNITS)),
+                                  ("scales", words_score, max(SCALE_SHARE * int(word_differs.sum()), MIN_WORDS))):
+        move = max(scores, key=lambda key: (scores[key], key[0] == "slots", -abs(key[1])), default=None)
+        if move is not None and scores[move] >= minimum:
             return _take(frame, open_units, tables, what, *move)
     return [], taken
 
 
 def _take(frame: Frame, units: torch.Tensor, tables, what: str, by: str, k: int) -> tuple[list[Claim], torch.Tensor]:
     """The claims of one move found by the probe, over every differing unit it explains exactly."""
-    src = _sources(frame, tables, units, by, k)
+    src, known = _sources(frame, tables, units, by, k)
     rows, words = _predicted(frame, units, src)
     same_values = (frame.value_rows(frame.cand_phys, units) == rows).all(dim=1)
     same_word = (frame.cand_wb[units] == words).all(dim=1)
@@ -163,73 +143,83 @@ def _take(frame: Frame, units: torch.Tensor, tables, what: str, by: str, k: int)
         fits = same_values & (frame.n_u[units] > 0) & (frame.wdiff_u[units] == 0)
     else:
         fits = same_word & (frame.wdiff_u[units] > 0)
-    fits &= src.known
+    fits &= known
     taken = frame.units_mask(units[fits])
     claim = unit_claim(frame, Category.SHIFT, taken, value=True, scale=what != "values")
     found = {"moved": what, "by": by, "offset": k}
-    moved_in = int((fits & (src.unit >= 0)).sum())
+    moved_in = int((fits & (src >= 0)).sum())
     return [claim, Claim(Category.SHIFT, found=found), note(Category.SHIFT, units=moved_in)], taken
 
 
-# ---- a permutation inside the shuffle layout's 16 x 16 tiles -------------------------------------------------
+# ---- value bytes moved within a block or into a neighbouring one ------------------------------------------
 
 
-def _tiles(frame: Frame, phys: torch.Tensor) -> torch.Tensor:
-    """uint8 [nd, tiles per block, 256]: the value region as its 16 x 16 tiles (row: token % 16)."""
-    spec = frame.spec
-    return phys[:, : spec.value_bytes].reshape(phys.shape[0], -1, TILE * TILE)
+def _runs(rows: torch.Tensor, stride: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(int64 [n, V]: the RUN bytes at p, p + stride, ... of each row packed into one number, bool [V]: the
+    run stays inside the row)."""
+    v = rows.shape[1]
+    index = torch.arange(v, device=rows.device).view(-1, 1) + stride * torch.arange(RUN, device=rows.device)
+    inside = ((index >= 0) & (index < v)).all(dim=1)
+    shift = 8 * torch.arange(RUN, device=rows.device)
+    return (rows[:, index.clamp(0, v - 1)].long() << shift).sum(dim=2), inside
 
 
-def tile_permutation(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
-    """Value bytes moved to other positions of their own 16 x 16 tile, the same way in every tile (a tile
-    offset with its row and column exchanged, or any other fixed permutation): found by matching each
-    position against every position of a probe of fully written differing tiles. Returns (claims, units
-    taken: bool [U])."""
-    spec = frame.spec
-    taken = torch.zeros_like(frame.n_u, dtype=torch.bool)
-    if spec.layout is not Layout.SHUFFLE:
-        return [], taken
-    base, cand = _tiles(frame, frame.base_phys), _tiles(frame, frame.cand_phys)
-    nd, per_block = base.shape[0], base.shape[1]
-    token_tiles = spec.block_size // TILE
-    slot_mapped = (frame.source.view(nd, spec.block_size, -1)[:, :, 0] >= 0).view(nd, token_tiles, TILE).all(dim=2)
-    # tile j of a block: token tile j // (head_dim / 16), dim tile j % (head_dim / 16)
-    full = slot_mapped.repeat_interleave(per_block // token_tiles, dim=1)
-    candidates = torch.nonzero((full & (base != cand).any(dim=2)).view(-1)).view(-1)
-    if candidates.numel() < MIN_UNITS:
-        return [], taken
-    pick = candidates[torch.linspace(0, candidates.numel() - 1, min(TILE_PROBE, candidates.numel()),
-                                     device=candidates.device).long().unique()]
-    b, c = base.reshape(-1, TILE * TILE)[pick], cand.reshape(-1, TILE * TILE)[pick]
-    agree = (c.unsqueeze(2) == b.unsqueeze(1)).sum(dim=0)  # [position in cand, position in base]
-    unanimous = agree == pick.numel()
-    if not bool((unanimous.sum(dim=1) == 1).all()):
-        return [], taken  # some position has no single source in every probed tile: no fixed permutation
-    perm = torch.argmax(unanimous.to(torch.uint8), dim=1)
-    identity = torch.arange(TILE * TILE, device=perm.device)
-    if torch.unique(perm).numel() != perm.numel() or torch.equal(perm, identity):
-        return [], taken
-    return _take_tiles(frame, perm)
+def byte_moves(frame: Frame) -> tuple[torch.Tensor | None, dict]:
+    """(int64 [V]: for each value byte of a block, (delta + 1) * V + q where the candidate holds the
+    baseline's byte q of the block delta in {-1, 0, 1} away, -1 where none; the findings). Found from runs of
+    RUN bytes of a probe of fully mapped blocks equal to a run (STRIDES) that occurs once in the baseline's
+    blocks, the same way in two probed blocks: a wrong term or sign in an offset moves every block alike."""
+    spec, v = frame.spec, frame.spec.value_extent
+    nd, device = frame.blocks.numel(), frame.blocks.device
+    full = (frame.source.view(nd, -1) >= 0).all(dim=1) & (frame.n_u.view(nd, -1) > 0).any(dim=1)
+    probe = torch.nonzero(full).view(-1)[:PROBE_BLOCKS]
+    if not spec.layout.planar or not probe.numel():
+        return None, {}
+    cand, _ = _runs(frame.cand_phys[probe, :v], 1)
+    start, step = torch.arange(v, device=device), torch.arange(RUN, device=device)
+    votes = []
+    for i, block in enumerate(frame.blocks[probe].tolist()):
+        keys, sources = [], []
+        for delta in (-1, 0, 1):
+            j = min(int(torch.searchsorted(frame.blocks, block + delta)), nd - 1)  # blocks ascend
+            for stride in STRIDES if int(frame.blocks[j]) == block + delta else ():
+                packed, inside = _runs(frame.base_phys[j : j + 1, :v], stride)
+                keys.append(packed[0, inside])
+                sources.append((delta + 1) * v + start[inside].view(-1, 1) + stride * step)
+        keys, inverse, counts = torch.unique(torch.cat(keys), return_inverse=True, return_counts=True)  # sorted
+        sources = torch.zeros(keys.numel(), RUN, dtype=torch.int64, device=device).index_copy_(
+            0, inverse, torch.cat(sources))  # the source of each key that occurs once
+        at_key = torch.searchsorted(keys, cand[i, : v - RUN + 1]).clamp(max=keys.numel() - 1)
+        hit = torch.nonzero((keys[at_key] == cand[i, : v - RUN + 1]) & (counts[at_key] == 1)).view(-1)
+        source, position = sources[at_key[hit]], hit.view(-1, 1) + step  # [m, RUN] each
+        moved = source != v + position  # a byte at its own place is no move
+        votes.append(torch.unique(position[moved] * 3 * v + source[moved]))
+    key, support = torch.unique(torch.cat(votes), return_counts=True)
+    position, source = key // (3 * v), key % (3 * v)
+    best = torch.zeros(v, dtype=torch.int64, device=device).scatter_reduce(0, position, support, "amax")
+    top = support == best[position]
+    ties = torch.bincount(position[top], minlength=v)
+    keep = top & (ties[position] == 1) & (support >= min(2, probe.numel()))
+    moves = torch.full((v,), -1, dtype=torch.int64, device=device)
+    moves[position[keep]] = source[keep]
+    if not bool(keep.any()):
+        return None, {}
+    return moves, _moves_found(moves, v, spec.layout is Layout.SHUFFLE)
 
 
-def _take_tiles(frame: Frame, perm: torch.Tensor) -> tuple[list[Claim], torch.Tensor]:
-    spec = frame.spec
-    device = perm.device
-    t = torch.arange(spec.block_size, device=device).view(-1, 1)
-    d = torch.arange(spec.head_dim, device=device).view(1, -1)
-    q = perm[(t % TILE) * TILE + d % TILE]
-    owner = (t // TILE) * TILE + q // TILE
-    source_dim = (d // TILE) * TILE + q % TILE
-    tables = (owner, frame.value_index[owner, source_dim])
-    from .systemic import layout_predicted
-
-    units = torch.nonzero(frame.n_u > 0).view(-1)
-    dims = frame.group[units].view(-1, 1) * spec.quant_block_size + torch.arange(spec.quant_block_size, device=device)
-    predicted = layout_predicted(frame, tables, frame.block_i[units].view(-1, 1), frame.token[units].view(-1, 1), dims)
-    fits = (frame.value_rows(frame.cand_phys, units) == predicted).all(dim=1) & (frame.wdiff_u[units] == 0)
-    taken = frame.units_mask(units[fits])
-    found = {"permutation": _name(perm), "moved_positions": int((perm != torch.arange(perm.numel(), device=device)).sum())}
-    return [unit_claim(frame, Category.PERMUTATION, taken), Claim(Category.PERMUTATION, found=found)], taken
+def _moves_found(moves: torch.Tensor, v: int, shuffle: bool) -> dict:
+    """The findings: the moved positions, how many come from a neighbouring block, and the permutation of
+    the shuffle layout's 16 x 16 tiles where every move stays inside its own tile the same way."""
+    position = torch.nonzero(moves >= 0).view(-1)
+    source = moves[position] - v
+    tile = TILE * TILE
+    perm = torch.arange(tile, device=moves.device)
+    perm[position % tile] = source % tile
+    inside = bool((source // tile == position // tile).all() & (perm[position % tile] == source % tile).all())
+    if shuffle and inside and position.numel() == (v // tile) * int((perm != torch.arange(tile)).sum()):
+        return {"permutation": _name(perm), "moved_positions": int((perm != torch.arange(tile)).sum())}
+    return {"permutation": "moved", "moved_positions": position.numel(),
+            "from_neighbour": int(((source < 0) | (source >= v)).sum())}
 
 
 def _name(perm: torch.Tensor) -> str:

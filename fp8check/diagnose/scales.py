@@ -10,7 +10,7 @@ import torch
 
 from ..core.fp8 import decode_scales
 from ..core.spec import SCALE_FLOOR, FP8Format, ScaleFormat
-from .amax import implied_divisor, wrong_amax
+from .amax import group_amax, implied_divisor, pow2_ceil, wrong_amax
 from .claims import Claim, note, unit_claim
 from .frame import Frame
 from .model import Category
@@ -50,16 +50,11 @@ class _ScaleKinds:
     divisor_range: tuple[float, float] | None  # the DIV the ratio cluster's words imply
 
 
-def _amax(frame: Frame, units: torch.Tensor) -> torch.Tensor:
-    columns = torch.arange(frame.spec.quant_block_size, device=units.device)
-    return frame.x(units.view(-1, 1), columns.view(1, -1)).abs().amax(dim=1)
-
-
 def _on_boundary(frame: Frame, units: torch.Tensor) -> torch.Tensor:
     """bool: amax / DIV of each unit sits on the smaller of its two scales for some known DIV."""
     if not units.numel():
         return torch.zeros(0, dtype=torch.bool, device=units.device)
-    amax = _amax(frame, units).clamp(min=SCALE_FLOOR).double()
+    amax = group_amax(frame, units).clamp(min=SCALE_FLOOR).double()
     low = torch.minimum(frame.base_w[units], frame.cand_w[units]).double()
     near = torch.zeros_like(amax, dtype=torch.bool)
     for divisor in KNOWN_DIVISORS:
@@ -99,7 +94,7 @@ def _classify(frame: Frame, units: torch.Tensor) -> _ScaleKinds:
     if frame.spec.scale_fmt is ScaleFormat.UE8M0X4:
         as_fp32 = decode_scales(frame.cand_wb[units], ScaleFormat.FP32).view(-1).double()
         usable = ~unwritten & ~stored_other & torch.isfinite(as_fp32) & (as_fp32 > 0) & torch.isfinite(base_w)
-        plain_fp32 = usable & (_pow2_ceil(torch.where(usable, as_fp32, 1.0)) == base_w.double())
+        plain_fp32 = usable & (pow2_ceil(torch.where(usable, as_fp32, 1.0)) == base_w.double())
         stored_other |= plain_fp32
     unwritten_or_other = unwritten | stored_other
     finite = torch.isfinite(base_w) & torch.isfinite(cand_w) & (base_w > 0) & (cand_w > 0) & ~unwritten_or_other
@@ -178,7 +173,7 @@ def _amax_floor(frame: Frame, units: torch.Tensor, open_w: torch.Tensor) -> tupl
     none = torch.zeros_like(open_w)
     if not bool(open_w.any()):
         return none, None, "exact"
-    amax = _amax(frame, units).double()
+    amax = group_amax(frame, units).double()
     base, cand = frame.base_w[units].double(), frame.cand_w[units].double()
     tiny = open_w & (amax < SCALE_FLOOR) & (cand < base)
     if not bool(tiny.any()):
@@ -186,7 +181,7 @@ def _amax_floor(frame: Frame, units: torch.Tensor, open_w: torch.Tensor) -> tupl
     tracks, below, implied = none.clone(), none.clone(), torch.full_like(amax, float("inf"))
     for divisor in sorted({spec.fp8.max, spec.fp8.vllm_divisor}):
         exact = amax / divisor
-        wanted = _pow2_ceil(exact) if spec.scale_fmt.power_of_two else exact
+        wanted = pow2_ceil(exact) if spec.scale_fmt.power_of_two else exact
         near = (cand - wanted).abs() <= ULP_LIMIT * torch.finfo(torch.float32).eps * wanted
         tracks |= tiny & (amax > 0) & near
         low = tiny & ~near & (cand * divisor < SCALE_FLOOR * (1 - 1e-6)) & (cand * divisor > amax)
@@ -201,13 +196,6 @@ def _amax_floor(frame: Frame, units: torch.Tensor, open_w: torch.Tensor) -> tupl
             return floor, found, "range"  # F / DIV rounds up to the same power of two: F in (found / 2, found]
         return floor, float(f"{found:.3g}"), "exact"
     return floor, float(amax[tracks].min()), "at_most"  # no group below the candidate's floor: F <= min amax
-
-
-def _pow2_ceil(x: torch.Tensor) -> torch.Tensor:
-    """2 ** ceil(log2(x)) of positive float64 x (0 stays 0)."""
-    mantissa, exponent = torch.frexp(x)
-    one = torch.ones_like(x)
-    return torch.where(mantissa == 0.5, torch.ldexp(one, exponent - 1), torch.ldexp(one, exponent))
 
 
 def scales(frame: Frame, open_u: torch.Tensor) -> tuple[list[Claim], torch.Tensor]:

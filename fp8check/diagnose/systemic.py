@@ -208,7 +208,7 @@ def _judge_unwritten(s: _Sample, rows: torch.Tensor, screen: bool) -> tuple[torc
         rows = rows[poisoned(rows, s.first)]
     rows = rows[poisoned(rows, slice(None))]
     u = s.units[rows]
-    rows = rows[(frame.value_rows(frame.cand_phys, u) == frame.poison_rows(u)).all(dim=1)]
+    rows = rows[(frame.value_rows(frame.cand_phys, u) == frame.sampled_poison(u)).all(dim=1)]
     return rows, {"units": rows.numel()}
 
 
@@ -291,7 +291,7 @@ def dense_units(frame: Frame, open_u: torch.Tensor,
                 layout_settled: torch.Tensor) -> tuple[list[Claim], torch.Tensor, torch.Tensor]:
     """Judge open units with many differing bytes from their sample, cause by cause, the cause that fits most
     of a small probe first. Returns (claims, units taken, units no systemic cause fits that byte-local causes
-    may explain: to be split byte by byte)."""
+    may explain: to be split byte by byte, garbage units whose moved bytes are to be found byte by byte)."""
     # unmapped units of blocks whose layout is settled: plain stray writes
     stray = open_u & ~frame.mapped & layout_settled[frame.block_i]
     claims = [unit_claim(frame, Category.STRAY_WRITE, stray)]
@@ -300,7 +300,7 @@ def dense_units(frame: Frame, open_u: torch.Tensor,
     candidates = torch.nonzero(open_u & frame.mapped & (frame.n_u >= DENSE_SAMPLED)).view(-1)
     s = _sample(frame, candidates, open_u.numel()) if candidates.numel() else None
     if s is None:
-        return claims, stray, torch.zeros_like(open_u)
+        return claims, stray, torch.zeros_like(open_u), torch.zeros_like(open_u)
     n = s.units.numel()
     probe = torch.arange(0, n, max(1, n // PROBE_UNITS), device=s.units.device)
     likely = {category: judge(s, probe, False)[0].numel() for category, judge in JUDGES.items()}
@@ -315,8 +315,11 @@ def dense_units(frame: Frame, open_u: torch.Tensor,
             claims += [unit_claim(frame, category, frame.units_mask(s.units[chosen])), note(category, **facts)]
             left[chosen] = False
     split, garbage = _byte_local_split(s, torch.nonzero(left).view(-1))
-    claims.append(unit_claim(frame, Category.UNKNOWN, frame.units_mask(garbage)))
-    return claims, stray | frame.units_mask(s.units), frame.units_mask(split)
+    garbage = frame.units_mask(garbage)
+    if frame.moves[0] is None:  # else their moved bytes are found byte by byte (bytewise)
+        claims.append(unit_claim(frame, Category.UNKNOWN, garbage))
+        garbage = torch.zeros_like(garbage)
+    return claims, stray | frame.units_mask(s.units), frame.units_mask(split), garbage
 
 
 def _byte_local_split(s: _Sample, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

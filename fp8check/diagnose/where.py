@@ -9,6 +9,8 @@ import dataclasses
 import torch
 
 from ..core.cache import CacheBuffer, poison_at
+from ..core.fp8 import encode_scales
+from .amax import scale_of
 from .claims import Claim, note, unit_claim
 from .frame import Frame
 from .model import EXAMPLES, Category
@@ -59,6 +61,24 @@ def non_finite(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
     return claims, hit
 
 
+def _zero_word(frame: Frame, words: torch.Tensor) -> torch.Tensor:
+    """bool [...]: the words [..., 4] hold the scale of amax 0, max(0, 1e-4) / DIV for a DIV of the format."""
+    spec, zero = frame.spec, torch.zeros(1, dtype=torch.float32, device=words.device)
+    divisors = {spec.fp8.max, spec.fp8.vllm_divisor}
+    scales = [scale_of(zero, d, True, spec.scale_fmt.power_of_two) for d in divisors]
+    return (words.unsqueeze(-2) == encode_scales(torch.cat(scales), spec.scale_fmt)).all(dim=-1).any(dim=-1)
+
+
+def zero_input(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
+    """Quant groups written as the quantization of an all-zero input (every code 0, the scale max(0, 1e-4) / DIV
+    of one of the format's DIVs) where k is not zero: the load of k returned zeros (masked off, or misplaced)."""
+    units = torch.nonzero(frame.mapped & (frame.n_u > 0)).view(-1)
+    hit = (frame.value_rows(frame.cand_phys, units) == 0).all(dim=1) & _zero_word(frame, frame.cand_wb[units])
+    taken = frame.units_mask(units[hit])
+    claim = unit_claim(frame, Category.ZERO_INPUT, taken, value=True, scale=True)
+    return [claim, note(Category.ZERO_INPUT, groups=int(hit.sum()))], taken
+
+
 OVERWRITE_UNITS = 4096  # units tried against the padding rows: more is a systematic fault, not a stray row
 OVERWRITE_SHARE = 0.9  # value bytes of a unit that must be a padding row's for it to count as overwritten
 
@@ -99,25 +119,32 @@ FOREIGN_SHARE = 0.75  # value bytes of such a unit that must differ (a whole row
 
 
 def foreign_rows(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
-    """A real token's slot holding a row of no token, values and scale alike, where nothing else in the cache
-    differs: a lane or program past the last token (a `<=` in the token mask, a grid too large) wrote its
-    masked (zero or stale) input there. Stray writes, not a cause of the values' numerics."""
-    spec = frame.spec
+    """Real tokens' slots holding a row of no token, where nothing else in the cache differs: whole rows
+    (values and scale), or bytes a lane with no token writes (codes 0 of its masked input, words of the scale
+    of amax 0) where a `<=` in the token mask, a grid too large or a store without its mask sends it."""
+    spec, qbs = frame.spec, frame.spec.quant_block_size
     none = torch.zeros_like(frame.mapped)
     differs = (frame.n_u > 0) | (frame.wdiff_u > 0)
-    whole = frame.mapped & (frame.wdiff_u > 0) & (frame.n_u >= FOREIGN_SHARE * spec.quant_block_size)
-    units = torch.nonzero(whole).view(-1)
+    whole = frame.mapped & (frame.wdiff_u > 0) & (frame.n_u >= FOREIGN_SHARE * qbs)
+    units = torch.nonzero(differs).view(-1)
     slots = torch.unique(frame.blocks[frame.block_i[units]] * spec.block_size + frame.token[units])
-    if not units.numel() or slots.numel() > FOREIGN_SLOTS or not torch.equal(whole, differs):
+    if not units.numel() or slots.numel() > FOREIGN_SLOTS or not bool(frame.mapped[units].all()):
         return [], none
-    claim = unit_claim(frame, Category.STRAY_WRITE, whole, value=True, scale=True)
+    cand = frame.value_rows(frame.cand_phys, units)
+    byte = frame.value_index[frame.token[units].view(-1, 1), frame.group[units].view(-1, 1) * qbs
+                             + torch.arange(qbs, device=units.device)]  # [n, qbs]: the bytes in the block
+    word = frame.cand_phys[frame.block_i[units]].gather(1, (byte - byte % 4).repeat_interleave(4, dim=1)
+                                                         + torch.arange(4, device=units.device).repeat(qbs))
+    base = frame.value_rows(frame.base_phys, units)
+    lane = ((cand == 0) | (cand == base) | _zero_word(frame, word.view(-1, qbs, 4))).all(dim=1)
+    lane &= (frame.wdiff_u[units] == 0) | _zero_word(frame, frame.cand_wb[units])
+    if not (torch.equal(whole, differs) or bool(lane.all())):
+        return [], none
+    claim = unit_claim(frame, Category.STRAY_WRITE, differs, value=True, scale=True)
     # another real token's row (values and scale word) copied there, or a row of no token at all
-    rows = frame.value_rows(frame.cand_phys, units)
     others = torch.nonzero(frame.mapped).view(-1)
-    copied = 0
-    for row, word in zip(rows, frame.cand_wb[units]):
-        same = (frame.value_rows(frame.base_phys, others) == row).all(dim=1) & (frame.base_wb[others] == word).all(dim=1)
-        copied += int(bool(same.any()))
-    key = "copied" if copied == units.numel() else "foreign"
+    rows = torch.cat([frame.value_rows(frame.base_phys, others), frame.base_wb[others]], dim=1)
+    mine = torch.cat([frame.value_rows(frame.cand_phys, units), frame.cand_wb[units]], dim=1)
+    key = "copied" if bool((mine.unsqueeze(1) == rows).all(dim=2).any(dim=1).all()) else "foreign"
     counts = {key: claim.bytes, f"{key}_slots": slots.numel()}
-    return [dataclasses.replace(claim, counts=counts)], whole
+    return [dataclasses.replace(claim, counts=counts)], differs

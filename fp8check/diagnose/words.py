@@ -72,30 +72,29 @@ def _unwritten(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
             "every token with slot >= 0 must be written: check that the grid covers all tokens")
 
 
+STRAY_KINDS = (  # real tokens' slots overwritten: (facts key, by what, hint)
+    ("foreign", "overwritten by a row no token has (all or part of its values and scale)",
+     "a lane or program with no token wrote: check the stores' masks, the token mask (token < num_tokens, not"
+     " <=) and the grid (cdiv(num_tokens, TOKENS) programs)"),
+    ("copied", "overwritten by another token's row (values and scale)",
+     "two tokens stored to one slot: check the slot each token's store uses (the slot_mapping load and its"
+     " token index)"),
+    ("overwritten", "overwritten by padding tokens (slot < 0)",
+     "tokens with slot < 0 must write nothing; if padding goes to a dummy slot (SGLang), give that slot with"
+     " --pad-slot and keep real tokens out of it"),
+)
+
+
 def _stray_write(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
     f = cause.facts
     outside = "guard bytes, or the buffer's other layers" if spec.layers > 1 else "guard bytes"
     where = [f"{f['guard_bytes']} outside the cache ({outside})"] if f["guard_bytes"] else []
     if f["slot_bytes"]:
         where.append(f"{f['slot_bytes']} in slots no token maps to")
-    if f.get("foreign_bytes"):
-        where.append(f"{f['foreign_bytes']} in {plural(f['foreign_slots'], 'slot')} of real tokens, overwritten by"
-                     " a row no token has (values and scale)")
-        return (f"Bytes changed where no token of this slot mapping writes: {', '.join(where)}.",
-                "a lane or program past the last token wrote: check the token mask (token < num_tokens, not <=)"
-                " and the grid (cdiv(num_tokens, TOKENS) programs)")
-    if f.get("copied_bytes"):
-        where.append(f"{f['copied_bytes']} in {plural(f['copied_slots'], 'slot')} of real tokens, overwritten by"
-                     " another token's row (values and scale)")
-        return (f"Bytes changed where no token of this slot mapping writes: {', '.join(where)}.",
-                "two tokens stored to one slot: check the slot each token's store uses (the slot_mapping load"
-                " and its token index)")
-    if f.get("overwritten_bytes"):
-        where.append(f"{f['overwritten_bytes']} in {plural(f['overwritten_slots'], 'slot')} of real tokens,"
-                     " overwritten by padding tokens (slot < 0)")
-        return (f"Bytes changed where no token of this slot mapping writes: {', '.join(where)}.",
-                "tokens with slot < 0 must write nothing; if padding goes to a dummy slot (SGLang), give that"
-                " slot with --pad-slot and keep real tokens out of it")
+    for key, what, hint in STRAY_KINDS:
+        if f.get(f"{key}_bytes"):
+            where.append(f"{f[key + '_bytes']} in {plural(f[key + '_slots'], 'slot')} of real tokens, {what}")
+            return f"Bytes changed where no token of this slot mapping writes: {', '.join(where)}.", hint
     return (f"Bytes changed where no slot maps: {', '.join(where)}.",
             "tokens with slot < 0 must write nothing, and every store must stay inside the cache")
 
@@ -263,6 +262,12 @@ def _shift(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
 def _permutation(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
     f = cause.facts
     how = f["permutation"]
+    if how == "moved":
+        neighbour = f" ({f['from_neighbour']} from the neighbouring block)" if f["from_neighbour"] else ""
+        return (f"The values are right but at other places: {f['moved_positions']} value positions of a"
+                f" block hold the code of another position{neighbour}, the same way in every block.",
+                "the value store's offset: check each term (token row, dim column, tile offsets) and its"
+                " sign, and the offsets of the load of k")
     what = ("transposed (token and dim exchanged)" if how == "transposed"
             else f"{how}" if how != "permuted" else "permuted the same way in every tile")
     return (f"The values are right but inside each 16x16 tile of the shuffle layout they are {what}"
@@ -337,6 +342,12 @@ def _non_finite(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
             " the inputs (no --specials-inf-nan) unless this is what you check")
 
 
+def _zero_input(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
+    return (f"{plural(cause.facts['groups'], 'quant group')} hold the quantization of an all-zero input (every code"
+            " 0, the scale of amax 0) where k is not zero: the load of k returned zeros.",
+            "the load of k: check its offsets (token row, dim column) and its mask (other=0.0 where it is off)")
+
+
 def _unknown(cause: Cause, spec: CacheSpec) -> tuple[str, None]:
     return "These bytes fit no known cause; the examples show both sides.", None
 
@@ -348,7 +359,7 @@ WORDS = {
     Category.SATURATION_NAN: _saturation_nan, Category.SIGNED_ZERO: _signed_zero, Category.AMAX_FLOOR: _amax_floor,
     Category.UE8M0_ROUNDING: _ue8m0_rounding, Category.SCALE_SWAP: _scale_swap, Category.SCALE_FORMAT: _scale_format,
     Category.NON_FINITE: _non_finite, Category.SHIFT: _shift, Category.PERMUTATION: _permutation,
-    Category.AMAX: _amax, Category.QUOTIENT: _quotient,
+    Category.AMAX: _amax, Category.QUOTIENT: _quotient, Category.ZERO_INPUT: _zero_input,
     Category.UNKNOWN: _unknown,
 }
 
