@@ -16,16 +16,19 @@ from fp8check.code.released import Package, read_file
 OPS = "def writer(k, kv_cache, slot_mapping, quant_block_size, scale_fmt):\n    return None\n"
 
 
-def build_wheel(folder, name="demo_kernels", version="1.0", ops=OPS):
-    """A minimal valid pure-Python wheel holding demo_kernels/ops.py."""
+def build_wheel(folder, name="demo_kernels", version="1.0", ops=OPS, tag="py3-none-any", requires_python=None):
+    """A minimal valid wheel holding NAME/ops.py: pure Python by default, or binary for another `tag`."""
     folder.mkdir(parents=True, exist_ok=True)
-    wheel = folder / f"{name}-{version}-py3-none-any.whl"
+    wheel = folder / f"{name}-{version}-{tag}.whl"
     info = f"{name}-{version}.dist-info"
+    requires = f"Requires-Python: {requires_python}\n" if requires_python else ""
+    purelib = str(tag.endswith("-none-any")).lower()
     with zipfile.ZipFile(wheel, "w") as archive:
         archive.writestr(f"{name}/__init__.py", "")
         archive.writestr(f"{name}/ops.py", ops)
-        archive.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
-        archive.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        archive.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n{requires}")
+        archive.writestr(f"{info}/WHEEL",
+                         f"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: {purelib}\nTag: {tag}\n")
         archive.writestr(f"{info}/RECORD", "")
     return wheel
 
@@ -93,19 +96,9 @@ def test_a_pkg_writer_runs_from_the_wheel_bound_by_its_project_table(tmp_path, m
         "pkg", "vllm==1.0", "indexer_k_quant_and_cache_triton", "no")
 
 
-def build_abi3_wheel(folder, name="demo_ext", version="1.0"):
+def build_abi3_wheel(folder):
     """A binary wheel for CPython >= 3.8's stable ABI whose metadata requires Python >= 3.10, as vLLM 0.33.0's."""
-    folder.mkdir(parents=True, exist_ok=True)
-    tag = "cp38-abi3-manylinux_2_31_x86_64"
-    wheel = folder / f"{name}-{version}-{tag}.whl"
-    info = f"{name}-{version}.dist-info"
-    with zipfile.ZipFile(wheel, "w") as archive:
-        archive.writestr(f"{name}/ops.py", OPS)
-        archive.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
-                                             "Requires-Python: >=3.10\n")
-        archive.writestr(f"{info}/WHEEL", f"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: false\nTag: {tag}\n")
-        archive.writestr(f"{info}/RECORD", "")
-    return wheel
+    return build_wheel(folder, name="demo_ext", tag="cp38-abi3-manylinux_2_31_x86_64", requires_python=">=3.10")
 
 
 def test_a_pinned_abi3_wheel_that_requires_python_3_10_is_fetched(tmp_path, monkeypatch):
