@@ -731,9 +731,9 @@ def test_small_shares_keep_two_significant_digits():
     assert percent(25343, 25344) == ">99.9%" and percent(8138, 8192) == "99.3%"
 
 
-def test_one_group_with_another_scale_is_no_divisor_claim():
-    # a real token's slot overwritten by another real token's row (no padding involved): one group's scale
-    # against another's says nothing about DIV; the bytes stay unknown, with examples
+def _token_1_written_over_token_0():
+    """(spec, inputs, result, found) of a writer that writes every token, then token 1's row again over
+    token 0's slot: a real token's slot overwritten by another real token's row (no padding involved)."""
     spec = CacheSpec()
     inputs = generate(spec, seed=0)
 
@@ -746,6 +746,12 @@ def test_one_group_with_another_scale_is_no_divisor_claim():
                      candidate=producers.Producer("overwrite", "token 1 over token 0", copies_token_1_over_token_0),
                      inputs=inputs, device=CPU)
     found = diagnose(spec, result.baseline.buffer, result.candidate.buffer, result.inputs)
+    return spec, inputs, result, found
+
+
+def test_one_group_with_another_scale_is_no_divisor_claim():
+    # one group's scale against another's says nothing about DIV
+    spec, inputs, result, found = _token_1_written_over_token_0()
     assert found.bytes == result.diff.diff_bytes == count(rows_of_slots(spec, result.baseline.buffer,
                                                                         inputs.slot_mapping[:1])
                                                           != rows_of_slots(spec, result.candidate.buffer,
@@ -827,18 +833,7 @@ def test_a_lane_with_no_token_writing_part_of_a_row_is_a_stray_write():
 
 
 def test_another_tokens_row_over_a_slot_is_named_a_copy():
-    spec = CacheSpec()
-    inputs = generate(spec, seed=0)
-
-    def copies_token_1_over_token_0(k, kv_cache, slot_mapping, quant_block_size, scale_fmt):
-        reference = producers.resolve("reference").writer
-        reference(k, kv_cache, slot_mapping, quant_block_size, scale_fmt)
-        reference(k[1:2], kv_cache, slot_mapping[:1], quant_block_size, scale_fmt)
-
-    result = compare(spec, baseline=producers.resolve("reference"),
-                     candidate=producers.Producer("overwrite", "token 1 over token 0", copies_token_1_over_token_0),
-                     inputs=inputs, device=CPU)
-    found = diagnose(spec, result.baseline.buffer, result.candidate.buffer, result.inputs)
+    spec, _, result, found = _token_1_written_over_token_0()
     assert [c.category for c in found] == [Category.STRAY_WRITE]
     assert found.top.facts["copied_slots"] == 1 and found.top.facts["copied_bytes"] == result.diff.diff_bytes
     assert "another token's row" in said(spec, found.top)[0]
