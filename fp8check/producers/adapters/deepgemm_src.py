@@ -64,7 +64,8 @@ def locate(name: Name | str) -> Checkout:
     if missing:
         raise NotRunnableHere(f"{name.text}: not a DeepGEMM checkout with its submodules (missing"
                               f" {', '.join(missing)}; `git submodule update --init` fetches cutlass and fmt)")
-    own = Path(_git(root, "rev-parse", "--show-toplevel") or "/nonexistent").resolve() == root.resolve()
+    top = _git(root, "rev-parse", "--show-toplevel")  # git walks up: an exported tree may sit in another repo
+    own = bool(top) and Path(top).resolve() == root.resolve()
     commit = (_git(root, "rev-parse", "HEAD") if own else "") or _stamp(root, "COMMIT")
     cutlass = ((_git(root, "ls-tree", "HEAD", "third-party/cutlass") if own else "").split() or [""] * 3)[2:3]
     return Checkout(root, name.body, commit or "unknown", (cutlass[0] if cutlass else "") or _stamp(root, "CUTLASS"),
