@@ -188,8 +188,8 @@ def test_isolated_and_in_process_runs_write_the_same_bytes():
     assert ran.provenance["function"] == "writer" and len(ran.provenance["sha256"]) == 64
 
 
-def test_a_spawned_child_shares_the_tensors_too():
-    # the start method CUDA needs (spawn: a fresh interpreter, tensors passed by reduction), on the CPU
+def test_a_served_child_shares_the_tensors_too():
+    # the start method CUDA needs (a fork of the start server, tensors passed by reduction), on the CPU
     name = f"file:{ROOT / 'tests' / 'plugins' / 'corrupt_one_byte.py'}:writer"
     spec = SMALL_SPEC.replace(num_blocks=3, block_size=64, head_dim=128, quant_block_size=128)
     data = inputs.generate(spec, seed=0)
@@ -197,7 +197,7 @@ def test_a_spawned_child_shares_the_tensors_too():
     buffer = CacheBuffer.allocate(spec, CPU)
     report = run_isolated("fp8check.producers.registry:run_in_child",
                           (name, spec.to_json(), None, data.k.clone(), data.slot_mapping.clone(), buffer.buffer),
-                          limits=Limits(timeout_s=120), label=f"producer {name!r}", start_method="spawn")
+                          limits=Limits(timeout_s=120), label=f"producer {name!r}", start_method="server")
     assert report["provenance"]["function"] == "writer"
     assert torch.equal(buffer.buffer, expected.buffer)
 

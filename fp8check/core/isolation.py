@@ -3,8 +3,8 @@ except writing the bytes it was handed can reach the verdict.
 
 The parent allocates every tensor the child may write (the poisoned cache, clones of the inputs, an
 output buffer) and hands them over: on the CPU in shared memory to a fork of the warmed-up parent
-(fast: no re-import, also where the parent has initialised CUDA); with CUDA by CUDA IPC to a fresh
-interpreter started as `python -m fp8check.core.isolated_child` (CUDA cannot be forked; never the user's
+(fast: no re-import, also where the parent has initialised CUDA); with CUDA by CUDA IPC to a fork of
+fp8check's start server, a fresh interpreter that never touched CUDA (`_ServedChild`: never the user's
 `__main__` again, as multiprocessing's spawn would run a script without a main guard). The child
 imports `target` ("package.module:function", fp8check's own code), which loads the user's code by
 name, runs it on the shared tensors and returns a small JSON-able dict, reported in frames (a marker, a
@@ -125,52 +125,124 @@ def parse_frames(data: bytes) -> tuple[list[dict], bytes]:
         data = body[8 + length:]
 
 
-class _FreshChild(subprocess.Popen):
-    """`python -m fp8check.core.isolated_child`, answering what the parent asks of a multiprocessing.Process.
-    Its arguments arrive pickled on stdin with torch's reductions (CUDA tensors by IPC, CPU tensors in
-    shared memory by file descriptor through multiprocessing's resource sharer, hence the authkey)."""
+class _ServedChild:
+    """A child the start server forked, answering what the parent asks of a multiprocessing.Process.
+
+    The server (`python -m fp8check.core.isolated_child --serve`, one per parent process, started on the
+    first run that needs it) is a fresh interpreter that imported torch once and never touches CUDA: each
+    CUDA child then costs a fork instead of an interpreter's start (importing torch alone takes about 4 s on
+    an H200 machine), and it is never the user's `__main__`. Arguments travel pickled with torch's reductions
+    (CUDA tensors by IPC, CPU tensors in shared memory by file descriptor through multiprocessing's resource
+    sharer, hence the authkey); the server answers the child's pid, waits for it, then answers its exit code."""
+
+    _server: tuple | None = None  # (the server process, the parent's end of its socket)
+    _last: "_ServedChild | None" = None  # the latest child: its exit code is read before the next request
+
+    def __init__(self, pid: int, channel):
+        self.pid, self._channel, self._code = pid, channel, None
 
     @property
     def exitcode(self) -> int | None:
-        return self.poll()
+        if self._code is None:
+            self._answer(0)
+        return self._code
+
+    def _answer(self, timeout: float) -> None:
+        if select.select([self._channel], [], [], timeout)[0]:
+            data = self._channel.recv(64)  # b"": the server itself ended; the child is reported killed
+            self._code = int(data) if data else -signal.SIGKILL
+
+    def kill(self) -> None:
+        os.kill(self.pid, signal.SIGKILL)
 
     def join(self, timeout: float) -> None:
-        with contextlib.suppress(Exception):  # a child that outlives SIGKILL is the OS's; the verdict stands
-            self.wait(timeout)
+        if self._code is None:
+            self._answer(timeout)
 
     @classmethod
-    def start(cls, target: str, args: tuple, memory: int | None, send_fd: int) -> "_FreshChild":
+    def channel(cls):
+        """The parent's end of the running server's socket, starting the server when there is none."""
+        import socket
+
+        if cls._server is not None and cls._server[0].poll() is None:
+            return cls._server[1]
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        env = {key: value for key, value in os.environ.items() if key not in SECRETS}
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)  # the modules this process imports
+        server = subprocess.Popen([sys.executable, "-m", "fp8check.core.isolated_child", "--serve",
+                                   str(theirs.fileno())], pass_fds=(theirs.fileno(),), env=env,
+                                  stdin=subprocess.DEVNULL, start_new_session=True)
+        theirs.close()
+        cls._server = (server, ours)
+        return ours
+
+    @classmethod
+    def start(cls, target: str, args: tuple, memory: int | None, send_fd: int) -> "_ServedChild":
         import io
         import multiprocessing
+        import socket
         from multiprocessing.reduction import ForkingPickler
 
         import torch.multiprocessing  # noqa: F401 - registers torch's tensor reductions with ForkingPickler
 
         payload = io.BytesIO()
-        payload.write(bytes(multiprocessing.current_process().authkey).hex().encode() + b"\n")  # before any fd
         ForkingPickler(payload).dump((target, args, memory))
         env = {key: value for key, value in os.environ.items() if key not in SECRETS}
-        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)  # the modules this process imports
-        child = cls([sys.executable, "-m", "fp8check.core.isolated_child", str(send_fd)],
-                    stdin=subprocess.PIPE, pass_fds=(send_fd,), env=env)
-        with contextlib.suppress(BrokenPipeError):  # the child died at once; its exit status says how
-            child.stdin.write(payload.getvalue())
-            child.stdin.close()
-        return child
+        head = json.dumps({"authkey": bytes(multiprocessing.current_process().authkey).hex(), "cwd": os.getcwd(),
+                           "env": env}).encode()
+        if cls._last is not None and cls._last._code is None:  # answers come in order: pid, exit code
+            cls._last._answer(None)
+        channel = cls.channel()
+        socket.send_fds(channel, [b"%08x" % len(head) + head + payload.getvalue()], [send_fd])
+        if not select.select([channel], [], [], START_LIMIT_S)[0]:
+            raise IsolatedError(f"fp8check's start server did not fork a child within {START_LIMIT_S:g} s")
+        pid = channel.recv(64)
+        if not pid:
+            cls._server = None
+            raise IsolatedError("fp8check's start server ended before forking a child (run with --debug)")
+        cls._last = cls(int(pid), channel)
+        return cls._last
 
 
-def child_from_stdin(send_fd: int) -> None:
-    """The fresh child's body (`python -m fp8check.core.isolated_child FD`): its arguments from stdin, then the
-    same life as a forked child."""
+def serve(fd: int) -> None:
+    """The start server's life (`python -m fp8check.core.isolated_child --serve FD`): for each request on
+    socket FD, fork a child that runs it, answer its pid, wait for it, answer its exit code; end when the
+    parent closes its end. It imports torch and Triton but never touches CUDA, so its forks can."""
     import multiprocessing
     import pickle
+    import socket
 
     import torch.multiprocessing  # noqa: F401 - torch's rebuild functions for the tensors in the pickle
+    import triton  # noqa: F401 - what every child loads; importing it initialises no GPU
 
-    stream = sys.stdin.buffer
-    multiprocessing.current_process().authkey = bytes.fromhex(stream.readline().decode())
-    target, args, memory = pickle.load(stream)
-    _child_main(send_fd, target, args, memory, False)
+    channel = socket.socket(fileno=fd)
+    while True:
+        try:
+            message, fds, _, _ = socket.recv_fds(channel, 1 << 24, 1)
+        except OSError:
+            return
+        if not message or not fds:
+            return
+        pid = os.fork()
+        if pid == 0:  # the child: never returns into this loop
+            code = 1
+            try:
+                channel.close()
+                size = int(message[:8], 16)
+                head = json.loads(message[8:8 + size])
+                os.chdir(head["cwd"])
+                os.environ.clear()
+                os.environ.update(head["env"])
+                multiprocessing.current_process().authkey = bytes.fromhex(head["authkey"])
+                target, args, memory = pickle.loads(message[8 + size:])
+                _child_main(fds[0], target, args, memory, False)
+                code = 0
+            finally:
+                os._exit(code)  # a forked child leaves as multiprocessing's do: no cleanup of the server's state
+        os.close(fds[0])
+        channel.send(b"%d" % pid)
+        _, status = os.waitpid(pid, 0)
+        channel.send(b"%d" % os.waitstatus_to_exitcode(status))
 
 
 def run_isolated(target: str, args: tuple, *, limits: Limits, label: str, start_method: str | None = None) -> dict:
@@ -196,12 +268,12 @@ def run_isolated(target: str, args: tuple, *, limits: Limits, label: str, start_
         stream.flush()
     receive, send = os.pipe()
     try:
-        if (start_method or ("spawn" if cuda else "fork")) == "fork":  # CUDA tensors cannot cross a fork
+        if (start_method or ("server" if cuda else "fork")) == "fork":  # CUDA tensors cannot cross a fork
             ctx = torch.multiprocessing.get_context("fork")
             child = ctx.Process(target=_child_main, args=(send, target, args, memory, True), daemon=True)
             child.start()
         else:
-            child = _FreshChild.start(target, args, memory, send)
+            child = _ServedChild.start(target, args, memory, send)
     finally:
         os.close(send)
     try:
@@ -221,7 +293,7 @@ def _collect(child, fd: int, timeout_s: float, label: str, snapshot) -> tuple[di
     child has ended; a hang is killed here. The child's end is seen by polling its exit status: its pipe
     and its sentinel stay open as long as anything it forked lives."""
     # The timeout counts from the child's first phase (it is loading the user's code): its own start
-    # (a spawned interpreter importing torch and fp8check, seconds on a GPU machine) is fp8check's, and
+    # (the start server's own start, importing torch and Triton: seconds on a GPU machine) is fp8check's, and
     # has a limit of its own.
     deadline, started = time.monotonic() + max(timeout_s, START_LIMIT_S), False
     status, where, rest, taken, eof = None, "starting", b"", None, False
@@ -319,6 +391,8 @@ def _child_main(fd: int, target: str, args: tuple, memory_bytes: int | None, for
     # fault handler inherited from the parent (pytest enables one) would print a raw trace as well.
     faulthandler.disable()
     if forked:
+        if _ServedChild._server is not None:  # the start server's socket is the parent's alone
+            _ServedChild._server[1].close()
         # libgomp is not fork-safe: measured, a forked child's first parallel torch op hangs forever
         # when the parent had used its OpenMP threads. One thread avoids the pool.
         import torch
