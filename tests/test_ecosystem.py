@@ -14,7 +14,7 @@ from fp8check.api import compare_writers
 from fp8check.cli import main
 from fp8check.core.errors import ConfigError, UserError
 from fp8check.code.projects.table import parse, projects
-from fp8check.core.spec import FP8Format, Layout
+from fp8check.core.spec import CacheSpec, FP8Format, Layout
 from fp8check.code.bind import compile_function
 
 HERE = Path(__file__).parent
@@ -359,3 +359,24 @@ def test_a_function_binding_loads_another_file_of_the_same_release():
                                 role="reader", fp8=None, table=table, sibling=sibling)
     assert compiled.fn(20) == 41
     assert loaded == [("demo/helpers.py", "twice")]
+
+
+def test_a_presets_workspace_allocates_on_the_device_of_each_run(monkeypatch):
+    # on a GPU machine, a reader run on the CPU got vLLM's workspace (its logits) on cuda:0: the workspace
+    # followed the machine's default device at load time, not the run's
+    from fp8check.code.load import prepare_to_run
+    from fp8check.code.projects import compose
+    from fp8check.triton_cpu.interpreter import scope_for
+
+    spec = CacheSpec(num_blocks=2, block_size=16, head_dim=128, layout=Layout.LINEAR)
+    with monkeypatch.context() as machine:
+        machine.setattr(torch.cuda, "is_available", lambda: True)  # what loading sees on a GPU machine
+        loaded = compose.load(f"preset:{STANDINS}/vllm-style-triton", "reader", spec=spec)
+    cpu = torch.device("cpu")
+    prepare_to_run(loaded, spec.fp8, cpu)
+    q = torch.randn(1, 1, 4, 128).to(torch.float8_e4m3fn)
+    cache = torch.zeros(2, 16, 1, spec.row_bytes, dtype=torch.uint8)
+    with scope_for(cpu):
+        logits = loaded.fn(q, cache, torch.ones(1, 4), torch.tensor([20], dtype=torch.int32),
+                           torch.tensor([[1, 0]], dtype=torch.int32), 32)
+    assert logits.device == cpu and logits.shape == (1, 32)

@@ -217,13 +217,14 @@ def load(name: str, role: str, *, checkout=None, spec=None) -> LoadedFunction:
 
     if preset.role == "writer":
         def fn(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *, fp8_dtype, layout=None):
-            files.rebind(FP8Format.from_torch_dtype(fp8_dtype), Layout(layout) if layout else None)
+            files.rebind(FP8Format.from_torch_dtype(fp8_dtype), Layout(layout) if layout else None, kv_cache.device)
             vocabulary = _writer_args(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, fp8_dtype)
             _run_steps(preset, files, vocabulary, {})
     else:
         files.rebind(spec.fp8, spec.layout)
 
         def fn(q_fp8, kv_cache, weights, context_lens, block_tables, max_model_len):
+            files.rebind(spec.fp8, spec.layout, kv_cache.device)  # a workspace allocates where the cache is
             vocabulary = _reader_args(q_fp8, kv_cache, weights, context_lens, block_tables, max_model_len)
             rows = q_fp8.shape[0] * q_fp8.shape[1]
             env = {out: torch.full((rows, max_model_len), FILLS[fill], dtype=torch.float32, device=kv_cache.device)
@@ -241,7 +242,7 @@ def load(name: str, role: str, *, checkout=None, spec=None) -> LoadedFunction:
     wheel = next((p for p in files.files.values() if "wheel" in p), None)
     if wheel is not None:
         provenance["wheel"] = f"{wheel['wheel']} sha256 {wheel['wheel_sha256']}"
-    # no `rebind`: the names follow the run's format (writers) or the spec (readers), never its device
+    # no `rebind`: the names follow each call's format (writers) or the spec (readers), and its device
     return LoadedFunction(fn, provenance, bool(files.kernels()),
                           description=f"{preset.description} from {origin.describe()}")
 
