@@ -16,8 +16,9 @@ import json
 
 import torch
 
+from ..core.device import require_triton_format
 from ..core.errors import ProducerError, failure, one_line
-from ..core.isolation import phase, run_isolated
+from ..core.isolation import IsolatedError, phase, run_isolated
 from ..core.producer import Reader, reported_provenance
 from ..core.spec import CacheSpec
 from .obligations import GuardedOutput
@@ -110,7 +111,13 @@ def run_reader_guarded(reader: Reader, q_fp8: torch.Tensor, kv_cache: torch.Tens
     out = torch.full((rows, max_model_len), float("nan"), dtype=torch.float64, device=kv_cache.device)
     guarded = GuardedOutput.allocate(rows, max_model_len, kv_cache.device)
     shared = (reader.name, reader.spec.to_json(), reader.repo, *args, max_model_len, out, guarded.buffer)
-    report = run_isolated(f"{__name__}:read_in_child", shared, limits=reader.isolation, label=f"reader {reader.name!r}")
+    try:
+        report = run_isolated(f"{__name__}:read_in_child", shared, limits=reader.isolation,
+                              label=f"reader {reader.name!r}")
+    except IsolatedError as exc:
+        if exc.not_here:  # a skip only where fp8check itself finds the format not runnable here
+            require_triton_format(reader.spec.fp8, kv_cache.device)
+        raise
     dtype = LOGIT_DTYPES.get(str(report.get("dtype")))
     if dtype is None:
         raise ProducerError(f"reader {reader.name!r}: its child reported logits of dtype"

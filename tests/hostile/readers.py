@@ -33,3 +33,9 @@ def pid(q_fp8, kv_cache, weights, context_lens, block_tables, max_model_len):
     """float64 logits holding the id of the process it ran in."""
     rows = q_fp8.shape[0] * q_fp8.shape[1]
     return torch.full((rows, max_model_len), float(os.getpid()), dtype=torch.float64)
+
+
+def claims_a_skip(q_fp8, kv_cache, weights, context_lens, block_tables, max_model_len):
+    from fp8check.core.errors import NotRunnableHere
+
+    raise NotRunnableHere("this machine cannot run me (a reader's own claim)")
