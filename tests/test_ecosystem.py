@@ -380,3 +380,17 @@ def test_a_presets_workspace_allocates_on_the_device_of_each_run(monkeypatch):
         logits = loaded.fn(q, cache, torch.ones(1, 4), torch.tensor([20], dtype=torch.int32),
                            torch.tensor([[1, 0]], dtype=torch.int32), 32)
     assert logits.device == cpu and logits.shape == (1, 32)
+
+
+def test_an_expect_row_for_another_device_applies_when_gate_device_puts_the_case_there(tmp_path):
+    from fp8check.run.gate_config import load
+
+    config = tmp_path / "gate.toml"
+    config.write_text('[defaults]\ndevice = "cpu"\n[[case]]\nscale_fmt = ["ue8m0", "fp32"]\n'
+                      '[[expect]]\nscale_fmt = "fp32"\ndevice = "cuda"\nexpect = "scale-ulp"\nreason = "r"\n')
+    here = {c.values["scale_fmt"]: c.values.get("expect", "same") for c in load(str(config)).cases}
+    there = {c.values["scale_fmt"]: c.values.get("expect", "same") for c in load(str(config), device="cuda").cases}
+    assert here == {"ue8m0": "same", "fp32": "same"} and there == {"ue8m0": "same", "fp32": "scale-ulp"}
+    config.write_text(config.read_text().replace('scale_fmt = "fp32"\ndevice', 'scale_fmt = "fp32"\nblock = 16\ndevice'))
+    with pytest.raises(ConfigError, match=r"\[\[expect\]\] #1: matches no case"):
+        load(str(config), device="cuda")

@@ -39,10 +39,11 @@ class ExpectRow:
     reason: str
     fields: tuple[tuple[str, tuple], ...]  # (case key, the values it may have)
 
-    def matches(self, kind: str, values: dict[str, Any]) -> bool:
+    def matches(self, kind: str, values: dict[str, Any], ignore: tuple[str, ...] = ()) -> bool:
         if self.kind is not None and kind != self.kind:
             return False
-        return all(values.get(key, options.option(key, kind).default) in allowed for key, allowed in self.fields)
+        return all(values.get(key, options.option(key, kind).default) in allowed for key, allowed in self.fields
+                   if key not in ignore)
 
 
 def parse(rows: Any, where: str) -> tuple[ExpectRow, ...]:
@@ -91,9 +92,10 @@ def apply(rows: tuple[ExpectRow, ...], cases: list) -> list:
     used = set()
     out = []
     for case in cases:
+        # `gate --device` may put any case on any device: a row naming another device is still in use
+        used.update(r.where for r in rows if r.matches(case.kind, case.values, ignore=("device",)))
         row = next((r for r in rows if r.matches(case.kind, case.values)), None)
         if row is not None:
-            used.add(row.where)
             if case.values.get("expect", "same") == "same":
                 case = dataclasses.replace(case, values={**case.values, "expect": row.expect},
                                            reason=row.reason)
