@@ -14,7 +14,7 @@ import torch
 
 from .cache import CacheBuffer
 from .diff import DiffResult
-from .pairs import code_distance
+from .fp8 import code_distance
 from .spec import MAX_CODE_DISTANCE
 from .errors import BudgetError
 

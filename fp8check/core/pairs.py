@@ -9,7 +9,6 @@ import functools
 import torch
 
 from . import fp8
-from .fp8 import code_distance  # noqa: F401  (the distance itself; the tests below are cheap special cases)
 from .spec import FP8Format
 
 
@@ -68,8 +67,6 @@ def byte_local(fmt: FP8Format, base: torch.Tensor, cand: torch.Tensor) -> torch.
 
 
 # ---- integer conversion of the quotient (docs/NUMERICS.md) ------------------------------------------------
-
-
 def cast_match(y: torch.Tensor, base: torch.Tensor, cand: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(match, wrapped) bool: the candidate byte is an integer conversion of the quotient y = x/s to uint8,
     under any convention seen on real platforms; wrapped: a negative quotient that wrapped (-1 -> 255)
@@ -111,8 +108,6 @@ def cast_match_fp32(y: torch.Tensor, base: torch.Tensor, cand: torch.Tensor) -> 
 
 
 # ---- tables over all 65536 pairs ------------------------------------------------------------------------
-
-
 def all_pairs(device=None) -> tuple[torch.Tensor, torch.Tensor]:
     """(base, cand) uint8 [65536]: every byte pair, at index base * 256 + cand."""
     codes = torch.arange(256, dtype=torch.uint8, device=device)
