@@ -83,8 +83,7 @@ def code_distance(a: torch.Tensor, b: torch.Tensor, fmt: FP8Format) -> torch.Ten
     return torch.where(nan_a & nan_b, torch.zeros_like(distance), distance)
 
 
-# ---- scale words (docs/NUMERICS.md; ue8m0x4: docs/NUMERICS.md) ------------------------------------------
-
+# ---- scale words (docs/NUMERICS.md) ---------------------------------------------------------------------
 UE8M0_BIAS = 127
 UE8M0_NAN = 0xFF
 
