@@ -1,11 +1,7 @@
-"""One self-contained HTML page of a run: the verdict, a gate's cases as a grid, and each case's section
-with its result's views (views.py). Pure: outcomes in, text out. No script, no network: styles and pictures
-are inline, so the page opens from a CI artifact or an e-mail.
-
-Maps and plots are drawn by matplotlib's SVG backend, imported only when a report is drawn; tables are HTML
-tables. A map is one image whose every pixel is one cell (`imshow`, no interpolation: the SVG keeps the
-cells' colours exactly), inside axes that name the rows and columns; its <figure> says the cell counts per
-category (data-counts), which the picture must show."""
+"""One self-contained HTML page of a run (docs/html.md): the verdict, a gate's cases as a grid, each case's
+section with its result's views (views.py). Maps and plots are drawn by matplotlib's SVG backend, imported only
+when a report is drawn. A map is one image whose every pixel is one cell (`imshow`, no interpolation: the SVG
+keeps the cells' colours exactly); its <figure> says the cell counts per category (data-counts)."""
 
 from __future__ import annotations
 
