@@ -146,12 +146,10 @@ def render_compare(check: CompareCheck, *, all_blocks: bool = False) -> Group:
     """Who ran against whom, on what (above the table, not its title, which wraps to its width); the blocks;
     the causes; the verdict (green identical, yellow within budget, red otherwise) and the first mismatch."""
     result, d = check.result, check.result.diff
-    header = Text()
-    header.append(side_label(result.baseline.name, result.baseline.emulated), style="bold")
-    header.append(" vs ")
-    header.append(side_label(result.candidate.name, result.candidate.emulated), style="bold")
-    header.append(f"\n{result.spec.summary()}; {result.inputs.source}; on {result.device}")
-    header.append(provenance_lines((("baseline", result.baseline), ("candidate", result.candidate))))
+    header = Text.assemble((side_label(result.baseline.name, result.baseline.emulated), "bold"), " vs ",
+                           (side_label(result.candidate.name, result.candidate.emulated), "bold"),
+                           f"\n{result.spec.summary()}; {result.inputs.source}; on {result.device}",
+                           provenance_lines((("baseline", result.baseline), ("candidate", result.candidate))))
     parts = [header, block_table(result, all_blocks=all_blocks)]
     if check.diagnosis:
         parts.append(cause_table(check.diagnosis, result.spec))
