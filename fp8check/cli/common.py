@@ -182,13 +182,13 @@ def output_options(fn):
 
 
 def outputs_of(kwargs: dict) -> dict:
-    """Pop the output options from a command's keyword arguments: {format name: path or "-"}, and quiet.
-    (`handled` has checked the paths already.)"""
+    """Pop the output options from a command's keyword arguments: {format name: path or "-"}, quiet, and the
+    command's start (perf_counter, for finish). `handled` has checked the paths already."""
     paths = {f.name: path for f in FORMATS if (path := kwargs.pop(f"{f.name}_path")) is not None}
     piped = [name for name, path in paths.items() if path == "-"]
     if len(piped) > 1:
         raise UsageError(f"only one format can go to stdout: {', '.join('--' + n + ' -' for n in piped)}")
-    return {"paths": paths, "quiet": kwargs.pop("quiet")}
+    return {"paths": paths, "quiet": kwargs.pop("quiet"), "start": time.perf_counter()}
 
 
 def emit(out: dict, run, renderable, *, soft_wrap: bool = False) -> None:
@@ -218,9 +218,9 @@ def emit(out: dict, run, renderable, *, soft_wrap: bool = False) -> None:
         to_stdout(lambda: click.echo(stdout_text, nl=False))
 
 
-def finish(out: dict, case_id: str, result, start: float, renderable, *, soft_wrap: bool = False) -> int:
-    """One command's result, decided `start` (perf_counter) ago, written and printed: its exit code."""
-    outcomes = single(case_id, result, time.perf_counter() - start)
+def finish(out: dict, case_id: str, result, renderable, *, soft_wrap: bool = False) -> int:
+    """One command's result, written and printed: its exit code."""
+    outcomes = single(case_id, result, time.perf_counter() - out["start"])
     emit(out, outcomes, renderable, soft_wrap=soft_wrap)
     return outcomes.exit_code
 
