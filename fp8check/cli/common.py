@@ -1,6 +1,5 @@
-"""What every command shares on its way out: the one fail(message, code) path, `handled` (errors to exit
-codes), printing to stdout (`show`), the output formats (`--json`, `--junit`, `--markdown`, `--quiet`) and
-the interpreter's progress bar."""
+"""What every command shares on its way out: fail(message, code), `handled` (errors to exit codes), printing
+(`show`), the report formats and `--quiet`, and the interpreter's progress bar."""
 
 from __future__ import annotations
 
@@ -23,18 +22,15 @@ from ..report.formats import BY_NAME, FORMATS
 
 
 def fail(message: str, code: ExitCode) -> int:
-    """The one way out with an error: one line on stderr (line breaks and terminal escapes a name carried
-    written as escapes: errors.printable), the exit code from the table."""
+    """The one way out with an error: one printable line on stderr (errors.printable), the exit code."""
     click.echo(f"fp8check: {printable(message)}", err=True)
     return code
 
 
 def handled(fn):
-    """A command's errors to exit codes: UserError is exit 2, anything else a checker error, exit 3.
-
-    Output paths are checked first (outputs.check_output: no symlink, device, FIFO or folder, no file the
-    run reads). When the command ends in an error, the reports asked for are replaced with that error, so
-    that an earlier run's passing report is never left in place. `--debug` adds the traceback only."""
+    """A command's errors to exit codes: UserError is exit 2, anything else a checker error, exit 3 (`--debug`
+    adds the traceback). Output paths are checked first (outputs.check_output); a command that ends in an error
+    writes it into each report asked for, so that an earlier run's passing report is never left in place."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -49,10 +45,9 @@ def handled(fn):
                 traceback.print_exc()
                 if getattr(exc, "child_traceback", ""):  # the user's code, as its child process saw it
                     click.echo(f"In the child process:\n{exc.child_traceback}", err=True, nl=False)
-            if isinstance(exc, UserError):
-                return _failed(str(exc), ExitCode.USAGE, targets, kwargs, fn.__name__)
-            return _failed(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug)", ExitCode.INTERNAL,
-                           targets, kwargs, fn.__name__)
+            user = isinstance(exc, UserError)
+            message = str(exc) if user else f"internal error: {type(exc).__name__}: {exc} (rerun with --debug)"
+            return _failed(message, ExitCode.USAGE if user else ExitCode.INTERNAL, targets, kwargs, fn.__name__)
 
     return wrapper
 
@@ -103,13 +98,10 @@ def failed_parsing(argv: list[str], command: str, message: str) -> int:
     goes to each report asked for there (`--json -` included), as for any other exit 2. Every word of the
     command line counts as a file the run reads, so a report path can never overwrite one of them."""
     kwargs: dict = {"writers": ",".join(argv)}
-    for i, word in enumerate(argv):
-        for name in BY_NAME:
-            flag = f"--{name}"
-            if word == flag and i + 1 < len(argv):
-                kwargs[f"{name}_path"] = argv[i + 1]
-            elif word.startswith(flag + "="):
-                kwargs[f"{name}_path"] = word[len(flag) + 1:]
+    for word, following in zip(argv, [*argv[1:], None]):  # --json PATH, --json=PATH
+        flag, equals, value = word.partition("=")
+        if flag.startswith("--") and flag[2:] in BY_NAME and (equals or following is not None):
+            kwargs[f"{flag[2:]}_path"] = value if equals else following
     targets, _ = checked_outputs(kwargs)
     return _failed(message, ExitCode.USAGE, targets, kwargs, command)
 
@@ -203,8 +195,7 @@ def emit(out: dict, run, renderable, *, soft_wrap: bool = False) -> None:
             stdout_text = text
         else:
             write_output(Path(path), text, option=f"--{name}", append=fmt.append)
-    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if step_summary:
+    if step_summary := os.environ.get("GITHUB_STEP_SUMMARY"):
         write_output(Path(step_summary), BY_NAME["markdown"].render(run), option="$GITHUB_STEP_SUMMARY",
                      append=True)
     to_stderr = stdout_text is not None
