@@ -4,6 +4,7 @@ scale_fmt)` writing the uint8 cache `[num_blocks, block_size, head_dim + 4*head_
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -80,9 +81,6 @@ def reported_provenance(reported) -> dict:
     name -> string mappings (vllm-file's bound names), each one printable line of at most 1000 characters."""
     if not isinstance(reported, dict):
         return {}
-
-    def text(value) -> str:
-        return one_line(value, 1000)  # no line breaks or terminal escapes from a child into a report
-
+    text = functools.partial(one_line, limit=1000)  # no line breaks or terminal escapes from a child into a report
     return {text(key): ({text(k): text(v) for k, v in value.items()} if isinstance(value, dict) else text(value))
             for key, value in reported.items()}
