@@ -26,10 +26,9 @@ def side_label(name: str, emulated: bool) -> str:
 
 
 def rows_to_show(diff: DiffResult, all_blocks: bool) -> list[BlockDiff]:
-    """The blocks a table shows: all of them when few or asked for; else the first MAX_ROWS/2 differing
-    blocks and the MAX_ROWS/2 worst ones, in block order (the first blocks when none differs).
-    Selection is tensor work on the diff's counts (no per-block Python) after one transfer of them to
-    the host (16,384 counts: 0.13 MB; on a GPU, topk's and nonzero's first use would cost more)."""
+    """The blocks a table shows: all of them when few or asked for; else the first MAX_ROWS/2 differing blocks
+    and the MAX_ROWS/2 worst ones, in block order (the first blocks when none differs). Tensor work on the
+    counts after one transfer to the host (16,384 counts: 0.13 MB; on a GPU, topk's first use costs more)."""
     if all_blocks or diff.num_blocks <= MAX_ROWS:
         return diff.all_rows()
     import torch
@@ -81,8 +80,7 @@ def block_table(result: CompareResult, *, all_blocks: bool = False) -> Table | P
     for b in shown:
         style = "red" if b.diff else "green"
         table.add_row(str(b.block), Text(f"{b.value_diff} / {b.value_total}", style=style),
-                      percent(b.value_diff, b.value_total),
-                      Text(f"{b.scale_diff} / {b.scale_total}", style=style))
+                      percent(b.value_diff, b.value_total), Text(f"{b.scale_diff} / {b.scale_total}", style=style))
     hidden = result.diff.num_blocks - len(shown)
     if hidden:
         differ = result.diff.differing_blocks - sum(1 for b in shown if b.diff)
@@ -94,8 +92,7 @@ def block_table(result: CompareResult, *, all_blocks: bool = False) -> Table | P
 
 def cause_table(diagnosis: Diagnosis, spec: CacheSpec, *, title: str = "causes") -> Table:
     """One row per cause, most bytes first: what was found, what to do, and one example."""
-    table = Table("cause", Column("bytes", justify="right"), "blocks", "why", title=title,
-                  title_justify="left")
+    table = Table("cause", Column("bytes", justify="right"), "blocks", "why", title=title, title_justify="left")
     for cause in diagnosis:
         explanation, hint = explain(cause, spec)
         why = Text(explanation)
