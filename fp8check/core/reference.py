@@ -80,8 +80,7 @@ def spec_of_call(k: torch.Tensor, kv_cache: torch.Tensor, quant_block_size: int,
 
 
 def make_writer(profile: Profile):
-    def writer(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *,
-               fp8_dtype=torch.float8_e4m3fn, layout=None):
+    def writer(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *, fp8_dtype=torch.float8_e4m3fn, layout=None):
         spec = spec_of_call(k, kv_cache, quant_block_size, scale_fmt, fp8_dtype, layout)
         # token by token the same bytes; in chunks, the fp32 and int64 intermediates stay bounded
         # (whole-K intermediates would be ~10x the caches and K; bench/cases.py measures the peak)
