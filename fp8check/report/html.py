@@ -184,15 +184,13 @@ def outcomes_grid(run: Outcomes, anchors: list[str]) -> Grid | None:
 def _section(outcome: Outcome, anchor: str, *, own_verdict: bool) -> str:
     """A case's section; a single command's page says its verdict once, at the top."""
     views = outcome.result.views() if outcome.result is not None else ()
-    parts = [f'<section class="case {outcome.status.value}" id="{anchor}">',
-             f"<h2>{html.escape(outcome.case_id)}</h2>"]
+    parts = [f'<section class="case {outcome.status.value}" id="{anchor}">', f"<h2>{html.escape(outcome.case_id)}</h2>"]
     if own_verdict:
         parts.append(f'<p class="verdict">{html.escape(outcome.verdict_line())}</p>')
     detail = outcome.detail()
     if detail and not views and outcome.status is not Status.PASSED:  # views show what the detail says
         parts.append(f"<pre>{html.escape(detail)}</pre>")
-    parts += [DRAW[type(view)](view, f"{anchor}-{getattr(view, 'name', '') or k}")
-              for k, view in enumerate(views)]
+    parts += [DRAW[type(view)](view, f"{anchor}-{getattr(view, 'name', '') or k}") for k, view in enumerate(views)]
     parts.append("</section>")
     return "\n".join(parts)
 
