@@ -46,10 +46,8 @@ def render(run: Outcomes) -> str:
     passed_rows = [o for o in run.outcomes if o.status is Status.PASSED and folded]
     out += _rows(shown) if shown else []
     if passed_rows:  # every case is listed with its seconds; the passes of a large gate folded away
-        out += ["", f"<details><summary>{len(passed_rows)} passed</summary>", "", *_rows(passed_rows), "",
-                "</details>"]
+        out += ["", f"<details><summary>{len(passed_rows)} passed</summary>", "", *_rows(passed_rows), "", "</details>"]
     for o in run.outcomes:
         if o.status is not Status.PASSED:
-            out += ["", f"<details><summary>{_cell(o.case_id)}</summary>", "", *_fenced(o.detail()),
-                    "", "</details>"]
+            out += ["", f"<details><summary>{_cell(o.case_id)}</summary>", "", *_fenced(o.detail()), "", "</details>"]
     return "\n".join(out) + "\n"
