@@ -16,8 +16,7 @@ from ..core.spec import CacheSpec
 
 MAX_ROWS = 16  # larger caches show their differing blocks first, then one summary row
 # how a seed table's columns name their baseline: honest about emulation
-BASELINE_TITLES = {"aiter": "C++ + shuffle_weight [real aiter]",
-                   "reference": "C++ + shuffle_weight [emulated]"}
+BASELINE_TITLES = {"aiter": "C++ + shuffle_weight [real aiter]", "reference": "C++ + shuffle_weight [emulated]"}
 
 
 def side_label(name: str, emulated: bool) -> str:
