@@ -196,8 +196,7 @@ def emit(out: dict, run, renderable, *, soft_wrap: bool = False) -> None:
         else:
             write_output(Path(path), text, option=f"--{name}", append=fmt.append)
     if step_summary := os.environ.get("GITHUB_STEP_SUMMARY"):
-        write_output(Path(step_summary), BY_NAME["markdown"].render(run), option="$GITHUB_STEP_SUMMARY",
-                     append=True)
+        write_output(Path(step_summary), BY_NAME["markdown"].render(run), option="$GITHUB_STEP_SUMMARY", append=True)
     to_stderr = stdout_text is not None
     if out["quiet"]:
         click.echo(printable(run.verdict_line()), err=to_stderr)
