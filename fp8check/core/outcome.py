@@ -30,23 +30,17 @@ class Checked(Protocol):
     @property
     def passed(self) -> bool: ...
 
-    def verdict_line(self) -> str:
-        """The one line that says what was decided and every reason it failed."""
+    def verdict_line(self) -> str: ...  # the one line: what was decided and every reason it failed
 
-    def top_cause(self) -> str | None:
-        """The main reason it failed, in one line (None when it passed)."""
+    def top_cause(self) -> str | None: ...  # the main reason it failed, in one line (None when it passed)
 
-    def detail(self) -> str:
-        """Plain text for a failure's body: first mismatch, causes, hints, notes."""
+    def detail(self) -> str: ...  # plain text for a failure's body: first mismatch, causes, hints, notes
 
-    def to_json(self) -> dict:
-        """The result as JSON-ready data, without run-dependent values (timings go to `run_json`)."""
+    def to_json(self) -> dict: ...  # JSON-ready data without run-dependent values (timings go to run_json)
 
-    def run_json(self) -> dict:
-        """Run-dependent values: timings."""
+    def run_json(self) -> dict: ...  # run-dependent values: timings
 
-    def views(self) -> tuple:
-        """Tables, maps and plots of the result (views.py) for the HTML report; () where its text says all."""
+    def views(self) -> tuple: ...  # tables, maps and plots (views.py) for the HTML report; () where the text says all
 
 
 @dataclass(frozen=True)
