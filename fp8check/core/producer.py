@@ -54,9 +54,7 @@ class Reader:
     exact: bool = False  # fp8check's own float64 reader: on the baseline's bytes it IS the truth
     check: Check = no_check  # raises ProducerError when this spec cannot be read on this device
     provenance: dict = field(default_factory=dict)  # file, function, revision, commit, sha256, bound names
-    # Run in a child process under these limits (readers from files); None: in this process. An isolated
-    # Reader holds no code: the child loads it by `name` (git names read from `repo`).
-    isolation: Limits | None = None
+    isolation: Limits | None = None  # as Producer.isolation (readers from files)
     repo: str | None = None
     spec: CacheSpec | None = None  # what an isolated reader's child loads it for (the FP8 format its names bind to)
     # fn fills a caller-made output buffer (keyword-only `out`, float32 [B*next_n, max_model_len], masked -inf)
