@@ -17,13 +17,6 @@ def other_format(fmt: FP8Format) -> FP8Format:
     return FP8Format.E4M3FNUZ if fmt is FP8Format.E4M3FN else FP8Format.E4M3FN
 
 
-@functools.lru_cache(maxsize=None)
-def max_codes(fmt: FP8Format) -> tuple[int, int]:
-    """(+max, -max) codes of the format: what a saturating cast gives out of range."""
-    top = fp8.decode_table(fmt).index(fmt.max)
-    return top, top | 0x80
-
-
 def zero_pair(base: torch.Tensor, cand: torch.Tensor) -> torch.Tensor:
     """Both bytes are zeros of either sign (0x00 / 0x80): evidence of `signed-zero` only."""
     return ((base | cand) & 0x7F) == 0
@@ -40,9 +33,8 @@ def one_code_apart(base: torch.Tensor, cand: torch.Tensor, fmt: FP8Format) -> to
 
 def extreme(base: torch.Tensor, cand: torch.Tensor, fmt: FP8Format) -> tuple[torch.Tensor, ...]:
     """(base at +-max, cand at +-max, base NaN, cand NaN): the bytes of saturation against NaN."""
-    top, bottom = max_codes(fmt)
-    return ((base == top) | (base == bottom), (cand == top) | (cand == bottom), fp8.is_nan_code(base, fmt),
-            fp8.is_nan_code(cand, fmt))
+    top = fp8.decode_table(fmt).index(fmt.max)  # the +max code, what a saturating cast gives out of range
+    return ((base & 0x7F) == top, (cand & 0x7F) == top, fp8.is_nan_code(base, fmt), fp8.is_nan_code(cand, fmt))
 
 
 def format_match(fmt: FP8Format, base: torch.Tensor, cand: torch.Tensor) -> torch.Tensor:
