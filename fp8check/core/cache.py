@@ -170,8 +170,7 @@ def write_in_layer(buffer: CacheBuffer, write) -> None:
     changed = layers != before
     g = buffer.guard_bytes
     for side, part in ((0, changed[:, : spec.layer]), (buffer.buffer.numel() - g, changed[:, spec.layer + 1 :])):
-        count = int(part.sum())
-        position = side + torch.arange(min(count, g), device=buffer.buffer.device)
+        position = side + torch.arange(min(int(part.sum()), g), device=buffer.buffer.device)
         buffer.buffer[position] = poison_at(position) ^ 0xFF
 
 
