@@ -58,8 +58,7 @@ def decode_table(fmt: FP8Format) -> tuple[float, ...]:
 
 def decode(codes: torch.Tensor, fmt: FP8Format) -> torch.Tensor:
     """fp32 values of FP8 bytes (uint8 tensor, any shape, any device)."""
-    table = torch.tensor(decode_table(fmt), dtype=torch.float32, device=codes.device)
-    return table[codes.long()]
+    return torch.tensor(decode_table(fmt), dtype=torch.float32, device=codes.device)[codes.long()]
 
 
 def decode_byte(code: int, fmt: FP8Format) -> float:
