@@ -78,8 +78,7 @@ def _cells_rgb(view: CellMap):
         rgb = np.where(codes[:, None] > 0, white + (rgb - white) * strength, rgb)
     alpha = np.full((codes.size, 1), 255.0)
     alpha[view.used:] = 0
-    cells = np.concatenate([np.rint(rgb), alpha], axis=1).astype(np.uint8)
-    return cells.reshape(view.rows, view.columns, 4)
+    return np.concatenate([np.rint(rgb), alpha], axis=1).astype(np.uint8).reshape(view.rows, view.columns, 4)
 
 
 def cell_map(view: CellMap, anchor: str) -> str:
