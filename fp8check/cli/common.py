@@ -121,8 +121,7 @@ def _failed(message: str, code: ExitCode, targets: dict[str, Path], kwargs: dict
     piped = [name for name in BY_NAME if kwargs.get(f"{name}_path") == "-"]
     if len(piped) == 1:  # `--json -`: a CI step parsing stdout gets the error record, as a file would
         to_stdout(lambda: click.echo(BY_NAME[piped[0]].render(run), nl=False))
-    prefix = "error: " if code == ExitCode.USAGE else ""
-    return fail(f"{prefix}{message}", code)
+    return fail(("error: " if code == ExitCode.USAGE else "") + message, code)
 
 
 def show(renderable, **print_options) -> None:
