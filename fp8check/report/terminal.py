@@ -35,8 +35,7 @@ def rows_to_show(diff: DiffResult, all_blocks: bool) -> list[BlockDiff]:
     per_block = diff.block_diff().cpu()
     first = per_block.nonzero().view(-1)[: MAX_ROWS // 2]
     worst = torch.topk(per_block, MAX_ROWS // 2).indices
-    chosen = sorted(set(torch.cat([first, worst[per_block[worst] > 0]]).tolist()))
-    return diff.rows(chosen or range(MAX_ROWS))
+    return diff.rows(sorted(set(torch.cat([first, worst[per_block[worst] > 0]]).tolist())) or range(MAX_ROWS))
 
 
 class PlainLines:
