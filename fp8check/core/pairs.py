@@ -42,8 +42,7 @@ def format_match(fmt: FP8Format, base: torch.Tensor, cand: torch.Tensor) -> torc
     double rounding at the formats' different subnormal steps). Zeros prove nothing: e4m3fnuz has no -0, so
     a -0 that lost its sign would look like a format change (it is `signed-zero`)."""
     other = other_format(fmt)
-    table = fp8.encode(torch.tensor(fp8.decode_table(fmt), device=base.device), other)
-    predicted = table[base.long()]
+    predicted = fp8.encode(torch.tensor(fp8.decode_table(fmt), device=base.device), other)[base.long()]
     nan_p, nan_c = fp8.is_nan_code(predicted, other), fp8.is_nan_code(cand, other)
     # fp8.code_distance <= 1, in uint8 arithmetic: equal, both NaN, +0 against -0, or one code apart
     close = (cand == predicted) | (nan_p & nan_c) | (zero_pair(predicted, cand) & ~nan_p & ~nan_c)
