@@ -131,10 +131,11 @@ def provenance_lines(pairs) -> Text:
     return text
 
 
-def interpreter_note(result: CompareResult) -> Text | None:
-    """Next to the verdict on a CPU run of Triton kernels: why a compiled kernel could differ (if known)."""
-    caveat = result.interpreter_caveat
-    return Text(f"note: {caveat}", style="yellow") if caveat else None
+def interpreter_note(*results: CompareResult) -> list[Text]:
+    """Next to the verdict on a CPU run of Triton kernels: why a compiled kernel could differ (if known; the
+    first result's that has one)."""
+    caveat = next((r.interpreter_caveat for r in results if r.interpreter_caveat), None)
+    return [Text(f"note: {caveat}", style="yellow")] if caveat else []
 
 
 def render_compare(check: CompareCheck, *, all_blocks: bool = False) -> Group:
@@ -150,8 +151,7 @@ def render_compare(check: CompareCheck, *, all_blocks: bool = False) -> Group:
         parts.append(cause_table(check.diagnosis, result.spec))
     style = "bold green" if d.identical and check.passed else "bold yellow" if check.passed else "bold red"
     first = f"\nfirst mismatch: {d.first_mismatch.describe()}" if d.first_mismatch is not None else ""
-    note = interpreter_note(result)
-    return Group(*parts, Text(check.verdict_line() + first, style=style), *([note] if note else []))
+    return Group(*parts, Text(check.verdict_line() + first, style=style), *interpreter_note(result))
 
 
 def table_cell(b: BlockDiff) -> Text:
@@ -187,5 +187,4 @@ def render_seed_table(table, *, all_blocks: bool = False) -> Group:
         if causes:
             parts.append(cause_table(causes, table.buggy.spec, title=f"causes, {title}"))
     line = Text(table.verdict_line(), style="bold green" if table.passed else "bold red")
-    note = interpreter_note(table.fixed) or interpreter_note(table.buggy)
-    return Group(*parts, line, *([note] if note else []))
+    return Group(*parts, line, *interpreter_note(table.fixed, table.buggy))
