@@ -1,6 +1,5 @@
-"""Vectorized PyTorch emulations of the real writers' numerics (docs/NUMERICS.md), the same code on CPU
-and CUDA: `quantize` turns bf16 rows into FP8 codes and fp32 scales by a `Profile`, `make_writer` wraps it
-in the de-facto writer signature."""
+"""Vectorized PyTorch emulations of the real writers' numerics (docs/NUMERICS.md), the same code on CPU and
+CUDA: `quantize` by a `Profile`, and `make_writer`'s writers of the de-facto signature around it."""
 
 from __future__ import annotations
 
