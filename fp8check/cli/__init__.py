@@ -1,8 +1,6 @@
 """The command line: parse, build a request, call a use case, render, pick the exit code (errors.ExitCode).
-
-One module per command (or pair of commands); `arguments` is the way in (option decorators, configs,
-isolation limits), `common` the way out (errors to exit codes, printing, report files). What imports
-torch is imported inside the command bodies: `fp8check --help` does not import it."""
+One module per command (or pair); `arguments` is the way in, `common` the way out. What imports torch is
+imported inside the command bodies: `fp8check --help` does not import it."""
 
 from __future__ import annotations
 

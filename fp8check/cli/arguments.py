@@ -64,3 +64,13 @@ def request(command: str, opts: dict, config_path: Path | None = None):
         values.update({key: value for key, value in checked.items() if key not in stated})
         stated |= set(checked)
     return Request.of(command, values, where=where, stated=stated)
+
+
+def prepared(command: str, opts: dict, config_path: Path | None = None):
+    """(request, run): the isolation options popped, the rest made the command's request (request()), and what
+    prepare() (prepare_parity() for parity) made of it."""
+    from ..run.prepare import prepare, prepare_parity
+
+    limits = isolation_limits(opts)
+    req = request(command, opts, config_path)
+    return req, (prepare_parity if command == "parity" else prepare)(req, isolation=limits)

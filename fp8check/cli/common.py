@@ -1,6 +1,5 @@
-"""What every command shares on its way out: the one fail(message, code) path, `handled` (errors to exit
-codes), printing to stdout (`show`), the output formats (`--json`, `--junit`, `--markdown`, `--quiet`) and
-the interpreter's progress bar."""
+"""What every command shares on its way out: fail(message, code), `handled` (errors to exit codes), printing
+(`show`), the report formats and `--quiet`, and the interpreter's progress bar."""
 
 from __future__ import annotations
 
@@ -23,18 +22,15 @@ from ..report.formats import BY_NAME, FORMATS
 
 
 def fail(message: str, code: ExitCode) -> int:
-    """The one way out with an error: one line on stderr (line breaks and terminal escapes a name carried
-    written as escapes: errors.printable), the exit code from the table."""
+    """The one way out with an error: one printable line on stderr (errors.printable), the exit code."""
     click.echo(f"fp8check: {printable(message)}", err=True)
     return code
 
 
 def handled(fn):
-    """A command's errors to exit codes: UserError is exit 2, anything else a checker error, exit 3.
-
-    Output paths are checked first (outputs.check_output: no symlink, device, FIFO or folder, no file the
-    run reads). When the command ends in an error, the reports asked for are replaced with that error, so
-    that an earlier run's passing report is never left in place. `--debug` adds the traceback only."""
+    """A command's errors to exit codes: UserError is exit 2, anything else a checker error, exit 3 (`--debug`
+    adds the traceback). Output paths are checked first (outputs.check_output); a command that ends in an error
+    writes it into each report asked for, so that an earlier run's passing report is never left in place."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -49,10 +45,9 @@ def handled(fn):
                 traceback.print_exc()
                 if getattr(exc, "child_traceback", ""):  # the user's code, as its child process saw it
                     click.echo(f"In the child process:\n{exc.child_traceback}", err=True, nl=False)
-            if isinstance(exc, UserError):
-                return _failed(str(exc), ExitCode.USAGE, targets, kwargs, fn.__name__)
-            return _failed(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug)", ExitCode.INTERNAL,
-                           targets, kwargs, fn.__name__)
+            user = isinstance(exc, UserError)
+            message = str(exc) if user else f"internal error: {type(exc).__name__}: {exc} (rerun with --debug)"
+            return _failed(message, ExitCode.USAGE if user else ExitCode.INTERNAL, targets, kwargs, fn.__name__)
 
     return wrapper
 
@@ -103,13 +98,10 @@ def failed_parsing(argv: list[str], command: str, message: str) -> int:
     goes to each report asked for there (`--json -` included), as for any other exit 2. Every word of the
     command line counts as a file the run reads, so a report path can never overwrite one of them."""
     kwargs: dict = {"writers": ",".join(argv)}
-    for i, word in enumerate(argv):
-        for name in BY_NAME:
-            flag = f"--{name}"
-            if word == flag and i + 1 < len(argv):
-                kwargs[f"{name}_path"] = argv[i + 1]
-            elif word.startswith(flag + "="):
-                kwargs[f"{name}_path"] = word[len(flag) + 1:]
+    for word, following in zip(argv, [*argv[1:], None]):  # --json PATH, --json=PATH
+        flag, equals, value = word.partition("=")
+        if flag.startswith("--") and flag[2:] in BY_NAME and (equals or following is not None):
+            kwargs[f"{flag[2:]}_path"] = value if equals else following
     targets, _ = checked_outputs(kwargs)
     return _failed(message, ExitCode.USAGE, targets, kwargs, command)
 
@@ -129,8 +121,7 @@ def _failed(message: str, code: ExitCode, targets: dict[str, Path], kwargs: dict
     piped = [name for name in BY_NAME if kwargs.get(f"{name}_path") == "-"]
     if len(piped) == 1:  # `--json -`: a CI step parsing stdout gets the error record, as a file would
         to_stdout(lambda: click.echo(BY_NAME[piped[0]].render(run), nl=False))
-    prefix = "error: " if code == ExitCode.USAGE else ""
-    return fail(f"{prefix}{message}", code)
+    return fail(("error: " if code == ExitCode.USAGE else "") + message, code)
 
 
 def show(renderable, **print_options) -> None:
@@ -182,13 +173,13 @@ def output_options(fn):
 
 
 def outputs_of(kwargs: dict) -> dict:
-    """Pop the output options from a command's keyword arguments: {format name: path or "-"}, and quiet.
-    (`handled` has checked the paths already.)"""
+    """Pop the output options from a command's keyword arguments: {format name: path or "-"}, quiet, and the
+    command's start (perf_counter, for finish). `handled` has checked the paths already."""
     paths = {f.name: path for f in FORMATS if (path := kwargs.pop(f"{f.name}_path")) is not None}
     piped = [name for name, path in paths.items() if path == "-"]
     if len(piped) > 1:
         raise UsageError(f"only one format can go to stdout: {', '.join('--' + n + ' -' for n in piped)}")
-    return {"paths": paths, "quiet": kwargs.pop("quiet")}
+    return {"paths": paths, "quiet": kwargs.pop("quiet"), "start": time.perf_counter()}
 
 
 def emit(out: dict, run, renderable, *, soft_wrap: bool = False) -> None:
@@ -203,10 +194,8 @@ def emit(out: dict, run, renderable, *, soft_wrap: bool = False) -> None:
             stdout_text = text
         else:
             write_output(Path(path), text, option=f"--{name}", append=fmt.append)
-    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if step_summary:
-        write_output(Path(step_summary), BY_NAME["markdown"].render(run), option="$GITHUB_STEP_SUMMARY",
-                     append=True)
+    if step_summary := os.environ.get("GITHUB_STEP_SUMMARY"):
+        write_output(Path(step_summary), BY_NAME["markdown"].render(run), option="$GITHUB_STEP_SUMMARY", append=True)
     to_stderr = stdout_text is not None
     if out["quiet"]:
         click.echo(printable(run.verdict_line()), err=to_stderr)
@@ -218,9 +207,9 @@ def emit(out: dict, run, renderable, *, soft_wrap: bool = False) -> None:
         to_stdout(lambda: click.echo(stdout_text, nl=False))
 
 
-def finish(out: dict, case_id: str, result, start: float, renderable, *, soft_wrap: bool = False) -> int:
-    """One command's result, decided `start` (perf_counter) ago, written and printed: its exit code."""
-    outcomes = single(case_id, result, time.perf_counter() - start)
+def finish(out: dict, case_id: str, result, renderable, *, soft_wrap: bool = False) -> int:
+    """One command's result, written and printed: its exit code."""
+    outcomes = single(case_id, result, time.perf_counter() - out["start"])
     emit(out, outcomes, renderable, soft_wrap=soft_wrap)
     return outcomes.exit_code
 

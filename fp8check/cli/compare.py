@@ -3,12 +3,11 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import click
 
-from .arguments import command_options, isolation_limits, request
+from .arguments import command_options, prepared
 from .common import finish, handled, output_options, outputs_of, progress
 
 
@@ -20,19 +19,15 @@ from .common import finish, handled, output_options, outputs_of, progress
 def compare(all_blocks, debug, **opts):
     """Run two writers on the same K, diff their cache bytes block by block, and say why they differ."""
     from ..run.compare import check_compare
-    from ..run.prepare import prepare
     from ..report.terminal import render_compare
 
     out = outputs_of(opts)
-    start = time.perf_counter()
-    limits = isolation_limits(opts)
-    req = request("compare", opts)
-    run = prepare(req, isolation=limits)
+    req, run = prepared("compare", opts)
     with progress(run.device, run.sides.values()):
         checked = check_compare(run.spec, baseline=run.sides["baseline"], candidate=run.sides["candidate"],
                                 inputs=run.inputs, device=run.device, budget=req.budget(),
                                 pad_slot=req.values["pad_slot"], map_blocks=tuple(req.values["map_blocks"]))
-    return finish(out, req.id, checked, start, render_compare(checked, all_blocks=all_blocks))
+    return finish(out, req.id, checked, render_compare(checked, all_blocks=all_blocks))
 
 
 @click.command()
@@ -43,15 +38,12 @@ def compare(all_blocks, debug, **opts):
 def record(out_path, debug, **opts):
     """Run one writer and save its inputs and cache bytes (a golden file)."""
     from ..producers import golden
-    from ..run.prepare import golden_key, prepare
+    from ..run.prepare import golden_key
     from ..run.record import record as record_run
 
     out = outputs_of(opts)
     golden.check_output_path(out_path, "--out")
-    start = time.perf_counter()
-    limits = isolation_limits(opts)
-    run = prepare(request("record", opts), isolation=limits)
+    _, run = prepared("record", opts)
     with progress(run.device, run.sides.values()):
         recorded = record_run(run, out_path, key=golden_key())
-    line = recorded.verdict_line()
-    return finish(out, f"record:{recorded.producer}", recorded, start, line, soft_wrap=True)
+    return finish(out, f"record:{recorded.producer}", recorded, recorded.verdict_line(), soft_wrap=True)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import click
 
 from .common import finish, handled, output_options, outputs_of
@@ -32,6 +30,5 @@ def doctor(required, debug, **opts):
     from ..report import doctor as doctor_report
 
     out = outputs_of(opts)
-    start = time.perf_counter()
     found = doctor_mod.diagnose(required)
-    return finish(out, "doctor", found, start, doctor_report.render(found))
+    return finish(out, "doctor", found, doctor_report.render(found))

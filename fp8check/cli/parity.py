@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import click
 from rich.console import Console
 
-from .arguments import command_options, isolation_limits, request
+from .arguments import command_options, prepared
 from .common import finish, handled, output_options, outputs_of
 
 
@@ -22,17 +21,13 @@ def parity(config_path, debug, **opts):
     """Top-K parity: each writer's bytes read back into indexer logits, top-K against the truth."""
     from rich.progress import Progress
 
-    from ..run.prepare import prepare_parity
     from ..report import parity as report_parity
 
     out = outputs_of(opts)
-    start = time.perf_counter()
-    limits = isolation_limits(opts)
-    req = request("parity", opts, config_path)
-    run = prepare_parity(req, isolation=limits)
+    req, run = prepared("parity", opts, config_path)
     err = Console(stderr=True)
     with Progress(console=err, transient=True, disable=not err.is_terminal) as bar:  # no bar in logs
         task = bar.add_task("parity", total=None)
         result = run.run_parity(
             progress=lambda label, done, total: bar.update(task, description=label, completed=done, total=total))
-    return finish(out, req.id, result, start, report_parity.render(result))
+    return finish(out, req.id, result, report_parity.render(result))

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import click
 
-from .arguments import command_options, isolation_limits, request
+from .arguments import command_options, prepared
 from .common import finish, handled, output_options, outputs_of, progress
 
 
@@ -20,15 +19,11 @@ from .common import finish, handled, output_options, outputs_of, progress
 @handled
 def table(config_path, all_blocks, debug, **opts):
     """The seed's table: buggy and fixed Triton wrappers against the C++ path, block by block."""
-    from ..run.prepare import prepare
     from ..report.terminal import render_seed_table
     from ..run.table import seed_table
 
     out = outputs_of(opts)
-    start = time.perf_counter()
-    limits = isolation_limits(opts)
-    req = request("table", opts, config_path)
-    run = prepare(req, isolation=limits)
+    req, run = prepared("table", opts, config_path)
     with progress(run.device, run.sides.values()):
         result = seed_table(run.spec, **run.sides, inputs=run.inputs, device=run.device)
-    return finish(out, req.id, result, start, render_seed_table(result, all_blocks=all_blocks))
+    return finish(out, req.id, result, render_seed_table(result, all_blocks=all_blocks))

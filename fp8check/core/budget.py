@@ -1,8 +1,6 @@
-"""Budgets: how much two caches may differ and still pass, decided after the diff. Every default is 0
-(byte-exact). A differing FP8 *value* byte is excused when its two codes are at most `max_code_distance`
-representable steps apart (fp8.code_distance: +0 and -0 are 0 apart, a NaN against a number 255); every
-other differing byte counts, and the counted bytes must fit the larger allowance of `max_diff_bytes` and
-`max_diff_fraction` x the cache's bytes."""
+"""Budgets (docs/compare.md "Budgets"): how much two caches may differ and still pass, decided after the diff.
+Differing value bytes within `max_code_distance` codes (fp8.code_distance) are excused; every other differing
+byte counts against the larger of `max_diff_bytes` and `max_diff_fraction` x the cache's bytes."""
 
 from __future__ import annotations
 
@@ -14,7 +12,7 @@ import torch
 
 from .cache import CacheBuffer
 from .diff import DiffResult
-from .pairs import code_distance
+from .fp8 import code_distance
 from .spec import MAX_CODE_DISTANCE
 from .errors import BudgetError
 
@@ -43,10 +41,6 @@ class Budget:
 
     def allowed(self, total_bytes: int) -> int:
         return max(self.max_diff_bytes, math.floor(self.max_diff_fraction * total_bytes))
-
-    def describe(self) -> str:
-        return (f"--max-diff-bytes {self.max_diff_bytes}, --max-diff-fraction {self.max_diff_fraction:g},"
-                f" --max-code-distance {self.max_code_distance}")
 
 
 @dataclass(frozen=True)
@@ -96,8 +90,7 @@ def _value_distances(diff: DiffResult, baseline: CacheBuffer, candidate: CacheBu
     excused, worst = 0, 0
     for start in range(0, blocks.numel(), CHUNK_BLOCKS):
         index = blocks[start : start + CHUNK_BLOCKS]
-        a = spec.value_part(baseline.flat.index_select(0, index))
-        b = spec.value_part(candidate.flat.index_select(0, index))
+        a, b = (spec.value_part(side.flat.index_select(0, index)) for side in (baseline, candidate))
         differs = a != b
         distance = code_distance(a, b, spec.fp8)
         excused += int(torch.count_nonzero(differs & (distance <= limit)))

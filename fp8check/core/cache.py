@@ -152,8 +152,6 @@ def scatter_rows(spec: CacheSpec, cache: torch.Tensor, slot_mapping: torch.Tenso
 
 
 # ---- per-layer views of one allocation ----------------------------------------------------------------------
-
-
 def write_in_layer(buffer: CacheBuffer, write) -> None:
     """Call write(cache) with the buffer's cache as the writer sees it: with spec.layers > 1 a strided view,
     layer spec.layer of a poisoned [num_blocks, layers, block_bytes] allocation, copied back afterwards;
@@ -172,13 +170,11 @@ def write_in_layer(buffer: CacheBuffer, write) -> None:
     changed = layers != before
     g = buffer.guard_bytes
     for side, part in ((0, changed[:, : spec.layer]), (buffer.buffer.numel() - g, changed[:, spec.layer + 1 :])):
-        count = int(part.sum())
-        position = side + torch.arange(min(count, g), device=buffer.buffer.device)
+        position = side + torch.arange(min(int(part.sum()), g), device=buffer.buffer.device)
         buffer.buffer[position] = poison_at(position) ^ 0xFF
 
 
 # ---- padding conventions: -1 (written nowhere) or a dummy slot that may be written (SGLang) ------------------
-
 SKIP_PADDING = -1  # vLLM's and aiter's convention: tokens with slot -1 write nothing
 
 
@@ -211,8 +207,6 @@ def forget_slot(buffer: CacheBuffer, slot: int) -> None:
 
 
 # ---- allocation size checks: before anything large is allocated ----------------------------------------
-
-
 def _proc_bytes(path: str, key: str) -> int | None:
     """The `key: N kB` line of a /proc file, in bytes; None when unknown."""
     try:

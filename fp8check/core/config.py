@@ -18,7 +18,7 @@ else:  # pragma: no cover - Python 3.10
 
 def builtin_names() -> list[str]:
     folder = resources.files("fp8check") / "configs"
-    return sorted(p.name[: -len(".toml")] for p in folder.iterdir() if p.name.endswith(".toml"))
+    return sorted(p.name.removesuffix(".toml") for p in folder.iterdir() if p.name.endswith(".toml"))
 
 
 def find(text: str | Path) -> Path:
@@ -26,7 +26,7 @@ def find(text: str | Path) -> Path:
     path = Path(text)
     if path.exists():
         return path
-    name = path.name[: -len(".toml")] if path.name.endswith(".toml") else path.name
+    name = path.name.removesuffix(".toml")
     if str(path) in (name, f"{name}.toml") and name in builtin_names():
         return Path(str(resources.files("fp8check") / "configs" / f"{name}.toml"))
     raise ConfigError(f"{text}: no such file, and no built-in config of that name (built in: {', '.join(builtin_names())})")

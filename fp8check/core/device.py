@@ -3,6 +3,7 @@ the versions of what runs there."""
 
 from __future__ import annotations
 
+import contextlib
 from importlib import metadata
 
 from .errors import DeviceError, NotRunnableHere
@@ -29,12 +30,10 @@ def versions() -> dict[str, str]:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             out[name] = "not installed"
-    try:  # the imported torch may not be the installed distribution (a source build, a device image)
+    with contextlib.suppress(ImportError):  # the imported torch may not be the installed one (a source build)
         import torch
 
         out["torch"] = torch.__version__
-    except ImportError:
-        pass
     return out
 
 

@@ -1,9 +1,5 @@
-"""fp8check's cache folder: files fetched or built once and checked when used (never a verdict).
-
-The folder is `$FP8CHECK_CACHE_DIR`, else `$XDG_CACHE_HOME/fp8check`, else `~/.cache/fp8check`;
-`FP8CHECK_CACHE_DIR=` (set and empty) turns the cache off. Entries are written to a temporary file and
-renamed into place, so a reader sees a whole file or none.
-"""
+"""fp8check's cache folder (docs/install.md "The cache folder"): files fetched or built once and checked when
+used (never a verdict). Entries are renamed into place from a temporary file: a reader sees all or nothing."""
 
 from __future__ import annotations
 

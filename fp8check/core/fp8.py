@@ -58,8 +58,7 @@ def decode_table(fmt: FP8Format) -> tuple[float, ...]:
 
 def decode(codes: torch.Tensor, fmt: FP8Format) -> torch.Tensor:
     """fp32 values of FP8 bytes (uint8 tensor, any shape, any device)."""
-    table = torch.tensor(decode_table(fmt), dtype=torch.float32, device=codes.device)
-    return table[codes.long()]
+    return torch.tensor(decode_table(fmt), dtype=torch.float32, device=codes.device)[codes.long()]
 
 
 def decode_byte(code: int, fmt: FP8Format) -> float:
@@ -83,8 +82,7 @@ def code_distance(a: torch.Tensor, b: torch.Tensor, fmt: FP8Format) -> torch.Ten
     return torch.where(nan_a & nan_b, torch.zeros_like(distance), distance)
 
 
-# ---- scale words (docs/NUMERICS.md; ue8m0x4: docs/NUMERICS.md) ------------------------------------------
-
+# ---- scale words (docs/NUMERICS.md) ---------------------------------------------------------------------
 UE8M0_BIAS = 127
 UE8M0_NAN = 0xFF
 

@@ -146,12 +146,10 @@ def _specials(num_tokens: int, head_dim: int, generator: torch.Generator, inf_na
 
 
 # ---- hashed K: the same bytes on every device, generated where the cache lives ---------------------------
-# The other distributions draw from torch's CPU generator (its stream cannot be reproduced on a GPU), so 1M
-# tokens cost ~1.2 s on the CPU plus a copy. Here element i of K is a pure function of (seed, i) made of
-# integer operations and exact fp32 products, so every device computes the same bits, and a GPU computes 1M
-# tokens in one kernel (hashed_kernel.py):
-# - h(x): a 32-bit integer mix (xor-shift, multiply mod 2^32; the multipliers are below 2^31 so int64
-#   products never overflow on the CPU);
+# torch's CPU generator cannot be replayed on a GPU (1M tokens: ~1.2 s on the CPU plus a copy). Here element i
+# of K is a pure function of (seed, i), integer operations and exact fp32 products, so every device computes
+# the same bits, and a GPU 1M tokens in one kernel (hashed_kernel.py):
+# - h(x): a 32-bit integer mix (xor-shift, multiply mod 2^32; multipliers below 2^31: no int64 overflow);
 # - element (t, d), i = t*head_dim + d: u = the four 16-bit halves of h((2i mod 2^32) ^ key) and
 #   h((2i+1 mod 2^32) ^ key) summed, minus their mean: an integer in [-131070, 131070], roughly normal;
 # - row scale of token t from h(t ^ key2): 2^e * (8 + m) / 8 with e in [-3, 3], m in [0, 7];

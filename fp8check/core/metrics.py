@@ -1,22 +1,5 @@
-"""The truth and the metrics of `fp8check parity`, defined once (docs/NUMERICS.md; README "Top-K parity").
-
-Pure functions on tensors; nothing here runs a writer or a reader.
-
-- truth: `logits[t] = sum_h w[h] * relu(q[h] . k[t])` in float64, where `k[t]` is the cache's FP8 value
-  times its group's fp32 scale (so `s_t * (q[h] . k_fp8[t])` when one scale covers the row) and `q` is
-  the query quantized to FP8 by clamp + round-to-nearest-even;
-- `recall@K`: the fraction of the candidate's K selected tokens whose truth logit is >= the K-th largest
-  truth logit (set semantics, robust to ties);
-- `positional@K`: the fraction of positions i at which the two ascending-sorted top-K index lists agree
-  (what the seed's numbers behave like; reported, never a verdict);
-- `max_rel` = max|L - L*| / max|L*|, `bad` = tokens with NOT |L - L*| <= atol + rtol * |L*| (a NaN or inf
-  logit is bad);
-- a row is vacuous when every query row sees <= K tokens: every token is selected, recall is 1 for anyone;
-- a recall loss is a near-tie when every wrongly selected token's truth logit lies within atol + rtol * |T|
-  of the K-th largest truth logit T: the reader's rounding reorders near-equal tokens, it does not read
-  other bytes (`tie`); any other loss is a real one.
-All metrics pool the query rows of a sequence (`--next-n 2`: two query rows, their tokens counted together).
-"""
+"""The truth and the metrics of `fp8check parity`, defined once (docs/parity.md "The truth and the columns"):
+pure functions on tensors. All metrics pool the query rows of a sequence (`--next-n 2`: their tokens together)."""
 
 from __future__ import annotations
 

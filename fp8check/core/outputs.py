@@ -1,10 +1,6 @@
-"""Writing the files a run produces (--out, --json, --junit, --markdown): never through a symbolic link,
-never into a device, FIFO or folder, never over a file this run reads, and always whole.
-
-Each file is written under a short temporary name in its own folder, then moved over the target in
-one step (os.replace): a reader never sees half a report, and an interrupted run leaves the previous
-file or the new one. The temporary name stays short whatever the target's length, so a legal 255-byte
-name works."""
+"""Writing the files a run produces (--out, --json, --junit, --markdown; docs/SECURITY.md "Report files"):
+whole, through a short temporary name in the target's folder moved over it in one step (os.replace), so a
+reader never sees half a report and a legal 255-byte target name still works."""
 
 from __future__ import annotations
 

@@ -9,20 +9,12 @@ import functools
 import torch
 
 from . import fp8
-from .fp8 import code_distance  # noqa: F401  (the distance itself; the tests below are cheap special cases)
 from .spec import FP8Format
 
 
 def other_format(fmt: FP8Format) -> FP8Format:
     """The format a writer may have cast to instead of `fmt`."""
     return FP8Format.E4M3FNUZ if fmt is FP8Format.E4M3FN else FP8Format.E4M3FN
-
-
-@functools.lru_cache(maxsize=None)
-def max_codes(fmt: FP8Format) -> tuple[int, int]:
-    """(+max, -max) codes of the format: what a saturating cast gives out of range."""
-    top = fp8.decode_table(fmt).index(fmt.max)
-    return top, top | 0x80
 
 
 def zero_pair(base: torch.Tensor, cand: torch.Tensor) -> torch.Tensor:
@@ -41,9 +33,8 @@ def one_code_apart(base: torch.Tensor, cand: torch.Tensor, fmt: FP8Format) -> to
 
 def extreme(base: torch.Tensor, cand: torch.Tensor, fmt: FP8Format) -> tuple[torch.Tensor, ...]:
     """(base at +-max, cand at +-max, base NaN, cand NaN): the bytes of saturation against NaN."""
-    top, bottom = max_codes(fmt)
-    return ((base == top) | (base == bottom), (cand == top) | (cand == bottom), fp8.is_nan_code(base, fmt),
-            fp8.is_nan_code(cand, fmt))
+    top = fp8.decode_table(fmt).index(fmt.max)  # the +max code, what a saturating cast gives out of range
+    return ((base & 0x7F) == top, (cand & 0x7F) == top, fp8.is_nan_code(base, fmt), fp8.is_nan_code(cand, fmt))
 
 
 def format_match(fmt: FP8Format, base: torch.Tensor, cand: torch.Tensor) -> torch.Tensor:
@@ -51,8 +42,7 @@ def format_match(fmt: FP8Format, base: torch.Tensor, cand: torch.Tensor) -> torc
     double rounding at the formats' different subnormal steps). Zeros prove nothing: e4m3fnuz has no -0, so
     a -0 that lost its sign would look like a format change (it is `signed-zero`)."""
     other = other_format(fmt)
-    table = fp8.encode(torch.tensor(fp8.decode_table(fmt), device=base.device), other)
-    predicted = table[base.long()]
+    predicted = fp8.encode(torch.tensor(fp8.decode_table(fmt), device=base.device), other)[base.long()]
     nan_p, nan_c = fp8.is_nan_code(predicted, other), fp8.is_nan_code(cand, other)
     # fp8.code_distance <= 1, in uint8 arithmetic: equal, both NaN, +0 against -0, or one code apart
     close = (cand == predicted) | (nan_p & nan_c) | (zero_pair(predicted, cand) & ~nan_p & ~nan_c)
@@ -68,8 +58,6 @@ def byte_local(fmt: FP8Format, base: torch.Tensor, cand: torch.Tensor) -> torch.
 
 
 # ---- integer conversion of the quotient (docs/NUMERICS.md) ------------------------------------------------
-
-
 def cast_match(y: torch.Tensor, base: torch.Tensor, cand: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(match, wrapped) bool: the candidate byte is an integer conversion of the quotient y = x/s to uint8,
     under any convention seen on real platforms; wrapped: a negative quotient that wrapped (-1 -> 255)
@@ -111,8 +99,6 @@ def cast_match_fp32(y: torch.Tensor, base: torch.Tensor, cand: torch.Tensor) -> 
 
 
 # ---- tables over all 65536 pairs ------------------------------------------------------------------------
-
-
 def all_pairs(device=None) -> tuple[torch.Tensor, torch.Tensor]:
     """(base, cand) uint8 [65536]: every byte pair, at index base * 256 + cand."""
     codes = torch.arange(256, dtype=torch.uint8, device=device)

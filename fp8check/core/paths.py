@@ -1,9 +1,6 @@
-"""Reading a file the user named: only a regular file, read whole into memory before anything runs.
-
-A FIFO or a device is refused from its `stat`, never opened (opening a FIFO for reading waits for a
-writer; reading a device may never end). The bytes are read once into memory, so that a file truncated
-or rewritten while a run goes on (a concurrent `cp`) changes nothing: tensors are never mapped from it.
-"""
+"""Reading a file the user named: only a regular file, read whole into memory before anything runs, so that
+a file rewritten meanwhile (a concurrent `cp`) changes nothing. A FIFO or a device is refused from its `stat`,
+never opened: opening a FIFO for reading waits for a writer; reading a device may never end."""
 
 from __future__ import annotations
 
@@ -14,16 +11,12 @@ from pathlib import Path
 from .errors import InputError, UserError
 
 
+KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a device"),
+         (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket"))
+
+
 def kind_of(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    if stat.S_ISFIFO(mode):
-        return "a named pipe (FIFO)"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "not a regular file"
+    return next((kind for test, kind in KINDS if test(mode)), "not a regular file")
 
 
 def read_regular(path: Path | str, *, error: type[UserError] = InputError, what: str = "") -> bytes:

@@ -4,6 +4,7 @@ scale_fmt)` writing the uint8 cache `[num_blocks, block_size, head_dim + 4*head_
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -53,9 +54,7 @@ class Reader:
     exact: bool = False  # fp8check's own float64 reader: on the baseline's bytes it IS the truth
     check: Check = no_check  # raises ProducerError when this spec cannot be read on this device
     provenance: dict = field(default_factory=dict)  # file, function, revision, commit, sha256, bound names
-    # Run in a child process under these limits (readers from files); None: in this process. An isolated
-    # Reader holds no code: the child loads it by `name` (git names read from `repo`).
-    isolation: Limits | None = None
+    isolation: Limits | None = None  # as Producer.isolation (readers from files)
     repo: str | None = None
     spec: CacheSpec | None = None  # what an isolated reader's child loads it for (the FP8 format its names bind to)
     # fn fills a caller-made output buffer (keyword-only `out`, float32 [B*next_n, max_model_len], masked -inf)
@@ -80,9 +79,6 @@ def reported_provenance(reported) -> dict:
     name -> string mappings (vllm-file's bound names), each one printable line of at most 1000 characters."""
     if not isinstance(reported, dict):
         return {}
-
-    def text(value) -> str:
-        return one_line(value, 1000)  # no line breaks or terminal escapes from a child into a report
-
+    text = functools.partial(one_line, limit=1000)  # no line breaks or terminal escapes from a child into a report
     return {text(key): ({text(k): text(v) for k, v in value.items()} if isinstance(value, dict) else text(value))
             for key, value in reported.items()}

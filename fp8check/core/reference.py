@@ -1,6 +1,5 @@
-"""Vectorized PyTorch emulations of the real writers' numerics (docs/NUMERICS.md), the same code on CPU
-and CUDA: `quantize` turns bf16 rows into FP8 codes and fp32 scales by a `Profile`, `make_writer` wraps it
-in the de-facto writer signature."""
+"""Vectorized PyTorch emulations of the real writers' numerics (docs/NUMERICS.md), the same code on CPU and
+CUDA: `quantize` by a `Profile`, and `make_writer`'s writers of the de-facto signature around it."""
 
 from __future__ import annotations
 
@@ -80,8 +79,7 @@ def spec_of_call(k: torch.Tensor, kv_cache: torch.Tensor, quant_block_size: int,
 
 
 def make_writer(profile: Profile):
-    def writer(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *,
-               fp8_dtype=torch.float8_e4m3fn, layout=None):
+    def writer(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *, fp8_dtype=torch.float8_e4m3fn, layout=None):
         spec = spec_of_call(k, kv_cache, quant_block_size, scale_fmt, fp8_dtype, layout)
         # token by token the same bytes; in chunks, the fp32 and int64 intermediates stay bounded
         # (whole-K intermediates would be ~10x the caches and K; bench/cases.py measures the peak)

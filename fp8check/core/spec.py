@@ -10,8 +10,6 @@ from typing import Any
 
 from .errors import SpecError
 
-# vLLM's divisor on e4m3fnuz (docs/NUMERICS.md): its ROCm writers divide by 224, not the format's max 240.
-VLLM_FNUZ_DIVISOR = 224.0
 SCALE_FLOOR = 1e-4  # s = max(amax, 1e-4) / DIV in every real writer
 # The farthest two FP8 codes may be apart and still be excused. Real writers differ by 1 code (rounding)
 # or a doubled scale (docs/NUMERICS.md); 8 leaves room for that while a NaN against a number (255
@@ -29,8 +27,9 @@ class FP8Format(enum.Enum):
 
     @property
     def vllm_divisor(self) -> float:
-        """DIV of vLLM's writers: 448 on e4m3fn, 224 on e4m3fnuz (the aiter op uses `max`)."""
-        return self.max if self is FP8Format.E4M3FN else VLLM_FNUZ_DIVISOR
+        """DIV of vLLM's writers: 448 on e4m3fn; on e4m3fnuz its ROCm writers divide by 224, not the format's max
+        240 (the aiter op uses `max`; docs/NUMERICS.md)."""
+        return self.max if self is FP8Format.E4M3FN else 224.0
 
     @property
     def bias(self) -> int:
@@ -165,9 +164,8 @@ class CacheSpec:
         """The layer of a multi-layer buffer the writer is handed (the middle one: layers before and after)."""
         return self.layers // 2
 
-    # ---- byte math (docs/NUMERICS.md) -------------------------------------------------------------
     def value_offset(self, token, dim):
-        """Byte of value (token, dim) inside its block (ints or int tensors)."""
+        """Byte of value (token, dim) inside its block (ints or int tensors; docs/NUMERICS.md)."""
         if self.layout is Layout.LINEAR:
             return token * self.head_dim + dim
         if self.layout is Layout.INTERLEAVED:
@@ -238,13 +236,11 @@ class CacheSpec:
         """First byte of the scale word a scale byte belongs to; a value byte's own offset (ints or tensors)."""
         import torch
 
-        planar = self.layout.planar
-        rel = byte_in_block - self.value_bytes if planar else byte_in_block % self.row_bytes - self.head_dim
+        rel = byte_in_block - self.value_bytes if self.layout.planar else byte_in_block % self.row_bytes - self.head_dim
         if isinstance(byte_in_block, int):
             return byte_in_block - rel % 4 if rel >= 0 else byte_in_block
         return torch.where(rel >= 0, byte_in_block - rel % 4, byte_in_block)
 
-    # ---- serialization ---------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         out = {key: v.value if isinstance(v, enum.Enum) else v for key, v in dataclasses.asdict(self).items()}
         if self.layers == 1:  # a single-layer cache reads as it always has (records, goldens, JSON)

@@ -1,11 +1,7 @@
-"""One self-contained HTML page of a run: the verdict, a gate's cases as a grid, and each case's section
-with its result's views (views.py). Pure: outcomes in, text out. No script, no network: styles and pictures
-are inline, so the page opens from a CI artifact or an e-mail.
-
-Maps and plots are drawn by matplotlib's SVG backend, imported only when a report is drawn; tables are HTML
-tables. A map is one image whose every pixel is one cell (`imshow`, no interpolation: the SVG keeps the
-cells' colours exactly), inside axes that name the rows and columns; its <figure> says the cell counts per
-category (data-counts), which the picture must show."""
+"""One self-contained HTML page of a run (docs/html.md): the verdict, a gate's cases as a grid, each case's
+section with its result's views (views.py). Maps and plots are drawn by matplotlib's SVG backend, imported only
+when a report is drawn. A map is one image whose every pixel is one cell (`imshow`, no interpolation: the SVG
+keeps the cells' colours exactly); its <figure> says the cell counts per category (data-counts)."""
 
 from __future__ import annotations
 
@@ -82,8 +78,7 @@ def _cells_rgb(view: CellMap):
         rgb = np.where(codes[:, None] > 0, white + (rgb - white) * strength, rgb)
     alpha = np.full((codes.size, 1), 255.0)
     alpha[view.used:] = 0
-    cells = np.concatenate([np.rint(rgb), alpha], axis=1).astype(np.uint8)
-    return cells.reshape(view.rows, view.columns, 4)
+    return np.concatenate([np.rint(rgb), alpha], axis=1).astype(np.uint8).reshape(view.rows, view.columns, 4)
 
 
 def cell_map(view: CellMap, anchor: str) -> str:
@@ -188,15 +183,13 @@ def outcomes_grid(run: Outcomes, anchors: list[str]) -> Grid | None:
 def _section(outcome: Outcome, anchor: str, *, own_verdict: bool) -> str:
     """A case's section; a single command's page says its verdict once, at the top."""
     views = outcome.result.views() if outcome.result is not None else ()
-    parts = [f'<section class="case {outcome.status.value}" id="{anchor}">',
-             f"<h2>{html.escape(outcome.case_id)}</h2>"]
+    parts = [f'<section class="case {outcome.status.value}" id="{anchor}">', f"<h2>{html.escape(outcome.case_id)}</h2>"]
     if own_verdict:
         parts.append(f'<p class="verdict">{html.escape(outcome.verdict_line())}</p>')
     detail = outcome.detail()
     if detail and not views and outcome.status is not Status.PASSED:  # views show what the detail says
         parts.append(f"<pre>{html.escape(detail)}</pre>")
-    parts += [DRAW[type(view)](view, f"{anchor}-{getattr(view, 'name', '') or k}")
-              for k, view in enumerate(views)]
+    parts += [DRAW[type(view)](view, f"{anchor}-{getattr(view, 'name', '') or k}") for k, view in enumerate(views)]
     parts.append("</section>")
     return "\n".join(parts)
 

@@ -1,11 +1,6 @@
-"""JSON: a run's outcomes as one document. Nothing here writes; the CLI does.
-
-Schema (`schema_version` 2): a single command's document is its result's own JSON with `kind`,
-`passed` and `verdict`; a gate's lists its cases. Everything that depends on the run rather than on the
-bytes (timings, versions) is under one key, `run`. No NaN or Infinity anywhere: non-finite floats are the
-strings "nan", "inf", "-inf" (strict parsers reject bare NaN). Every string is printable (errors.printable,
-line breaks kept): a name carrying a terminal escape stays visible text for whoever prints the field.
-"""
+"""JSON: a run's outcomes as one document (docs/compare.md, docs/gate.md); what depends on the run rather than
+the bytes (timings, versions) under `run`. Strict JSON: non-finite floats are the strings "nan", "inf", "-inf".
+Every string is printable (errors.printable, line breaks kept): a terminal escape stays visible text."""
 
 from __future__ import annotations
 
@@ -45,9 +40,7 @@ def _printable(value):
         return printable(value, newlines=True)
     if isinstance(value, dict):
         return {_printable(key): _printable(v) for key, v in value.items()}
-    if isinstance(value, list):
-        return [_printable(v) for v in value]
-    return value
+    return [_printable(v) for v in value] if isinstance(value, list) else value
 
 
 def render(run: Outcomes) -> str:

@@ -1,8 +1,6 @@
-"""JUnit XML: one <testcase> per case. A failed verdict is a <failure> whose message is the verdict and
-the top cause and whose text is the detail; a case that could not be decided is an <error>. Written with
-the standard library; pure: outcomes in, XML text out. Every text is made printable first (errors.printable):
-XML 1.0 has no escape for most control characters, so a case id or an error carrying one would make the file
-unreadable."""
+"""JUnit XML: one <testcase> per case; a failed verdict is a <failure> (message: the verdict and top cause;
+text: the detail), an undecided case an <error>. Every text is made printable first (errors.printable): XML 1.0
+has no escape for most control characters, so a case id carrying one would make the file unreadable."""
 
 from __future__ import annotations
 
@@ -26,8 +24,7 @@ def render(run: Outcomes) -> str:
         message = printable(outcome.error) if outcome.error else verdict
         if outcome.status is Status.FAILED:
             cause = outcome.top_cause() and f"; {printable(outcome.top_cause())}"
-            failure = ET.SubElement(case_el, "failure", {"message": verdict + (cause or ""),
-                                                         "type": "ByteVerdict"})
+            failure = ET.SubElement(case_el, "failure", {"message": verdict + (cause or ""), "type": "ByteVerdict"})
             failure.text = printable(outcome.detail(), newlines=True)
         elif outcome.status is Status.SKIPPED:
             ET.SubElement(case_el, "skipped", {"message": message})

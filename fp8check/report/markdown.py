@@ -40,21 +40,14 @@ def _rows(outcomes) -> list[str]:
 
 
 def render(run: Outcomes) -> str:
-    passed, failed, errors = (run.count(s) for s in (Status.PASSED, Status.FAILED, Status.ERROR))
-    head = "PASS" if run.exit_code == 0 else "FAIL"
-    skipped = f", {run.count(Status.SKIPPED)} skipped" if run.count(Status.SKIPPED) else ""
-    out = [f"### fp8check {_cell(run.title)}: {head}", "",
-           f"{passed} passed, {failed} failed, {errors} errors{skipped} of {run.selected} cases in {run.seconds:.1f} s",
-           ""]
+    out = [f"### fp8check {_cell(run.title)}: {'PASS' if run.exit_code == 0 else 'FAIL'}", "", run.tally(), ""]
     folded = len(run.outcomes) > MAX_PASSED_ROWS
     shown = [o for o in run.outcomes if o.status is not Status.PASSED or not folded]
     passed_rows = [o for o in run.outcomes if o.status is Status.PASSED and folded]
     out += _rows(shown) if shown else []
     if passed_rows:  # every case is listed with its seconds; the passes of a large gate folded away
-        out += ["", f"<details><summary>{len(passed_rows)} passed</summary>", "", *_rows(passed_rows), "",
-                "</details>"]
+        out += ["", f"<details><summary>{len(passed_rows)} passed</summary>", "", *_rows(passed_rows), "", "</details>"]
     for o in run.outcomes:
         if o.status is not Status.PASSED:
-            out += ["", f"<details><summary>{_cell(o.case_id)}</summary>", "", *_fenced(o.detail()),
-                    "", "</details>"]
+            out += ["", f"<details><summary>{_cell(o.case_id)}</summary>", "", *_fenced(o.detail()), "", "</details>"]
     return "\n".join(out) + "\n"

@@ -20,13 +20,11 @@ def _recall_cell(m: Metrics, min_recall: float) -> Text:
 
 def _title(result: ParityResult) -> Text:
     c = result.config
-    text = Text()
-    text.append(f"top-{c.topk} parity", style="bold")
-    text.append(f": {result.spec.summary()}; {result.source}; next_n {c.next_n}; on {result.device}\n")
-    text.append("truth: ")
-    text.append(side_label(result.baseline.name, result.baseline.emulated), style="bold")
-    text.append("'s bytes through fp8check's reference reader (float64); reader: ")
-    text.append(result.reader.name, style="bold")
+    text = Text.assemble((f"top-{c.topk} parity", "bold"),
+                         f": {result.spec.summary()}; {result.source}; next_n {c.next_n}; on {result.device}\n",
+                         "truth: ", (side_label(result.baseline.name, result.baseline.emulated), "bold"),
+                         "'s bytes through fp8check's reference reader (float64); reader: ",
+                         (result.reader.name, "bold"))
     ran = describe_provenance(result.reader.provenance)  # a reader from a file: what ran (its child reported it)
     if ran:
         text.append(f"\nreader: {ran}", style="dim")

@@ -16,8 +16,7 @@ from ..core.spec import CacheSpec
 
 MAX_ROWS = 16  # larger caches show their differing blocks first, then one summary row
 # how a seed table's columns name their baseline: honest about emulation
-BASELINE_TITLES = {"aiter": "C++ + shuffle_weight [real aiter]",
-                   "reference": "C++ + shuffle_weight [emulated]"}
+BASELINE_TITLES = {"aiter": "C++ + shuffle_weight [real aiter]", "reference": "C++ + shuffle_weight [emulated]"}
 
 
 def side_label(name: str, emulated: bool) -> str:
@@ -26,10 +25,9 @@ def side_label(name: str, emulated: bool) -> str:
 
 
 def rows_to_show(diff: DiffResult, all_blocks: bool) -> list[BlockDiff]:
-    """The blocks a table shows: all of them when few or asked for; else the first MAX_ROWS/2 differing
-    blocks and the MAX_ROWS/2 worst ones, in block order (the first blocks when none differs).
-    Selection is tensor work on the diff's counts (no per-block Python) after one transfer of them to
-    the host (16,384 counts: 0.13 MB; on a GPU, topk's and nonzero's first use would cost more)."""
+    """The blocks a table shows: all of them when few or asked for; else the first MAX_ROWS/2 differing blocks
+    and the MAX_ROWS/2 worst ones, in block order (the first blocks when none differs). Tensor work on the
+    counts after one transfer to the host (16,384 counts: 0.13 MB; on a GPU, topk's first use costs more)."""
     if all_blocks or diff.num_blocks <= MAX_ROWS:
         return diff.all_rows()
     import torch
@@ -37,8 +35,7 @@ def rows_to_show(diff: DiffResult, all_blocks: bool) -> list[BlockDiff]:
     per_block = diff.block_diff().cpu()
     first = per_block.nonzero().view(-1)[: MAX_ROWS // 2]
     worst = torch.topk(per_block, MAX_ROWS // 2).indices
-    chosen = sorted(set(torch.cat([first, worst[per_block[worst] > 0]]).tolist()))
-    return diff.rows(chosen or range(MAX_ROWS))
+    return diff.rows(sorted(set(torch.cat([first, worst[per_block[worst] > 0]]).tolist())) or range(MAX_ROWS))
 
 
 class PlainLines:
@@ -81,8 +78,7 @@ def block_table(result: CompareResult, *, all_blocks: bool = False) -> Table | P
     for b in shown:
         style = "red" if b.diff else "green"
         table.add_row(str(b.block), Text(f"{b.value_diff} / {b.value_total}", style=style),
-                      percent(b.value_diff, b.value_total),
-                      Text(f"{b.scale_diff} / {b.scale_total}", style=style))
+                      percent(b.value_diff, b.value_total), Text(f"{b.scale_diff} / {b.scale_total}", style=style))
     hidden = result.diff.num_blocks - len(shown)
     if hidden:
         differ = result.diff.differing_blocks - sum(1 for b in shown if b.diff)
@@ -94,8 +90,7 @@ def block_table(result: CompareResult, *, all_blocks: bool = False) -> Table | P
 
 def cause_table(diagnosis: Diagnosis, spec: CacheSpec, *, title: str = "causes") -> Table:
     """One row per cause, most bytes first: what was found, what to do, and one example."""
-    table = Table("cause", Column("bytes", justify="right"), "blocks", "why", title=title,
-                  title_justify="left")
+    table = Table("cause", Column("bytes", justify="right"), "blocks", "why", title=title, title_justify="left")
     for cause in diagnosis:
         explanation, hint = explain(cause, spec)
         why = Text(explanation)
@@ -136,29 +131,27 @@ def provenance_lines(pairs) -> Text:
     return text
 
 
-def interpreter_note(result: CompareResult) -> Text | None:
-    """Next to the verdict on a CPU run of Triton kernels: why a compiled kernel could differ (if known)."""
-    caveat = result.interpreter_caveat
-    return Text(f"note: {caveat}", style="yellow") if caveat else None
+def interpreter_note(*results: CompareResult) -> list[Text]:
+    """Next to the verdict on a CPU run of Triton kernels: why a compiled kernel could differ (if known; the
+    first result's that has one)."""
+    caveat = next((r.interpreter_caveat for r in results if r.interpreter_caveat), None)
+    return [Text(f"note: {caveat}", style="yellow")] if caveat else []
 
 
 def render_compare(check: CompareCheck, *, all_blocks: bool = False) -> Group:
     """Who ran against whom, on what (above the table, not its title, which wraps to its width); the blocks;
     the causes; the verdict (green identical, yellow within budget, red otherwise) and the first mismatch."""
     result, d = check.result, check.result.diff
-    header = Text()
-    header.append(side_label(result.baseline.name, result.baseline.emulated), style="bold")
-    header.append(" vs ")
-    header.append(side_label(result.candidate.name, result.candidate.emulated), style="bold")
-    header.append(f"\n{result.spec.summary()}; {result.inputs.source}; on {result.device}")
-    header.append(provenance_lines((("baseline", result.baseline), ("candidate", result.candidate))))
+    header = Text.assemble((side_label(result.baseline.name, result.baseline.emulated), "bold"), " vs ",
+                           (side_label(result.candidate.name, result.candidate.emulated), "bold"),
+                           f"\n{result.spec.summary()}; {result.inputs.source}; on {result.device}",
+                           provenance_lines((("baseline", result.baseline), ("candidate", result.candidate))))
     parts = [header, block_table(result, all_blocks=all_blocks)]
     if check.diagnosis:
         parts.append(cause_table(check.diagnosis, result.spec))
     style = "bold green" if d.identical and check.passed else "bold yellow" if check.passed else "bold red"
     first = f"\nfirst mismatch: {d.first_mismatch.describe()}" if d.first_mismatch is not None else ""
-    note = interpreter_note(result)
-    return Group(*parts, Text(check.verdict_line() + first, style=style), *([note] if note else []))
+    return Group(*parts, Text(check.verdict_line() + first, style=style), *interpreter_note(result))
 
 
 def table_cell(b: BlockDiff) -> Text:
@@ -194,5 +187,4 @@ def render_seed_table(table, *, all_blocks: bool = False) -> Group:
         if causes:
             parts.append(cause_table(causes, table.buggy.spec, title=f"causes, {title}"))
     line = Text(table.verdict_line(), style="bold green" if table.passed else "bold red")
-    note = interpreter_note(table.fixed) or interpreter_note(table.buggy)
-    return Group(*parts, line, *([note] if note else []))
+    return Group(*parts, line, *interpreter_note(table.fixed, table.buggy))
