@@ -1,12 +1,7 @@
-"""What a reader must not do, checked on every read (docs/NUMERICS.md, "Reader obligations").
-
-- Masked positions: query row n of a ctx-token sequence with next_n MTP rows sees positions up to
-  ctx - next_n + n; every position after that, up to max_model_len, must come back -inf. A finite logit
-  there (amd-aiter 0.1.7's Triton reader lets MTP row 0 see one future token) is a leak.
-- Writes outside its rows: a reader that fills a caller-made output buffer gets one with a guard row above
-  and below and guard columns past max_model_len, all holding a poison bit pattern; a guard element that
-  no longer holds it was written by the reader (aiter 0.1.7 writes a logit past its row).
-Pure functions on tensors; the verdict is parity's.
+"""What a reader must not do, checked on every read (docs/parity.md): a finite logit at a position its row may
+not see (amd-aiter 0.1.7's Triton reader lets MTP row 0 see one future token), and a write outside its rows of
+a caller-made output buffer, which has poisoned guard rows and columns (aiter 0.1.7 writes a logit past its
+row). Pure functions on tensors; the verdict is parity's.
 """
 
 from __future__ import annotations
