@@ -43,8 +43,6 @@ def import_vllm():
 
 @dataclass(frozen=True)
 class FoundFunction:
-    """A real library's function, where it was found, and the library's version."""
-
     fn: Callable[..., None]
     where: str  # module.function
     version: str

@@ -1,10 +1,6 @@
-"""ROCm aiter's `indexer_k_quant_and_cache` as the producer `aiter` (docs/NUMERICS.md-3).
-
-Newer aiter releases take a `preshuffle` keyword and write the SHUFFLE layout themselves; older ones
-take five arguments and write row-major, and the caller then applies
-`aiter.ops.shuffle.shuffle_weight(x, layout=(16, 16))` to each block's value region viewed as
-[block_size, head_dim] FP8. Both forms are driven here; the producer's description says which ran.
-The op picks its FP8 format from the GPU: e4m3fnuz on gfx94x (MI300/MI325), e4m3fn elsewhere.
+"""ROCm aiter's `indexer_k_quant_and_cache` as the producer `aiter`. Newer releases take a `preshuffle` keyword
+and write the SHUFFLE layout themselves; older ones take five arguments and write row-major, and the written
+blocks then go through `aiter.ops.shuffle.shuffle_weight`. The description says which form ran.
 """
 
 from __future__ import annotations
@@ -84,7 +80,8 @@ def load_api() -> AiterAPI:
         raise Unavailable(f"aiter {version}: import aiter.ops.cache failed: {first_line(exc)}") from None
     op = getattr(cache, "indexer_k_quant_and_cache", None)
     if not callable(op):
-        raise Unavailable(f"aiter {version} has no aiter.ops.cache.indexer_k_quant_and_cache (too old for DeepSeek-V3.2)")
+        raise Unavailable(f"aiter {version} has no aiter.ops.cache.indexer_k_quant_and_cache (too old for"
+                          " DeepSeek-V3.2)")
     try:
         preshuffle = "preshuffle" in inspect.signature(op).parameters
     except (TypeError, ValueError):  # a compiled op without a Python signature: the five-argument form
@@ -93,25 +90,20 @@ def load_api() -> AiterAPI:
         return AiterAPI(op, Form.PRESHUFFLE, None, version)
     shuffle_weight = getattr(import_module("aiter.ops.shuffle"), "shuffle_weight", None)
     if not callable(shuffle_weight):
-        raise Unavailable(
-            f"aiter {version}: indexer_k_quant_and_cache has no preshuffle keyword and"
-            " aiter.ops.shuffle.shuffle_weight is missing"
-        )
+        raise Unavailable(f"aiter {version}: indexer_k_quant_and_cache has no preshuffle keyword and"
+                          " aiter.ops.shuffle.shuffle_weight is missing")
     return AiterAPI(op, Form.SHUFFLE_AFTER, shuffle_weight, version)
 
 
 def require_rocm(platform: Platform) -> None:
     if platform.backend is not Backend.ROCM:
-        raise Unavailable(
-            f"it needs a ROCm device, and this torch {torch.__version__} is a {platform.backend.value} build"
-            " (torch.version.hip is None)"
-        )
+        raise Unavailable(f"it needs a ROCm device, and this torch {torch.__version__} is a"
+                          f" {platform.backend.value} build (torch.version.hip is None)")
     if not platform.gpu:
         raise Unavailable("it needs a ROCm device, and torch sees none (torch.cuda.is_available() is False)")
 
 
 def availability(platform: Platform | None = None) -> tuple[bool, str]:
-    """(ok, one-line reason). Never raises."""
     return availability_of(load_api, require_rocm, found=lambda api: f"aiter {api.version}",
                            ready=lambda api, p: f"aiter {api.version} ({api.form.value}) on {p.arch}: writes"
                            f" {p.fp8.value} (e4m3fnuz on gfx94x, e4m3fn elsewhere)",
@@ -144,15 +136,12 @@ def shuffle_written(write: Callable[[], object], kv_cache: torch.Tensor, slot_ma
 
 def make_producer(api: AiterAPI, platform: Platform) -> Producer:
     """The de-facto writer signature around aiter's op, for one platform."""
-
     def check(spec: CacheSpec, device: torch.device) -> None:
         platform.require_device(NAME, device, "the ROCm GPU")
         platform.require_format(NAME, spec.fp8)
         if api.form is Form.SHUFFLE_AFTER and spec.layout is Layout.SHUFFLE and spec.head_dim % 32:
-            raise ProducerError(
-                f"producer {NAME!r} (aiter {api.version}, {api.form.value}): shuffle_weight with layout"
-                f" (16, 16) needs head_dim % 32 == 0, got {spec.head_dim}"
-            )
+            raise ProducerError(f"producer {NAME!r} (aiter {api.version}, {api.form.value}): shuffle_weight with"
+                                f" layout (16, 16) needs head_dim % 32 == 0, got {spec.head_dim}")
 
     def writer(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *, fp8_dtype=None, layout=None):
         shuffle = (layout or default_layout(kv_cache.shape[1]).value) == Layout.SHUFFLE.value

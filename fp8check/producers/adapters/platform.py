@@ -45,9 +45,8 @@ class Platform:
         """ProducerError unless `fmt` is the format the real writer writes on this architecture."""
         if fmt is not self.fp8:
             who = f"producer {producer!r}" + (f": {writer}" if writer else "")
-            raise ProducerError(
-                f"{who} writes {self.fp8.value} on {self.arch}, not {fmt.value}: run with --fp8 {self.fp8.value}"
-            )
+            raise ProducerError(f"{who} writes {self.fp8.value} on {self.arch}, not {fmt.value}: run with --fp8"
+                                f" {self.fp8.value}")
 
     def describe(self) -> str:
         if not self.gpu:
