@@ -1,13 +1,7 @@
-"""`aiter-src:PATH`: aiter's own C++ `indexer_k_quant_and_cache`, built from the user's aiter source for
-the CPU (build.py, runtime/) and run as a producer.
-
-PATH is an aiter checkout, the `aiter_meta/` folder of an unpacked `amd-aiter` wheel (or the wheel's
-unpacked root), `git:REV:PATH` (a revision of the checkout at PATH, exported first), or
-`pkg:amd-aiter==VERSION` (the released wheel, downloaded without dependencies and unpacked once). `--fp8` picks
-the arch the op is compiled for, as on a GPU: e4m3fnuz -> gfx942 (MI300), e4m3fn -> gfx950 (MI355).
-The SHUFFLE layout comes from the op's own `preshuffle` where it has one; otherwise the op writes
-row-major and the checkout's own `aiter/ops/shuffle.py` `shuffle_weight` runs on the written rows.
-A result with reads of lanes that had already returned (undefined on a GPU) is refused.
+"""`aiter-src:PATH`: aiter's own C++ `indexer_k_quant_and_cache`, built for the CPU (hip_cpu/) from an aiter
+checkout, an unpacked `amd-aiter` wheel (or its `aiter_meta/`), `git:REV:PATH` or `pkg:amd-aiter==VERSION`, and
+run as a producer (docs/aiter-src.md). `--fp8` picks the arch, as on a GPU. Without the op's own `preshuffle`,
+the source's `aiter/ops/shuffle.py` `shuffle_weight` makes the SHUFFLE layout.
 """
 
 from __future__ import annotations
@@ -190,7 +184,8 @@ def _known_answer(library: Library, fmt: FP8Format) -> None:
     values = cache[0].flatten()[:head_dim]
     scale = cache[0].flatten()[block * head_dim:block * head_dim + 4].view(torch.float32)
     expected_scale = torch.tensor(1.0, dtype=torch.float32) / torch.tensor(fmt.max, dtype=torch.float32)
-    if counts["v_cvt_pk_fp8_f32"] == 0 or not bool((values == max_code).all()) or not torch.equal(scale, expected_scale.view(1)):
+    if counts["v_cvt_pk_fp8_f32"] == 0 or not bool((values == max_code).all()) \
+            or not torch.equal(scale, expected_scale.view(1)):
         raise ProducerError(f"the CPU build of aiter's op failed its known-answer check on {ARCH[fmt]}: a row of"
                             f" ones gave codes {sorted(set(values.tolist()))} and scale {scale.item()!r}"
                             f" through {counts['v_cvt_pk_fp8_f32']} emulated conversions")
@@ -219,7 +214,8 @@ def _shuffle_weight(checkout: Checkout):
     """The checkout's own shuffle_weight (aiter/ops/shuffle.py), its one aiter import stubbed."""
     path = _shuffle_path(checkout)
     if not path.is_file():
-        raise ProducerError(f"aiter-src:{checkout.label}: the op has no preshuffle and aiter/ops/shuffle.py is missing")
+        raise ProducerError(f"aiter-src:{checkout.label}: the op has no preshuffle and aiter/ops/shuffle.py is"
+                            " missing")
     text = re.sub(r"^from aiter import .*$|^import aiter\b.*$", "", path.read_text(), flags=re.M)
     namespace: dict = {"__name__": "aiter_shuffle_from_source"}
     exec(compile(text, str(path), "exec"), namespace)
@@ -233,11 +229,9 @@ def writer_for(checkout: Checkout):
         fmt = FP8Format.from_torch_dtype(fp8_dtype)
         library = library_for(checkout, fmt)
         shuffle = (layout or Layout.SHUFFLE.value) == Layout.SHUFFLE.value
-        k_in = k.to(torch.bfloat16).contiguous()
-        slots = slot_mapping.to(torch.int64).contiguous()
-        preshuffle = shuffle and checkout.form.preshuffle
-        write = functools.partial(library.run, k_in, kv_cache, slots, quant_block_size, scale_fmt or "",
-                                  preshuffle)
+        slots, preshuffle = slot_mapping.to(torch.int64).contiguous(), shuffle and checkout.form.preshuffle
+        write = functools.partial(library.run, k.to(torch.bfloat16).contiguous(), kv_cache, slots, quant_block_size,
+                                  scale_fmt or "", preshuffle)
         if shuffle and not preshuffle:  # as the `aiter` producer does: only written tokens' bytes shuffled
             from .adapters.aiter import shuffle_written
 
