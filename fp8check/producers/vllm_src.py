@@ -1,13 +1,7 @@
-"""`vllm-src:PATH`: vLLM's CUDA op `indexer_k_quant_and_cache` (csrc/cache_kernels.cu), built from the
-released source with nvcc for the GPU present, and run as a producer.
-
-PATH is vLLM's source distribution (`vllm-X.Y.Z.tar.gz`, as `pip download --no-deps --no-binary :all:`
-fetches it) or an unpacked source tree holding `csrc/`. Only the op is built: the kernel template and the
-host function's launch geometry and scale-format switches are cut out of cache_kernels.cu by name, with
-the `kFp8ScaleDivisor` block and the headers `quant_utils.cuh` pulls in (cuda_src/extract.py); fp8check's
-own binding launches it on torch's current stream with bf16 keys and the e4m3 cache type, as the op's
-`DISPATCH_BY_KV_CACHE_DTYPE(..., "fp8_e4m3", ...)` does. The op writes row-major only (SHUFFLE is refused)
-and e4m3fn on NVIDIA.
+"""`vllm-src:PATH`: vLLM's CUDA op `indexer_k_quant_and_cache` (csrc/cache_kernels.cu), built with nvcc for the
+GPU present from vLLM's sdist or its unpacked tree, and run as a producer (docs/nvidia.md). Only the op is
+built: its kernel, the `kFp8ScaleDivisor` block and the host function's launch statements are cut out of the
+file by name (cuda_src/extract.py) and launched by fp8check's own binding as the op's dispatch does.
 """
 
 from __future__ import annotations
