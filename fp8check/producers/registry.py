@@ -46,21 +46,17 @@ class Entry:
 def _reference() -> Producer:
     from ..core.reference import AITER
     from .reference_device import writer  # PyTorch ops; on CUDA their proven Triton twin
-
     return Producer("reference", AITER.description, writer, emulated=True, keywords=frozenset(EXTRA_KEYWORDS))
 
 
 def _reference_vllm() -> Producer:
     from ..core.reference import VLLM, vllm_writer
-
-    return Producer("reference-vllm", VLLM.description, vllm_writer, emulated=True,
-                    keywords=frozenset(EXTRA_KEYWORDS))
+    return Producer("reference-vllm", VLLM.description, vllm_writer, emulated=True, keywords=frozenset(EXTRA_KEYWORDS))
 
 
 def _triton(name: str, description: str, writer: str) -> Callable[[], Producer]:
     def load() -> Producer:
         from . import triton
-
         return Producer(name, description, getattr(triton, writer), check=triton.check,
                         keywords=frozenset(EXTRA_KEYWORDS), triton=True)
 
@@ -83,16 +79,13 @@ def _triton_availability() -> tuple[bool, str]:
 
 def _adapter(module_name: str, make: str = "producer") -> tuple[Callable, Callable[[], tuple[bool, str]]]:
     """(loader, availability) of a real writer or reader that may not be installed (producers/adapters/)."""
-
     def module():
         return importlib.import_module(f"{__package__}.adapters.{module_name}")
-
     return (lambda *spec: getattr(module(), make)(*spec)), (lambda: module().availability())
 
 
 def _reference_reader(spec: CacheSpec) -> Reader:
     from .reader_reference import make_reader
-
     return Reader(REFERENCE, f"fp8check's exact reader (float64, reads the {spec.layout.value} layout)",
                   make_reader(spec), exact=True)
 
@@ -176,7 +169,6 @@ def _in_child_only(*args, **kwargs) -> None:
 def _declared(name: str, role: str) -> Callable[[CacheSpec, torch.device], None]:
     """What a preset's table declares, checked in the parent before anything is fetched or a child starts."""
     from ..code.projects.compose import check_declared
-
     return lambda spec, device: check_declared(name, role, spec)
 
 
@@ -192,7 +184,6 @@ def resolve(name: str, *, fp8=None, repo=None, isolation: Limits | None = DEFAUL
     parsed = parse(name, error=ProducerError)
     if parsed.kind is Kind.VLLM_SRC:  # no nvcc or no NVIDIA GPU: NotRunnableHere before a child starts
         from .vllm_src import require_here
-
         require_here(parsed)
     if parsed.kind in KINDS[Role.WRITER]:
         admit_release(parsed, repo=repo, allow_unpinned=allow_unpinned)
@@ -201,7 +192,6 @@ def resolve(name: str, *, fp8=None, repo=None, isolation: Limits | None = DEFAUL
                             repo=None if repo is None else str(repo), check=_declared(name, "writer"))
     if parsed.kind is Kind.PRESET:  # `repo`: a clone of the project's repository (--checkout)
         from ..code.projects.compose import load
-
         done, declared = load(name, "writer", checkout=repo), _declared(name, "writer")
 
         def check(spec, device) -> None:
@@ -214,11 +204,9 @@ def resolve(name: str, *, fp8=None, repo=None, isolation: Limits | None = DEFAUL
         return load_writer(name, fp8=fp8, repo=repo)
     if parsed.kind is Kind.AITER_SRC:
         from .aiter_src import load as load_aiter_source
-
         return load_aiter_source(parsed, fp8=fp8)
     if parsed.kind is Kind.VLLM_SRC:
         from .vllm_src import load as load_vllm_source
-
         return load_vllm_source(parsed)
     if name == AUTO:
         return _auto()
@@ -228,20 +216,20 @@ def resolve(name: str, *, fp8=None, repo=None, isolation: Limits | None = DEFAUL
 def _reader_from_code(text: str, spec: CacheSpec, repo=None) -> Reader:
     loaded = load_function(text, role="reader", fp8=spec.fp8, default_function=None, repo=repo)
     fn, function = loaded.fn, loaded.provenance.get("function", text)
-    try:  # a keyword-only `out`: it fills a caller-made output buffer (aiter's kernel does), a guarded one
-        out = inspect.signature(fn).parameters.get("out")
-        fills = out is not None and out.kind is inspect.Parameter.KEYWORD_ONLY
-    except (TypeError, ValueError):  # no Python signature (a compiled function): the vLLM signature
-        fills = False
     try:
-        inspect.signature(fn).bind(None, None, None, None, None, None, **({"out": None} if fills else {}))
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # no Python signature (a compiled function): the vLLM signature, the call decides
+        signature = None
+    # a keyword-only `out`: it fills a caller-made output buffer (aiter's kernel does), a guarded one
+    out = signature.parameters.get("out") if signature else None
+    fills = out is not None and out.kind is inspect.Parameter.KEYWORD_ONLY
+    try:
+        if signature is not None:
+            signature.bind(None, None, None, None, None, None, **({"out": None} if fills else {}))
     except TypeError:
-        raise ProducerError(
-            f"reader {text!r}: {loaded.provenance.get('function', 'the function')} must take (q_fp8, kv_cache,"
-            f" weights, context_lens, block_tables, max_model_len), has {inspect.signature(fn)}"
-        ) from None
-    except ValueError:  # no Python signature: let the call decide
-        pass
+        raise ProducerError(f"reader {text!r}: {loaded.provenance.get('function', 'the function')} must take"
+                            " (q_fp8, kv_cache, weights, context_lens, block_tables, max_model_len), has"
+                            f" {signature}") from None
     return Reader(text, f"{function} from {loaded.provenance.get('file', text)}", fn,
                   check=lambda spec, device: prepare_to_run(loaded, spec.fp8, device),
                   provenance=loaded.provenance, fills_output=fills)
@@ -254,7 +242,6 @@ def resolve_reader(name: str, *, spec: CacheSpec, repo=None, isolation: Limits |
     parsed = parse(name, error=ProducerError)
     if parsed.kind is Kind.DEEPGEMM_SRC:  # no nvcc, GPU or checkout: NotRunnableHere before a child starts
         from .adapters.deepgemm_src import require_here
-
         require_here(parsed)
     if parsed.kind in KINDS[Role.READER]:
         admit_release(parsed, repo=repo, allow_unpinned=allow_unpinned)
@@ -264,13 +251,11 @@ def resolve_reader(name: str, *, spec: CacheSpec, repo=None, isolation: Limits |
                           repo=None if repo is None else str(repo), spec=spec)
     if parsed.kind is Kind.PRESET:  # `repo`: a clone of the project's repository (--checkout)
         from ..code.projects.compose import load
-
         done = load(name, "reader", checkout=repo, spec=spec)
         return Reader(name, done.description, done.fn, provenance=done.provenance,
                       check=lambda spec, device: prepare_to_run(done, spec.fp8, device))
     if parsed.kind is Kind.DEEPGEMM_SRC:
         from .adapters.deepgemm_src import reader
-
         return reader(parsed, spec)
     if parsed.kind in KINDS[Role.READER]:
         return _reader_from_code(name, spec, repo)
@@ -308,11 +293,8 @@ def _write(producer: Producer, spec: CacheSpec, k: torch.Tensor, slot_mapping: t
     Triton grid ran (GridRun records)."""
     from ..triton_cpu.interpreter import scope_for
 
-    kwargs = {}
-    if "fp8_dtype" in producer.keywords:
-        kwargs["fp8_dtype"] = spec.fp8.torch_dtype()
-    if "layout" in producer.keywords:
-        kwargs["layout"] = spec.layout.value
+    given = {"fp8_dtype": spec.fp8.torch_dtype(), "layout": spec.layout.value}
+    kwargs = {key: value for key, value in given.items() if key in producer.keywords}
     grids: list = []
 
     def write(cache: torch.Tensor) -> None:
@@ -327,10 +309,8 @@ def _write(producer: Producer, spec: CacheSpec, k: torch.Tensor, slot_mapping: t
             raise
         except Exception as exc:
             cast = fp8_integer_cast(exc)
-            if cast is not None:
-                raise ProducerError(f"producer {producer.name!r}: {cast}") from exc
-            raise ProducerError(f"producer {producer.name!r} raised {failure(exc)}") from exc
-
+            reason = f": {cast}" if cast is not None else f" raised {failure(exc)}"
+            raise ProducerError(f"producer {producer.name!r}{reason}") from exc
     write_in_layer(buffer, write)
     return grids
 
