@@ -11,6 +11,7 @@ import functools
 import hashlib
 import re
 import subprocess
+import sysconfig
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +20,9 @@ import torch
 
 from ..core.errors import ProducerError
 from ..code.names import Kind, Name, is_git, parse, split_git
-from ..code.released import unpacked_once
+from ..code.projects.table import pinned
+from ..code.released import fetch_wheel, unpacked_once
+from ..core.producer import EXTRA_KEYWORDS, Producer
 from ..core.spec import FP8Format, Layout
 from ..hip_cpu import build, compiler as compilers
 from ..hip_cpu.entries import ENTRIES, Form
@@ -63,9 +66,6 @@ def _git_export(text: str) -> tuple[Path, str]:
 
 def _released(name: str, version: str) -> tuple[Path, str]:
     """`pkg:amd-aiter==VERSION`: the released wheel (fetched once by released.py), unpacked once."""
-    from ..code.released import fetch_wheel
-    from ..code.projects.table import pinned
-
     wheel, digest = fetch_wheel(pinned(name, version))  # a pinned hash is checked
 
     def extract(staging: Path) -> Path:
@@ -133,10 +133,7 @@ STANDINS = build.RUNTIME / "standins"  # ROCm PyTorch's ATen/hip and rocPRIM, fo
 
 def _torch_build() -> tuple[tuple[str, ...], tuple[str, ...], str]:
     """Include folders, link flags and version of the installed PyTorch (torch-based aiter releases)."""
-    import sysconfig
-
     from torch.utils import cpp_extension
-
     libs = cpp_extension.library_paths()[0]
     includes = (str(STANDINS), *cpp_extension.include_paths(), sysconfig.get_paths()["include"])
     return includes, (f"-L{libs}", "-ltorch", "-ltorch_cpu", "-lc10", f"-Wl,-rpath,{libs}"), torch.__version__
@@ -234,7 +231,6 @@ def writer_for(checkout: Checkout):
                                   scale_fmt or "", preshuffle)
         if shuffle and not preshuffle:  # as the `aiter` producer does: only written tokens' bytes shuffled
             from .adapters.aiter import shuffle_written
-
             shuffle_written(write, kv_cache, slots, k.shape[1], _shuffle_weight(checkout), fp8_dtype)
         else:
             write()
@@ -259,8 +255,6 @@ def provenance(checkout: Checkout, fmt: FP8Format | None) -> dict:
 
 def load(name: Name, *, fp8: FP8Format | None = None):
     """The Producer for `aiter-src:...`; with `fp8` the op is built (or taken from the cache) and checked now."""
-    from ..core.producer import EXTRA_KEYWORDS, Producer
-
     checkout = locate(name)
     if fp8 is not None:
         library_for(checkout, fp8)

@@ -14,12 +14,14 @@ from pathlib import Path
 
 import torch
 
+from ..code.names import is_git, read_source
 from ..core.cache import CacheBuffer, buffer_bytes, equals_poison, guard_bytes
 from ..core.errors import GoldenError
 from ..core.isolation import GOLDEN_KEY_VARIABLE
 from ..core.outputs import check_output, replace_atomically
 from ..core.inputs import Inputs, check_slots, load_bytes
 from ..core.paths import read_regular
+from ..core.producer import Side
 from ..core.spec import CacheSpec, SpecError
 
 FORMAT = "fp8check-golden/2"
@@ -61,7 +63,6 @@ def write(path: Path, *, spec: CacheSpec, producer: str, emulated: bool, inputs:
     """Record a producer's run; a run that wrote outside its cache, or nothing at all, is refused. The file is
     written next to `path` under a temporary name, then moved over it in one step (outputs.py)."""
     from safetensors.torch import save_file
-
     check_output_path(path)
     stray = buffer.guard_writes()
     if stray:
@@ -127,8 +128,6 @@ def load_trusted(text: str, repo: Path | None = None) -> tuple[Golden, Path, dic
     """The one loader of golden files: `text` is a path or `git:REV:PATH` (read from `repo`); the file is
     read whole into memory and verified with trusted_key(). Returns (golden, path named, git provenance
     or {})."""
-    from ..code.names import is_git, read_source
-
     if is_git(text):
         source = read_source(text, repo, error=GoldenError)
         origin = {key: source.provenance[key] for key in ("revision", "commit", "repository")}
@@ -178,8 +177,6 @@ def check_options(path: Path, spec: CacheSpec, given: dict[str, tuple[str, objec
 
 def as_side(golden: Golden, path: Path, device):
     """The recorded bytes as a finished baseline Side for compare(), named after the recording producer."""
-    from ..core.producer import Side
-
     recorded = json.loads(golden.metadata.get("producer_provenance", "{}"))
     buffer = CacheBuffer.allocate(golden.spec, device)  # its guard zones as recorded: the poison
     g = buffer.guard_bytes

@@ -43,7 +43,6 @@ def _read(reader: Reader, args: list[torch.Tensor], max_model_len: int,
     Returns the logits and (count, first positions) of its writes outside its rows (obligations.py). A reader
     that fills an output buffer fills `guarded` (a fresh one when None)."""
     from ..triton_cpu.interpreter import scope_for
-
     device, rows = args[1].device, args[0].shape[0] * args[0].shape[1]
     try:
         with scope_for(device):  # Triton kernels on CPU tensors: the exact interpreter

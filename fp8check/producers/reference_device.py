@@ -31,7 +31,6 @@ def known_answer(spec: CacheSpec, device: torch.device) -> tuple[int, int]:
     cache of this spec's shape, written from every adversarial distribution with inf and NaN."""
     from ..core.inputs import Distribution, SlotPattern, generate
     from .triton import launch_reference as launch
-
     small = spec.replace(num_blocks=PROOF_BLOCKS)
     data = generate(small, seed=20261130, slots=SlotPattern.PADDED, distribution=Distribution.MIXED, inf_nan=True)
     data = data.to(device)
@@ -65,7 +64,6 @@ def writer(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *, fp8_dtype=
         return
     from ..core.inputs import slot_numbers
     from .triton import launch_reference as launch
-
     mapped, top, _ = slot_numbers(slot_mapping, spec.num_slots)  # one Triton kernel on CUDA, no torch max
     if mapped and top >= spec.num_slots:  # the emulation's own refusal
         raise ValueError(f"slot {top} is outside the cache ({spec.num_slots} slots)")

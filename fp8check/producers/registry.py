@@ -72,7 +72,6 @@ def _triton_availability() -> tuple[bool, str]:
         return True, f"compiled by Triton {triton.__version__} on {torch.cuda.get_device_name()}"
     from ..core.spec import FP8Format
     from ..triton_cpu.known_answers import check
-
     ok, reason = check(FP8Format.E4M3FN)
     return ok, f"on the CPU only through the interpreter: {reason}"
 
@@ -292,7 +291,6 @@ def _write(producer: Producer, spec: CacheSpec, k: torch.Tensor, slot_mapping: t
     """Call the writer on `buffer`'s cache (in a layer view, core/cache.py); returns how each interpreted
     Triton grid ran (GridRun records)."""
     from ..triton_cpu.interpreter import scope_for
-
     given = {"fp8_dtype": spec.fp8.torch_dtype(), "layout": spec.layout.value}
     kwargs = {key: value for key, value in given.items() if key in producer.keywords}
     grids: list = []

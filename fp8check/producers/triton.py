@@ -132,7 +132,6 @@ _aiter_kernel = triton.jit(_aiter_quant_and_cache)
 
 def check(spec, device: torch.device) -> None:
     from ..triton_cpu.known_answers import require
-
     if not hasattr(tl.standard, "_elementwise_max"):
         raise ProducerError(f"Triton {triton.__version__} has no tl.standard._elementwise_max; this writer needs it")
     if not spec.layout.planar or spec.scale_fmt is ScaleFormat.UE8M0X4:

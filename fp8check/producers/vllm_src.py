@@ -17,6 +17,7 @@ import torch
 from ..code.names import Kind, Name, parse
 from ..code.released import unpacked_once
 from ..core.errors import NotRunnableHere, ProducerError
+from ..core.producer import Producer
 from ..core.spec import CacheSpec, FP8Format, Layout
 from ..cuda_src import build, extract, toolchain as toolchains
 
@@ -212,8 +213,6 @@ def provenance(source: Source) -> dict:
 
 def load(name: Name):
     """The Producer for `vllm-src:...`; the op is built (or found in the cache folder) when it first runs."""
-    from ..core.producer import Producer
-
     source = locate(name)
     writer = Writer(source, provenance(source))
     description = f"vLLM {source.version}'s CUDA indexer_k_quant_and_cache built from source with nvcc"

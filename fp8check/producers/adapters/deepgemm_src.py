@@ -100,7 +100,6 @@ def library(checkout: Checkout):
     digest = _digest(checkout, found)
     if digest not in _LIBRARIES:
         from torch.utils import cpp_extension
-
         cuda = Path(cpp_extension.CUDA_HOME)
         built = build.load_extension(
             "deepgemm", digest, [checkout.root / API],

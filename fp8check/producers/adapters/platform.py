@@ -57,7 +57,6 @@ class Platform:
 def probe(index: int = 0) -> Platform:
     """The platform of accelerator `index` (or the CPU when torch sees none)."""
     import torch
-
     backend = Backend.ROCM if getattr(torch.version, "hip", None) else \
         Backend.CUDA if getattr(torch.version, "cuda", None) else Backend.CPU
     if not torch.cuda.is_available():
@@ -70,6 +69,5 @@ def probe(index: int = 0) -> Platform:
 
 def require_gpu(platform: Platform) -> None:
     from . import Unavailable
-
     if not platform.gpu:
         raise Unavailable("it runs on a GPU, and torch sees none (torch.cuda.is_available() is False)")
