@@ -112,8 +112,7 @@ def dependencies(depfile: Path, work: Path) -> dict[str, str]:
     generated files, which follow from the unit and the runtime)."""
     text = depfile.read_text().replace("\\\n", " ")
     body = text.split(":", 1)[1] if ":" in text else ""
-    names = [name.replace("\\ ", " ") for name in re.findall(r"(?:\\ |[^\s])+", body)]
-    paths = [Path(os.path.realpath(work / name)) for name in names]
+    paths = [Path(os.path.realpath(work / name.replace("\\ ", " "))) for name in re.findall(r"(?:\\ |[^\s])+", body)]
     found = {str(p): _sha256(p) for p in paths if not p.is_relative_to(Path(os.path.realpath(work)))}
     return {path: digest for path, digest in found.items() if digest is not None}
 
