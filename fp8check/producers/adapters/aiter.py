@@ -52,14 +52,11 @@ def _lookalike(module) -> str:
     """Why an importable `aiter` without `aiter.ops` is not ROCm's aiter, naming what it is."""
     where = getattr(module, "__file__", None) or "no file"
     owners = importlib.metadata.packages_distributions().get("aiter", [])
-    names = {owner.lower().replace("_", "-") for owner in owners}
-    if DISTRIBUTION in names:
+    if DISTRIBUTION in {owner.lower().replace("_", "-") for owner in owners}:
         return f"aiter ({DISTRIBUTION}, {where}) has no aiter.ops: the installation is broken"
     found = f"distribution {', '.join(sorted(owners))}, {where}" if owners else where
-    return (
-        f"the installed 'aiter' ({found}) has no aiter.ops: it is the unrelated PyPI package 'aiter'"
-        f" (asynchronous iterator helpers), not ROCm's aiter kernel library (pip package {DISTRIBUTION})"
-    )
+    return (f"the installed 'aiter' ({found}) has no aiter.ops: it is the unrelated PyPI package 'aiter'"
+            f" (asynchronous iterator helpers), not ROCm's aiter kernel library (pip package {DISTRIBUTION})")
 
 
 def import_aiter():
