@@ -31,9 +31,7 @@ DIVISOR = "kFp8ScaleDivisor"
 HOST_STATEMENTS = (r"constexpr\s+int\s+vec_size\b", r"dim3\s+grid\b", r"dim3\s+block\b",
                    r"bool\s+use_mx_scale\b", r"bool\s+use_ue8m0\b")
 CACHE_DTYPE = '"fp8_e4m3"'  # the op dispatches its kernel on this kv-cache dtype, whatever the caller says
-# vLLM's build of these kernels (cmake/utils.cmake get_torch_gpu_compiler_flags): torch's COMMON_NVCC_FLAGS
-# without its four half/bf16 guards, plus ENABLE_FP8; no --use_fast_math for cache_kernels.cu, so `/` is
-# IEEE division and `__nv_cvt_float_to_fp8` rounds to nearest even, saturating (docs/NUMERICS.md).
+# vLLM's flags for this file (cmake/utils.cmake, docs/nvidia.md): no --use_fast_math, so `/` is IEEE division.
 NVCC_FLAGS = ("-O3", "-DENABLE_FP8", "-U__CUDA_NO_HALF_OPERATORS__", "-U__CUDA_NO_HALF_CONVERSIONS__",
               "-U__CUDA_NO_BFLOAT16_CONVERSIONS__", "-U__CUDA_NO_HALF2_OPERATORS__")
 
