@@ -6,6 +6,7 @@ the source's `aiter/ops/shuffle.py` `shuffle_weight` makes the SHUFFLE layout.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import hashlib
@@ -19,7 +20,7 @@ from pathlib import Path
 import torch
 
 from ..core.errors import ProducerError
-from ..code.names import Kind, Name, is_git, parse, split_git
+from ..code.names import Name, is_git, split_git
 from ..code.projects.table import pinned
 from ..code.released import fetch_wheel, unpacked_once
 from ..core.producer import EXTRA_KEYWORDS, Producer
@@ -27,7 +28,6 @@ from ..core.spec import FP8Format, Layout
 from ..hip_cpu import build, compiler as compilers
 from ..hip_cpu.entries import ENTRIES, Form
 
-PREFIX = Kind.AITER_SRC.value
 ARCH = {FP8Format.E4M3FNUZ: "gfx942", FP8Format.E4M3FN: "gfx950"}
 OP_FILE = "csrc/kernels/cache_kernels.cu"
 INCLUDE = "csrc/include"
@@ -79,14 +79,12 @@ def _released(name: str, version: str) -> tuple[Path, str]:
 
 
 def _revision(root: Path) -> str:
-    try:  # a checkout: the folder is the top of its git repository
+    with contextlib.suppress(OSError):  # a checkout: the folder is the top of its git repository
         out = subprocess.run(["git", "-C", str(root), "rev-parse", "--show-toplevel", "HEAD"], capture_output=True,
                              text=True)
         lines = out.stdout.split()
         if out.returncode == 0 and len(lines) == 2 and Path(lines[0]).resolve() == root.resolve():
             return lines[1]
-    except OSError:
-        pass
     for meta in (root.parent.glob("amd_aiter-*.dist-info/METADATA")):
         version = re.search(r"^Version: (.+)$", meta.read_text(), re.M)
         if version:
@@ -94,9 +92,8 @@ def _revision(root: Path) -> str:
     return "unknown"
 
 
-def locate(name: Name | str) -> Checkout:
+def locate(name: Name) -> Checkout:
     """The aiter source a producer name (`aiter-src:...`) points at; ProducerError saying what is missing."""
-    name = name if isinstance(name, Name) else parse(PREFIX + str(name), error=ProducerError)
     text = name.body
     if name.package is not None:
         root, revision = _released(name.package, name.version)
@@ -194,8 +191,7 @@ _LIBRARIES: dict[tuple[str, str], Library] = {}
 def library_for(checkout: Checkout, fmt: FP8Format) -> Library:
     key = (str(checkout.root), ARCH[fmt])
     if key not in _LIBRARIES:
-        built = build.build(unit(checkout), ARCH[fmt], compilers.require())
-        library = Library(built)
+        library = Library(build.build(unit(checkout), ARCH[fmt], compilers.require()))
         _known_answer(library, fmt)
         _LIBRARIES[key] = library
     return _LIBRARIES[key]
@@ -223,8 +219,7 @@ def writer_for(checkout: Checkout):
     def writer(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *, fp8_dtype=torch.float8_e4m3fn, layout=None):
         if k.device.type != "cpu" or kv_cache.device.type != "cpu":
             raise ProducerError("aiter-src runs on the CPU: give --device cpu")
-        fmt = FP8Format.from_torch_dtype(fp8_dtype)
-        library = library_for(checkout, fmt)
+        library = library_for(checkout, FP8Format.from_torch_dtype(fp8_dtype))
         shuffle = (layout or Layout.SHUFFLE.value) == Layout.SHUFFLE.value
         slots, preshuffle = slot_mapping.to(torch.int64).contiguous(), shuffle and checkout.form.preshuffle
         write = functools.partial(library.run, k.to(torch.bfloat16).contiguous(), kv_cache, slots, quant_block_size,
