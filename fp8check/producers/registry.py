@@ -175,11 +175,9 @@ def resolve(name: str, *, fp8=None, repo=None, isolation: Limits | None = DEFAUL
             allow_unpinned: bool = False) -> Producer:
     """The producer a name stands for: a registry name, `auto`, or code (KINDS; `git:REV:PATH` read from
     `repo`, a preset's clone). `fp8` names the format vllm-file's platform names are reported bound to; the
-    writer is bound to each run's --fp8 either way.
-
-    Code is not loaded here when `isolation` is given (the default): the Producer only names it, and `run`
-    loads and runs it in a child process under those limits; `isolation=None` (`--in-process`) loads it
-    here. Released code passes the one hash rule first, in the parent (table.admit_release)."""
+    writer is bound to each run's --fp8 either way. With `isolation` (the default) code is only named here,
+    and `run` loads and runs it in a child process under those limits; `isolation=None` (`--in-process`)
+    loads it here. Released code passes the one hash rule first, in the parent (table.admit_release)."""
     parsed = parse(name, error=ProducerError)
     if parsed.kind is Kind.VLLM_SRC:  # no nvcc or no NVIDIA GPU: NotRunnableHere before a child starts
         from .vllm_src import require_here
@@ -338,12 +336,10 @@ def with_grids(provenance: dict, grids: list) -> dict:
 
 def run_producer(producer: Producer, spec: CacheSpec, inputs: Inputs, device: torch.device,
                  pad_slot: int = SKIP_PADDING) -> tuple[CacheBuffer, Producer]:
-    """A fresh poisoned cache written by the producer, on clones of the inputs (never modified); clones
-    the producer changed in place are named in `modified_inputs`. The slots are checked first: nothing
-    runs on slots outside the cache, duplicated or all padding. Returns the producer as it ran: for an
-    isolated one, with what its child reported (description, provenance, whether it ran Triton).
-    pad_slot >= 0: the producer gets its padding (slot -1) sent to that dummy slot, whose bytes are then put
-    back to poison (cache.forget_slot): SGLang's convention."""
+    """A fresh poisoned cache written by the producer on clones of the inputs, the clones it changed in place
+    named in `modified_inputs`, after check_slots. Returns the producer as it ran: for an isolated one, with
+    what its child reported (description, provenance, whether it ran Triton). pad_slot >= 0: the producer
+    gets its padding (slot -1) sent to that dummy slot, whose bytes are put back to poison: SGLang's convention."""
     check_slots(spec, inputs.slot_mapping, inputs.source)
     buffer = CacheBuffer.allocate(spec, device)
     given = padded_slots(inputs.slot_mapping, pad_slot)
