@@ -89,7 +89,6 @@ class Built:
 
 
 def _sha256(path: Path) -> str | None:
-    """The file's sha256; None when it cannot be read (gone, not a file)."""
     try:
         return hashlib.sha256(path.read_bytes()).hexdigest()
     except OSError:
@@ -359,7 +358,6 @@ def _built(entry: Path, key: str, arch: str, compiler: Compiler, seconds: float)
 
 
 def _tool(compiler: Compiler, name: str, fallback: str) -> str | None:
-    """The compiler's own LLVM tool (next to its real binary), else the system's."""
     return shutil.which(name, path=str(Path(compiler.binary).parent)) or shutil.which(fallback)
 
 

@@ -138,7 +138,6 @@ def _torch_build() -> tuple[tuple[str, ...], tuple[str, ...], str]:
 
 class Library:
     """One built op, loaded into this process."""
-
     def __init__(self, built: build.Built):
         self.host, self.device = built.load()
         self.entry = self.host.fp8check_indexer_k_quant_and_cache

@@ -60,13 +60,11 @@ def _lookalike(module) -> str:
 
 
 def import_aiter():
-    """The aiter module, or Unavailable saying why (not installed, or its own import code failed)."""
     return import_module("aiter", "aiter is not installed (ROCm's kernel library, pip package"
                                   f" {DISTRIBUTION}; needs a ROCm GPU)")
 
 
 def load_api() -> AiterAPI:
-    """The installed aiter's op and the form it takes; Unavailable with the reason otherwise."""
     module = import_aiter()
     version = installed_version(module)
     try:

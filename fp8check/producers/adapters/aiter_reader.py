@@ -18,7 +18,6 @@ WAVE_PER_EU = 2
 
 
 def load() -> FoundFunction:
-    """The installed aiter's logits kernel; Unavailable with the reason otherwise."""
     return find_function(MODULES, "deepgemm_fp8_paged_mqa_logits", "aiter", installed_version(import_aiter()))
 
 
