@@ -132,8 +132,8 @@ def shuffle_written(write: Callable[[], object], kv_cache: torch.Tensor, slot_ma
 def make_producer(api: AiterAPI, platform: Platform) -> Producer:
     """The de-facto writer signature around aiter's op, for one platform."""
     def check(spec: CacheSpec, device: torch.device) -> None:
-        platform.require_device(NAME, device, "the ROCm GPU")
-        platform.require_format(NAME, spec.fp8)
+        platform.require_device(f"producer {NAME!r}", device, "the ROCm GPU")
+        platform.require_format(f"producer {NAME!r}", spec.fp8)
         if api.form is Form.SHUFFLE_AFTER and spec.layout is Layout.SHUFFLE and spec.head_dim % 32:
             raise ProducerError(f"producer {NAME!r} (aiter {api.version}, {api.form.value}): shuffle_weight with"
                                 f" layout (16, 16) needs head_dim % 32 == 0, got {spec.head_dim}")

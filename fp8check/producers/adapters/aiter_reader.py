@@ -5,7 +5,6 @@ so on a cache written LINEAR it reads the wrong bytes (which `fp8check parity` r
 
 from __future__ import annotations
 
-from ...core.errors import ProducerError
 from ...core.producer import Reader
 from . import FoundFunction, availability_of, find_function, loaded
 from .aiter import import_aiter, installed_version, require_rocm
@@ -30,11 +29,8 @@ def availability(platform: Platform | None = None) -> tuple[bool, str]:
 def make_reader(found: FoundFunction, platform: Platform) -> Reader:
     """vLLM's reader signature around aiter's kernel, called the way vLLM calls it."""
     def check(spec, device) -> None:
-        if device.type != platform.torch_device:
-            raise ProducerError(f"reader {NAME!r} runs on the ROCm GPU, not on {device}: use --device cuda")
-        if spec.fp8 is not platform.fp8:
-            raise ProducerError(f"reader {NAME!r} reads {platform.fp8.value} on {platform.arch}, not"
-                                f" {spec.fp8.value}: run with --fp8 {platform.fp8.value}")
+        platform.require_device(f"reader {NAME!r}", device, "the ROCm GPU")
+        platform.require_format(f"reader {NAME!r}", spec.fp8, "reads")
 
     def read(q_fp8, kv_cache, weights, context_lens, block_tables, max_model_len, *, out):
         """`out`: the caller-made float32 [B*next_n, max_model_len] buffer, masked -inf (obligations.GuardedOutput)."""

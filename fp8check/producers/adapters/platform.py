@@ -36,16 +36,15 @@ class Platform:
     def fp8(self) -> FP8Format:
         return fp8_for_arch(self.arch)
 
-    def require_device(self, producer: str, device, place: str = "the GPU") -> None:
-        """ProducerError unless the writer's tensors would live where this platform's writer runs."""
+    def require_device(self, who: str, device, place: str = "the GPU") -> None:
+        """ProducerError unless the tensors would live where this platform's writer or reader runs."""
         if device.type != self.torch_device:
-            raise ProducerError(f"producer {producer!r} runs on {place}, not on {device}: use --device cuda")
+            raise ProducerError(f"{who} runs on {place}, not on {device}: use --device cuda")
 
-    def require_format(self, producer: str, fmt: FP8Format, writer: str = "") -> None:
-        """ProducerError unless `fmt` is the format the real writer writes on this architecture."""
+    def require_format(self, who: str, fmt: FP8Format, verb: str = "writes") -> None:
+        """ProducerError unless `fmt` is the format the real writer (or reader) uses on this architecture."""
         if fmt is not self.fp8:
-            who = f"producer {producer!r}" + (f": {writer}" if writer else "")
-            raise ProducerError(f"{who} writes {self.fp8.value} on {self.arch}, not {fmt.value}: run with --fp8"
+            raise ProducerError(f"{who} {verb} {self.fp8.value} on {self.arch}, not {fmt.value}: run with --fp8"
                                 f" {self.fp8.value}")
 
     def describe(self) -> str:

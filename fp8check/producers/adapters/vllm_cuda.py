@@ -38,10 +38,10 @@ def availability(platform: Platform | None = None) -> tuple[bool, str]:
 
 def make_producer(found: FoundFunction, platform: Platform) -> Producer:
     def check(spec, device) -> None:
-        platform.require_device(NAME, device)
+        platform.require_device(f"producer {NAME!r}", device)
         if spec.layout is not Layout.LINEAR:
             raise ProducerError(f"producer {NAME!r} writes row-major only: run with --layout linear")
-        platform.require_format(NAME, spec.fp8)
+        platform.require_format(f"producer {NAME!r}", spec.fp8)
 
     def writer(k, kv_cache, slot_mapping, quant_block_size, scale_fmt):
         found.fn(k, kv_cache, slot_mapping, quant_block_size, scale_fmt or "")

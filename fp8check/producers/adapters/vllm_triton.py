@@ -26,8 +26,8 @@ def availability(platform: Platform | None = None) -> tuple[bool, str]:
 
 def make_producer(found: FoundFunction, platform: Platform) -> Producer:
     def check(spec, device) -> None:
-        platform.require_device(NAME, device)
-        platform.require_format(NAME, spec.fp8, writer="vLLM")
+        platform.require_device(f"producer {NAME!r}", device)
+        platform.require_format(f"producer {NAME!r}: vLLM", spec.fp8)
         expected = default_layout(spec.block_size)
         if spec.layout is not expected:
             raise ProducerError(f"producer {NAME!r}: vLLM writes the {expected.value} layout for block_size"
