@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 
 _ASM = re.compile(r"\b(?:asm|__asm__|__asm)\b(?:\s+(?:volatile|__volatile__|__volatile|goto|inline))*\s*\(")
+_SEMICOLON = re.compile(r"\s*;")
 
 
 @dataclass(frozen=True)
@@ -86,10 +87,8 @@ def find_statements(text: str) -> list[AsmStatement]:
         outputs, inputs = _operands(parts[1]), _operands(parts[2]) if len(parts) > 2 else ()
         if outputs is None or inputs is None:
             continue
-        end = close + 1
-        semicolon = re.match(r"\s*;", text[end:])
-        if semicolon:
-            end += semicolon.end()
+        semicolon = _SEMICOLON.match(text, close + 1)
+        end = semicolon.end() if semicolon else close + 1
         statements.append(AsmStatement(match.start(), end, parts[0].strip(), outputs, inputs))
     return statements
 
