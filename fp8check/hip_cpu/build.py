@@ -368,9 +368,8 @@ def _symbols(compiler: Compiler, obj: Path, cwd: Path) -> list[tuple[str, str]]:
 
 
 def _demangle(compiler: Compiler, names: list[str]) -> list[str]:
-    out = subprocess.run([_tool(compiler, "llvm-cxxfilt", "c++filt")], input="\n".join(names) + "\n",
-                         capture_output=True, text=True).stdout
-    return out.splitlines()
+    return subprocess.run([_tool(compiler, "llvm-cxxfilt", "c++filt")], input="\n".join(names) + "\n",
+                          capture_output=True, text=True).stdout.splitlines()
 
 
 def _parameter_types(signature: str) -> list[str] | None:
@@ -383,16 +382,11 @@ def _parameter_types(signature: str) -> list[str] | None:
         depth += (signature[start] == ")") - (signature[start] == "(")
         if depth == 0:
             break
-    params, depth, cur = [], 0, ""
-    for c in signature[start + 1:-1]:
+    chars, depth = list(signature[start + 1:-1]), 0
+    for i, c in enumerate(chars):  # top-level commas become the separator
         depth += (c in "<([") - (c in ">)]")
-        if c == "," and depth == 0:
-            params.append(cur.strip())
-            cur = ""
-        else:
-            cur += c
-    params += [cur.strip()] if cur.strip() else []
-    params = [] if params == ["void"] else params
+        chars[i] = "\0" if c == "," and depth == 0 else c
+    params = [p.strip() for p in "".join(chars).split("\0") if p.strip() not in ("", "void")]  # f(void): none
     if not all(p.endswith(("*", "&")) or p in SCALARS for p in params):
         return None
     return ["void*" if p.endswith(("*", "&")) else p for p in params]
@@ -408,12 +402,11 @@ def _trampolines(kernels: list[str], demangled: list[str]) -> str:
         if types is None:
             lines.append(f'#define hipcpu_trampoline_{i} nullptr')
             continue
-        decl = ", ".join(types)
-        lines.append(f'extern "C" void hipcpu_kernel_{i}({decl}) __asm__("{name}");')
+        lines.append(f'extern "C" void hipcpu_kernel_{i}({", ".join(types)}) __asm__("{name}");')
         call = ", ".join(f"*static_cast<{t}*>(a[{j}])" for j, t in enumerate(types))
         lines.append(f"static void hipcpu_trampoline_{i}(void** a) {{ hipcpu_kernel_{i}({call}); }}")
-    entries = [f'{{"{name}", hipcpu_trampoline_{i}}}' for i, name in enumerate(kernels)]
-    table = ", ".join(entries + ["{nullptr, nullptr}"])
+    table = ", ".join([f'{{"{name}", hipcpu_trampoline_{i}}}' for i, name in enumerate(kernels)]
+                      + ["{nullptr, nullptr}"])
     lines.append(f'extern "C" const hipcpu_kernel_entry hipcpu_kernels[] = {{{table}}};')
     lines.append(f'extern "C" const int hipcpu_kernel_count = {len(kernels)};')
     return "\n".join(lines) + "\n"
