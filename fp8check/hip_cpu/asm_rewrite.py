@@ -102,9 +102,8 @@ def replacement(statement: AsmStatement, original: str) -> str:
     operands = [*statement.outputs, *statement.inputs]
     if operands:
         # outputs bind to the lvalue (written back); inputs are copied (a vector element is fine there)
-        items = ", ".join(
-            f"::hipcpu::isa::{'output' if i < len(statement.outputs) else 'input'}({op.constraint}, {_name(op)}, ({op.expr}))"
-            for i, op in enumerate(operands))
+        items = ", ".join(f"::hipcpu::isa::{'output' if i < len(statement.outputs) else 'input'}({op.constraint},"
+                          f" {_name(op)}, ({op.expr}))" for i, op in enumerate(operands))
         call = (f"{{ ::hipcpu::isa::AsmOperand hipcpu_asm_ops_[] = {{{items}}}; "
                 f"hipcpu_run_asm({statement.template}, hipcpu_asm_ops_, {len(operands)}); }}")
     else:
