@@ -28,10 +28,6 @@ from ..core.producer import EXTRA_KEYWORDS, Producer, Reader, reported_provenanc
 from ..core.spec import CacheSpec
 
 
-def always() -> tuple[bool, str]:
-    return True, "built in"
-
-
 @dataclass(frozen=True)
 class Entry:
     """One registry name: what it is, how to load it (a writer's `load()`, a reader's `load(spec)`), whether
@@ -40,7 +36,7 @@ class Entry:
     name: str
     description: str
     load: Callable[..., object]
-    availability: Callable[[], tuple[bool, str]] = always
+    availability: Callable[[], tuple[bool, str]] = lambda: (True, "built in")
 
 
 def _reference() -> Producer:
@@ -100,8 +96,7 @@ REGISTRY: dict[Role, dict[str, Entry]] = {role: {e.name: e for e in entries} for
         Entry("reference", "PyTorch emulation of aiter's C++ op + shuffle_weight", _reference),
         Entry("reference-vllm", "PyTorch emulation of vLLM's writer numerics (DIV 448/224, x / s)", _reference_vllm),
         Entry("triton", "Triton writer with vLLM ROCm semantics, fixed wrapper (FP8 view)",
-              _triton("triton", "Triton writer (vLLM ROCm semantics), value region viewed as FP8",
-                      "fixed_writer"),
+              _triton("triton", "Triton writer (vLLM ROCm semantics), value region viewed as FP8", "fixed_writer"),
               _triton_availability),
         Entry("triton-buggy", "Triton writer, buggy wrapper (uint8 slice: integer conversion)",
               _triton("triton-buggy", "Triton writer, the seed's buggy wrapper: value region passed as uint8",
@@ -274,9 +269,8 @@ def fp8_integer_cast(exc: BaseException) -> str | None:
         match = _CANNOT_CAST.search(str(exc))
         if match is not None:
             target = match.group(1)
-            what = f"stores FP8 values through a {target} pointer" if target.startswith(("u", "int")) else \
-                f"stores integer values (x/s converted by .to() to an integer type) through an {target}" \
-                " pointer"
+            what = (f"stores FP8 values through a {target} pointer" if target.startswith(("u", "int")) else
+                    f"stores integer values (x/s converted by .to() to an integer type) through an {target} pointer")
             return (f"the kernel {what}: Triton cannot cast between FP8 and integer types (a compile error on"
                     " the GPU as well), the seed's integer-cast bug; view the value region as the FP8 dtype"
                     " before launching and convert x/s with .to(the pointer's FP8 element type)")
@@ -307,6 +301,7 @@ def _write(producer: Producer, spec: CacheSpec, k: torch.Tensor, slot_mapping: t
             cast = fp8_integer_cast(exc)
             reason = f": {cast}" if cast is not None else f" raised {failure(exc)}"
             raise ProducerError(f"producer {producer.name!r}{reason}") from exc
+
     write_in_layer(buffer, write)
     return grids
 
@@ -329,9 +324,7 @@ def run_in_child(name: str, spec_json: str, repo: str | None, k: torch.Tensor, s
 def with_grids(provenance: dict, grids: list) -> dict:
     """A side's provenance with how its interpreted Triton grids ran (`interpreter`: one line per grid, at
     once in N batches or sequentially and why), in the JSON's baseline_provenance / candidate_provenance."""
-    if not grids:
-        return provenance
-    return {**provenance, "interpreter": "; ".join(run.note() for run in grids)[:1000]}
+    return {**provenance, "interpreter": "; ".join(run.note() for run in grids)[:1000]} if grids else provenance
 
 
 def run_producer(producer: Producer, spec: CacheSpec, inputs: Inputs, device: torch.device,
