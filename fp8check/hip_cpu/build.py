@@ -232,8 +232,7 @@ def _poison_header(builtins: set[str], path: Path) -> int:
             call = {"f32": f"(float)(1.0 / {value})", "f64": f"1.0 / {value}",
                     "f16": f"(_Float16)(1.0f / (float){value})"}[kind]
         else:
-            call = {"f32": f"::{fn}f(a...)", "f64": f"::{fn}(a...)",
-                    "f16": f"(_Float16)::{fn}f((float)a...)"}[kind]
+            call = {"f32": f"::{fn}f(a...)", "f64": f"::{fn}(a...)", "f16": f"(_Float16)::{fn}f((float)a...)"}[kind]
         lines.append(f"HIPCPU_OCML({match.group(0)}, {call})")
     for name in names:
         sized = re.search(r"_b(8|16|32|64|96|128)$", name)

@@ -57,9 +57,8 @@ def check_output_path(path: Path, option: str = "--out") -> None:
     check_output(path, option=option)
 
 
-def write(path: Path, *, spec: CacheSpec, producer: str, emulated: bool, inputs: Inputs,
-          buffer: CacheBuffer, versions: dict[str, str], key: bytes | None = None,
-          provenance: dict | None = None) -> None:
+def write(path: Path, *, spec: CacheSpec, producer: str, emulated: bool, inputs: Inputs, buffer: CacheBuffer,
+          versions: dict[str, str], key: bytes | None = None, provenance: dict | None = None) -> None:
     """Record a producer's run; a run that wrote outside its cache, or nothing at all, is refused. The file is
     written next to `path` under a temporary name, then moved over it in one step (outputs.py)."""
     from safetensors.torch import save_file

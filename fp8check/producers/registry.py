@@ -290,8 +290,7 @@ def _write(producer: Producer, spec: CacheSpec, k: torch.Tensor, slot_mapping: t
     def write(cache: torch.Tensor) -> None:
         try:
             with scope_for(cache.device, grid=producer.interpreter != "sequential") as ran:  # CPU: exact
-                producer.writer(k, cache, slot_mapping, spec.quant_block_size, spec.scale_fmt.writer_arg,
-                                **kwargs)
+                producer.writer(k, cache, slot_mapping, spec.quant_block_size, spec.scale_fmt.writer_arg, **kwargs)
             grids.extend(ran)
             if cache.is_cuda:
                 torch.cuda.synchronize(cache.device)

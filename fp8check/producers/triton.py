@@ -168,8 +168,7 @@ def _run(kernel, grid: tuple, *args, **constants) -> None:
         kernel[grid](*args, **constants)
 
 
-def launch_reference(spec: CacheSpec, k: torch.Tensor, kv_cache: torch.Tensor,
-                     slot_mapping: torch.Tensor) -> None:
+def launch_reference(spec: CacheSpec, k: torch.Tensor, kv_cache: torch.Tensor, slot_mapping: torch.Tensor) -> None:
     """Write k's rows to their slots with the aiter profile's numerics (compiled, or interpreted on the CPU)."""
     if k.shape[0] == 0:
         return

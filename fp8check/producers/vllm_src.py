@@ -140,8 +140,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("indexer_k_quant_and_cache", &i
 
 def unit(source: Source) -> build.Unit:
     csrc = source.root / "csrc"
-    return build.Unit("vllm_indexer_k", csrc, extract.headers(csrc, HEADER), _kernel_unit(source), BINDING,
-                      NVCC_FLAGS)
+    return build.Unit("vllm_indexer_k", csrc, extract.headers(csrc, HEADER), _kernel_unit(source), BINDING, NVCC_FLAGS)
 
 
 def _known_answer(op) -> None:
@@ -204,8 +203,7 @@ def provenance(source: Source) -> dict:
     where = {"sdist_sha256": source.archive_sha256} if source.archive_sha256 else {}
     return {"function": f"{HOST} ({KERNEL})", "source": source.label, "release": f"vllm {source.version}",
             **where, "file": OP_FILE, "sha256": source.op_sha256,
-            "compiler": found.description if found else reason,
-            "arch": found.arch if found else "none",
+            "compiler": found.description if found else reason, "arch": found.arch if found else "none",
             "command": build.command_line(unit(source), found) if found else "not built"}
 
 

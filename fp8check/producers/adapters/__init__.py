@@ -85,8 +85,7 @@ def availability_of(load: Callable[[], T], require: Callable, *, found: Callable
     return True, ready(loaded, platform)
 
 
-def loaded(name: str, availability: Callable, load: Callable, probe: Callable,
-           role: str = "producer") -> tuple:
+def loaded(name: str, availability: Callable, load: Callable, probe: Callable, role: str = "producer") -> tuple:
     """(what `load` finds, the platform `probe` finds) for an adapter that can run here, else ProducerError
     with the reason."""
     ok, reason = availability()
