@@ -190,9 +190,8 @@ def llvm_stub(intrinsic: str) -> str:
 
 
 def _stage(unit: Unit, staged: Path) -> tuple[int, set[str]]:
-    """Copies the unit's files into `staged` with inline asm rewritten, and each function bound to an LLVM
-    AMDGPU intrinsic by an asm label (`__asm("llvm.amdgcn...")`) bound to a stub that stops the run naming
-    the intrinsic; (asm statements, builtin names and `llvm.` intrinsics)."""
+    """Copies the unit's files into `staged`, inline asm rewritten and asm labels naming an LLVM intrinsic
+    (`__asm("llvm.amdgcn...")`) bound to stubs; (asm statements, builtin names and `llvm.` intrinsics)."""
     asm_count, builtins = 0, set()
     for rel in unit.files:
         text = (unit.root / rel).read_text(errors="surrogateescape")

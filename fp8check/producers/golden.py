@@ -124,9 +124,8 @@ def trusted_key() -> bytes | None:
 
 
 def load_trusted(text: str, repo: Path | None = None) -> tuple[Golden, Path, dict]:
-    """The one loader of golden files: `text` is a path or `git:REV:PATH` (read from `repo`); the file is
-    read whole into memory and verified with trusted_key(). Returns (golden, path named, git provenance
-    or {})."""
+    """The one loader of golden files: `text` is a path or `git:REV:PATH` (read from `repo`), read whole and
+    verified with trusted_key(). Returns (golden, path named, git provenance or {})."""
     if is_git(text):
         source = read_source(text, repo, error=GoldenError)
         origin = {key: source.provenance[key] for key in ("revision", "commit", "repository")}

@@ -39,9 +39,8 @@ LOGIT_DTYPES = {str(d): d for d in (torch.float64, torch.float32, torch.float16,
 
 def _read(reader: Reader, args: list[torch.Tensor], max_model_len: int,
           guarded: GuardedOutput | None = None) -> tuple[torch.Tensor, tuple]:
-    """Call a loaded reader on `args` (its own copies); any failure or malformed result is one ProducerError.
-    Returns the logits and (count, first positions) of its writes outside its rows (obligations.py). A reader
-    that fills an output buffer fills `guarded` (a fresh one when None)."""
+    """A loaded reader called on its own copies `args`: its logits and its writes outside its rows, as
+    run_reader_guarded returns them. A reader that fills an output buffer fills `guarded` (fresh when None)."""
     from ..triton_cpu.interpreter import scope_for
     device, rows = args[1].device, args[0].shape[0] * args[0].shape[1]
     try:
@@ -65,10 +64,9 @@ def _read(reader: Reader, args: list[torch.Tensor], max_model_len: int,
 def read_in_child(name: str, spec_json: str, repo: str | None, q_fp8: torch.Tensor, kv_cache: torch.Tensor,
                   weights: torch.Tensor, context_lens: torch.Tensor, block_tables: torch.Tensor, max_model_len: int,
                   out: torch.Tensor, guard_buffer: torch.Tensor) -> dict:
-    """The child's side of an isolated read (isolation.run_isolated target): load the reader by name for
-    the spec, run it on the shared copies, copy its checked logits into the shared float64 `out`, and
-    report their dtype and where the code came from. A reader that fills an output buffer fills the shared
-    `guard_buffer` (obligations.GuardedOutput), whose guards the parent checks."""
+    """The child's side of an isolated read (isolation.run_isolated target): the reader loaded by name reads
+    the shared copies into the shared float64 `out` (or fills the shared `guard_buffer`, whose guards the
+    parent checks); it reports the logits' dtype and where the code came from."""
     phase("loading")
     spec = CacheSpec.from_dict(json.loads(spec_json))
     reader = resolve_reader(name, spec=spec, repo=repo, isolation=None)
