@@ -22,10 +22,8 @@ def _checked_output(reader: Reader, logits, rows: int, max_model_len: int, devic
     if not isinstance(logits, torch.Tensor):
         raise ProducerError(f"reader {reader.name!r} returned {type(logits).__name__}, not a tensor of logits")
     if tuple(logits.shape) != (rows, max_model_len) or not logits.dtype.is_floating_point:
-        raise ProducerError(
-            f"reader {reader.name!r} returned {logits.dtype} {list(logits.shape)}; expected floating-point"
-            f" [B*next_n, max_model_len] = [{rows}, {max_model_len}]"
-        )
+        raise ProducerError(f"reader {reader.name!r} returned {logits.dtype} {list(logits.shape)}; expected"
+                            f" floating-point [B*next_n, max_model_len] = [{rows}, {max_model_len}]")
     if logits.device != device:
         raise ProducerError(f"reader {reader.name!r} returned logits on {logits.device}, its inputs were on {device}")
     return logits

@@ -143,9 +143,7 @@ def _entry(name: str, role: Role, *extra: str) -> Entry:
 def available(name: str) -> tuple[bool, str]:
     """(ok, one-line reason) for a registry name."""
     entry = REGISTRY[Role.WRITER].get(name)
-    if entry is None:
-        return False, f"unknown producer {name!r}"
-    return entry.availability()
+    return entry.availability() if entry is not None else (False, f"unknown producer {name!r}")
 
 
 def _auto() -> Producer:
