@@ -18,7 +18,7 @@ import torch
 from ...core.errors import ProducerError
 from ...core.producer import Producer
 from ...core.spec import CacheSpec, Layout, default_layout
-from . import Unavailable, availability_of, first_line, import_module, loaded
+from . import Unavailable, availability_of, first_line, import_module, installed_version, loaded
 from .platform import Backend, Platform, probe
 
 NAME = "aiter"
@@ -41,13 +41,6 @@ class AiterAPI:
     version: str
 
 
-def installed_version(module) -> str:
-    try:
-        return importlib.metadata.version(DISTRIBUTION)
-    except importlib.metadata.PackageNotFoundError:
-        return str(getattr(module, "__version__", "unknown version"))
-
-
 def _lookalike(module) -> str:
     """Why an importable `aiter` without `aiter.ops` is not ROCm's aiter, naming what it is."""
     where = getattr(module, "__file__", None) or "no file"
@@ -66,7 +59,7 @@ def import_aiter():
 
 def load_api() -> AiterAPI:
     module = import_aiter()
-    version = installed_version(module)
+    version = installed_version(DISTRIBUTION, module)
     try:
         cache = importlib.import_module("aiter.ops.cache")
     except Exception as exc:

@@ -6,8 +6,8 @@ so on a cache written LINEAR it reads the wrong bytes (which `fp8check parity` r
 from __future__ import annotations
 
 from ...core.producer import Reader
-from . import FoundFunction, availability_of, find_function, loaded
-from .aiter import import_aiter, installed_version, require_rocm
+from . import FoundFunction, availability_of, find_function, installed_version, loaded
+from .aiter import DISTRIBUTION, import_aiter, require_rocm
 from .platform import Platform, probe
 
 NAME = "aiter"
@@ -17,7 +17,7 @@ WAVE_PER_EU = 2
 
 
 def load() -> FoundFunction:
-    return find_function(MODULES, "deepgemm_fp8_paged_mqa_logits", "aiter", installed_version(import_aiter()))
+    return find_function(MODULES, "deepgemm_fp8_paged_mqa_logits", "aiter", installed_version(DISTRIBUTION, import_aiter()))
 
 
 def availability(platform: Platform | None = None) -> tuple[bool, str]:
