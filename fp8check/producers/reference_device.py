@@ -12,6 +12,7 @@ import importlib.util
 import torch
 
 from ..core.cache import CacheBuffer
+from ..core.inputs import Distribution, SlotPattern, generate, slot_numbers
 from ..core.spec import CacheSpec, FP8Format, ScaleFormat
 from ..core.reference import aiter_writer, spec_of_call
 
@@ -29,7 +30,6 @@ def _triton_can_run(spec: CacheSpec, device: torch.device) -> bool:
 def known_answer(spec: CacheSpec, device: torch.device) -> tuple[int, int]:
     """(differing bytes, bytes compared) between the Triton kernel and the PyTorch emulation on a small
     cache of this spec's shape, written from every adversarial distribution with inf and NaN."""
-    from ..core.inputs import Distribution, SlotPattern, generate
     from .triton import launch_reference as launch
     small = spec.replace(num_blocks=PROOF_BLOCKS)
     data = generate(small, seed=20261130, slots=SlotPattern.PADDED, distribution=Distribution.MIXED, inf_nan=True)
@@ -62,7 +62,6 @@ def writer(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *, fp8_dtype=
     if not uses_triton(spec, k.device):
         aiter_writer(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, fp8_dtype=fp8_dtype, layout=layout)
         return
-    from ..core.inputs import slot_numbers
     from .triton import launch_reference as launch
     mapped, top, _ = slot_numbers(slot_mapping, spec.num_slots)  # one Triton kernel on CUDA, no torch max
     if mapped and top >= spec.num_slots:  # the emulation's own refusal

@@ -25,7 +25,7 @@ from ..core.errors import CheckerError, ProducerError, failure, one_line
 from ..core.inputs import Inputs, check_slots
 from ..core.isolation import IsolatedError, Limits, phase, run_isolated
 from ..core.producer import EXTRA_KEYWORDS, Producer, Reader, reported_provenance
-from ..core.spec import CacheSpec
+from ..core.spec import CacheSpec, FP8Format
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,6 @@ def _triton_availability() -> tuple[bool, str]:
         return False, f"triton is not importable ({exc})"
     if torch.cuda.is_available():
         return True, f"compiled by Triton {triton.__version__} on {torch.cuda.get_device_name()}"
-    from ..core.spec import FP8Format
     from ..triton_cpu.known_answers import check
     ok, reason = check(FP8Format.E4M3FN)
     return ok, f"on the CPU only through the interpreter: {reason}"
