@@ -92,10 +92,9 @@ def require_rocm(platform: Platform) -> None:
 
 
 def availability(platform: Platform | None = None) -> tuple[bool, str]:
-    return availability_of(load_api, require_rocm, found=lambda api: f"aiter {api.version}",
-                           ready=lambda api, p: f"aiter {api.version} ({api.form.value}) on {p.arch}: writes"
-                           f" {p.fp8.value} (e4m3fnuz on gfx94x, e4m3fn elsewhere)",
-                           platform=platform, probe=probe)
+    return availability_of(load_api, require_rocm, found=lambda api: f"aiter {api.version}", platform=platform,
+                           probe=probe, ready=lambda api, p: f"aiter {api.version} ({api.form.value}) on {p.arch}:"
+                           f" writes {p.fp8.value} (e4m3fnuz on gfx94x, e4m3fn elsewhere)")
 
 
 def shuffle_written(write: Callable[[], object], kv_cache: torch.Tensor, slot_mapping: torch.Tensor,

@@ -17,7 +17,8 @@ WAVE_PER_EU = 2
 
 
 def load() -> FoundFunction:
-    return find_function(MODULES, "deepgemm_fp8_paged_mqa_logits", "aiter", installed_version(DISTRIBUTION, import_aiter()))
+    version = installed_version(DISTRIBUTION, import_aiter())
+    return find_function(MODULES, "deepgemm_fp8_paged_mqa_logits", "aiter", version)
 
 
 def availability(platform: Platform | None = None) -> tuple[bool, str]:

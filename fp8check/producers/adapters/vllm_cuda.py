@@ -31,9 +31,8 @@ def load() -> FoundFunction:
 
 
 def availability(platform: Platform | None = None) -> tuple[bool, str]:
-    return availability_of(load, require_gpu, found=lambda f: f"vLLM {f.version}",
-                           ready=lambda f, p: f"vLLM {f.version}: {OP} on {p.arch}",
-                           platform=platform, probe=probe)
+    return availability_of(load, require_gpu, found=lambda f: f"vLLM {f.version}", platform=platform, probe=probe,
+                           ready=lambda f, p: f"vLLM {f.version}: {OP} on {p.arch}")
 
 
 def make_producer(found: FoundFunction, platform: Platform) -> Producer:

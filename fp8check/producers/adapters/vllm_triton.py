@@ -19,9 +19,8 @@ def load() -> FoundFunction:
 
 
 def availability(platform: Platform | None = None) -> tuple[bool, str]:
-    return availability_of(load, require_gpu, found=lambda f: f"vLLM {f.version}",
-                           ready=lambda f, p: f"vLLM {f.version}: {f.where} on {p.arch} ({p.fp8.value})",
-                           platform=platform, probe=probe)
+    return availability_of(load, require_gpu, found=lambda f: f"vLLM {f.version}", platform=platform, probe=probe,
+                           ready=lambda f, p: f"vLLM {f.version}: {f.where} on {p.arch} ({p.fp8.value})")
 
 
 def make_producer(found: FoundFunction, platform: Platform) -> Producer:
