@@ -1,12 +1,8 @@
-"""Inline AMDGPU asm -> calls of the runtime's instruction emulator (runtime/src/isa_runner.cpp).
-
-Clang compiles the staged sources for x86-64, so an `asm` statement with AMDGPU instructions cannot stay:
-each one whose parts parse is replaced by a block that copies every operand into an emulated register
-(`hipcpu::isa::output` / `input(constraint, name, expr)`) and hands the template text to `hipcpu_run_asm`, which
-runs the instructions it knows and stops the run naming any other one, when executed. The template
-expression is kept as written (string literals, or macros standing for them), and the line count is
-kept so that compiler messages point at the original lines. Statements that do not parse are left as
-they are: clang then rejects them where they are emitted.
+"""Inline AMDGPU asm -> calls of the runtime's instruction emulator (runtime/src/isa_runner.cpp), which runs
+the instructions it knows and stops the run naming any other one, when executed. The template expression is
+kept as written (string literals, or macros standing for them), and so is the line count, so that compiler
+messages point at the original lines. Statements that do not parse are left as they are: clang then rejects
+them where they are emitted.
 """
 
 from __future__ import annotations
@@ -15,6 +11,7 @@ import re
 from dataclasses import dataclass
 
 _ASM = re.compile(r"\b(?:asm|__asm__|__asm)\b(?:\s+(?:volatile|__volatile__|__volatile|goto|inline))*\s*\(")
+_SEMICOLON = re.compile(r"\s*;")
 
 
 @dataclass(frozen=True)
@@ -64,16 +61,8 @@ _OPERAND = re.compile(r"^\s*(?:\[\s*(\w+)\s*\])?\s*(\"(?:[^\"\\]|\\.)*\")\s*\((.
 def _operands(section: str) -> tuple[AsmOperand, ...] | None:
     if not section.strip():
         return ()
-    items = _split_top(section, ",")
-    if items is None:
-        return None
-    out = []
-    for item in items:
-        match = _OPERAND.match(item)
-        if match is None:
-            return None
-        out.append(AsmOperand(match.group(1), match.group(2), match.group(3)))
-    return tuple(out)
+    matches = [_OPERAND.match(item) for item in _split_top(section, ",") or [""]]
+    return None if None in matches else tuple(AsmOperand(*match.groups()) for match in matches)
 
 
 def _closing(text: str, open_paren: int) -> int | None:
@@ -98,10 +87,8 @@ def find_statements(text: str) -> list[AsmStatement]:
         outputs, inputs = _operands(parts[1]), _operands(parts[2]) if len(parts) > 2 else ()
         if outputs is None or inputs is None:
             continue
-        end = close + 1
-        semicolon = re.match(r"\s*;", text[end:])
-        if semicolon:
-            end += semicolon.end()
+        semicolon = _SEMICOLON.match(text, close + 1)
+        end = semicolon.end() if semicolon else close + 1
         statements.append(AsmStatement(match.start(), end, parts[0].strip(), outputs, inputs))
     return statements
 
@@ -115,9 +102,8 @@ def replacement(statement: AsmStatement, original: str) -> str:
     operands = [*statement.outputs, *statement.inputs]
     if operands:
         # outputs bind to the lvalue (written back); inputs are copied (a vector element is fine there)
-        items = ", ".join(
-            f"::hipcpu::isa::{'output' if i < len(statement.outputs) else 'input'}({op.constraint}, {_name(op)}, ({op.expr}))"
-            for i, op in enumerate(operands))
+        items = ", ".join(f"::hipcpu::isa::{'output' if i < len(statement.outputs) else 'input'}({op.constraint},"
+                          f" {_name(op)}, ({op.expr}))" for i, op in enumerate(operands))
         call = (f"{{ ::hipcpu::isa::AsmOperand hipcpu_asm_ops_[] = {{{items}}}; "
                 f"hipcpu_run_asm({statement.template}, hipcpu_asm_ops_, {len(operands)}); }}")
     else:
@@ -132,8 +118,6 @@ def rewrite(text: str) -> tuple[str, int]:
     statements = find_statements(text)
     out, last = [], 0
     for statement in statements:
-        out.append(text[last:statement.start])
-        out.append(replacement(statement, text[statement.start:statement.end]))
+        out += [text[last:statement.start], replacement(statement, text[statement.start:statement.end])]
         last = statement.end
-    out.append(text[last:])
-    return "".join(out), len(statements)
+    return "".join(out) + text[last:], len(statements)

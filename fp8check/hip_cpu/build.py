@@ -1,22 +1,9 @@
-"""Build HIP sources for the CPU: two clang passes over the same staged translation unit, as HIP itself
-compiles it, and the hipcpu runtime (runtime/).
-
-- host pass (`-x hip`): the host code as on a ROCm machine; `<<<>>>` launches become clang's own stubs
-  calling hipLaunchKernel, and clang's module constructor registers each kernel's name;
-- device pass (`-x hip -fcuda-is-device`, x86-64 target): exactly the kernels the host code launches and
-  the device functions they call, with host/device overload pairs resolved to the device side by clang;
-- a generated trampoline per kernel unpacks hipLaunchKernel's argument array (from the kernel's mangled
-  parameter types, read with the compiler's own llvm-nm and llvm-cxxfilt); host and device objects go
-  into two shared objects so that the two sides' copies of one function never meet.
-
-Staging copies the sources and rewrites inline asm (asm_rewrite.py); every AMDGPU builtin the runtime
-does not emulate becomes a poison value (runtime/include/hipcpu/device.hpp). The build is cached under
-fp8check's cache folder, keyed by the sources, the runtime, the arch and the compiler (its version, command
-and binary). An entry also records every file the compiler read outside the staged tree (clang's own
-dependency output of both passes, system headers included: a header included by absolute path, PyTorch's,
-the C++ library's) with its sha256, and the sha256 of both built libraries. An entry is used only when all of
-them still match; a changed or partial entry is discarded and rebuilt, and a library is hashed again before
-it is loaded (Built.load).
+"""Build HIP sources for the CPU as HIP compiles them: two clang passes over one staged translation unit (host:
+`-x hip`, `<<<>>>` launches become clang's stubs calling hipLaunchKernel; device: `-fcuda-is-device` for x86-64,
+the kernels the host launches with host/device overloads resolved as on the GPU), linked with the hipcpu
+runtime (runtime/) into two shared objects, so that the two sides' copies of one function never meet. A
+generated trampoline per kernel unpacks hipLaunchKernel's argument array. A cache entry is used only while
+every file the compiler read and both built libraries still have their recorded sha256 (docs/SECURITY.md).
 """
 
 from __future__ import annotations
@@ -60,8 +47,7 @@ class BuildError(ProducerError):
 
 @dataclass(frozen=True)
 class Unit:
-    """What to build: a folder of staged sources (copied and rewritten), the file that is the translation
-    unit (relative to it), include folders inside it, and macros."""
+    """What to build; its files are staged (copied, inline asm rewritten) before the passes."""
 
     root: Path
     files: tuple[str, ...]  # relative paths to stage (headers and sources)
@@ -88,9 +74,8 @@ class Built:
     library_sha256: tuple[str, str] = ("", "")  # (host, device) as built
 
     def load(self) -> tuple[ctypes.CDLL, ctypes.CDLL]:
-        """(host library, device library) loaded into this process, with the runtime's own entry points
-        (hipcpu_reset, hipcpu_error, hipcpu_undefined_reads, hipcpu_instruction_counts) typed. Each library
-        is hashed first: one that is not the one built is refused, never loaded."""
+        """(host library, device library) loaded, the runtime's entry points typed. Each library is hashed
+        first: one that is not the one built is refused, never loaded."""
         for path, built in zip((self.host_library, self.device_library), self.library_sha256):
             if _sha256(path) != built:
                 raise BuildError(f"{path} is not the library that was built (sha256 {built}): refused; the next"
@@ -104,9 +89,8 @@ class Built:
 
 
 def _sha256(path: Path) -> str | None:
-    """The file's sha256; None when it cannot be read (gone, not a file)."""
     try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        return hashlib.sha256(path.read_bytes()).hexdigest()
     except OSError:
         return None
 
@@ -127,8 +111,7 @@ def dependencies(depfile: Path, work: Path) -> dict[str, str]:
     generated files, which follow from the unit and the runtime)."""
     text = depfile.read_text().replace("\\\n", " ")
     body = text.split(":", 1)[1] if ":" in text else ""
-    names = [name.replace("\\ ", " ") for name in re.findall(r"(?:\\ |[^\s])+", body)]
-    paths = [Path(os.path.realpath(work / name)) for name in names]
+    paths = [Path(os.path.realpath(work / name.replace("\\ ", " "))) for name in re.findall(r"(?:\\ |[^\s])+", body)]
     found = {str(p): _sha256(p) for p in paths if not p.is_relative_to(Path(os.path.realpath(work)))}
     return {path: digest for path, digest in found.items() if digest is not None}
 
@@ -207,9 +190,8 @@ def llvm_stub(intrinsic: str) -> str:
 
 
 def _stage(unit: Unit, staged: Path) -> tuple[int, set[str]]:
-    """Copies the unit's files into `staged` with inline asm rewritten, and each function bound to an LLVM
-    AMDGPU intrinsic by an asm label (`__asm("llvm.amdgcn...")`) bound to a stub that stops the run naming
-    the intrinsic; (asm statements, builtin names and `llvm.` intrinsics)."""
+    """Copies the unit's files into `staged`, inline asm rewritten and asm labels naming an LLVM intrinsic
+    (`__asm("llvm.amdgcn...")`) bound to stubs; (asm statements, builtin names and `llvm.` intrinsics)."""
     asm_count, builtins = 0, set()
     for rel in unit.files:
         text = (unit.root / rel).read_text(errors="surrogateescape")
@@ -228,7 +210,8 @@ def _stage(unit: Unit, staged: Path) -> tuple[int, set[str]]:
 
 
 def _poison_header(builtins: set[str], path: Path) -> int:
-    ocml = sorted(name for name in builtins if name.startswith("__ocml_"))
+    """Writes the header making each named AMDGPU builtin that runtime/include/hipcpu/device.hpp does not
+    emulate a poison value, and the stubs of the `llvm.` intrinsics; how many of both there are."""
     device_header = (RUNTIME / "include" / "hipcpu" / "device.hpp").read_text()
     emulated = re.findall(r"#define (__builtin_amdgcn_\w+)", device_header)
     names = sorted(name for name in builtins - set(emulated) if name.startswith("__builtin_amdgcn_"))
@@ -240,20 +223,16 @@ def _poison_header(builtins: set[str], path: Path) -> int:
     (path.parent.parent / "llvm_stubs.cpp").write_text("\n".join(stubs) + "\n")
     lines = ["// Generated: the AMDGPU builtins the staged sources name and the runtime does not emulate.",
              "#pragma once"]
-    for name in ocml:  # __ocml_<fn>_f32 -> <fn>f, _f64 -> <fn>, _f16 -> <fn>f in float
-        match = re.fullmatch(r"__ocml_(\w+?)_(f16|f32|f64)", name)
-        if match is None:
-            continue
-        fn, kind = match.groups()
-        fn = fn.removeprefix("native_")
+    ocml = filter(None, (re.fullmatch(r"__ocml_(\w+?)_(f16|f32|f64)", name) for name in sorted(builtins)))
+    for match in ocml:  # __ocml_<fn>_f32 -> <fn>f, _f64 -> <fn>, _f16 -> <fn>f in float
+        fn, kind = match.group(1).removeprefix("native_"), match.group(2)
         if fn in ("recip", "rsqrt"):  # no libm function of that name
             value = {"recip": "(a + ...)", "rsqrt": "::sqrt((a + ...))"}[fn]
             call = {"f32": f"(float)(1.0 / {value})", "f64": f"1.0 / {value}",
                     "f16": f"(_Float16)(1.0f / (float){value})"}[kind]
         else:
-            call = {"f32": f"::{fn}f(a...)", "f64": f"::{fn}(a...)",
-                    "f16": f"(_Float16)::{fn}f((float)a...)"}[kind]
-        lines.append(f"HIPCPU_OCML({name}, {call})")
+            call = {"f32": f"::{fn}f(a...)", "f64": f"::{fn}(a...)", "f16": f"(_Float16)::{fn}f((float)a...)"}[kind]
+        lines.append(f"HIPCPU_OCML({match.group(0)}, {call})")
     for name in names:
         sized = re.search(r"_b(8|16|32|64|96|128)$", name)
         kind = f"PoisonOf<{int(sized.group(1)) // 8}>" if sized else "Poison"
@@ -314,14 +293,15 @@ def device_name(key: str) -> str:
 
 
 def _link(compiler: Compiler, arch: str, work: Path, out: Path, key: str, unit: Unit) -> None:
-    flags = ["-std=c++20", "-O3", "-fPIC", "-ffp-contract=off", "-I", str(RUNTIME / "include")]
+    flags = [*compiler.command, "-std=c++20", "-O3", "-fPIC", "-ffp-contract=off", "-I", str(RUNTIME / "include")]
     arch_flags = [f'-DHIPCPU_ARCH="{arch}"'] + (["-DHIPCPU_GFX942"] if arch == "gfx942" else [])
-    src = RUNTIME / "src"
-    _run([*compiler.command, *flags, "-fvisibility=hidden", *arch_flags, "-shared", "-o", str(out / device_name(key)),
-          str(work / "device.o"), str(work / "trampolines.cpp"), str(work / "gen" / "llvm_stubs.cpp"), str(src / "device.cpp"), str(src / "isa_runner.cpp"),
-          *_builtins(compiler), f"-Wl,-soname,{device_name(key)}", "-Wl,-Bsymbolic"], work, "linking the device library")
-    _run([*compiler.command, *flags, *arch_flags, "-shared", "-o", str(out / "host.so"), str(work / "host.o"),
-          str(src / "host.cpp"), str(out / device_name(key)), *_builtins(compiler), *unit.link_flags, "-Wl,-rpath,$ORIGIN", "-Wl,-Bsymbolic"], work,
+    src, device, builtins = RUNTIME / "src", out / device_name(key), _builtins(compiler)
+    inputs = (work / "device.o", work / "trampolines.cpp", work / "gen" / "llvm_stubs.cpp", src / "device.cpp",
+              src / "isa_runner.cpp")
+    _run([*flags, "-fvisibility=hidden", *arch_flags, "-shared", "-o", str(device), *map(str, inputs), *builtins,
+          f"-Wl,-soname,{device.name}", "-Wl,-Bsymbolic"], work, "linking the device library")
+    _run([*flags, *arch_flags, "-shared", "-o", str(out / "host.so"), str(work / "host.o"), str(src / "host.cpp"),
+          str(device), *builtins, *unit.link_flags, "-Wl,-rpath,$ORIGIN", "-Wl,-Bsymbolic"], work,
          "linking the host library")
 
 
@@ -376,7 +356,6 @@ def _built(entry: Path, key: str, arch: str, compiler: Compiler, seconds: float)
 
 
 def _tool(compiler: Compiler, name: str, fallback: str) -> str | None:
-    """The compiler's own LLVM tool (next to its real binary), else the system's."""
     return shutil.which(name, path=str(Path(compiler.binary).parent)) or shutil.which(fallback)
 
 
@@ -387,9 +366,8 @@ def _symbols(compiler: Compiler, obj: Path, cwd: Path) -> list[tuple[str, str]]:
 
 
 def _demangle(compiler: Compiler, names: list[str]) -> list[str]:
-    out = subprocess.run([_tool(compiler, "llvm-cxxfilt", "c++filt")], input="\n".join(names) + "\n",
-                         capture_output=True, text=True).stdout
-    return out.splitlines()
+    return subprocess.run([_tool(compiler, "llvm-cxxfilt", "c++filt")], input="\n".join(names) + "\n",
+                          capture_output=True, text=True).stdout.splitlines()
 
 
 def _parameter_types(signature: str) -> list[str] | None:
@@ -402,16 +380,11 @@ def _parameter_types(signature: str) -> list[str] | None:
         depth += (signature[start] == ")") - (signature[start] == "(")
         if depth == 0:
             break
-    params, depth, cur = [], 0, ""
-    for c in signature[start + 1:-1]:
+    chars, depth = list(signature[start + 1:-1]), 0
+    for i, c in enumerate(chars):  # top-level commas become the separator
         depth += (c in "<([") - (c in ">)]")
-        if c == "," and depth == 0:
-            params.append(cur.strip())
-            cur = ""
-        else:
-            cur += c
-    params += [cur.strip()] if cur.strip() else []
-    params = [] if params == ["void"] else params
+        chars[i] = "\0" if c == "," and depth == 0 else c
+    params = [p.strip() for p in "".join(chars).split("\0") if p.strip() not in ("", "void")]  # f(void): none
     if not all(p.endswith(("*", "&")) or p in SCALARS for p in params):
         return None
     return ["void*" if p.endswith(("*", "&")) else p for p in params]
@@ -427,12 +400,11 @@ def _trampolines(kernels: list[str], demangled: list[str]) -> str:
         if types is None:
             lines.append(f'#define hipcpu_trampoline_{i} nullptr')
             continue
-        decl = ", ".join(types)
-        lines.append(f'extern "C" void hipcpu_kernel_{i}({decl}) __asm__("{name}");')
+        lines.append(f'extern "C" void hipcpu_kernel_{i}({", ".join(types)}) __asm__("{name}");')
         call = ", ".join(f"*static_cast<{t}*>(a[{j}])" for j, t in enumerate(types))
         lines.append(f"static void hipcpu_trampoline_{i}(void** a) {{ hipcpu_kernel_{i}({call}); }}")
-    entries = [f'{{"{name}", hipcpu_trampoline_{i}}}' for i, name in enumerate(kernels)]
-    table = ", ".join(entries + ["{nullptr, nullptr}"])
+    table = ", ".join([f'{{"{name}", hipcpu_trampoline_{i}}}' for i, name in enumerate(kernels)]
+                      + ["{nullptr, nullptr}"])
     lines.append(f'extern "C" const hipcpu_kernel_entry hipcpu_kernels[] = {{{table}}};')
     lines.append(f'extern "C" const int hipcpu_kernel_count = {len(kernels)};')
     return "\n".join(lines) + "\n"

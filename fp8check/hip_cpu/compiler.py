@@ -53,9 +53,8 @@ def find() -> Compiler | None:
     names = [f"clang++-{major}" for major in range(30, MIN_MAJOR - 1, -1)] + ["clang++"]
     paths = [path for path in map(shutil.which, names) if path]
     paths += sorted(glob.glob("/usr/lib/llvm-*/bin/clang++"), reverse=True)
-    found = [Compiler((path,), version, f"clang {version} ({os.path.basename(path)})")
-             for path, version in ((path, _version((path,))) for path in paths)
-             if version is not None and int(version.split(".")[0]) >= MIN_MAJOR]
+    found = [Compiler((path,), version, f"clang {version} ({os.path.basename(path)})") for path in paths
+             if (version := _version((path,))) is not None and int(version.split(".")[0]) >= MIN_MAJOR]
     return max(found, key=lambda compiler: compiler.major, default=None)
 
 
@@ -69,6 +68,4 @@ def require() -> Compiler:
 def status() -> tuple[bool, str]:
     """(found, one line) for `fp8check doctor`."""
     compiler = find()
-    if compiler is None:
-        return False, f"no clang >= {MIN_MAJOR} found; {INSTALL_HINT}"
-    return True, compiler.description
+    return (True, compiler.description) if compiler else (False, f"no clang >= {MIN_MAJOR} found; {INSTALL_HINT}")

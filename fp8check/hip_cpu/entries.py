@@ -17,9 +17,8 @@ class Form(enum.Enum):
     def detect(self, source: str) -> bool:
         signature = re.search(r"void\s+indexer_k_quant_and_cache\s*\(([^)]*)\)", source)
         params = signature.group(1) if signature else ""  # no declaration: neither form
-        if self is Form.TENSOR_PRESHUFFLE:
-            return "aiter_tensor_t" in params and "preshuffle" in params
-        return "torch::Tensor" in params and "preshuffle" not in params
+        tensor = "aiter_tensor_t" if self.preshuffle else "torch::Tensor"
+        return tensor in params and ("preshuffle" in params) == self.preshuffle
 
     @property
     def preshuffle(self) -> bool:

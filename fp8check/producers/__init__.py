@@ -1,1 +1,1 @@
-"""Producers: what turns inputs into cache bytes (writers) and cache bytes into logits (readers), behind one registry."""
+"""What turns inputs into cache bytes (writers) and cache bytes into logits (readers), behind one registry."""

@@ -1,22 +1,18 @@
-"""`aiter-src:PATH`: aiter's own C++ `indexer_k_quant_and_cache`, built from the user's aiter source for
-the CPU (build.py, runtime/) and run as a producer.
-
-PATH is an aiter checkout, the `aiter_meta/` folder of an unpacked `amd-aiter` wheel (or the wheel's
-unpacked root), `git:REV:PATH` (a revision of the checkout at PATH, exported first), or
-`pkg:amd-aiter==VERSION` (the released wheel, downloaded without dependencies and unpacked once). `--fp8` picks
-the arch the op is compiled for, as on a GPU: e4m3fnuz -> gfx942 (MI300), e4m3fn -> gfx950 (MI355).
-The SHUFFLE layout comes from the op's own `preshuffle` where it has one; otherwise the op writes
-row-major and the checkout's own `aiter/ops/shuffle.py` `shuffle_weight` runs on the written rows.
-A result with reads of lanes that had already returned (undefined on a GPU) is refused.
+"""`aiter-src:PATH`: aiter's own C++ `indexer_k_quant_and_cache`, built for the CPU (hip_cpu/) from an aiter
+checkout, an unpacked `amd-aiter` wheel (or its `aiter_meta/`), `git:REV:PATH` or `pkg:amd-aiter==VERSION`, and
+run as a producer (docs/aiter-src.md). `--fp8` picks the arch, as on a GPU. Without the op's own `preshuffle`,
+the source's `aiter/ops/shuffle.py` `shuffle_weight` makes the SHUFFLE layout.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import hashlib
 import re
 import subprocess
+import sysconfig
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,13 +20,14 @@ from pathlib import Path
 import torch
 
 from ..core.errors import ProducerError
-from ..code.names import Kind, Name, is_git, parse, split_git
-from ..code.released import unpacked_once
+from ..code.names import Name, is_git, split_git
+from ..code.projects.table import pinned
+from ..code.released import fetch_wheel, unpacked_once
+from ..core.producer import EXTRA_KEYWORDS, Producer
 from ..core.spec import FP8Format, Layout
 from ..hip_cpu import build, compiler as compilers
 from ..hip_cpu.entries import ENTRIES, Form
 
-PREFIX = Kind.AITER_SRC.value
 ARCH = {FP8Format.E4M3FNUZ: "gfx942", FP8Format.E4M3FN: "gfx950"}
 OP_FILE = "csrc/kernels/cache_kernels.cu"
 INCLUDE = "csrc/include"
@@ -69,9 +66,6 @@ def _git_export(text: str) -> tuple[Path, str]:
 
 def _released(name: str, version: str) -> tuple[Path, str]:
     """`pkg:amd-aiter==VERSION`: the released wheel (fetched once by released.py), unpacked once."""
-    from ..code.released import fetch_wheel
-    from ..code.projects.table import pinned
-
     wheel, digest = fetch_wheel(pinned(name, version))  # a pinned hash is checked
 
     def extract(staging: Path) -> Path:
@@ -85,14 +79,12 @@ def _released(name: str, version: str) -> tuple[Path, str]:
 
 
 def _revision(root: Path) -> str:
-    try:  # a checkout: the folder is the top of its git repository
+    with contextlib.suppress(OSError):  # a checkout: the folder is the top of its git repository
         out = subprocess.run(["git", "-C", str(root), "rev-parse", "--show-toplevel", "HEAD"], capture_output=True,
                              text=True)
         lines = out.stdout.split()
         if out.returncode == 0 and len(lines) == 2 and Path(lines[0]).resolve() == root.resolve():
             return lines[1]
-    except OSError:
-        pass
     for meta in (root.parent.glob("amd_aiter-*.dist-info/METADATA")):
         version = re.search(r"^Version: (.+)$", meta.read_text(), re.M)
         if version:
@@ -100,9 +92,8 @@ def _revision(root: Path) -> str:
     return "unknown"
 
 
-def locate(name: Name | str) -> Checkout:
+def locate(name: Name) -> Checkout:
     """The aiter source a producer name (`aiter-src:...`) points at; ProducerError saying what is missing."""
-    name = name if isinstance(name, Name) else parse(PREFIX + str(name), error=ProducerError)
     text = name.body
     if name.package is not None:
         root, revision = _released(name.package, name.version)
@@ -139,10 +130,7 @@ STANDINS = build.RUNTIME / "standins"  # ROCm PyTorch's ATen/hip and rocPRIM, fo
 
 def _torch_build() -> tuple[tuple[str, ...], tuple[str, ...], str]:
     """Include folders, link flags and version of the installed PyTorch (torch-based aiter releases)."""
-    import sysconfig
-
     from torch.utils import cpp_extension
-
     libs = cpp_extension.library_paths()[0]
     includes = (str(STANDINS), *cpp_extension.include_paths(), sysconfig.get_paths()["include"])
     return includes, (f"-L{libs}", "-ltorch", "-ltorch_cpu", "-lc10", f"-Wl,-rpath,{libs}"), torch.__version__
@@ -150,7 +138,6 @@ def _torch_build() -> tuple[tuple[str, ...], tuple[str, ...], str]:
 
 class Library:
     """One built op, loaded into this process."""
-
     def __init__(self, built: build.Built):
         self.host, self.device = built.load()
         self.entry = self.host.fp8check_indexer_k_quant_and_cache
@@ -190,7 +177,8 @@ def _known_answer(library: Library, fmt: FP8Format) -> None:
     values = cache[0].flatten()[:head_dim]
     scale = cache[0].flatten()[block * head_dim:block * head_dim + 4].view(torch.float32)
     expected_scale = torch.tensor(1.0, dtype=torch.float32) / torch.tensor(fmt.max, dtype=torch.float32)
-    if counts["v_cvt_pk_fp8_f32"] == 0 or not bool((values == max_code).all()) or not torch.equal(scale, expected_scale.view(1)):
+    if counts["v_cvt_pk_fp8_f32"] == 0 or not bool((values == max_code).all()) \
+            or not torch.equal(scale, expected_scale.view(1)):
         raise ProducerError(f"the CPU build of aiter's op failed its known-answer check on {ARCH[fmt]}: a row of"
                             f" ones gave codes {sorted(set(values.tolist()))} and scale {scale.item()!r}"
                             f" through {counts['v_cvt_pk_fp8_f32']} emulated conversions")
@@ -202,8 +190,7 @@ _LIBRARIES: dict[tuple[str, str], Library] = {}
 def library_for(checkout: Checkout, fmt: FP8Format) -> Library:
     key = (str(checkout.root), ARCH[fmt])
     if key not in _LIBRARIES:
-        built = build.build(unit(checkout), ARCH[fmt], compilers.require())
-        library = Library(built)
+        library = Library(build.build(unit(checkout), ARCH[fmt], compilers.require()))
         _known_answer(library, fmt)
         _LIBRARIES[key] = library
     return _LIBRARIES[key]
@@ -219,7 +206,8 @@ def _shuffle_weight(checkout: Checkout):
     """The checkout's own shuffle_weight (aiter/ops/shuffle.py), its one aiter import stubbed."""
     path = _shuffle_path(checkout)
     if not path.is_file():
-        raise ProducerError(f"aiter-src:{checkout.label}: the op has no preshuffle and aiter/ops/shuffle.py is missing")
+        raise ProducerError(f"aiter-src:{checkout.label}: the op has no preshuffle and aiter/ops/shuffle.py is"
+                            " missing")
     text = re.sub(r"^from aiter import .*$|^import aiter\b.*$", "", path.read_text(), flags=re.M)
     namespace: dict = {"__name__": "aiter_shuffle_from_source"}
     exec(compile(text, str(path), "exec"), namespace)
@@ -230,17 +218,13 @@ def writer_for(checkout: Checkout):
     def writer(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *, fp8_dtype=torch.float8_e4m3fn, layout=None):
         if k.device.type != "cpu" or kv_cache.device.type != "cpu":
             raise ProducerError("aiter-src runs on the CPU: give --device cpu")
-        fmt = FP8Format.from_torch_dtype(fp8_dtype)
-        library = library_for(checkout, fmt)
+        library = library_for(checkout, FP8Format.from_torch_dtype(fp8_dtype))
         shuffle = (layout or Layout.SHUFFLE.value) == Layout.SHUFFLE.value
-        k_in = k.to(torch.bfloat16).contiguous()
-        slots = slot_mapping.to(torch.int64).contiguous()
-        preshuffle = shuffle and checkout.form.preshuffle
-        write = functools.partial(library.run, k_in, kv_cache, slots, quant_block_size, scale_fmt or "",
-                                  preshuffle)
+        slots, preshuffle = slot_mapping.to(torch.int64).contiguous(), shuffle and checkout.form.preshuffle
+        write = functools.partial(library.run, k.to(torch.bfloat16).contiguous(), kv_cache, slots, quant_block_size,
+                                  scale_fmt or "", preshuffle)
         if shuffle and not preshuffle:  # as the `aiter` producer does: only written tokens' bytes shuffled
             from .adapters.aiter import shuffle_written
-
             shuffle_written(write, kv_cache, slots, k.shape[1], _shuffle_weight(checkout), fp8_dtype)
         else:
             write()
@@ -265,8 +249,6 @@ def provenance(checkout: Checkout, fmt: FP8Format | None) -> dict:
 
 def load(name: Name, *, fp8: FP8Format | None = None):
     """The Producer for `aiter-src:...`; with `fp8` the op is built (or taken from the cache) and checked now."""
-    from ..core.producer import EXTRA_KEYWORDS, Producer
-
     checkout = locate(name)
     if fp8 is not None:
         library_for(checkout, fp8)

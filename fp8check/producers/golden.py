@@ -1,12 +1,6 @@
-"""Golden files: a producer's inputs and cache bytes in one safetensors file, checksummed.
-
-Tensors: `k` (bf16 [T, head_dim]), `slot_mapping` (int64 [T]), `kv_cache` (uint8
-[num_blocks, block_size*(head_dim + 4*head_dim/qbs)]) and `guards` (uint8 [2 * guard bytes]: the zones
-before and after the cache, as the producer left them). String metadata: `format`, `spec` (JSON),
-`producer`, `emulated`, the versions (`torch`, `triton`, `fp8check`, ...), and one checksum:
-`sha256`, or `hmac-sha256` when recorded with a key (FP8CHECK_GOLDEN_KEY), over every other metadata
-key and value, then each tensor's name, dtype, shape and bytes.
-safetensors holds raw bytes only: nothing is ever unpickled.
+"""Golden files: a producer's inputs, cache bytes and guard zones in one safetensors file, with its spec,
+producer and versions as metadata and one checksum over the rest (sha256, or hmac-sha256 with
+FP8CHECK_GOLDEN_KEY); the format is in docs/GOLDEN.md. safetensors holds raw bytes only: nothing is unpickled.
 """
 
 from __future__ import annotations
@@ -20,12 +14,14 @@ from pathlib import Path
 
 import torch
 
+from ..code.names import is_git, read_source
 from ..core.cache import CacheBuffer, buffer_bytes, equals_poison, guard_bytes
 from ..core.errors import GoldenError
 from ..core.isolation import GOLDEN_KEY_VARIABLE
-from ..core.outputs import replace_atomically
+from ..core.outputs import check_output, replace_atomically
 from ..core.inputs import Inputs, check_slots, load_bytes
 from ..core.paths import read_regular
+from ..core.producer import Side
 from ..core.spec import CacheSpec, SpecError
 
 FORMAT = "fp8check-golden/2"
@@ -58,19 +54,14 @@ def checksum(tensors: dict[str, torch.Tensor], metadata: dict[str, str], key: by
 
 def check_output_path(path: Path, option: str = "--out") -> None:
     """Only a regular file or a new name in an existing folder: never a device node, a symlink, a folder."""
-    from ..core.outputs import check_output
-
     check_output(path, option=option)
 
 
-def write(path: Path, *, spec: CacheSpec, producer: str, emulated: bool, inputs: Inputs,
-          buffer: CacheBuffer, versions: dict[str, str], key: bytes | None = None,
-          provenance: dict | None = None) -> None:
-    """Record a producer's run. A run that wrote outside its cache, or nothing at all, is refused.
-
-    The file is written next to `path` under a temporary name, then moved over it in one step (outputs.py)."""
+def write(path: Path, *, spec: CacheSpec, producer: str, emulated: bool, inputs: Inputs, buffer: CacheBuffer,
+          versions: dict[str, str], key: bytes | None = None, provenance: dict | None = None) -> None:
+    """Record a producer's run; a run that wrote outside its cache, or nothing at all, is refused. The file is
+    written next to `path` under a temporary name, then moved over it in one step (outputs.py)."""
     from safetensors.torch import save_file
-
     check_output_path(path)
     stray = buffer.guard_writes()
     if stray:
@@ -133,11 +124,8 @@ def trusted_key() -> bytes | None:
 
 
 def load_trusted(text: str, repo: Path | None = None) -> tuple[Golden, Path, dict]:
-    """The one loader of golden files: `text` is a path or `git:REV:PATH` (read from `repo`); the file is
-    read whole into memory and verified with trusted_key(). Returns (golden, path named, git provenance
-    or {})."""
-    from ..code.names import is_git, read_source
-
+    """The one loader of golden files: `text` is a path or `git:REV:PATH` (read from `repo`), read whole and
+    verified with trusted_key(). Returns (golden, path named, git provenance or {})."""
     if is_git(text):
         source = read_source(text, repo, error=GoldenError)
         origin = {key: source.provenance[key] for key in ("revision", "commit", "repository")}
@@ -169,7 +157,8 @@ def read(path: Path, key: bytes | None = None, *, data: bytes | None = None) -> 
     if not (equals_poison(guards[:g], 0) and equals_poison(guards[g:], buffer_bytes(spec) - g)):
         raise GoldenError(f"{path}: its guard zones do not hold the poison fill that every recording has:"
                           " the file was forged or damaged")
-    inputs = Inputs(tensors["k"].contiguous(), tensors["slot_mapping"].contiguous(), f"replayed from golden {path.name}")
+    inputs = Inputs(tensors["k"].contiguous(), tensors["slot_mapping"].contiguous(),
+                    f"replayed from golden {path.name}")
     check_slots(spec, inputs.slot_mapping, str(path))
     return Golden(spec, metadata.get("producer", "?"), metadata.get("emulated") == "true", inputs,
                   tensors["kv_cache"], tensors["guards"], metadata)
@@ -177,9 +166,7 @@ def read(path: Path, key: bytes | None = None, *, data: bytes | None = None) -> 
 
 def check_options(path: Path, spec: CacheSpec, given: dict[str, tuple[str, object]]) -> None:
     """Spec options typed on the command line must agree with the spec the golden file was recorded with.
-
-    `given`: spec field -> (flag, value) for each option given explicitly; enum fields as their values.
-    """
+    `given`: spec field -> (flag, value) for each option given explicitly; enum fields as their values."""
     recorded = spec.to_dict()
     for field, (flag, value) in given.items():
         if value != recorded[field]:
@@ -188,8 +175,6 @@ def check_options(path: Path, spec: CacheSpec, given: dict[str, tuple[str, objec
 
 def as_side(golden: Golden, path: Path, device):
     """The recorded bytes as a finished baseline Side for compare(), named after the recording producer."""
-    from ..core.producer import Side
-
     recorded = json.loads(golden.metadata.get("producer_provenance", "{}"))
     buffer = CacheBuffer.allocate(golden.spec, device)  # its guard zones as recorded: the poison
     g = buffer.guard_bytes

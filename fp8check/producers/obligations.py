@@ -1,12 +1,7 @@
-"""What a reader must not do, checked on every read (docs/NUMERICS.md, "Reader obligations").
-
-- Masked positions: query row n of a ctx-token sequence with next_n MTP rows sees positions up to
-  ctx - next_n + n; every position after that, up to max_model_len, must come back -inf. A finite logit
-  there (amd-aiter 0.1.7's Triton reader lets MTP row 0 see one future token) is a leak.
-- Writes outside its rows: a reader that fills a caller-made output buffer gets one with a guard row above
-  and below and guard columns past max_model_len, all holding a poison bit pattern; a guard element that
-  no longer holds it was written by the reader (aiter 0.1.7 writes a logit past its row).
-Pure functions on tensors; the verdict is parity's.
+"""What a reader must not do, checked on every read (docs/parity.md): a finite logit at a position its row may
+not see (amd-aiter 0.1.7's Triton reader lets MTP row 0 see one future token), and a write outside its rows of
+a caller-made output buffer, which has poisoned guard rows and columns (aiter 0.1.7 writes a logit past its
+row). Pure functions on tensors; the verdict is parity's.
 """
 
 from __future__ import annotations
@@ -54,9 +49,6 @@ class OutsideWrite:
             return f"row {self.row}, column {self.column} (past the row's {max_model_len} logits)"
         return f"guard row {'above' if self.row < 0 else 'below'} the output, column {self.column}"
 
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
 
 @dataclass(frozen=True)
 class Findings:
@@ -79,7 +71,7 @@ class Findings:
 
     def to_dict(self) -> dict:
         return {"leaks": self.leaks, "leaked": [x.to_dict() for x in self.leaked], "outside_writes": self.outside,
-                "written": [x.to_dict() for x in self.written]}
+                "written": [dataclasses.asdict(x) for x in self.written]}
 
 
 def leaks(logits: torch.Tensor, context_lens: torch.Tensor, next_n: int) -> tuple[int, tuple[Leak, ...]]:
@@ -89,11 +81,8 @@ def leaks(logits: torch.Tensor, context_lens: torch.Tensor, next_n: int) -> tupl
     last = (ctx.long().repeat_interleave(next_n) - next_n + torch.arange(rows, device=logits.device) % next_n)
     position = torch.arange(width, device=logits.device).view(1, -1)
     bad = (position > last.view(-1, 1)) & ~(logits == float("-inf"))
-    count = int(bad.sum())
-    if not count:
-        return 0, ()
-    return count, tuple(Leak(row, row // next_n, row % next_n, pos, int(last[row]), float(logits[row, pos]))
-                        for row, pos in torch.nonzero(bad)[:SHOWN].tolist())
+    return int(bad.sum()), tuple(Leak(row, row // next_n, row % next_n, pos, int(last[row]), float(logits[row, pos]))
+                                 for row, pos in torch.nonzero(bad)[:SHOWN].tolist())
 
 
 @dataclass(frozen=True)
@@ -121,6 +110,5 @@ class GuardedOutput:
         """(count, first SHOWN) of guard elements no longer holding the poison bits."""
         changed = self.buffer.view(torch.int32) != GUARD_BITS
         changed[GUARD_ROWS : GUARD_ROWS + self.rows, : self.max_model_len] = False
-        count = int(changed.sum())
-        found = tuple(OutsideWrite(r - GUARD_ROWS, c) for r, c in torch.nonzero(changed)[:SHOWN].tolist())
-        return count, found
+        return int(changed.sum()), tuple(OutsideWrite(r - GUARD_ROWS, c)
+                                         for r, c in torch.nonzero(changed)[:SHOWN].tolist())

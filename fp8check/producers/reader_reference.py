@@ -1,8 +1,6 @@
-"""fp8check's own reader: the paged indexer logits from cache bytes, decoded exactly, in float64.
-
-It reads the cache through the CacheSpec's layout (docs/NUMERICS.md), so it reads what a writer of
-that spec wrote; the parity truth is this reader on the baseline writer's bytes (readers/metrics.py).
-It takes vLLM's reader signature (docs/NUMERICS.md) and returns float64 logits (plugins return fp32).
+"""fp8check's own reader, with vLLM's reader signature: the paged indexer logits from cache bytes decoded exactly
+through the CacheSpec's layout, in float64 (plugins return fp32). The parity truth is this reader on the
+baseline writer's bytes.
 """
 
 from __future__ import annotations
@@ -24,10 +22,8 @@ def decode_blocks(spec: CacheSpec, flat: torch.Tensor, blocks: torch.Tensor) -> 
     return (values * scales).view(-1, spec.head_dim)
 
 
-def paged_logits(
-    spec: CacheSpec, q_codes: torch.Tensor, flat: torch.Tensor, weights: torch.Tensor,
-    context_lens: torch.Tensor, block_tables: torch.Tensor, max_model_len: int,
-) -> torch.Tensor:
+def paged_logits(spec: CacheSpec, q_codes: torch.Tensor, flat: torch.Tensor, weights: torch.Tensor,
+                 context_lens: torch.Tensor, block_tables: torch.Tensor, max_model_len: int) -> torch.Tensor:
     """float64 [B * next_n, max_model_len], -inf where a query row sees nothing. q_codes: FP8 bytes
     [B, next_n, H, D]; query row n of sequence b sees context_lens[b] - next_n + n + 1 tokens."""
     batch, next_n = q_codes.shape[:2]
@@ -45,7 +41,6 @@ def paged_logits(
 
 def make_reader(spec: CacheSpec):
     """The reference reader with vLLM's signature, reading caches of `spec`'s layout and FP8 format."""
-
     def reference_reader(q_fp8, kv_cache, weights, context_lens, block_tables, max_model_len):
         q_codes = q_fp8.view(torch.uint8) if q_fp8.dtype != torch.uint8 else q_fp8
         flat = kv_cache.reshape(kv_cache.shape[0], spec.block_bytes)

@@ -1,12 +1,6 @@
-"""The one place readers run (their names resolve in registry.py, as writers' do).
-
-A reader has vLLM's signature (docs/NUMERICS.md):
-`fn(q_fp8 [B, next_n, H, D], kv_cache uint8 [num_blocks, block_size, 1, D + 4*D/qbs], weights fp32
-[B*next_n, H], context_lens int32 [B], block_tables int32 [B, max_blocks], max_model_len)
--> logits [B*next_n, max_model_len]`.
-Every reader call goes through `run_reader`, so a reader never touches fp8check's own tensors and its
-failures are one-line errors (exit 2), never a verdict. Readers from files are untrusted: by default they
-run in a child process (isolation.py), exactly like writers from files.
+"""The one place readers run (their names resolve in registry.py, as writers' do); a reader has vLLM's
+signature (docs/parity.md) and gets copies of fp8check's tensors. Its failures are one-line errors (exit 2),
+never a verdict. Readers from files run in a child process (isolation.py), exactly like writers from files.
 """
 
 from __future__ import annotations
@@ -29,10 +23,8 @@ def _checked_output(reader: Reader, logits, rows: int, max_model_len: int, devic
     if not isinstance(logits, torch.Tensor):
         raise ProducerError(f"reader {reader.name!r} returned {type(logits).__name__}, not a tensor of logits")
     if tuple(logits.shape) != (rows, max_model_len) or not logits.dtype.is_floating_point:
-        raise ProducerError(
-            f"reader {reader.name!r} returned {logits.dtype} {list(logits.shape)}; expected floating-point"
-            f" [B*next_n, max_model_len] = [{rows}, {max_model_len}]"
-        )
+        raise ProducerError(f"reader {reader.name!r} returned {logits.dtype} {list(logits.shape)}; expected"
+                            f" floating-point [B*next_n, max_model_len] = [{rows}, {max_model_len}]")
     if logits.device != device:
         raise ProducerError(f"reader {reader.name!r} returned logits on {logits.device}, its inputs were on {device}")
     return logits
@@ -46,17 +38,14 @@ LOGIT_DTYPES = {str(d): d for d in (torch.float64, torch.float32, torch.float16,
 
 def _read(reader: Reader, args: list[torch.Tensor], max_model_len: int,
           guarded: GuardedOutput | None = None) -> tuple[torch.Tensor, tuple]:
-    """Call a loaded reader on `args` (its own copies); any failure or malformed result is one ProducerError.
-    Returns the logits and (count, first positions) of its writes outside its rows (obligations.py). A reader
-    that fills an output buffer fills `guarded` (a fresh one when None)."""
+    """A loaded reader called on its own copies `args`: its logits and its writes outside its rows, as
+    run_reader_guarded returns them. A reader that fills an output buffer fills `guarded` (fresh when None)."""
     from ..triton_cpu.interpreter import scope_for
-
-    device = args[1].device
+    device, rows = args[1].device, args[0].shape[0] * args[0].shape[1]
     try:
         with scope_for(device):  # Triton kernels on CPU tensors: the exact interpreter
             if reader.fills_output:
-                guarded = guarded or GuardedOutput.allocate(args[0].shape[0] * args[0].shape[1], max_model_len,
-                                                            device)
+                guarded = guarded or GuardedOutput.allocate(rows, max_model_len, device)
                 reader.fn(*args, max_model_len, out=guarded.logits)
                 logits = guarded.logits
             else:
@@ -67,7 +56,6 @@ def _read(reader: Reader, args: list[torch.Tensor], max_model_len: int,
         raise
     except Exception as exc:
         raise ProducerError(f"reader {reader.name!r} raised {failure(exc)}") from exc
-    rows = args[0].shape[0] * args[0].shape[1]
     outside = guarded.outside_writes() if reader.fills_output else (0, ())
     return _checked_output(reader, logits, rows, max_model_len, device), outside
 
@@ -75,10 +63,9 @@ def _read(reader: Reader, args: list[torch.Tensor], max_model_len: int,
 def read_in_child(name: str, spec_json: str, repo: str | None, q_fp8: torch.Tensor, kv_cache: torch.Tensor,
                   weights: torch.Tensor, context_lens: torch.Tensor, block_tables: torch.Tensor, max_model_len: int,
                   out: torch.Tensor, guard_buffer: torch.Tensor) -> dict:
-    """The child's side of an isolated read (isolation.run_isolated target): load the reader by name for
-    the spec, run it on the shared copies, copy its checked logits into the shared float64 `out`, and
-    report their dtype and where the code came from. A reader that fills an output buffer fills the shared
-    `guard_buffer` (obligations.GuardedOutput), whose guards the parent checks."""
+    """The child's side of an isolated read (isolation.run_isolated target): the reader loaded by name reads
+    the shared copies into the shared float64 `out` (or fills the shared `guard_buffer`, whose guards the
+    parent checks); it reports the logits' dtype and where the code came from."""
     phase("loading")
     spec = CacheSpec.from_dict(json.loads(spec_json))
     reader = resolve_reader(name, spec=spec, repo=repo, isolation=None)
@@ -87,7 +74,8 @@ def read_in_child(name: str, spec_json: str, repo: str | None, q_fp8: torch.Tens
     guarded = GuardedOutput(guard_buffer, q_fp8.shape[0] * q_fp8.shape[1], max_model_len)
     logits, _ = _read(reader, [q_fp8, kv_cache, weights, context_lens, block_tables], max_model_len, guarded)
     if str(logits.dtype) not in LOGIT_DTYPES:
-        raise ProducerError(f"reader {name!r} returned {logits.dtype} logits; expected one of {', '.join(LOGIT_DTYPES)}")
+        raise ProducerError(f"reader {name!r} returned {logits.dtype} logits; expected one of"
+                            f" {', '.join(LOGIT_DTYPES)}")
     out.copy_(logits)
     return {"dtype": str(logits.dtype), "description": reader.description,
             "provenance": json.loads(json.dumps(reader.provenance, default=str))}
@@ -96,12 +84,10 @@ def read_in_child(name: str, spec_json: str, repo: str | None, q_fp8: torch.Tens
 def run_reader_guarded(reader: Reader, q_fp8: torch.Tensor, kv_cache: torch.Tensor, weights: torch.Tensor,
                        context_lens: torch.Tensor, block_tables: torch.Tensor,
                        max_model_len: int) -> tuple[torch.Tensor, Reader, tuple]:
-    """The one place a reader runs: on copies of the tensors (fp8check's stay untouched), its failures and
-    malformed results turned into one-line errors. Returns logits [B*next_n, max_model_len], the reader
-    as it ran and (count, first positions) of its writes outside its rows, for readers that fill a buffer.
-
-    An isolated reader runs in a child: the parent allocates the outputs (the logits, and the guarded buffer
-    a reader may fill) and trusts only their bytes and the dtype the child names (one of LOGIT_DTYPES),
+    """The one place a reader runs, on copies of the tensors. Returns logits [B*next_n, max_model_len], the
+    reader as it ran and (count, first positions) of its writes outside its rows, for readers that fill a
+    buffer. An isolated reader runs in a child: the parent allocates the outputs (the logits, and the guarded
+    buffer a reader may fill) and trusts only their bytes and the dtype the child names (one of LOGIT_DTYPES),
     never an object the child made; the reader as it ran has the description and provenance it reported."""
     args = [t.clone() for t in (q_fp8, kv_cache, weights, context_lens, block_tables)]
     if reader.isolation is None:
@@ -128,14 +114,11 @@ def run_reader_guarded(reader: Reader, q_fp8: torch.Tensor, kv_cache: torch.Tens
     return logits, ran, guarded.outside_writes()
 
 
-def run_reader_reporting(reader: Reader, q_fp8: torch.Tensor, kv_cache: torch.Tensor, weights: torch.Tensor,
-                         context_lens: torch.Tensor, block_tables: torch.Tensor,
-                         max_model_len: int) -> tuple[torch.Tensor, Reader]:
-    """run_reader_guarded's logits and reader as it ran."""
-    return run_reader_guarded(reader, q_fp8, kv_cache, weights, context_lens, block_tables, max_model_len)[:2]
+def run_reader_reporting(reader: Reader, *args) -> tuple[torch.Tensor, Reader]:
+    """run_reader_guarded's logits and reader as it ran (the same arguments)."""
+    return run_reader_guarded(reader, *args)[:2]
 
 
-def run_reader(reader: Reader, q_fp8: torch.Tensor, kv_cache: torch.Tensor, weights: torch.Tensor,
-               context_lens: torch.Tensor, block_tables: torch.Tensor, max_model_len: int) -> torch.Tensor:
-    """run_reader_guarded's logits only."""
-    return run_reader_guarded(reader, q_fp8, kv_cache, weights, context_lens, block_tables, max_model_len)[0]
+def run_reader(reader: Reader, *args) -> torch.Tensor:
+    """run_reader_guarded's logits only (the same arguments)."""
+    return run_reader_guarded(reader, *args)[0]

@@ -1,14 +1,7 @@
-"""The `reference` writer: the PyTorch emulation of aiter's op, or its compiled Triton twin on a GPU.
-
-On CUDA the PyTorch ops take ~13 ms for 1M tokens, ~70x the Triton writer; triton.launch_reference computes
-the same bytes in one kernel. It is used only once proven: at the first call per (spec shape, format,
-layout, scale format, device) it writes a known-answer cache (every adversarial input distribution,
-inf and NaN included, padding slots) with both and must match the PyTorch bytes exactly (a pass is
-remembered in the cache folder under everything it depends on: `proof_fields`); otherwise,
-or where compiled Triton cannot run (no Triton, e4m3fnuz on NVIDIA), the PyTorch emulation writes.
-The CPU always uses the PyTorch emulation: it is the oracle. The proof runs the PyTorch ops on the GPU,
-not on the CPU: measured on the H200, an invalid operation (inf / inf in x / s) gives a NaN with the sign
-bit set on an x86 CPU and without it on the GPU, so the two write 0xFF and 0x7F for the same input.
+"""The `reference` writer: the PyTorch emulation of aiter's op (the oracle, the CPU's writer), or on CUDA its
+Triton twin (triton.launch_reference, ~70x faster), used only once it wrote the PyTorch ops' bytes exactly on a
+known-answer cache, proven once per (spec shape, device) in a process (docs/GPU.md). The proof runs the PyTorch
+ops on the GPU: inf / inf gives a NaN with the sign bit set on an x86 CPU and not on the GPU (0xFF against 0x7F).
 """
 
 from __future__ import annotations
@@ -19,6 +12,7 @@ import importlib.util
 import torch
 
 from ..core.cache import CacheBuffer
+from ..core.inputs import Distribution, SlotPattern, generate, slot_numbers
 from ..core.spec import CacheSpec, FP8Format, ScaleFormat
 from ..core.reference import aiter_writer, spec_of_call
 
@@ -36,19 +30,15 @@ def _triton_can_run(spec: CacheSpec, device: torch.device) -> bool:
 def known_answer(spec: CacheSpec, device: torch.device) -> tuple[int, int]:
     """(differing bytes, bytes compared) between the Triton kernel and the PyTorch emulation on a small
     cache of this spec's shape, written from every adversarial distribution with inf and NaN."""
-    from ..core.inputs import Distribution, SlotPattern, generate
     from .triton import launch_reference as launch
-
     small = spec.replace(num_blocks=PROOF_BLOCKS)
     data = generate(small, seed=20261130, slots=SlotPattern.PADDED, distribution=Distribution.MIXED, inf_nan=True)
     data = data.to(device)
-    expected = CacheBuffer.allocate(small, device)
-    got = CacheBuffer.allocate(small, device)
+    expected, got = CacheBuffer.allocate(small, device), CacheBuffer.allocate(small, device)
     aiter_writer(data.k, expected.cache, data.slot_mapping, small.quant_block_size, small.scale_fmt.writer_arg,
                  fp8_dtype=small.fp8.torch_dtype(), layout=small.layout.value)
     launch(small, data.k, got.cache, data.slot_mapping)
-    differ = int((expected.buffer != got.buffer).sum())
-    return differ, expected.buffer.numel()
+    return int((expected.buffer != got.buffer).sum()), expected.buffer.numel()
 
 
 @functools.lru_cache(maxsize=None)
@@ -72,9 +62,7 @@ def writer(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *, fp8_dtype=
     if not uses_triton(spec, k.device):
         aiter_writer(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, fp8_dtype=fp8_dtype, layout=layout)
         return
-    from ..core.inputs import slot_numbers
     from .triton import launch_reference as launch
-
     mapped, top, _ = slot_numbers(slot_mapping, spec.num_slots)  # one Triton kernel on CUDA, no torch max
     if mapped and top >= spec.num_slots:  # the emulation's own refusal
         raise ValueError(f"slot {top} is outside the cache ({spec.num_slots} slots)")

@@ -25,11 +25,7 @@ from ..core.errors import CheckerError, ProducerError, failure, one_line
 from ..core.inputs import Inputs, check_slots
 from ..core.isolation import IsolatedError, Limits, phase, run_isolated
 from ..core.producer import EXTRA_KEYWORDS, Producer, Reader, reported_provenance
-from ..core.spec import CacheSpec
-
-
-def always() -> tuple[bool, str]:
-    return True, "built in"
+from ..core.spec import CacheSpec, FP8Format
 
 
 @dataclass(frozen=True)
@@ -40,27 +36,23 @@ class Entry:
     name: str
     description: str
     load: Callable[..., object]
-    availability: Callable[[], tuple[bool, str]] = always
+    availability: Callable[[], tuple[bool, str]] = lambda: (True, "built in")
 
 
 def _reference() -> Producer:
     from ..core.reference import AITER
     from .reference_device import writer  # PyTorch ops; on CUDA their proven Triton twin
-
     return Producer("reference", AITER.description, writer, emulated=True, keywords=frozenset(EXTRA_KEYWORDS))
 
 
 def _reference_vllm() -> Producer:
     from ..core.reference import VLLM, vllm_writer
-
-    return Producer("reference-vllm", VLLM.description, vllm_writer, emulated=True,
-                    keywords=frozenset(EXTRA_KEYWORDS))
+    return Producer("reference-vllm", VLLM.description, vllm_writer, emulated=True, keywords=frozenset(EXTRA_KEYWORDS))
 
 
 def _triton(name: str, description: str, writer: str) -> Callable[[], Producer]:
     def load() -> Producer:
         from . import triton
-
         return Producer(name, description, getattr(triton, writer), check=triton.check,
                         keywords=frozenset(EXTRA_KEYWORDS), triton=True)
 
@@ -74,25 +66,20 @@ def _triton_availability() -> tuple[bool, str]:
         return False, f"triton is not importable ({exc})"
     if torch.cuda.is_available():
         return True, f"compiled by Triton {triton.__version__} on {torch.cuda.get_device_name()}"
-    from ..core.spec import FP8Format
     from ..triton_cpu.known_answers import check
-
     ok, reason = check(FP8Format.E4M3FN)
     return ok, f"on the CPU only through the interpreter: {reason}"
 
 
 def _adapter(module_name: str, make: str = "producer") -> tuple[Callable, Callable[[], tuple[bool, str]]]:
     """(loader, availability) of a real writer or reader that may not be installed (producers/adapters/)."""
-
     def module():
         return importlib.import_module(f"{__package__}.adapters.{module_name}")
-
     return (lambda *spec: getattr(module(), make)(*spec)), (lambda: module().availability())
 
 
 def _reference_reader(spec: CacheSpec) -> Reader:
     from .reader_reference import make_reader
-
     return Reader(REFERENCE, f"fp8check's exact reader (float64, reads the {spec.layout.value} layout)",
                   make_reader(spec), exact=True)
 
@@ -108,8 +95,7 @@ REGISTRY: dict[Role, dict[str, Entry]] = {role: {e.name: e for e in entries} for
         Entry("reference", "PyTorch emulation of aiter's C++ op + shuffle_weight", _reference),
         Entry("reference-vllm", "PyTorch emulation of vLLM's writer numerics (DIV 448/224, x / s)", _reference_vllm),
         Entry("triton", "Triton writer with vLLM ROCm semantics, fixed wrapper (FP8 view)",
-              _triton("triton", "Triton writer (vLLM ROCm semantics), value region viewed as FP8",
-                      "fixed_writer"),
+              _triton("triton", "Triton writer (vLLM ROCm semantics), value region viewed as FP8", "fixed_writer"),
               _triton_availability),
         Entry("triton-buggy", "Triton writer, buggy wrapper (uint8 slice: integer conversion)",
               _triton("triton-buggy", "Triton writer, the seed's buggy wrapper: value region passed as uint8",
@@ -156,9 +142,7 @@ def _entry(name: str, role: Role, *extra: str) -> Entry:
 def available(name: str) -> tuple[bool, str]:
     """(ok, one-line reason) for a registry name."""
     entry = REGISTRY[Role.WRITER].get(name)
-    if entry is None:
-        return False, f"unknown producer {name!r}"
-    return entry.availability()
+    return entry.availability() if entry is not None else (False, f"unknown producer {name!r}")
 
 
 def _auto() -> Producer:
@@ -176,7 +160,6 @@ def _in_child_only(*args, **kwargs) -> None:
 def _declared(name: str, role: str) -> Callable[[CacheSpec, torch.device], None]:
     """What a preset's table declares, checked in the parent before anything is fetched or a child starts."""
     from ..code.projects.compose import check_declared
-
     return lambda spec, device: check_declared(name, role, spec)
 
 
@@ -184,15 +167,12 @@ def resolve(name: str, *, fp8=None, repo=None, isolation: Limits | None = DEFAUL
             allow_unpinned: bool = False) -> Producer:
     """The producer a name stands for: a registry name, `auto`, or code (KINDS; `git:REV:PATH` read from
     `repo`, a preset's clone). `fp8` names the format vllm-file's platform names are reported bound to; the
-    writer is bound to each run's --fp8 either way.
-
-    Code is not loaded here when `isolation` is given (the default): the Producer only names it, and `run`
-    loads and runs it in a child process under those limits; `isolation=None` (`--in-process`) loads it
-    here. Released code passes the one hash rule first, in the parent (table.admit_release)."""
+    writer is bound to each run's --fp8 either way. With `isolation` (the default) code is only named here,
+    and `run` loads and runs it in a child process under those limits; `isolation=None` (`--in-process`)
+    loads it here. Released code passes the one hash rule first, in the parent (table.admit_release)."""
     parsed = parse(name, error=ProducerError)
     if parsed.kind is Kind.VLLM_SRC:  # no nvcc or no NVIDIA GPU: NotRunnableHere before a child starts
         from .vllm_src import require_here
-
         require_here(parsed)
     if parsed.kind in KINDS[Role.WRITER]:
         admit_release(parsed, repo=repo, allow_unpinned=allow_unpinned)
@@ -201,7 +181,6 @@ def resolve(name: str, *, fp8=None, repo=None, isolation: Limits | None = DEFAUL
                             repo=None if repo is None else str(repo), check=_declared(name, "writer"))
     if parsed.kind is Kind.PRESET:  # `repo`: a clone of the project's repository (--checkout)
         from ..code.projects.compose import load
-
         done, declared = load(name, "writer", checkout=repo), _declared(name, "writer")
 
         def check(spec, device) -> None:
@@ -214,11 +193,9 @@ def resolve(name: str, *, fp8=None, repo=None, isolation: Limits | None = DEFAUL
         return load_writer(name, fp8=fp8, repo=repo)
     if parsed.kind is Kind.AITER_SRC:
         from .aiter_src import load as load_aiter_source
-
         return load_aiter_source(parsed, fp8=fp8)
     if parsed.kind is Kind.VLLM_SRC:
         from .vllm_src import load as load_vllm_source
-
         return load_vllm_source(parsed)
     if name == AUTO:
         return _auto()
@@ -228,20 +205,20 @@ def resolve(name: str, *, fp8=None, repo=None, isolation: Limits | None = DEFAUL
 def _reader_from_code(text: str, spec: CacheSpec, repo=None) -> Reader:
     loaded = load_function(text, role="reader", fp8=spec.fp8, default_function=None, repo=repo)
     fn, function = loaded.fn, loaded.provenance.get("function", text)
-    try:  # a keyword-only `out`: it fills a caller-made output buffer (aiter's kernel does), a guarded one
-        out = inspect.signature(fn).parameters.get("out")
-        fills = out is not None and out.kind is inspect.Parameter.KEYWORD_ONLY
-    except (TypeError, ValueError):  # no Python signature (a compiled function): the vLLM signature
-        fills = False
     try:
-        inspect.signature(fn).bind(None, None, None, None, None, None, **({"out": None} if fills else {}))
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # no Python signature (a compiled function): the vLLM signature, the call decides
+        signature = None
+    # a keyword-only `out`: it fills a caller-made output buffer (aiter's kernel does), a guarded one
+    out = signature.parameters.get("out") if signature else None
+    fills = out is not None and out.kind is inspect.Parameter.KEYWORD_ONLY
+    try:
+        if signature is not None:
+            signature.bind(None, None, None, None, None, None, **({"out": None} if fills else {}))
     except TypeError:
-        raise ProducerError(
-            f"reader {text!r}: {loaded.provenance.get('function', 'the function')} must take (q_fp8, kv_cache,"
-            f" weights, context_lens, block_tables, max_model_len), has {inspect.signature(fn)}"
-        ) from None
-    except ValueError:  # no Python signature: let the call decide
-        pass
+        raise ProducerError(f"reader {text!r}: {loaded.provenance.get('function', 'the function')} must take"
+                            " (q_fp8, kv_cache, weights, context_lens, block_tables, max_model_len), has"
+                            f" {signature}") from None
     return Reader(text, f"{function} from {loaded.provenance.get('file', text)}", fn,
                   check=lambda spec, device: prepare_to_run(loaded, spec.fp8, device),
                   provenance=loaded.provenance, fills_output=fills)
@@ -254,7 +231,6 @@ def resolve_reader(name: str, *, spec: CacheSpec, repo=None, isolation: Limits |
     parsed = parse(name, error=ProducerError)
     if parsed.kind is Kind.DEEPGEMM_SRC:  # no nvcc, GPU or checkout: NotRunnableHere before a child starts
         from .adapters.deepgemm_src import require_here
-
         require_here(parsed)
     if parsed.kind in KINDS[Role.READER]:
         admit_release(parsed, repo=repo, allow_unpinned=allow_unpinned)
@@ -264,13 +240,11 @@ def resolve_reader(name: str, *, spec: CacheSpec, repo=None, isolation: Limits |
                           repo=None if repo is None else str(repo), spec=spec)
     if parsed.kind is Kind.PRESET:  # `repo`: a clone of the project's repository (--checkout)
         from ..code.projects.compose import load
-
         done = load(name, "reader", checkout=repo, spec=spec)
         return Reader(name, done.description, done.fn, provenance=done.provenance,
                       check=lambda spec, device: prepare_to_run(done, spec.fp8, device))
     if parsed.kind is Kind.DEEPGEMM_SRC:
         from .adapters.deepgemm_src import reader
-
         return reader(parsed, spec)
     if parsed.kind in KINDS[Role.READER]:
         return _reader_from_code(name, spec, repo)
@@ -292,9 +266,8 @@ def fp8_integer_cast(exc: BaseException) -> str | None:
         match = _CANNOT_CAST.search(str(exc))
         if match is not None:
             target = match.group(1)
-            what = f"stores FP8 values through a {target} pointer" if target.startswith(("u", "int")) else \
-                f"stores integer values (x/s converted by .to() to an integer type) through an {target}" \
-                " pointer"
+            what = (f"stores FP8 values through a {target} pointer" if target.startswith(("u", "int")) else
+                    f"stores integer values (x/s converted by .to() to an integer type) through an {target} pointer")
             return (f"the kernel {what}: Triton cannot cast between FP8 and integer types (a compile error on"
                     " the GPU as well), the seed's integer-cast bug; view the value region as the FP8 dtype"
                     " before launching and convert x/s with .to(the pointer's FP8 element type)")
@@ -307,19 +280,14 @@ def _write(producer: Producer, spec: CacheSpec, k: torch.Tensor, slot_mapping: t
     """Call the writer on `buffer`'s cache (in a layer view, core/cache.py); returns how each interpreted
     Triton grid ran (GridRun records)."""
     from ..triton_cpu.interpreter import scope_for
-
-    kwargs = {}
-    if "fp8_dtype" in producer.keywords:
-        kwargs["fp8_dtype"] = spec.fp8.torch_dtype()
-    if "layout" in producer.keywords:
-        kwargs["layout"] = spec.layout.value
+    given = {"fp8_dtype": spec.fp8.torch_dtype(), "layout": spec.layout.value}
+    kwargs = {key: value for key, value in given.items() if key in producer.keywords}
     grids: list = []
 
     def write(cache: torch.Tensor) -> None:
         try:
             with scope_for(cache.device, grid=producer.interpreter != "sequential") as ran:  # CPU: exact
-                producer.writer(k, cache, slot_mapping, spec.quant_block_size, spec.scale_fmt.writer_arg,
-                                **kwargs)
+                producer.writer(k, cache, slot_mapping, spec.quant_block_size, spec.scale_fmt.writer_arg, **kwargs)
             grids.extend(ran)
             if cache.is_cuda:
                 torch.cuda.synchronize(cache.device)
@@ -327,9 +295,8 @@ def _write(producer: Producer, spec: CacheSpec, k: torch.Tensor, slot_mapping: t
             raise
         except Exception as exc:
             cast = fp8_integer_cast(exc)
-            if cast is not None:
-                raise ProducerError(f"producer {producer.name!r}: {cast}") from exc
-            raise ProducerError(f"producer {producer.name!r} raised {failure(exc)}") from exc
+            reason = f": {cast}" if cast is not None else f" raised {failure(exc)}"
+            raise ProducerError(f"producer {producer.name!r}{reason}") from exc
 
     write_in_layer(buffer, write)
     return grids
@@ -353,19 +320,15 @@ def run_in_child(name: str, spec_json: str, repo: str | None, k: torch.Tensor, s
 def with_grids(provenance: dict, grids: list) -> dict:
     """A side's provenance with how its interpreted Triton grids ran (`interpreter`: one line per grid, at
     once in N batches or sequentially and why), in the JSON's baseline_provenance / candidate_provenance."""
-    if not grids:
-        return provenance
-    return {**provenance, "interpreter": "; ".join(run.note() for run in grids)[:1000]}
+    return {**provenance, "interpreter": "; ".join(run.note() for run in grids)[:1000]} if grids else provenance
 
 
 def run_producer(producer: Producer, spec: CacheSpec, inputs: Inputs, device: torch.device,
                  pad_slot: int = SKIP_PADDING) -> tuple[CacheBuffer, Producer]:
-    """A fresh poisoned cache written by the producer, on clones of the inputs (never modified); clones
-    the producer changed in place are named in `modified_inputs`. The slots are checked first: nothing
-    runs on slots outside the cache, duplicated or all padding. Returns the producer as it ran: for an
-    isolated one, with what its child reported (description, provenance, whether it ran Triton).
-    pad_slot >= 0: the producer gets its padding (slot -1) sent to that dummy slot, whose bytes are then put
-    back to poison (cache.forget_slot): SGLang's convention."""
+    """A fresh poisoned cache written by the producer on clones of the inputs, the clones it changed in place
+    named in `modified_inputs`, after check_slots. Returns the producer as it ran: for an isolated one, with
+    what its child reported (description, provenance, whether it ran Triton). pad_slot >= 0: the producer
+    gets its padding (slot -1) sent to that dummy slot, whose bytes are put back to poison: SGLang's convention."""
     check_slots(spec, inputs.slot_mapping, inputs.source)
     buffer = CacheBuffer.allocate(spec, device)
     given = padded_slots(inputs.slot_mapping, pad_slot)

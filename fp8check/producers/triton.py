@@ -1,28 +1,11 @@
-"""fp8check's own Triton writer with the semantics of vLLM's ROCm Triton writer (docs/NUMERICS.md, row 2).
+"""fp8check's own Triton writer with the semantics of vLLM's ROCm Triton writer (docs/NUMERICS.md, writer
+numerics): one scale per token, values `x / s` with Triton's fp32 `/`, converted to **the element type of the
+value pointer it is given**: the seed bug's mechanism (the `fixed` wrapper views the value region as FP8, the
+`buggy` one passes the raw uint8 slice, and the kernel then converts float -> uint8). Tokens are tiled TOKENS
+per program (no value depends on another token), so the CPU interpreter's ~7 ms per program is paid per tile.
 
-Per token: amax over all head_dim (one scale per token), s = max(amax, 1e-4) / DIV (448 on e4m3fn,
-224 on e4m3fnuz), ue8m0 rounds s up to a power of two with log2/ceil/exp2, values are `x / s` with
-Triton's fp32 `/`, converted to **the element type of the value pointer it is given**. That last
-point is the seed bug's mechanism: the `fixed` wrapper views the value region as FP8, the `buggy`
-wrapper passes the raw uint8 slice, and the same kernel then does a float -> uint8 integer conversion.
-
-On the CPU the kernel runs under Triton's interpreter with fp8check's exact FP8 conversion
-(triton_exact); on CUDA it is compiled. Tokens are tiled TOKENS per program: the bytes are those of
-one program per token (no value depends on another token), and the interpreter's ~7 ms per program
-is paid once per tile instead of once per token.
-
-The aiter profile's kernel (docs/NUMERICS.md, row 1) is here too: the `reference` writer on CUDA
-(reference_device.py), ~70x faster than the PyTorch ops it is proven against (core/reference.py, the
-oracle and the CPU writer). Every step is written so that compiled Triton cannot round it differently:
-- FTZ from the exponent bits (no float compare that an FTZ mode could change);
-- amax drops NaN operands, as aiter's IEEE-mode v_max3_f32 / fmaxf do (and a GPU `max` does);
-- `amax / DIV` and `1 / s` with `tl.math.div_rn` (compiled `/` is an approximate division on NVIDIA,
-  docs/NUMERICS.md), the value `x * (1/s)`: one IEEE multiplication;
-- ue8m0 `2 ** ceil(log2(s))` from the bits (no log2/exp2 rounding), inf and NaN kept;
-- clamp to +-max, a NaN value to -max (aiter's v_med3_f32(NaN, -max, max)), then the FP8 cast (saturating,
-  round-to-nearest-even: docs/NUMERICS.md section 4; under the interpreter, fp8check's exact conversion).
-One program covers TOKENS tokens of one quant group; tests/test_perf_paths.py proves its bytes equal to
-the PyTorch reference under the interpreter.
+Also the aiter profile's kernel: the `reference` writer on CUDA (reference_device.py, docs/GPU.md), every step
+written so that compiled Triton cannot round it differently from the PyTorch ops it is proven against.
 """
 
 from __future__ import annotations
@@ -88,8 +71,7 @@ def _quant_and_cache(
 _kernel = triton.jit(_quant_and_cache)
 
 
-# One kernel body: the aiter numerics step by step, kept in one piece so it reads like the PyTorch
-# reference it is proven against (core/reference.py).
+# One kernel body, the aiter numerics step by step, so that it reads like core/reference.py.
 def _aiter_quant_and_cache(
     k_ptr,  # bf16 [num_tokens, HEAD_DIM]
     value_ptr,  # value region of block 0, viewed as the FP8 dtype
@@ -119,17 +101,19 @@ def _aiter_quant_and_cache(
     bits = x.to(tl.int32, bitcast=True)
     # FTZ: an fp32 denormal (exponent field 0) becomes a zero of its sign
     x = tl.where((bits & 0x7F800000) == 0, (bits & -2147483648).to(tl.float32, bitcast=True), x)
-    magnitude = tl.abs(x)
+    magnitude = tl.abs(x)  # amax drops NaN operands, as aiter's IEEE-mode v_max3_f32 / fmaxf (and a GPU max) do
     amax = tl.reduce(tl.where(magnitude != magnitude, 0.0, magnitude), 1, tl.standard._elementwise_max)
     clamped = tl.maximum(amax, 1e-4)
+    # div_rn: compiled `/` is an approximate division on NVIDIA (docs/NUMERICS.md)
     scale = tl.math.div_rn(clamped, tl.full([TOKENS], DIV, tl.float32))
-    if UE8M0:
+    if UE8M0:  # 2 ** ceil(log2(s)) from the bits: no log2/exp2 rounding, inf and NaN kept
         sbits = scale.to(tl.int32, bitcast=True)
         exponent = (sbits >> 23) + ((sbits & 0x7FFFFF) != 0).to(tl.int32)
         finite = (sbits & 0x7F800000) != 0x7F800000
         scale = tl.where(finite, (exponent << 23).to(tl.float32, bitcast=True), scale)
     inverse = tl.math.div_rn(tl.full([TOKENS], 1.0, tl.float32), scale)
-    y = x * inverse[:, None]
+    y = x * inverse[:, None]  # one IEEE multiplication
+    # clamp, a NaN to -max (aiter's v_med3_f32(NaN, -max, max)); the cast saturates and rounds to nearest even
     y = tl.where(y != y, -FP8_MAX, tl.minimum(tl.maximum(y, -FP8_MAX), FP8_MAX))
     block = slot // block_size
     t = (slot % block_size)[:, None]
@@ -148,19 +132,14 @@ _aiter_kernel = triton.jit(_aiter_quant_and_cache)
 
 def check(spec, device: torch.device) -> None:
     from ..triton_cpu.known_answers import require
-
     if not hasattr(tl.standard, "_elementwise_max"):
         raise ProducerError(f"Triton {triton.__version__} has no tl.standard._elementwise_max; this writer needs it")
     if not spec.layout.planar or spec.scale_fmt is ScaleFormat.UE8M0X4:
-        raise ProducerError(
-            f"the vLLM Triton writer writes planar caches with fp32 scale words; it cannot write --layout"
-            f" {spec.layout.value} --scale-fmt {spec.scale_fmt.value}"
-        )
+        raise ProducerError(f"the vLLM Triton writer writes planar caches with fp32 scale words; it cannot write"
+                            f" --layout {spec.layout.value} --scale-fmt {spec.scale_fmt.value}")
     if spec.quant_block_size != spec.head_dim:
-        raise ProducerError(
-            f"the vLLM Triton writer computes one scale per token over all head_dim; it needs --qbs {spec.head_dim}"
-            f" (got {spec.quant_block_size})"
-        )
+        raise ProducerError(f"the vLLM Triton writer computes one scale per token over all head_dim; it needs"
+                            f" --qbs {spec.head_dim} (got {spec.quant_block_size})")
     if device.type == "cuda":
         require_triton_format(spec.fp8, device)
         return
@@ -189,8 +168,7 @@ def _run(kernel, grid: tuple, *args, **constants) -> None:
         kernel[grid](*args, **constants)
 
 
-def launch_reference(spec: CacheSpec, k: torch.Tensor, kv_cache: torch.Tensor,
-                     slot_mapping: torch.Tensor) -> None:
+def launch_reference(spec: CacheSpec, k: torch.Tensor, kv_cache: torch.Tensor, slot_mapping: torch.Tensor) -> None:
     """Write k's rows to their slots with the aiter profile's numerics (compiled, or interpreted on the CPU)."""
     if k.shape[0] == 0:
         return

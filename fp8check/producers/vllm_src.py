@@ -1,13 +1,7 @@
-"""`vllm-src:PATH`: vLLM's CUDA op `indexer_k_quant_and_cache` (csrc/cache_kernels.cu), built from the
-released source with nvcc for the GPU present, and run as a producer.
-
-PATH is vLLM's source distribution (`vllm-X.Y.Z.tar.gz`, as `pip download --no-deps --no-binary :all:`
-fetches it) or an unpacked source tree holding `csrc/`. Only the op is built: the kernel template and the
-host function's launch geometry and scale-format switches are cut out of cache_kernels.cu by name, with
-the `kFp8ScaleDivisor` block and the headers `quant_utils.cuh` pulls in (cuda_src/extract.py); fp8check's
-own binding launches it on torch's current stream with bf16 keys and the e4m3 cache type, as the op's
-`DISPATCH_BY_KV_CACHE_DTYPE(..., "fp8_e4m3", ...)` does. The op writes row-major only (SHUFFLE is refused)
-and e4m3fn on NVIDIA.
+"""`vllm-src:PATH`: vLLM's CUDA op `indexer_k_quant_and_cache` (csrc/cache_kernels.cu), built with nvcc for the
+GPU present from vLLM's sdist or its unpacked tree, and run as a producer (docs/nvidia.md). Only the op is
+built: its kernel, the `kFp8ScaleDivisor` block and the host function's launch statements are cut out of the
+file by name (cuda_src/extract.py) and launched by fp8check's own binding as the op's dispatch does.
 """
 
 from __future__ import annotations
@@ -23,6 +17,7 @@ import torch
 from ..code.names import Kind, Name, parse
 from ..code.released import unpacked_once
 from ..core.errors import NotRunnableHere, ProducerError
+from ..core.producer import Producer
 from ..core.spec import CacheSpec, FP8Format, Layout
 from ..cuda_src import build, extract, toolchain as toolchains
 
@@ -36,9 +31,7 @@ DIVISOR = "kFp8ScaleDivisor"
 HOST_STATEMENTS = (r"constexpr\s+int\s+vec_size\b", r"dim3\s+grid\b", r"dim3\s+block\b",
                    r"bool\s+use_mx_scale\b", r"bool\s+use_ue8m0\b")
 CACHE_DTYPE = '"fp8_e4m3"'  # the op dispatches its kernel on this kv-cache dtype, whatever the caller says
-# vLLM's build of these kernels (cmake/utils.cmake get_torch_gpu_compiler_flags): torch's COMMON_NVCC_FLAGS
-# without its four half/bf16 guards, plus ENABLE_FP8; no --use_fast_math for cache_kernels.cu, so `/` is
-# IEEE division and `__nv_cvt_float_to_fp8` rounds to nearest even, saturating (docs/NUMERICS.md).
+# vLLM's flags for this file (cmake/utils.cmake, docs/nvidia.md): no --use_fast_math, so `/` is IEEE division.
 NVCC_FLAGS = ("-O3", "-DENABLE_FP8", "-U__CUDA_NO_HALF_OPERATORS__", "-U__CUDA_NO_HALF_CONVERSIONS__",
               "-U__CUDA_NO_BFLOAT16_CONVERSIONS__", "-U__CUDA_NO_HALF2_OPERATORS__")
 
@@ -147,8 +140,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("indexer_k_quant_and_cache", &i
 
 def unit(source: Source) -> build.Unit:
     csrc = source.root / "csrc"
-    return build.Unit("vllm_indexer_k", csrc, extract.headers(csrc, HEADER), _kernel_unit(source), BINDING,
-                      NVCC_FLAGS)
+    return build.Unit("vllm_indexer_k", csrc, extract.headers(csrc, HEADER), _kernel_unit(source), BINDING, NVCC_FLAGS)
 
 
 def _known_answer(op) -> None:
@@ -211,15 +203,12 @@ def provenance(source: Source) -> dict:
     where = {"sdist_sha256": source.archive_sha256} if source.archive_sha256 else {}
     return {"function": f"{HOST} ({KERNEL})", "source": source.label, "release": f"vllm {source.version}",
             **where, "file": OP_FILE, "sha256": source.op_sha256,
-            "compiler": found.description if found else reason,
-            "arch": found.arch if found else "none",
+            "compiler": found.description if found else reason, "arch": found.arch if found else "none",
             "command": build.command_line(unit(source), found) if found else "not built"}
 
 
 def load(name: Name):
     """The Producer for `vllm-src:...`; the op is built (or found in the cache folder) when it first runs."""
-    from ..core.producer import Producer
-
     source = locate(name)
     writer = Writer(source, provenance(source))
     description = f"vLLM {source.version}'s CUDA indexer_k_quant_and_cache built from source with nvcc"

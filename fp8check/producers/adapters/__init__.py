@@ -21,30 +21,32 @@ class Unavailable(Exception):
 
 
 def import_module(name: str, missing: str | None = None):
-    """The module, or Unavailable: `missing` when the module itself is not there, else why its import failed
-    (a broken install raises anything from its own import code: keep it)."""
+    """The module, or Unavailable: `missing` when the module (or a package above it) is not there, else why
+    its import failed (a broken install raises anything from its own import code: keep it)."""
     try:
         return importlib.import_module(name)
     except Exception as exc:
-        if missing is not None and isinstance(exc, ModuleNotFoundError) and exc.name == name:
+        if missing is not None and isinstance(exc, ModuleNotFoundError) and exc.name is not None and (
+                name == exc.name or name.startswith(exc.name + ".")):
             raise Unavailable(missing) from None
         raise Unavailable(f"import {name} failed: {first_line(exc)}") from None
+
+
+def installed_version(distribution: str, module) -> str:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return str(getattr(module, "__version__", "unknown version"))
 
 
 def import_vllm():
     """(the vllm module, its version), or Unavailable saying why."""
     module = import_module("vllm", "vLLM is not installed")
-    try:
-        version = importlib.metadata.version("vllm")
-    except importlib.metadata.PackageNotFoundError:
-        version = str(getattr(module, "__version__", "unknown version"))
-    return module, version
+    return module, installed_version("vllm", module)
 
 
 @dataclass(frozen=True)
 class FoundFunction:
-    """A real library's function, where it was found, and the library's version."""
-
     fn: Callable[..., None]
     where: str  # module.function
     version: str
@@ -57,11 +59,9 @@ def find_function(modules, function: str, library: str, version: str) -> FoundFu
     problems = []
     for name in modules:
         try:
-            module = importlib.import_module(name)
-        except Exception as exc:  # a missing module, or the library failed in its own import code
-            missing = isinstance(exc, ModuleNotFoundError) and exc.name is not None and (
-                name == exc.name or name.startswith(exc.name + "."))
-            problems.append(f"no {name}" if missing else f"import {name} failed: {first_line(exc)}")
+            module = import_module(name, f"no {name}")
+        except Unavailable as exc:
+            problems.append(str(exc))
             continue
         fn = getattr(module, function, None)
         if callable(fn):
@@ -87,8 +87,7 @@ def availability_of(load: Callable[[], T], require: Callable, *, found: Callable
     return True, ready(loaded, platform)
 
 
-def loaded(name: str, availability: Callable, load: Callable, probe: Callable,
-           role: str = "producer") -> tuple:
+def loaded(name: str, availability: Callable, load: Callable, probe: Callable, role: str = "producer") -> tuple:
     """(what `load` finds, the platform `probe` finds) for an adapter that can run here, else ProducerError
     with the reason."""
     ok, reason = availability()

@@ -1,10 +1,6 @@
-"""ROCm aiter's `indexer_k_quant_and_cache` as the producer `aiter` (docs/NUMERICS.md-3).
-
-Newer aiter releases take a `preshuffle` keyword and write the SHUFFLE layout themselves; older ones
-take five arguments and write row-major, and the caller then applies
-`aiter.ops.shuffle.shuffle_weight(x, layout=(16, 16))` to each block's value region viewed as
-[block_size, head_dim] FP8. Both forms are driven here; the producer's description says which ran.
-The op picks its FP8 format from the GPU: e4m3fnuz on gfx94x (MI300/MI325), e4m3fn elsewhere.
+"""ROCm aiter's `indexer_k_quant_and_cache` as the producer `aiter`. Newer releases take a `preshuffle` keyword
+and write the SHUFFLE layout themselves; older ones take five arguments and write row-major, and the written
+blocks then go through `aiter.ops.shuffle.shuffle_weight`. The description says which form ran.
 """
 
 from __future__ import annotations
@@ -22,7 +18,7 @@ import torch
 from ...core.errors import ProducerError
 from ...core.producer import Producer
 from ...core.spec import CacheSpec, Layout, default_layout
-from . import Unavailable, availability_of, first_line, import_module, loaded
+from . import Unavailable, availability_of, first_line, import_module, installed_version, loaded
 from .platform import Backend, Platform, probe
 
 NAME = "aiter"
@@ -45,37 +41,25 @@ class AiterAPI:
     version: str
 
 
-def installed_version(module) -> str:
-    try:
-        return importlib.metadata.version(DISTRIBUTION)
-    except importlib.metadata.PackageNotFoundError:
-        return str(getattr(module, "__version__", "unknown version"))
-
-
 def _lookalike(module) -> str:
     """Why an importable `aiter` without `aiter.ops` is not ROCm's aiter, naming what it is."""
     where = getattr(module, "__file__", None) or "no file"
     owners = importlib.metadata.packages_distributions().get("aiter", [])
-    names = {owner.lower().replace("_", "-") for owner in owners}
-    if DISTRIBUTION in names:
+    if DISTRIBUTION in {owner.lower().replace("_", "-") for owner in owners}:
         return f"aiter ({DISTRIBUTION}, {where}) has no aiter.ops: the installation is broken"
     found = f"distribution {', '.join(sorted(owners))}, {where}" if owners else where
-    return (
-        f"the installed 'aiter' ({found}) has no aiter.ops: it is the unrelated PyPI package 'aiter'"
-        f" (asynchronous iterator helpers), not ROCm's aiter kernel library (pip package {DISTRIBUTION})"
-    )
+    return (f"the installed 'aiter' ({found}) has no aiter.ops: it is the unrelated PyPI package 'aiter'"
+            f" (asynchronous iterator helpers), not ROCm's aiter kernel library (pip package {DISTRIBUTION})")
 
 
 def import_aiter():
-    """The aiter module, or Unavailable saying why (not installed, or its own import code failed)."""
     return import_module("aiter", "aiter is not installed (ROCm's kernel library, pip package"
                                   f" {DISTRIBUTION}; needs a ROCm GPU)")
 
 
 def load_api() -> AiterAPI:
-    """The installed aiter's op and the form it takes; Unavailable with the reason otherwise."""
     module = import_aiter()
-    version = installed_version(module)
+    version = installed_version(DISTRIBUTION, module)
     try:
         cache = importlib.import_module("aiter.ops.cache")
     except Exception as exc:
@@ -84,7 +68,8 @@ def load_api() -> AiterAPI:
         raise Unavailable(f"aiter {version}: import aiter.ops.cache failed: {first_line(exc)}") from None
     op = getattr(cache, "indexer_k_quant_and_cache", None)
     if not callable(op):
-        raise Unavailable(f"aiter {version} has no aiter.ops.cache.indexer_k_quant_and_cache (too old for DeepSeek-V3.2)")
+        raise Unavailable(f"aiter {version} has no aiter.ops.cache.indexer_k_quant_and_cache (too old for"
+                          " DeepSeek-V3.2)")
     try:
         preshuffle = "preshuffle" in inspect.signature(op).parameters
     except (TypeError, ValueError):  # a compiled op without a Python signature: the five-argument form
@@ -93,29 +78,23 @@ def load_api() -> AiterAPI:
         return AiterAPI(op, Form.PRESHUFFLE, None, version)
     shuffle_weight = getattr(import_module("aiter.ops.shuffle"), "shuffle_weight", None)
     if not callable(shuffle_weight):
-        raise Unavailable(
-            f"aiter {version}: indexer_k_quant_and_cache has no preshuffle keyword and"
-            " aiter.ops.shuffle.shuffle_weight is missing"
-        )
+        raise Unavailable(f"aiter {version}: indexer_k_quant_and_cache has no preshuffle keyword and"
+                          " aiter.ops.shuffle.shuffle_weight is missing")
     return AiterAPI(op, Form.SHUFFLE_AFTER, shuffle_weight, version)
 
 
 def require_rocm(platform: Platform) -> None:
     if platform.backend is not Backend.ROCM:
-        raise Unavailable(
-            f"it needs a ROCm device, and this torch {torch.__version__} is a {platform.backend.value} build"
-            " (torch.version.hip is None)"
-        )
+        raise Unavailable(f"it needs a ROCm device, and this torch {torch.__version__} is a"
+                          f" {platform.backend.value} build (torch.version.hip is None)")
     if not platform.gpu:
         raise Unavailable("it needs a ROCm device, and torch sees none (torch.cuda.is_available() is False)")
 
 
 def availability(platform: Platform | None = None) -> tuple[bool, str]:
-    """(ok, one-line reason). Never raises."""
-    return availability_of(load_api, require_rocm, found=lambda api: f"aiter {api.version}",
-                           ready=lambda api, p: f"aiter {api.version} ({api.form.value}) on {p.arch}: writes"
-                           f" {p.fp8.value} (e4m3fnuz on gfx94x, e4m3fn elsewhere)",
-                           platform=platform, probe=probe)
+    return availability_of(load_api, require_rocm, found=lambda api: f"aiter {api.version}", platform=platform,
+                           probe=probe, ready=lambda api, p: f"aiter {api.version} ({api.form.value}) on {p.arch}:"
+                           f" writes {p.fp8.value} (e4m3fnuz on gfx94x, e4m3fn elsewhere)")
 
 
 def shuffle_written(write: Callable[[], object], kv_cache: torch.Tensor, slot_mapping: torch.Tensor,
@@ -144,15 +123,12 @@ def shuffle_written(write: Callable[[], object], kv_cache: torch.Tensor, slot_ma
 
 def make_producer(api: AiterAPI, platform: Platform) -> Producer:
     """The de-facto writer signature around aiter's op, for one platform."""
-
     def check(spec: CacheSpec, device: torch.device) -> None:
-        platform.require_device(NAME, device, "the ROCm GPU")
-        platform.require_format(NAME, spec.fp8)
+        platform.require_device(f"producer {NAME!r}", device, "the ROCm GPU")
+        platform.require_format(f"producer {NAME!r}", spec.fp8)
         if api.form is Form.SHUFFLE_AFTER and spec.layout is Layout.SHUFFLE and spec.head_dim % 32:
-            raise ProducerError(
-                f"producer {NAME!r} (aiter {api.version}, {api.form.value}): shuffle_weight with layout"
-                f" (16, 16) needs head_dim % 32 == 0, got {spec.head_dim}"
-            )
+            raise ProducerError(f"producer {NAME!r} (aiter {api.version}, {api.form.value}): shuffle_weight with"
+                                f" layout (16, 16) needs head_dim % 32 == 0, got {spec.head_dim}")
 
     def writer(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *, fp8_dtype=None, layout=None):
         shuffle = (layout or default_layout(kv_cache.shape[1]).value) == Layout.SHUFFLE.value

@@ -1,19 +1,13 @@
-"""ROCm aiter's paged MQA logits kernel as the reader `aiter` (docs/NUMERICS.md).
-
-`deepgemm_fp8_paged_mqa_logits(q_fp8, kv_cache, weights, out_logits, context_lens, block_tables,
-max_model_len, ...)` lives in `aiter.ops.triton.pa_mqa_logits` (newer trees:
-`aiter.ops.triton.attention.pa_mqa_logits`). It fills a caller-made output buffer; vLLM calls it with
-`ChunkK=256, Preshuffle=block_size > 1, KVBlockSize=block_size, WavePerEU=2`, and so does this adapter:
-with Preshuffle it reads the SHUFFLE layout, so on a cache written LINEAR it reads the wrong bytes
-(which `fp8check parity` then reports as a reader fault).
+"""ROCm aiter's paged MQA logits kernel `deepgemm_fp8_paged_mqa_logits` as the reader `aiter`, called as vLLM
+calls it (docs/parity.md). It fills a caller-made output buffer; with `Preshuffle` it reads the SHUFFLE layout,
+so on a cache written LINEAR it reads the wrong bytes (which `fp8check parity` reports as a reader fault).
 """
 
 from __future__ import annotations
 
-from ...core.errors import ProducerError
 from ...core.producer import Reader
-from . import FoundFunction, availability_of, find_function, loaded
-from .aiter import import_aiter, installed_version, require_rocm
+from . import FoundFunction, availability_of, find_function, installed_version, loaded
+from .aiter import DISTRIBUTION, import_aiter, require_rocm
 from .platform import Platform, probe
 
 NAME = "aiter"
@@ -23,12 +17,11 @@ WAVE_PER_EU = 2
 
 
 def load() -> FoundFunction:
-    """The installed aiter's logits kernel; Unavailable with the reason otherwise."""
-    return find_function(MODULES, "deepgemm_fp8_paged_mqa_logits", "aiter", installed_version(import_aiter()))
+    version = installed_version(DISTRIBUTION, import_aiter())
+    return find_function(MODULES, "deepgemm_fp8_paged_mqa_logits", "aiter", version)
 
 
 def availability(platform: Platform | None = None) -> tuple[bool, str]:
-    """(ok, one-line reason). Never raises."""
     return availability_of(
         load, require_rocm, found=lambda f: f"aiter {f.version}", platform=platform, probe=probe,
         ready=lambda f, p: f"aiter {f.version}: {f.where} on {p.arch} (reads {p.fp8.value})")
@@ -36,17 +29,12 @@ def availability(platform: Platform | None = None) -> tuple[bool, str]:
 
 def make_reader(found: FoundFunction, platform: Platform) -> Reader:
     """vLLM's reader signature around aiter's kernel, called the way vLLM calls it."""
-
     def check(spec, device) -> None:
-        if device.type != platform.torch_device:
-            raise ProducerError(f"reader {NAME!r} runs on the ROCm GPU, not on {device}: use --device cuda")
-        if spec.fp8 is not platform.fp8:
-            raise ProducerError(f"reader {NAME!r} reads {platform.fp8.value} on {platform.arch}, not"
-                                f" {spec.fp8.value}: run with --fp8 {platform.fp8.value}")
+        platform.require_device(f"reader {NAME!r}", device, "the ROCm GPU")
+        platform.require_format(f"reader {NAME!r}", spec.fp8, "reads")
 
     def read(q_fp8, kv_cache, weights, context_lens, block_tables, max_model_len, *, out):
-        """`out`: the caller-made float32 [B*next_n, max_model_len] buffer, masked -inf (run_reader hands over
-        one with guard rows and columns, obligations.GuardedOutput)."""
+        """`out`: the caller-made float32 [B*next_n, max_model_len] buffer, masked -inf (obligations.GuardedOutput)."""
         block_size = kv_cache.shape[1]
         found.fn(q_fp8, kv_cache, weights, out, context_lens, block_tables, max_model_len,
                  Preshuffle=block_size > 1, KVBlockSize=block_size, ChunkK=CHUNK_K, WavePerEU=WAVE_PER_EU)

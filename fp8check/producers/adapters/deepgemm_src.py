@@ -1,22 +1,14 @@
-"""`deepgemm-src:PATH`: DeepGEMM's `fp8_paged_mqa_logits` as a reader for `parity`, built from a DeepGEMM
-checkout through DeepGEMM's own JIT for the GPU present.
-
-PATH is a DeepGEMM checkout with its submodules' headers (third-party/cutlass, third-party/fmt). Its
-`csrc/python_api.cpp` is built into a torch extension (cuda_src/build.py, cached per sources, nvcc and
-arch) and initialised with a library root holding `include/{deep_gemm,cute,cutlass}`, as DeepGEMM's own
-setup.py lays it out; the kernel itself is compiled by DeepGEMM's JIT when first called (its cache folder:
-`DG_JIT_CACHE_DIR`, else ~/.deep_gemm). The reader reads the LINEAR layout (token t's values at t*D + d,
-the block's fp32 scales after them): other layouts are read as if they were linear, as a deployment would.
-
-It takes fp8check's reader signature: `context_lens` [B] becomes DeepGEMM's 2-D form (row n of a sequence
-sees ctx - next_n + n + 1 tokens), and, as vLLM's top-k after it does, the positions a row cannot see are
-set to -inf (DeepGEMM leaves them unwritten with 2-D context lengths: `clean_logits` needs 1-D ones).
+"""`deepgemm-src:PATH`: DeepGEMM's `fp8_paged_mqa_logits` as a reader for `parity`, built from a DeepGEMM checkout
+(with its submodules' headers) through DeepGEMM's own JIT for the GPU present (docs/nvidia.md). It reads the
+LINEAR layout, whatever was written, as a deployment would. The JIT's cache folder is DeepGEMM's own
+(`DG_JIT_CACHE_DIR`, else ~/.deep_gemm).
 """
 
 from __future__ import annotations
 
 import hashlib
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,7 +29,6 @@ INCLUDES = ("deep_gemm/include", "third-party/cutlass/include", "third-party/fmt
 # DeepGEMM's setup.py: its C++ flags and libraries (the JIT compiles the kernels itself, with its own flags).
 CXX_FLAGS = ("-std=c++17", "-O3", "-fPIC", "-Wno-psabi", "-Wno-deprecated-declarations")
 BLOCK_KV = {9: (64,), 10: (32, 64)}  # the block sizes its paged kernels take, per arch major
-HEADS = {9: (32, 64), 10: (8, 16, 32, 64)}
 
 
 @dataclass(frozen=True)
@@ -67,9 +58,10 @@ def locate(name: Name | str) -> Checkout:
     top = _git(root, "rev-parse", "--show-toplevel")  # git walks up: an exported tree may sit in another repo
     own = bool(top) and Path(top).resolve() == root.resolve()
     commit = (_git(root, "rev-parse", "HEAD") if own else "") or _stamp(root, "COMMIT")
-    cutlass = ((_git(root, "ls-tree", "HEAD", "third-party/cutlass") if own else "").split() or [""] * 3)[2:3]
-    return Checkout(root, name.body, commit or "unknown", (cutlass[0] if cutlass else "") or _stamp(root, "CUTLASS"),
-                    hashlib.sha256((root / API).read_bytes()).hexdigest())
+    tree = (_git(root, "ls-tree", "HEAD", "third-party/cutlass") if own else "").split()  # mode, type, commit, path
+    cutlass = (tree[2] if len(tree) > 2 else "") or _stamp(root, "CUTLASS")
+    api = hashlib.sha256((root / API).read_bytes()).hexdigest()
+    return Checkout(root, name.body, commit or "unknown", cutlass, api)
 
 
 def _stamp(root: Path, what: str) -> str:
@@ -90,11 +82,7 @@ def _digest(checkout: Checkout, found: toolchains.Toolchain) -> str:
 
 def library_root(checkout: Checkout, digest: str) -> Path:
     """A folder with include/{deep_gemm,cute,cutlass} linked to the checkout: what DeepGEMM's JIT reads."""
-    root = disk_cache.entry("deepgemm-root", digest)
-    if root is None:
-        import tempfile
-
-        root = Path(tempfile.mkdtemp(prefix="fp8check-deepgemm-"))
+    root = disk_cache.entry("deepgemm-root", digest) or Path(tempfile.mkdtemp(prefix="fp8check-deepgemm-"))
     include = root / "include"
     include.mkdir(parents=True, exist_ok=True)
     for name, relative in HEADERS.items():
@@ -112,7 +100,6 @@ def library(checkout: Checkout):
     digest = _digest(checkout, found)
     if digest not in _LIBRARIES:
         from torch.utils import cpp_extension
-
         cuda = Path(cpp_extension.CUDA_HOME)
         built = build.load_extension(
             "deepgemm", digest, [checkout.root / API],
@@ -155,6 +142,7 @@ def reader(name: Name, spec: CacheSpec) -> Reader:
         schedule = lib.get_paged_mqa_logits_metadata(lens, kv_cache.shape[1], lib.get_num_sms())
         logits = lib.fp8_paged_mqa_logits(q_fp8.contiguous(), kv_cache, weights.contiguous(), lens,
                                           block_tables.to(torch.int32), schedule, max_model_len, False)
+        # DeepGEMM leaves the positions a row cannot see unwritten with 2-D lengths: -inf, as vLLM's top-k reads them
         positions = torch.arange(logits.shape[1], device=logits.device)
         return logits.masked_fill(positions[None, :] >= lens.reshape(-1, 1), float("-inf"))
 

@@ -36,18 +36,16 @@ class Platform:
     def fp8(self) -> FP8Format:
         return fp8_for_arch(self.arch)
 
-    def require_device(self, producer: str, device, place: str = "the GPU") -> None:
-        """ProducerError unless the writer's tensors would live where this platform's writer runs."""
+    def require_device(self, who: str, device, place: str = "the GPU") -> None:
+        """ProducerError unless the tensors would live where this platform's writer or reader runs."""
         if device.type != self.torch_device:
-            raise ProducerError(f"producer {producer!r} runs on {place}, not on {device}: use --device cuda")
+            raise ProducerError(f"{who} runs on {place}, not on {device}: use --device cuda")
 
-    def require_format(self, producer: str, fmt: FP8Format, writer: str = "") -> None:
-        """ProducerError unless `fmt` is the format the real writer writes on this architecture."""
+    def require_format(self, who: str, fmt: FP8Format, verb: str = "writes") -> None:
+        """ProducerError unless `fmt` is the format the real writer (or reader) uses on this architecture."""
         if fmt is not self.fp8:
-            who = f"producer {producer!r}" + (f": {writer}" if writer else "")
-            raise ProducerError(
-                f"{who} writes {self.fp8.value} on {self.arch}, not {fmt.value}: run with --fp8 {self.fp8.value}"
-            )
+            raise ProducerError(f"{who} {verb} {self.fp8.value} on {self.arch}, not {fmt.value}: run with --fp8"
+                                f" {self.fp8.value}")
 
     def describe(self) -> str:
         if not self.gpu:
@@ -58,7 +56,6 @@ class Platform:
 def probe(index: int = 0) -> Platform:
     """The platform of accelerator `index` (or the CPU when torch sees none)."""
     import torch
-
     backend = Backend.ROCM if getattr(torch.version, "hip", None) else \
         Backend.CUDA if getattr(torch.version, "cuda", None) else Backend.CPU
     if not torch.cuda.is_available():
@@ -71,6 +68,5 @@ def probe(index: int = 0) -> Platform:
 
 def require_gpu(platform: Platform) -> None:
     from . import Unavailable
-
     if not platform.gpu:
         raise Unavailable("it runs on a GPU, and torch sees none (torch.cuda.is_available() is False)")

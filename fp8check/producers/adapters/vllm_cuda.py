@@ -1,8 +1,6 @@
-"""vLLM's C++ op `torch.ops._C_cache_ops.indexer_k_quant_and_cache` as the producer `vllm-cuda`.
-
-Registered by importing `vllm._C` (schema: `(Tensor k, Tensor! kv_cache, Tensor slot_mapping,
-int quant_block_size, str kv_cache_dtype)`; the last argument is the scale format, a string). It writes
-row-major only, in the FP8 format its build targets (docs/NUMERICS.md).
+"""vLLM's C++ op `torch.ops._C_cache_ops.indexer_k_quant_and_cache` as the producer `vllm-cuda`, registered by
+importing `vllm._C`; its last argument is the scale format, a string. It writes row-major only, in the FP8
+format its build targets (docs/NUMERICS.md).
 """
 
 from __future__ import annotations
@@ -23,8 +21,7 @@ OP = "torch.ops._C_cache_ops.indexer_k_quant_and_cache"
 def load() -> FoundFunction:
     _, version = import_vllm()
     # a compiled extension fails with OSError/ImportError on ABI mismatches
-    import_module(EXTENSION, f"vLLM {version} has no compiled extension {EXTENSION} (a CPU-only or source"
-                             " tree?)")
+    import_module(EXTENSION, f"vLLM {version} has no compiled extension {EXTENSION} (a CPU-only or source tree?)")
     try:
         op = torch.ops._C_cache_ops.indexer_k_quant_and_cache
     except (AttributeError, RuntimeError):
@@ -34,18 +31,16 @@ def load() -> FoundFunction:
 
 
 def availability(platform: Platform | None = None) -> tuple[bool, str]:
-    """(ok, one-line reason). Never raises."""
-    return availability_of(load, require_gpu, found=lambda f: f"vLLM {f.version}",
-                           ready=lambda f, p: f"vLLM {f.version}: {OP} on {p.arch}",
-                           platform=platform, probe=probe)
+    return availability_of(load, require_gpu, found=lambda f: f"vLLM {f.version}", platform=platform, probe=probe,
+                           ready=lambda f, p: f"vLLM {f.version}: {OP} on {p.arch}")
 
 
 def make_producer(found: FoundFunction, platform: Platform) -> Producer:
     def check(spec, device) -> None:
-        platform.require_device(NAME, device)
+        platform.require_device(f"producer {NAME!r}", device)
         if spec.layout is not Layout.LINEAR:
             raise ProducerError(f"producer {NAME!r} writes row-major only: run with --layout linear")
-        platform.require_format(NAME, spec.fp8)
+        platform.require_format(f"producer {NAME!r}", spec.fp8)
 
     def writer(k, kv_cache, slot_mapping, quant_block_size, scale_fmt):
         found.fn(k, kv_cache, slot_mapping, quant_block_size, scale_fmt or "")

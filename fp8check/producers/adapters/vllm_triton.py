@@ -1,8 +1,5 @@
-"""vLLM's Triton writer `indexer_k_quant_and_cache_triton` as the producer `vllm-triton` (docs/NUMERICS.md 1-3).
-
-It lives in vLLM's ROCm sparse-MLA ops module (`vllm/v1/attention/ops/rocm_aiter_mla_sparse.py`;
-`vllm/attention/ops/` in older trees). vLLM chooses its FP8 format from the GPU (e4m3fnuz iff the arch
-contains gfx94) and its layout from the block size (SHUFFLE when block_size > 1, else row-major).
+"""vLLM's Triton writer `indexer_k_quant_and_cache_triton` (vLLM's ROCm sparse-MLA ops module) as the producer
+`vllm-triton`. vLLM chooses its FP8 format from the GPU and its layout from the block size (docs/NUMERICS.md).
 """
 
 from __future__ import annotations
@@ -22,22 +19,18 @@ def load() -> FoundFunction:
 
 
 def availability(platform: Platform | None = None) -> tuple[bool, str]:
-    """(ok, one-line reason). Never raises."""
-    return availability_of(load, require_gpu, found=lambda f: f"vLLM {f.version}",
-                           ready=lambda f, p: f"vLLM {f.version}: {f.where} on {p.arch} ({p.fp8.value})",
-                           platform=platform, probe=probe)
+    return availability_of(load, require_gpu, found=lambda f: f"vLLM {f.version}", platform=platform, probe=probe,
+                           ready=lambda f, p: f"vLLM {f.version}: {f.where} on {p.arch} ({p.fp8.value})")
 
 
 def make_producer(found: FoundFunction, platform: Platform) -> Producer:
     def check(spec, device) -> None:
-        platform.require_device(NAME, device)
-        platform.require_format(NAME, spec.fp8, writer="vLLM")
+        platform.require_device(f"producer {NAME!r}", device)
+        platform.require_format(f"producer {NAME!r}: vLLM", spec.fp8)
         expected = default_layout(spec.block_size)
         if spec.layout is not expected:
-            raise ProducerError(
-                f"producer {NAME!r}: vLLM writes the {expected.value} layout for block_size {spec.block_size},"
-                f" not {spec.layout.value}: leave --layout at its default"
-            )
+            raise ProducerError(f"producer {NAME!r}: vLLM writes the {expected.value} layout for block_size"
+                                f" {spec.block_size}, not {spec.layout.value}: leave --layout at its default")
 
     return Producer(NAME, f"vLLM {found.version} {found.where} on {platform.arch}", found.fn, check=check)
 
