@@ -1,9 +1,7 @@
 """`fp8check doctor`: what can run here, gathered into frozen records; rendering is separate.
 
-Facts: every producer with its availability and reason, what `auto` resolves to, the versions, the
-device with its architecture and the FP8 format a real deployment uses there (docs/NUMERICS.md), and
-whether the Triton interpreter's exact FP8 conversion is installed and passes its known-answer check.
-"""
+Every producer with its availability, what `auto` resolves to, the versions, the device with the FP8 format a
+real deployment uses there, and whether the interpreter's exact FP8 conversion passes its known answers."""
 
 from __future__ import annotations
 
