@@ -1,9 +1,8 @@
 """The one table of options: each one's CLI flag, config key, type, range or choices, default and help.
 
-The click CLI builds its options from this table, and TOML configs (`table --config`, `gate`) and the
-Python API validate their values with the same rules, so a value the CLI refuses is refused everywhere,
-with the file, the case and the key named. A config value must also have the option's TOML type: the
-CLI parses text, a config holds typed values, and `seed = 1.5` must not quietly become 1.
+The click CLI is built from it, and configs and the Python API validate with the same rules, so a value the
+CLI refuses is refused everywhere. A config value must also have the option's TOML type: `seed = 1.5` must
+not quietly become 1.
 """
 
 from __future__ import annotations
