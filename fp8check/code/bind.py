@@ -1,13 +1,9 @@
 """One function of a project's source file, run as it is, without the project installed (`vllm-file:`,
 `pkg:`, `preset:`; load.py).
 
-A project's source file (e.g. vLLM's `vllm/v1/attention/ops/rocm_aiter_mla_sparse.py`, docs/NUMERICS.md
-section 6b) starts with imports of the project itself and module-level platform code. None of that is
-executed. FUNC and the module-level functions, kernels and constants it needs (transitively, found with
-`ast` and `symtable`) are compiled, unmodified and at their own line numbers, into a fresh namespace where
-the names the project table binds are bound to the run (projects/table.py: `[bind]`, `[fallback]`,
-`[shims]`). `torch`, Triton and standard-library imports the file makes are imported as the file says.
-
+None of the file's imports of its own project or its module-level platform code runs: FUNC and the top-level
+definitions it needs (transitively, found with `ast` and `symtable`) are compiled, unmodified and at their own
+line numbers, into a fresh namespace where the project table's names (projects/table.py) are bound to the run.
 A name the loader cannot provide is refused in one line naming the file, the function and the name.
 """
 
