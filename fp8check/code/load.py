@@ -1,10 +1,8 @@
 """The one loader of a function from code, and its one cache of compiled functions (`Files`).
 
-`file:[git:REV:]PATH:FUNC` runs the file as a fresh module (the user's module, imports and all);
-`vllm-file:[git:REV:]PATH[:FUNC]`, `pkg:NAME==VERSION:PATH[:FUNC]` (a released wheel's file, released.py)
-and a preset's steps (projects/compose.py) compile only FUNC and what it needs, bound by the project's
-table (code/bind.py). The bytes executed are the bytes hashed, and their provenance travels with the
-function into every report. Signatures are inspected once, here, at load time.
+`file:` runs the file as a fresh module (the user's module, imports and all); `vllm-file:`, `pkg:` and a
+preset's steps compile only FUNC and what it needs, bound by the project's table (bind.py). The bytes executed
+are the bytes hashed, and their provenance travels with the function into every report.
 """
 
 from __future__ import annotations
