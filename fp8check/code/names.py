@@ -1,9 +1,6 @@
-"""Where a named file's bytes come from: the file system, or `git:REV:PATH` read with `git show`.
-
-Every file the user names (a writer's source, `--input`, a golden file) may be given as
-`git:REV:PATH`: PATH as `git show REV:PATH` takes it (relative to the repository root), read from the
-repository holding the current directory or `--repo DIR`, REV resolved to a commit hash first so the
-reports can say exactly which bytes ran. Nothing here writes into the user's files or repository.
+"""The one grammar of names, and where a named file's bytes come from: the file system, or `git:REV:PATH`
+read with `git show` from the repository of the current directory or `--repo DIR`, REV resolved to a commit
+first so reports say exactly which bytes ran. Nothing here writes into the user's files or repository.
 """
 
 from __future__ import annotations
