@@ -1,15 +1,7 @@
-"""Presets: a project's writer or reader as calls of its released functions, declared in its table.
-
-`preset:PROJECT/NAME` names one (projects/*.toml, `[[writer]]` / `[[reader]]`). Its files come from
-the project's released wheel (released.py, hash pinned in the table) or, with `--checkout PROJECT=PATH`,
-from a clone of its repository; each function is compiled unmodified with the project's bindings
-(code/bind.py). The preset is then a plain function with fp8check's signature:
-
-- a writer `(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *, fp8_dtype, layout)`;
-- a reader `(q_fp8, kv_cache, weights, context_lens, block_tables, max_model_len)`.
-
-Each step's arguments are names from a closed vocabulary (`_writer_args`, `_reader_args`: the run's
-tensors and views of them), outputs of earlier steps, or TOML literals (`{ value = X }`, `{ none = true }`).
+"""Presets (`preset:PROJECT/NAME`): a project's writer or reader as calls of its released functions, declared
+in its table (docs/ECOSYSTEM.md), compiled from its wheel or a `--checkout` clone, as a function with fp8check's
+writer or reader signature. Each step's arguments are names of a closed vocabulary (`_writer_args`,
+`_reader_args`), outputs of earlier steps, or TOML literals (`{ value = X }`, `{ none = true }`).
 """
 
 from __future__ import annotations
