@@ -1,8 +1,5 @@
-"""What fp8check itself provides to a project's file in place of the project (`standin = NAME` in a
-project table, projects/*.toml): the real Triton and torch modules, small helpers, and stand-ins for
-platform objects whose answers follow the run (RunFacts: the FP8 format, layout and device of each run).
-
-Each stand-in is `make(facts, params) -> value` with a one-line description for the reports.
+"""What fp8check provides to a project's file in place of the project (`standin = NAME` in a project table):
+the real Triton and torch modules, small helpers, and stand-ins whose answers follow the run (RunFacts).
 """
 
 from __future__ import annotations
