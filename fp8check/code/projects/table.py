@@ -1,24 +1,7 @@
 """Project tables (projects/*.toml): how the names a project's file takes from its own project are bound,
-where its released files come from, and the writers and readers it offers (presets).
-
-A table has
-- `[project]`: `name`, the pip `package` and `version` of the release, the pinned `wheel` file name and
-  its `sha256`, the import `root` of the project's own modules, and `checkout_prefix` (the folder of a
-  clone of its repository that holds the package, e.g. `src` for FlagGems);
-- `[bind]`: names bound whatever the file says (platform facts), `[fallback]`: names bound only where
-  the file does not define them usably. Each value is one of
-  `{ value = X }` (a TOML value), `{ run = FACT }` (a fact of each run: standins.RUN_FACTS),
-  `{ standin = NAME, ... }` (something fp8check provides: standins.STANDINS), `{ function = "PATH:FUNC" }`
-  (another function of the same release, loaded the same way), `{ attrs = { A = BINDING, ... } }` (an
-  object with those attributes), and `call = true` on any of them (a function of no arguments that
-  returns it);
-- `[shims]`: the project's modules that function bodies import from at call time, and the bound names
-  each provides;
-- `[[writer]]` / `[[reader]]`: presets, each one or more `[[writer.step]]` calls of the project's
-  functions with their arguments (projects/compose.py), and what its code supports: `fp8`, `layouts`,
-  `block_sizes`, `scale_fmts`, `shuffle_when_paged` (it picks the layout from block_size itself) and, for
-  a writer, `pad_slot` (where it sends padding tokens: -1 nowhere, N a dummy slot). A gate skips a spec a
-  preset declares unsupported, with the reason (Preset.unsupported).
+where its released files come from, and the writers and readers it offers (presets). The format:
+docs/ECOSYSTEM.md and the shipped tables; a preset also declares what its code supports (`fp8`, `layouts`,
+`block_sizes`, `scale_fmts`, `shuffle_when_paged`), which a gate skips with the reason (Preset.unsupported).
 """
 
 from __future__ import annotations
