@@ -64,10 +64,9 @@ class CompareResult:
         if d.identical:
             return f"IDENTICAL: 0 of {d.total_bytes} bytes differ in {d.num_blocks} blocks"
         count = f"{d.cache_diff} of {d.total_bytes} bytes differ"
-        guard = ""
-        if d.guard_diff:  # not a share of the cache: counted apart, against the guard zones' own size
-            guard = (f"; plus {d.guard_diff} of the {2 * guard_bytes(self.spec)} guard bytes outside the cache"
-                     f" ({d.diff_bytes} differing bytes in all)")
+        # guard bytes are not a share of the cache: counted apart, against the guard zones' own size
+        guard = (f"; plus {d.guard_diff} of the {2 * guard_bytes(self.spec)} guard bytes outside the cache"
+                 f" ({d.diff_bytes} differing bytes in all)") if d.guard_diff else ""
         if budget is not None and not budget.budget.exact:
             return f"{'PASS within' if budget.within else 'FAIL over'} budget: {count}{guard} ({budget.describe()})"
         where = f"in {d.differing_blocks} of {d.num_blocks} blocks"
@@ -120,16 +119,11 @@ def compare(
     padding, which padding may write; a token that maps to it counts as padding."""
     if pad_slot != SKIP_PADDING:
         inputs = Inputs(inputs.k, reserve_pad_slot(spec, inputs.slot_mapping, pad_slot), inputs.source)
-    timings: dict[str, float] = {}
-    inputs = inputs.to(device)
-    start = time.perf_counter()
-    if isinstance(baseline, Side):
-        base = baseline
-        if pad_slot != SKIP_PADDING:
-            forget_slot(base.buffer, pad_slot)
-    else:
-        base = run_side(baseline, spec, inputs, device, pad_slot)
-    timings["baseline"] = time.perf_counter() - start
+    inputs, start = inputs.to(device), time.perf_counter()
+    base = baseline if isinstance(baseline, Side) else run_side(baseline, spec, inputs, device, pad_slot)
+    if isinstance(baseline, Side) and pad_slot != SKIP_PADDING:
+        forget_slot(base.buffer, pad_slot)
+    timings = {"baseline": time.perf_counter() - start}
     if base.buffer.cache_untouched():  # an empty comparison would "pass" whatever the candidate does
         raise InputError(f"nothing to compare: the baseline {base.name!r} wrote no byte of the cache")
     start = time.perf_counter()
