@@ -44,8 +44,7 @@ class DoctorReport:
             bad = [c for c in self.triton_exact if not c.ok]
             return Check(name, not bad, (bad[0] if bad else self.triton_exact[0]).detail)
         if name.startswith(TRITON_EXACT + ":"):
-            fmt = name.split(":", 1)[1]
-            return next(c for c in self.triton_exact if c.name == fmt)
+            return next(c for c in self.triton_exact if c.name == name.split(":", 1)[1])
         return next(c for c in self.producers if c.name == name)
 
     @property
