@@ -44,9 +44,6 @@ class Origin:
         return f"{self.project.package}=={self.project.version} (wheel)"
 
 
-# ---- arguments ----------------------------------------------------------------------------------------
-
-
 def _writer_args(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, fp8_dtype) -> dict[str, Callable]:
     nb, bs, row = kv_cache.shape
     head_dim = k.shape[-1]
@@ -137,14 +134,10 @@ def _run_steps(preset: Preset, files: Files, vocabulary: dict, env: dict):
     return env[preset.returns] if preset.returns else result
 
 
-# ---- loading a preset ---------------------------------------------------------------------------------
-
-
 def origin_for(preset: Preset, checkout: str | Path | None) -> Origin:
     """Where the preset's files come from; ProducerError when it needs a clone and none is given."""
     proj = project(preset.project)
-    if checkout is None and proj.local is not None:
-        checkout = proj.local
+    checkout = proj.local if checkout is None else checkout
     if checkout is None and preset.needs_checkout:
         raise ProducerError(f"preset:{preset.key}: its files are in {proj.name}'s repository only (no release holds"
                             f" them): give --checkout {proj.name}=PATH")
@@ -172,8 +165,7 @@ def project_of(name: str, role: str) -> str | None:
 
 def checkout_of(name: str, role: str, checkouts: dict[str, str]) -> str | None:
     """The clone `--checkout PROJECT=PATH` gives for the project of preset `name` (None: its release)."""
-    found = project_of(name, role)
-    return None if found is None else checkouts.get(found)
+    return checkouts.get(project_of(name, role))
 
 
 def check_checkouts(checkouts: dict[str, str], named_presets: list[tuple[str, str]], where: str) -> None:
