@@ -266,9 +266,6 @@ def preset(key: str, role: str) -> Preset:
     return found
 
 
-# ---- which release a name runs, with the hash its table pins (the one hash rule: released.admit) ----------
-
-
 def pinned(name: str, version: str) -> Package:
     """NAME==VERSION with the pin of the project table that binds NAME, if its version is VERSION; any other
     version is unpinned."""
