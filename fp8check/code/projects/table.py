@@ -107,7 +107,6 @@ class Project:
     table: BindTable
     presets: tuple[Preset, ...]
     checkout_prefix: str = ""
-    repository: str = ""
     local: Path | None = None  # a table from a file may name a folder holding its files (`local = DIR`)
 
 
@@ -210,7 +209,7 @@ def parse(data: dict, where: str, folder: Path | None = None) -> Project:
     presets = tuple(_preset(where, owner, role, raw) for role in ("writer", "reader") for raw in data.get(role, []))
     local = (folder / head["local"]) if "local" in head and folder is not None else None
     return Project(name, head["package"], head["version"], head.get("wheel"), head.get("sha256"), table, presets,
-                   head.get("checkout_prefix", ""), head.get("repository", ""), local)
+                   head.get("checkout_prefix", ""), local)
 
 
 @functools.cache
