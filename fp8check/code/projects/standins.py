@@ -35,40 +35,35 @@ RUN_FACTS: dict[str, tuple[Callable[[RunFacts], object], str]] = {
 }
 
 
+@dataclass(eq=False)
 class Platform:
     """vLLM's `current_platform`, as far as a writer or reader needs it, for the run's FP8 format."""
 
     ATTRIBUTES = ("fp8_dtype", "is_rocm", "is_cuda", "is_fp8_fnuz")
-
-    def __init__(self, facts: RunFacts):
-        self.facts = facts
-
-    @property
-    def fp8(self) -> FP8Format:
-        return self.facts.fp8
+    facts: RunFacts
 
     def fp8_dtype(self) -> torch.dtype:
-        return self.fp8.torch_dtype()
+        return self.facts.fp8.torch_dtype()
 
     def is_rocm(self) -> bool:
-        return self.fp8 is FP8Format.E4M3FNUZ  # vLLM picks fnuz iff the arch is gfx94x (docs/NUMERICS.md)
+        return self.facts.fp8 is FP8Format.E4M3FNUZ  # vLLM picks fnuz iff the arch is gfx94x (docs/NUMERICS.md)
 
     def is_cuda(self) -> bool:
         return not self.is_rocm()
 
     def is_fp8_fnuz(self) -> bool:
-        return self.fp8 is FP8Format.E4M3FNUZ
+        return self.facts.fp8 is FP8Format.E4M3FNUZ
 
     def describe(self) -> str:
         return f"fp8check stand-in: fp8_dtype() = {self.fp8_dtype()}, is_rocm() = {self.is_rocm()}"
 
 
+@dataclass(eq=False)
 class Workspace:
     """vLLM's workspace manager: every request gets new tensors on the run's device (NaN-filled floats,
     so a reader that reads what it never wrote shows up)."""
 
-    def __init__(self, device: torch.device):
-        self.device = device
+    device: torch.device
 
     def get_simultaneous(self, *requests):
         return tuple(torch.full(shape, math.nan if dtype.is_floating_point else -1, dtype=dtype,
