@@ -95,8 +95,7 @@ def compare_writers(candidate: str | Callable, baseline: str | Callable = "auto"
 def run_gate(config, *, candidate: str | None = None, checkouts=(), device: str | None = None, patterns=(),
              strict: bool = False):
     """`fp8check gate CONFIG [--candidate NAME] [--checkout PROJECT=PATH] [--device D] [-k EXPR] [--strict]` from
-    Python: every selected case run, as the Outcomes the CLI renders (`exit_code`, `verdict_line()`, and per
-    case its status, verdict and result)."""
+    Python: every selected case run, as the Outcomes the CLI renders."""
     from .run.gate import run_gate as run
     from .run.gate_config import load, select
 
