@@ -23,9 +23,8 @@ class Fp8check:
 
     @staticmethod
     def check_case(case, *, strict: bool = False):
-        """One gate case (fp8check_gate_cases) run as `fp8check gate` runs it: a case its preset declares
-        unsupported is a pytest skip with the reason (a failure with `strict`); a failed verdict or a case that
-        could not run fails the test with its verdict or error and detail. Returns the Outcome."""
+        """One gate case (fp8check_gate_cases) run as `fp8check gate` runs it, its Outcome returned: a skip is a
+        pytest skip with the reason (a failure with `strict`); a failure or an error fails the test."""
         __tracebackhide__ = True
         from .run.gate import fetch, run_case
         from .core.outcome import Status
