@@ -92,7 +92,6 @@ class DoctorReport:
 
 def requirable() -> list[str]:
     from ..producers import registry as producers
-
     return [*producers.names(), GPU, TRITON_EXACT, *(f"{TRITON_EXACT}:{fmt.value}" for fmt in FP8Format)]
 
 

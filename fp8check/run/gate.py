@@ -23,7 +23,6 @@ CASE_ONLY = ("expect", "golden_check")  # a case's keys that are not options of 
 def presets_of(case: Case) -> list[tuple[str, str, str | None]]:
     """(name, role, checkout) of every preset a case runs."""
     from ..code.projects.compose import checkout_of, named
-
     clones = checkouts(case.values.get("checkout"))
     return [(name, role, checkout_of(name, role, clones)) for name, role in named_code(case.values)
             if named(name, role) is not None]

@@ -44,7 +44,6 @@ class Request:
 
     def budget(self):
         from ..core.budget import Budget
-
         return Budget(**{key: self.values[key] for key in options.BUDGET})
 
     @property
@@ -64,7 +63,6 @@ class Prepared:
     def run_parity(self, progress=None):
         """A parity run (prepare_parity's): the baseline and the writer columns read by the reader."""
         from .parity import run_parity
-
         writers = [side for role, side in self.sides.items() if role != "baseline"]
         return run_parity(self.spec, self.config, baseline=self.sides["baseline"], writers=writers,
                           reader=self.reader, inputs=self.inputs, device=self.device, progress=progress)
@@ -121,7 +119,6 @@ def shown(value) -> str:
 def golden_key() -> bytes | None:
     """FP8CHECK_GOLDEN_KEY: when set, golden files are signed (record) and must be signed (replay)."""
     from ..producers.golden import trusted_key
-
     return trusted_key()
 
 

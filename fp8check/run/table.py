@@ -74,7 +74,6 @@ class SeedTable:
     def views(self) -> tuple:
         """The maps and tables of the column that decides (the fixed one when it differs)."""
         from ..diagnose.maps import diagnosis_views
-
         column, causes = self._deciding()
         return diagnosis_views(column.spec, causes)
 

@@ -236,7 +236,6 @@ def _batched_language(interpreter, builder):
     """triton.language patched as the interpreter patches it, then the batch-aware pieces on top, set on
     their owners for the grid and restored after it (an attribute that was not the owner's own removed)."""
     import triton.language as tl
-
     lang_scope = interpreter._LangPatchScope()
     saved: list[tuple[object, str, object]] = []
 

@@ -36,7 +36,6 @@ class ExactConversionError(ProducerError):
 
 def _triton_version() -> str:
     import triton
-
     return triton.__version__
 
 
@@ -262,7 +261,6 @@ def program_listener(fn):
     """Within the block, `fn(done, total)` is called as each interpreted program starts (for progress bars):
     the interpreter's grid bookkeeping is wrapped for the block only."""
     from triton.runtime import interpreter
-
     builder = interpreter.InterpreterBuilder
     set_dim, set_idx = vars(builder)["set_grid_dim"], vars(builder)["set_grid_idx"]
     counts = {"done": 0, "total": 0}

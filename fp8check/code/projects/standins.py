@@ -83,7 +83,6 @@ def _triton_configs(facts: RunFacts, params: dict):
     """A project's autotuning table (e.g. FlagGems' `runtime.get_tuned_config(op)`) reduced to the configs
     the table lists: on the CPU interpreter each autotune candidate costs a whole run."""
     import triton
-
     configs = [triton.Config(dict(c)) for c in params.get("configs", [])]
     return lambda *args, **kwargs: list(configs)
 
@@ -94,7 +93,6 @@ def _module(name: str) -> Callable[[RunFacts, dict], object]:
 
 def _triton_version() -> str:
     import triton
-
     return f"Triton {triton.__version__}"
 
 

@@ -145,7 +145,6 @@ def _binding(where: str, name: str, spec) -> Bound:
 
         def make(facts, sibling, members=members):
             from types import SimpleNamespace
-
             return SimpleNamespace(**{k: b.make(facts, sibling) for k, b in members.items()})
 
         def describe(members=members):
@@ -216,7 +215,6 @@ def parse(data: dict, where: str, folder: Path | None = None) -> Project:
 def projects() -> dict[str, Project]:
     """The shipped project tables, by name (fp8check/code/projects/*.toml)."""
     from ...core.config import load_toml
-
     items = sorted((i for i in resources.files(__package__).iterdir() if i.name.endswith(".toml")),
                    key=lambda i: i.name)
     return {p.name: p for p in (parse(load_toml(Path(str(item))), item.name) for item in items)}
