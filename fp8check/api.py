@@ -1,13 +1,6 @@
-"""The Python API for test suites: `compare_writers(candidate, baseline="auto", **spec_and_inputs) -> Result`.
-
-Writers are callables with the de-facto signature `(k, kv_cache, slot_mapping, quant_block_size,
-scale_fmt)` (given `fp8_dtype=` / `layout=` when they accept them) or producer names (`triton`,
-`reference`, `file:PATH:FUNC`, ...; a baseline may be `golden:FILE`, whose spec and inputs are then
-used). Keywords are the CLI's options under their config names (`block`, `head_dim`, `fp8`, `scale_fmt`,
-`inputs`, `slots`, `seed`, budgets ...), validated by options.py, plus `k` / `slot_mapping` tensors.
-
-Triton kernels given CPU tensors run under Triton's CPU interpreter, made exact by fp8check's FP8
-conversion (docs/NUMERICS.md); on GPU tensors they compile. CPU and GPU calls mix in one process.
+"""The Python API for test suites: `compare_writers(candidate, baseline="auto", **spec_and_inputs) -> Result`
+(docs/api.md). Keywords are the CLI's options under their config names, validated by options.py, plus `k` /
+`slot_mapping` tensors. CPU and GPU calls mix in one process.
 """
 
 from __future__ import annotations
@@ -102,11 +95,9 @@ def compare_writers(candidate: str | Callable, baseline: str | Callable = "auto"
 def run_gate(config, *, candidate: str | None = None, checkouts=(), device: str | None = None, patterns=(),
              strict: bool = False):
     """`fp8check gate CONFIG [--candidate NAME] [--checkout PROJECT=PATH] [--device D] [-k EXPR] [--strict]` from
-    Python: every selected case run, as the Outcomes the CLI renders (`exit_code`, `verdict_line()`, and per
-    case its status, verdict and result)."""
+    Python: every selected case run, as the Outcomes the CLI renders."""
     from .run.gate import run_gate as run
     from .run.gate_config import load, select
 
-    cases = select(load(config, device=device, checkouts=tuple(checkouts), candidate=candidate).cases,
-                   tuple(patterns))
+    cases = select(load(config, device=device, checkouts=tuple(checkouts), candidate=candidate).cases, tuple(patterns))
     return run(str(config), cases, strict=strict)

@@ -1,23 +1,7 @@
-"""pytest plugin (entry point `pytest11`): a `fp8check` fixture and `fp8check_cases(CONFIG)` for parametrize.
+"""pytest plugin (entry point `pytest11`): a `fp8check` fixture, and gate configs as parameters (docs/api.md).
 
-    from fp8check.pytest_plugin import fp8check_cases
-
-    @pytest.mark.parametrize("case", fp8check_cases("gate.toml"), ids=str)
-    def test_writer(fp8check, case):
-        fp8check.assert_same_cache_bytes(my_writer, **case)
-
-Any gate config runs as pytest items, one per case, so pytest-xdist spreads it (`pytest -n 2`):
-
-    from fp8check.pytest_plugin import fp8check_gate_cases
-
-    @pytest.mark.parametrize("case", fp8check_gate_cases("ecosystem", checkouts=["flaggems=../FlagGems"]))
-    def test_gate(fp8check, case):
-        fp8check.check_case(case)
-
-Loading the plugin changes nothing: it imports neither torch nor Triton and sets no environment variable;
-the fixture and fp8check_cases import what they need when they are used, and Triton kernels run on CPU
-tensors in fp8check's exact interpreter only while fp8check runs them. The meaning of a config's tables
-(defaults, matrix, expect) is gate_config's, the same as in `fp8check gate`.
+Loading it changes nothing: it imports neither torch nor Triton and sets no environment variable; Triton
+kernels run on CPU tensors in fp8check's exact interpreter only while fp8check runs them.
 """
 
 from __future__ import annotations
@@ -39,9 +23,8 @@ class Fp8check:
 
     @staticmethod
     def check_case(case, *, strict: bool = False):
-        """One gate case (fp8check_gate_cases) run as `fp8check gate` runs it: a case its preset declares
-        unsupported is a pytest skip with the reason (a failure with `strict`); a failed verdict or a case that
-        could not run fails the test with its verdict or error and detail. Returns the Outcome."""
+        """One gate case (fp8check_gate_cases) run as `fp8check gate` runs it, its Outcome returned: a skip is a
+        pytest skip with the reason (a failure with `strict`); a failure or an error fails the test."""
         __tracebackhide__ = True
         from .run.gate import fetch, run_case
         from .core.outcome import Status
@@ -74,14 +57,10 @@ class CaseParams(dict):
 
 
 def fp8check_cases(config: str | Path, *, candidate: bool = False) -> list:
-    """The compare cases of a gate config (a path, or a built-in name) as pytest params with their ids.
-
-    Each param is a dict of spec, input and budget keywords for compare_writers / assert_same_cache_bytes,
-    `baseline` included. Without `candidate` the test brings its own writer: it stands for each case's
-    candidate, cases that then differ only in their candidate are given once, and `expect = "different"`
-    cases (a statement about their own candidate) are left out. With candidate=True each param holds its
-    case's `candidate`, and an `expect = "different"` case is a strict xfail: it must keep failing.
-    """
+    """The compare cases of a gate config (a path, or a built-in name) as pytest params with their ids, each the
+    keywords of compare_writers / assert_same_cache_bytes. Without `candidate` the test's writer stands for each
+    case's candidate: cases that then differ only in it are given once, `expect = "different"` ones (about their
+    own candidate) left out. With it, an `expect = "different"` case is a strict xfail."""
     from .run import options
     from .run.gate_config import GOLDEN, load
     from .run.prepare import run_id
@@ -107,10 +86,9 @@ def fp8check_cases(config: str | Path, *, candidate: bool = False) -> list:
 
 def fp8check_gate_cases(config: str | Path, *, candidate: str | None = None, checkouts=(), device: str | None = None,
                         patterns=()) -> list:
-    """Every case of a gate config (a path, or a built-in name such as `ci` or `ecosystem`) as a pytest param
-    whose id is the case id, for `fp8check.check_case`: the same cases `fp8check gate CONFIG` runs, with
-    its --candidate, --checkout, --device and -k. Each skipped case is a pytest skip with its reason (pytest
-    passes a session whose every test skipped: `-rs` lists them, `check_case(case, strict=True)` fails them)."""
+    """Every case of a gate config (a path, or a built-in name) as a pytest param with the case's id, for
+    `fp8check.check_case`: the cases `fp8check gate CONFIG` runs with its --candidate, --checkout, --device and
+    -k. pytest passes a session whose every test skipped: `check_case(case, strict=True)` fails a skip."""
     from .run.gate_config import load, select
 
     cases = load(config, device=device, checkouts=tuple(checkouts), candidate=candidate).cases

@@ -1,13 +1,9 @@
 """One function of a project's source file, run as it is, without the project installed (`vllm-file:`,
 `pkg:`, `preset:`; load.py).
 
-A project's source file (e.g. vLLM's `vllm/v1/attention/ops/rocm_aiter_mla_sparse.py`, docs/NUMERICS.md
-section 6b) starts with imports of the project itself and module-level platform code. None of that is
-executed. FUNC and the module-level functions, kernels and constants it needs (transitively, found with
-`ast` and `symtable`) are compiled, unmodified and at their own line numbers, into a fresh namespace where
-the names the project table binds are bound to the run (projects/table.py: `[bind]`, `[fallback]`,
-`[shims]`). `torch`, Triton and standard-library imports the file makes are imported as the file says.
-
+None of the file's imports of its own project or its module-level platform code runs: FUNC and the top-level
+definitions it needs (transitively, found with `ast` and `symtable`) are compiled, unmodified and at their own
+line numbers, into a fresh namespace where the project table's names (projects/table.py) are bound to the run.
 A name the loader cannot provide is refused in one line naming the file, the function and the name.
 """
 
@@ -94,14 +90,17 @@ def _loaded_names(nodes) -> set[str]:
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
-def _def_time_nodes(node) -> list:
-    """Expressions evaluated when a def or class statement runs: decorators, defaults, annotations, bases."""
+def _def_time_nodes(node, annotations: bool) -> list:
+    """Expressions evaluated when a def or class statement runs: decorators, defaults, bases, and a function's
+    annotations unless `from __future__ import annotations` defers them."""
     out = list(node.decorator_list)
     if isinstance(node, ast.ClassDef):
         return out + node.bases + [k.value for k in node.keywords]
     args = node.args
-    out += args.defaults + [d for d in args.kw_defaults if d is not None] + [node.returns]
-    out += [a.annotation for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg] if a]
+    out += args.defaults + [d for d in args.kw_defaults if d is not None]
+    if annotations:
+        out.append(node.returns)
+        out += [a.annotation for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg] if a]
     return out
 
 
@@ -116,10 +115,8 @@ def definitions(tree: ast.Module, source: str, filename: str) -> dict[str, list[
     for stmt in tree.body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             table = tables.get((stmt.name, stmt.lineno))
-            nodes = _def_time_nodes(stmt)
-            if future_annotations and not isinstance(stmt, ast.ClassDef):
-                nodes = list(stmt.decorator_list) + stmt.args.defaults + [d for d in stmt.args.kw_defaults if d]
-            needs = _loaded_names(nodes) | (_scope_globals(table) if table else set())
+            needs = _loaded_names(_def_time_nodes(stmt, not future_annotations)) | (
+                _scope_globals(table) if table else set())
             defs.setdefault(stmt.name, []).append(Definition(stmt.name, stmt, "def", frozenset(needs)))
         elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]

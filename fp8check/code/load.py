@@ -1,10 +1,8 @@
 """The one loader of a function from code, and its one cache of compiled functions (`Files`).
 
-`file:[git:REV:]PATH:FUNC` runs the file as a fresh module (the user's module, imports and all);
-`vllm-file:[git:REV:]PATH[:FUNC]`, `pkg:NAME==VERSION:PATH[:FUNC]` (a released wheel's file, released.py)
-and a preset's steps (projects/compose.py) compile only FUNC and what it needs, bound by the project's
-table (code/bind.py). The bytes executed are the bytes hashed, and their provenance travels with the
-function into every report. Signatures are inspected once, here, at load time.
+`file:` runs the file as a fresh module (the user's module, imports and all); `vllm-file:`, `pkg:` and a
+preset's steps compile only FUNC and what it needs, bound by the project's table (bind.py). The bytes executed
+are the bytes hashed, and their provenance travels with the function into every report.
 """
 
 from __future__ import annotations
@@ -108,11 +106,8 @@ def _source(text: str, file_text: str, role: str, repo: Path | None) -> Source:
 
 
 def import_source(source: Source, label: str, role: str = "producer") -> types.ModuleType:
-    """Execute a user's file as a fresh module; its failures become one ProducerError line.
-
-    The bytes hashed are the bytes run: the code is compiled from `source.data`, and its lines are put
-    in linecache under the file's name so Triton (which reads kernel source through inspect) sees them.
-    """
+    """Execute a user's file as a fresh module; its failures become one ProducerError line. The bytes hashed are
+    the bytes run, and their lines are put in linecache for Triton, which reads kernel source through inspect."""
     module_name = f"fp8check_plugin_{source.provenance['sha256'][:16]}"
     filename = f"<fp8check {label}>" if "commit" in source.provenance else str(Path(source.label).resolve())
     module = types.ModuleType(module_name)
@@ -123,9 +118,8 @@ def import_source(source: Source, label: str, role: str = "producer") -> types.M
     try:
         exec(compile(source.data, filename, "exec"), module.__dict__)
     except Exception as exc:  # the plugin's own code failed: name it and where, keep the cause for --debug
-        at = None
-        if isinstance(exc, SyntaxError) and exc.lineno:
-            at = one_line(f"{exc.filename}:{exc.lineno}: {(exc.text or '').strip()}")
+        at = (one_line(f"{exc.filename}:{exc.lineno}: {(exc.text or '').strip()}")
+              if isinstance(exc, SyntaxError) and exc.lineno else None)
         raise ProducerError(f"{role} {label!r}: {source.provenance['file']} failed to import:"
                             f" {failure(exc, at)}") from exc
     return module
@@ -134,12 +128,9 @@ def import_source(source: Source, label: str, role: str = "producer") -> types.M
 def load_function(text: str, *, role: str = "producer", fp8: FP8Format | None = None,
                   default_function: str = DEFAULT_WRITER, repo: Path | None = None,
                   device: torch.device | None = None) -> LoadedFunction:
-    """`file:`, `vllm-file:` or `pkg:` name -> the function and its provenance.
-
-    `role` names it in error messages; `fp8` is the format the platform names are bound to (None: bound
-    per run through `rebind`); `repo` is the repository `git:` reads from (default: the current
-    directory's); `device` is where a workspace stand-in allocates (default: cuda when available). Before
-    the function runs, call `prepare_to_run`."""
+    """`file:`, `vllm-file:` or `pkg:` name -> the function and its provenance; call `prepare_to_run` before it
+    runs. `fp8`: the format the platform names are bound to (None: per run, through `rebind`); `repo`: where
+    `git:` reads; `device`: where a workspace stand-in allocates (default: cuda when available)."""
     name = parse(text, error=ProducerError)
     if name.kind not in CODE_KINDS:
         raise ProducerError(f"{role} {text!r}: expected {forms(*CODE_KINDS)}")
@@ -160,8 +151,7 @@ def load_function(text: str, *, role: str = "producer", fp8: FP8Format | None = 
         from .released import read_file
 
         project, package = for_package(name.package), pinned(name.package, name.version)
-        table = project.table if project is not None else \
-            BindTable(name.package, name.package.replace("-", "_"))
+        table = project.table if project is not None else BindTable(name.package, name.package.replace("-", "_"))
         files = Files(lambda path: read_file(package, path), table, role, text, fp8, device)
     compiled = files.function(name.path, func, label=text)
     provenance = {"loader": name.kind.value[:-1], **files.files[name.path], "function": func,
@@ -170,10 +160,8 @@ def load_function(text: str, *, role: str = "producer", fp8: FP8Format | None = 
 
 
 def prepare_to_run(loaded: LoadedFunction, fp8: FP8Format, device: torch.device) -> None:
-    """Before a loaded function runs: on the CPU its Triton kernels run only in the proven exact
-    interpreter (compiled semantics, exact `fp8` conversion, interpreter.cpu_kernels), else
-    ExactConversionError (a ProducerError, one line). The file's bound names follow the run's device (a
-    workspace stand-in allocates there)."""
+    """Before a loaded function runs: its bound names follow the run's device, and on the CPU its Triton kernels
+    run only in the proven exact interpreter, else ExactConversionError (a ProducerError, one line)."""
     if loaded.rebind is not None:
         loaded.rebind(fp8, device=device)
     if not loaded.uses_triton:
@@ -194,10 +182,8 @@ def load_writer(text: str, *, fp8: FP8Format | None = None, repo: Path | None = 
         signature = inspect.signature(fn)
         signature.bind(None, None, None, None, None)
     except (TypeError, ValueError):
-        raise ProducerError(
-            f"producer {text!r}: {func_name} must take (k, kv_cache, slot_mapping, quant_block_size,"
-            f" scale_fmt), has {func_name}{inspect.signature(fn)}"
-        ) from None
+        raise ProducerError(f"producer {text!r}: {func_name} must take (k, kv_cache, slot_mapping, quant_block_size,"
+                            f" scale_fmt), has {func_name}{inspect.signature(fn)}") from None
     keywords = frozenset(k for k in EXTRA_KEYWORDS if k in signature.parameters or any(
         p.kind is inspect.Parameter.VAR_KEYWORD for p in signature.parameters.values()))
     where = loaded.provenance["file"]

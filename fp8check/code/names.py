@@ -1,9 +1,6 @@
-"""Where a named file's bytes come from: the file system, or `git:REV:PATH` read with `git show`.
-
-Every file the user names (a writer's source, `--input`, a golden file) may be given as
-`git:REV:PATH`: PATH as `git show REV:PATH` takes it (relative to the repository root), read from the
-repository holding the current directory or `--repo DIR`, REV resolved to a commit hash first so the
-reports can say exactly which bytes ran. Nothing here writes into the user's files or repository.
+"""The one grammar of names, and where a named file's bytes come from: the file system, or `git:REV:PATH`
+read with `git show` from the repository of the current directory or `--repo DIR`, REV resolved to a commit
+first so reports say exactly which bytes ran. Nothing here writes into the user's files or repository.
 """
 
 from __future__ import annotations
@@ -27,28 +24,24 @@ GIT_PREFIX = "git:"  # git:REV:PATH, read with `git show`
 
 
 class Kind(Enum):
-    """What a producer's or a file's name stands for; the value is its prefix ("" for a built-in name)."""
+    """What a producer's or a file's name stands for: the value is its prefix ("" for a built-in name), `form`
+    how a name of this kind is written, for messages."""
 
-    BUILTIN = ""  # a registry name: reference, triton, auto, ...
-    FILE = "file:"  # file:PATH:FUNC, a writer or reader in a Python file
-    VLLM_FILE = "vllm-file:"  # vllm-file:PATH[:FUNC], one function of a vLLM source file, without vLLM
-    PKG = "pkg:"  # pkg:NAME==VERSION:PATH[:FUNC], one function of a file of a released wheel (released.py)
-    PRESET = "preset:"  # preset:PROJECT/NAME, a writer or reader a project table declares (projects/)
-    AITER_SRC = "aiter-src:"  # aiter-src:PATH | git:REV:PATH | pkg:amd-aiter==VERSION, aiter's op built for the CPU
-    VLLM_SRC = "vllm-src:"  # vllm-src:SDIST|PATH, vLLM's CUDA op built from its released source with nvcc
-    DEEPGEMM_SRC = "deepgemm-src:"  # deepgemm-src:PATH, DeepGEMM's paged MQA logits built by its own JIT
-    GOLDEN = "golden:"  # golden:FILE, bytes recorded by `fp8check record`
+    BUILTIN = "", "NAME"  # a registry name: reference, triton, auto, ...
+    FILE = "file:", "file:PATH:FUNC"  # a writer or reader in a Python file
+    VLLM_FILE = "vllm-file:", "vllm-file:PATH[:FUNC]"  # one function of a vLLM source file, without vLLM
+    PKG = "pkg:", "pkg:NAME==VERSION:PATH[:FUNC]"  # one function of a file of a released wheel (released.py)
+    PRESET = "preset:", "preset:PROJECT/NAME"  # a writer or reader a project table declares (projects/)
+    AITER_SRC = "aiter-src:", "aiter-src:PATH"  # or git:REV:PATH, pkg:amd-aiter==VERSION: aiter's op on the CPU
+    VLLM_SRC = "vllm-src:", "vllm-src:PATH"  # an sdist or a tree: vLLM's CUDA op built from source with nvcc
+    DEEPGEMM_SRC = "deepgemm-src:", "deepgemm-src:PATH"  # DeepGEMM's paged MQA logits built by its own JIT
+    GOLDEN = "golden:", "golden:FILE"  # bytes recorded by `fp8check record`
 
-    @property
-    def form(self) -> str:
-        """How a name of this kind is written, for messages."""
-        return _FORMS[self]
+    def __new__(cls, prefix: str, form: str):
+        kind = object.__new__(cls)
+        kind._value_, kind.form = prefix, form
+        return kind
 
-
-_FORMS = {Kind.BUILTIN: "NAME", Kind.FILE: "file:PATH:FUNC", Kind.VLLM_FILE: "vllm-file:PATH[:FUNC]",
-          Kind.PKG: "pkg:NAME==VERSION:PATH[:FUNC]", Kind.PRESET: "preset:PROJECT/NAME",
-          Kind.AITER_SRC: "aiter-src:PATH", Kind.VLLM_SRC: "vllm-src:PATH",
-          Kind.DEEPGEMM_SRC: "deepgemm-src:PATH", Kind.GOLDEN: "golden:FILE"}
 PKG_PREFIX, PRESET_PREFIX, GOLDEN_PREFIX = Kind.PKG.value, Kind.PRESET.value, Kind.GOLDEN.value  # to build names
 CODE_KINDS = (Kind.FILE, Kind.VLLM_FILE, Kind.PKG)  # one function loaded from a file (code/load.py)
 SOURCE_KINDS = (Kind.VLLM_SRC, Kind.DEEPGEMM_SRC)  # a project's CUDA source tree, built with nvcc (cuda_src/)

@@ -1,14 +1,9 @@
-"""`pkg:NAME==VERSION:PATH[:FUNC]`: one file of a project's released wheel, fetched, hashed, extracted.
+"""`pkg:NAME==VERSION:PATH[:FUNC]`: one file of a project's released wheel, fetched, hashed, extracted
+(docs/ECOSYSTEM.md; the hash rule: docs/SECURITY.md).
 
-The wheel is downloaded without its dependencies by pip itself (`python -m pip download --no-deps`)
-into fp8check's cache folder (disk_cache.py: `<cache>/wheels/NAME-VERSION/`), so a second run reads it
-from there. One hash rule for every path to released code (`pkg:`, `aiter-src:pkg:`, presets): a version
-a project table pins (projects/*.toml) must have the pinned sha256; any other version runs only when the
-run allows it (`--allow-unpinned`, `allow_unpinned = true`: `admit`), and its wheel's sha256 is then
-recorded in the provenance and printed. Names and versions must follow the standard grammar (PEP 508
-names, PEP 440 versions) before pip sees them, and nothing typed reaches pip as an option.
-Only PATH is read out of the wheel (a zip archive); nothing is installed, nothing of the package is
-imported. fp8check carries no copy of any project's code: this is how it gets the bytes that run.
+pip itself downloads the wheel without its dependencies into fp8check's cache folder. Names and versions must
+follow PEP 508 / PEP 440 before pip sees them, and nothing typed reaches pip as an option. Only PATH is read
+out of the wheel: nothing is installed, nothing of the package is imported.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
-"""A compare: run two producers on the same inputs, diff their caches, diagnose and decide.
+"""A compare: two producers on the same inputs, their caches diffed, diagnosed and decided.
 
-`compare()` is the pure run and diff; `check_compare()` adds the diagnosis, the budget and the
-expectation, and returns a `CompareCheck`: the decided record that carries its own verdict line, top
-cause, detail and JSON (the result protocol of outcome.py), for every command, the gate and the API.
-"""
+`compare()` is the run and the diff; `check_compare()` adds the diagnosis, the budget and the expectation: a
+`CompareCheck`, the decided record (outcome.py's result protocol) of every command, the gate and the API."""
 
 from __future__ import annotations
 
@@ -66,10 +64,9 @@ class CompareResult:
         if d.identical:
             return f"IDENTICAL: 0 of {d.total_bytes} bytes differ in {d.num_blocks} blocks"
         count = f"{d.cache_diff} of {d.total_bytes} bytes differ"
-        guard = ""
-        if d.guard_diff:  # not a share of the cache: counted apart, against the guard zones' own size
-            guard = (f"; plus {d.guard_diff} of the {2 * guard_bytes(self.spec)} guard bytes outside the cache"
-                     f" ({d.diff_bytes} differing bytes in all)")
+        # guard bytes are not a share of the cache: counted apart, against the guard zones' own size
+        guard = (f"; plus {d.guard_diff} of the {2 * guard_bytes(self.spec)} guard bytes outside the cache"
+                 f" ({d.diff_bytes} differing bytes in all)") if d.guard_diff else ""
         if budget is not None and not budget.budget.exact:
             return f"{'PASS within' if budget.within else 'FAIL over'} budget: {count}{guard} ({budget.describe()})"
         where = f"in {d.differing_blocks} of {d.num_blocks} blocks"
@@ -117,24 +114,16 @@ def compare(
     spec: CacheSpec, *, baseline: Producer | Side, candidate: Producer, inputs: Inputs, device: torch.device,
     pad_slot: int = SKIP_PADDING,
 ) -> CompareResult:
-    """Both producers on the same inputs (each on a fresh poisoned cache), then the block diff.
-
-    `baseline` may be a finished Side (a golden file's recorded bytes) instead of a producer. pad_slot: the
-    padding convention, -1 (padding writes nothing) or a dummy slot reserved for padding, which padding may
-    write (run_side); a token that maps to it counts as padding.
-    """
+    """Both producers on the same inputs (each on a fresh poisoned cache), then the block diff. `baseline` may be
+    a finished Side (a golden file's bytes). pad_slot: -1 (padding writes nothing) or a dummy slot reserved for
+    padding, which padding may write; a token that maps to it counts as padding."""
     if pad_slot != SKIP_PADDING:
         inputs = Inputs(inputs.k, reserve_pad_slot(spec, inputs.slot_mapping, pad_slot), inputs.source)
-    timings: dict[str, float] = {}
-    inputs = inputs.to(device)
-    start = time.perf_counter()
-    if isinstance(baseline, Side):
-        base = baseline
-        if pad_slot != SKIP_PADDING:
-            forget_slot(base.buffer, pad_slot)
-    else:
-        base = run_side(baseline, spec, inputs, device, pad_slot)
-    timings["baseline"] = time.perf_counter() - start
+    inputs, start = inputs.to(device), time.perf_counter()
+    base = baseline if isinstance(baseline, Side) else run_side(baseline, spec, inputs, device, pad_slot)
+    if isinstance(baseline, Side) and pad_slot != SKIP_PADDING:
+        forget_slot(base.buffer, pad_slot)
+    timings = {"baseline": time.perf_counter() - start}
     if base.buffer.cache_untouched():  # an empty comparison would "pass" whatever the candidate does
         raise InputError(f"nothing to compare: the baseline {base.name!r} wrote no byte of the cache")
     start = time.perf_counter()
@@ -149,12 +138,10 @@ def compare(
 class Expect(enum.Enum):
     SAME = "same"  # identical, or within the budget
     DIFFERENT = "different"  # a known-bad writer: it must keep differing beyond the budget
-    # compiled Triton's approximate fp32 division (docs/GPU.md): every differing byte diagnosed scale-ulp
-    # (a scale some ulp off, its group's values following) or rounding (one code apart, equal scales: x / s
-    # itself approximate)
+    # compiled Triton's approximate fp32 division (docs/GPU.md): every differing byte scale-ulp (a scale some
+    # ulp off, its group's values following) or rounding (one code apart, equal scales: x / s approximate)
     SCALE_ULP = "scale-ulp"
-    # division against reciprocal (vLLM's CUDA op x / s against aiter's x * fl(1/s), fp32 scales): every
-    # differing byte diagnosed rounding, one code apart under equal scales
+    # vLLM's CUDA op x / s against aiter's x * fl(1/s), fp32 scales: every differing byte one-code rounding
     ROUNDING = "rounding"
 
 
@@ -174,13 +161,9 @@ class CompareCheck:
     kind = "compare"
 
     @property
-    def faults(self) -> tuple[str, ...]:
-        """Stray writes or modified inputs of either side: the run fails, whatever the bytes and the budget."""
-        return self.result.faults
-
-    @property
     def matched(self) -> bool:
-        return (self.result.diff.identical or self.budget.within or self.approximate_division) and not self.faults
+        within = self.result.diff.identical or self.budget.within or self.approximate_division
+        return within and not self.result.faults
 
     @property
     def approximate_division(self) -> bool:
@@ -193,12 +176,12 @@ class CompareCheck:
     def passed(self) -> bool:
         """A fault fails a case either way: a known-bad writer that also writes outside its cache or
         changes its inputs is not the failure the case expects."""
-        return not self.matched and not self.faults if self.expect is Expect.DIFFERENT else self.matched
+        return not self.matched and not self.result.faults if self.expect is Expect.DIFFERENT else self.matched
 
     def verdict_line(self) -> str:
         line = self.result.bytes_line(self.budget)
-        if self.faults:
-            line = f"FAIL: {'; '.join(self.faults)}; {line}"
+        if self.result.faults:
+            line = f"FAIL: {'; '.join(self.result.faults)}; {line}"
         if self.expect is Expect.DIFFERENT:
             return f"{'PASS' if self.passed else 'FAIL'} (expected to differ): {line}"
         if self.approximate_division and not self.budget.within and self.passed:
@@ -206,13 +189,13 @@ class CompareCheck:
         return line
 
     def top_cause(self) -> str | None:
-        return self.faults[0] if self.faults else top_cause(self.diagnosis, self.result.spec)
+        return self.result.faults[0] if self.result.faults else top_cause(self.diagnosis, self.result.spec)
 
     def detail(self) -> str:
         """The first mismatch, then every cause with its hint and first example."""
         d = self.result.diff
         lines = [f"first mismatch: {d.first_mismatch.describe()}"] if d.first_mismatch else []
-        return "\n".join([*self.faults, *lines, *causes_text(self.diagnosis, self.result.spec)])
+        return "\n".join([*self.result.faults, *lines, *causes_text(self.diagnosis, self.result.spec)])
 
     def to_json(self) -> dict:
         return {**self.result.to_json(self.diagnosis, self.budget), "expect": self.expect.value}
@@ -232,7 +215,7 @@ class CompareCheck:
                ", ".join(f"{key}: {value}" for key, value in (side.provenance or {}).items()))
               for role, side in (("baseline", r.baseline), ("candidate", r.candidate))),
             ("cache", r.spec.summary(), ""), ("inputs", r.inputs.source, ""), ("device", r.device, ""),
-            *(("fault", f, "") for f in self.faults),
+            *(("fault", f, "") for f in self.result.faults),
             *((("first mismatch", first.describe(), ""),) if first else ()),
             *((("note", r.interpreter_caveat, ""),) if r.interpreter_caveat else ()),
         ]

@@ -1,9 +1,7 @@
 """`fp8check doctor`: what can run here, gathered into frozen records; rendering is separate.
 
-Facts: every producer with its availability and reason, what `auto` resolves to, the versions, the
-device with its architecture and the FP8 format a real deployment uses there (docs/NUMERICS.md), and
-whether the Triton interpreter's exact FP8 conversion is installed and passes its known-answer check.
-"""
+Every producer with its availability, what `auto` resolves to, the versions, the device with the FP8 format a
+real deployment uses there, and whether the interpreter's exact FP8 conversion passes its known answers."""
 
 from __future__ import annotations
 
@@ -46,8 +44,7 @@ class DoctorReport:
             bad = [c for c in self.triton_exact if not c.ok]
             return Check(name, not bad, (bad[0] if bad else self.triton_exact[0]).detail)
         if name.startswith(TRITON_EXACT + ":"):
-            fmt = name.split(":", 1)[1]
-            return next(c for c in self.triton_exact if c.name == fmt)
+            return next(c for c in self.triton_exact if c.name == name.split(":", 1)[1])
         return next(c for c in self.producers if c.name == name)
 
     @property
@@ -95,7 +92,6 @@ class DoctorReport:
 
 def requirable() -> list[str]:
     from ..producers import registry as producers
-
     return [*producers.names(), GPU, TRITON_EXACT, *(f"{TRITON_EXACT}:{fmt.value}" for fmt in FP8Format)]
 
 

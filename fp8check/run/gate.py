@@ -1,14 +1,8 @@
 """The gate: many cases in one process, each a compare, a seed table or a parity check, each decided.
 
-A case's exit code is the one its command would have: 0 passed, 1 a verdict failed, 2 a usage, input or
-producer error, 3 a checker error. The gate's exit code is the worst of its cases. A case that errs never
-stops the others (unless fail_fast); its error is kept as its outcome.
-
-One rule for a case that does not run: a spec its preset declares unsupported, or a device it cannot
-use, is skipped with the reason (errors.NotRunnableHere; an error under strict); anything else that
-keeps it from running (a fetch failure, a hash mismatch, a missing or wrong checkout, a load error) is
-an error that names the cause. A gate in which no case ran never passes (outcome.Outcomes).
-"""
+A case's exit code is its command's; the gate's is the worst of its cases, and a case that errs never stops
+the others (unless fail_fast). Which case that cannot run is skipped (errors.NotRunnableHere) and which is an
+error: docs/gate.md, "one rule"."""
 
 from __future__ import annotations
 
@@ -29,7 +23,6 @@ CASE_ONLY = ("expect", "golden_check")  # a case's keys that are not options of 
 def presets_of(case: Case) -> list[tuple[str, str, str | None]]:
     """(name, role, checkout) of every preset a case runs."""
     from ..code.projects.compose import checkout_of, named
-
     clones = checkouts(case.values.get("checkout"))
     return [(name, role, checkout_of(name, role, clones)) for name, role in named_code(case.values)
             if named(name, role) is not None]
@@ -93,10 +86,8 @@ def run_request(kind: str, values: dict, *, where: str, reason: str | None = Non
 
 def run_case(case: Case, *, strict: bool = False, unfetched: dict[tuple, str] | None = None,
              isolation="default") -> Outcome:
-    """One case, decided; an error of the case (exit 2) or of fp8check (exit 3) is its outcome, not a raise.
-    A case this machine cannot run is skipped with its reason (exit 0), or an error with `strict`.
-    `unfetched`: fetch()'s failures; a case naming one of those presets is an error with its line. The
-    outcome carries the case's parameters (its place in the matrix), whatever became of it."""
+    """One case, decided; its error (exit 2, or 3 for fp8check's) is its outcome, not a raise. `unfetched`:
+    fetch()'s failures, each an error of the cases naming its preset. The outcome carries the case's axes."""
     start = time.perf_counter()
     try:
         check_declared(case)

@@ -1,15 +1,9 @@
 """A gate config (docs/gate.md): [defaults], a [matrix] and [[case]] tables, expanded into cases with
 stable ids, and [[expect]] rows of declared differences (gate_expect.py).
 
-Every key of every table, [defaults] included, is validated with its type by the option table the CLI is
-built from (options.py); an error names the file, the case and the key. Paths (`file:PATH:FUNC`,
-`golden:FILE`, `input`) are relative to the config's folder; `git:REV:PATH` works in each of them.
-[defaults] gives values to every case that takes the key (a golden baseline's case excepted: the
-recording brings its spec and inputs); [matrix] is one compare case. Each list expands as a product; a
-config makes at most MAX_CASES cases, a bigger product is refused before it is built. `expect` belongs
-to the case that states it, i.e. to its candidate: where a pytest test's own writer replaces the
-candidates (`fp8check_cases`, docs/api.md), cases that then differ only in their candidate are one, and
-`expect = "different"` cases are left out.
+Every key of every table, [defaults] included, is validated by the option table the CLI is built from
+(options.py). [defaults] gives values to every case that takes the key (a golden baseline's case excepted: the
+recording brings its spec and inputs). A product over MAX_CASES cases is refused before it is built.
 """
 
 from __future__ import annotations
@@ -226,10 +220,8 @@ def _expect(values: dict, where: str, allowed: tuple[str, ...] = EXPECT) -> str:
 
 
 def _case(kind: str, values: dict, where: str, base: Path, own: set) -> Case:
-    """A case, validated by its command's options. A compare against `golden:FILE` (bytes recorded by
-    `fp8check record`) takes the spec and the inputs from the file: spec keys the case itself gives are
-    checked against the recording when it runs ([defaults] do not apply). A parity case with
-    `writers = []` checks the reader alone on the baseline's bytes."""
+    """A case, validated by its command's options. A compare against `golden:FILE` takes the spec and the
+    inputs from the file: spec keys the case itself gives are checked against it when it runs."""
     golden = kind == "compare" and parse(values.get("baseline", "")).kind is Kind.GOLDEN
     replayed = [k for k in GOLDEN_INPUT_KEYS if k in own] if golden else []
     if replayed:

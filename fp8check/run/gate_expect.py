@@ -1,13 +1,6 @@
 """A gate case's kinds with the keys and expectations each takes, and declared differences: a gate config's
 `[[expect]]` rows, each matched by field against every case (docs/gate.md, "Declared differences").
-
-A row (an optional `kind`, case keys, `expect`, `reason`; a list matches any of its values) sets `expect`
-on every case whose values match all of its fields (a case key a case does not state matches its
-option's default). It is how a config declares what another project is known to do differently: the
-case then passes only while the difference shows, so a CI job notices when it is fixed. Every field is a
-case key validated by the option table (a misspelled field, a value of the wrong type or out of range is
-a ConfigError naming the row), and a row that matches no case is an error too: it would otherwise widen
-nothing and hide a typo. The first matching row gives a case its reason.
+The first matching row gives a case its reason.
 """
 
 from __future__ import annotations
@@ -88,7 +81,7 @@ def _allowed(key: str, value: Any, kind: str, where: str) -> tuple:
 
 def apply(rows: tuple[ExpectRow, ...], cases: list) -> list:
     """Each case a row matches, with the row's `expect` and reason; a case that states its own expectation
-    keeps it. A row that matches no case is a ConfigError."""
+    keeps it. A row that matches no case is a ConfigError: it would hide a typo."""
     used = set()
     out = []
     for case in cases:

@@ -1,9 +1,8 @@
 """The one table of options: each one's CLI flag, config key, type, range or choices, default and help.
 
-The click CLI builds its options from this table, and TOML configs (`table --config`, `gate`) and the
-Python API validate their values with the same rules, so a value the CLI refuses is refused everywhere,
-with the file, the case and the key named. A config value must also have the option's TOML type: the
-CLI parses text, a config holds typed values, and `seed = 1.5` must not quietly become 1.
+The click CLI is built from it, and configs and the Python API validate with the same rules, so a value the
+CLI refuses is refused everywhere. A config value must also have the option's TOML type: `seed = 1.5` must
+not quietly become 1.
 """
 
 from __future__ import annotations
@@ -129,8 +128,7 @@ def _table(*table: Option) -> dict[str, Option]:
 SPEC = _table(  # the cache, the inputs and the device: every command
     Option("block", "block_size", int, 64, "Tokens per cache block.", minimum=1),
     Option("head_dim", "head_dim", int, 128, minimum=1),
-    Option("num_blocks", "num_blocks", int, None, "Cache blocks [default: 3, or what --input needs].",
-           minimum=1),
+    Option("num_blocks", "num_blocks", int, None, "Cache blocks [default: 3, or what --input needs].", minimum=1),
     Option("qbs", "quant_block_size", int, None,
            "Quant group size [default: 128 when it divides head_dim, else head_dim].", minimum=1),
     Option("fp8", "fp8", str, "e4m3fn", choices=_values(FP8Format)),
@@ -158,8 +156,7 @@ SPEC = _table(  # the cache, the inputs and the device: every command
 )
 BUDGET = _table(
     Option("max_diff_bytes", "max_diff_bytes", int, 0,
-           "Pass with up to N differing bytes (those --max-code-distance excuses not counted); 0: exact.",
-           minimum=0),
+           "Pass with up to N differing bytes (those --max-code-distance excuses not counted); 0: exact.", minimum=0),
     Option("max_diff_fraction", "max_diff_fraction", float, 0.0,
            "Pass with up to this fraction of the cache's bytes differing; 0: exact.", minimum=0, maximum=1),
     Option("max_code_distance", "max_code_distance", int, 0,
@@ -235,8 +232,7 @@ PARITY = _table(
 ISOLATION = _table(  # how code under test runs: every command that runs it
     Option("timeout", "timeout_s", float, DEFAULT_TIMEOUT_S,
            "Kill code under test (a writer or reader from a file, a checkout or a release) that runs longer"
-           " than this; its case is then an error (exit 2).", minimum=0, minimum_open=True,
-           metavar="SECONDS"),
+           " than this; its case is then an error (exit 2).", minimum=0, minimum_open=True, metavar="SECONDS"),
 )
 COMPARE_KEYS = (*SPEC, "baseline", "candidate", *BUDGET, *CONVENTIONS, *ORIGINS, *RUN, *REPORT)
 TABLE_KEYS = (*SPEC, "baseline", "buggy", "fixed", *ORIGINS, *RUN)

@@ -1,11 +1,8 @@
-"""Top-K parity, end to end: writer -> cache bytes -> reader -> indexer logits -> top-K (the seed's
-second and third tables; docs/NUMERICS.md, README "Top-K parity").
+"""Top-K parity, end to end: writer -> cache bytes -> reader -> indexer logits -> top-K (docs/parity.md).
 
-Each writer runs ONCE on max(ctx) tokens of one paged sequence; the sequence of each ctx row is the
-first ctx tokens of it (the same blocks, the same block table). The reader runs once per writer on a
-batch of len(ctx) sequences, one per row. The truth is fp8check's reference reader on the baseline's
-bytes (float64); the metrics are defined in core/metrics.py. A `ParityResult` holds, per writer and
-context, the metrics against the truth, the reader's obligations, and the verdict.
+Each writer runs once on max(ctx) tokens of one paged sequence; each ctx row's sequence is its first ctx
+tokens (the same blocks and block table). The reader runs once per writer on a batch of len(ctx) sequences.
+The truth is fp8check's reference reader on the baseline's bytes (float64); the metrics: core/metrics.py.
 """
 
 from __future__ import annotations
@@ -125,14 +122,11 @@ class ParityResult:
 
     def verdict_line(self) -> str:
         c = self.config
-        writers = ", ".join(col.name for col in self.columns)
-        head = "PASS" if self.passed else "FAIL"
-        fault = "; READER FAULT" if self.reader_fault else ""
-        fault += "".join(f"; {f}" for f in self.faults)
-        if not self.columns:  # the reader alone, on the baseline's bytes
-            return (f"{head}: top-{c.topk} of {self.reader.name} reading {self.baseline.name}'s bytes against the exact"
-                    f" reader, ctx {min(c.ctx)}-{max(c.ctx)}{fault}")
-        return f"{head}: top-{c.topk} parity of {writers} read by {self.reader.name}, ctx {min(c.ctx)}-{max(c.ctx)}{fault}"
+        what = (f"top-{c.topk} parity of {', '.join(col.name for col in self.columns)} read by {self.reader.name}"
+                if self.columns else  # else the reader alone, on the baseline's bytes
+                f"top-{c.topk} of {self.reader.name} reading {self.baseline.name}'s bytes against the exact reader")
+        faults = ("; READER FAULT" if self.reader_fault else "") + "".join(f"; {f}" for f in self.faults)
+        return f"{'PASS' if self.passed else 'FAIL'}: {what}, ctx {min(c.ctx)}-{max(c.ctx)}{faults}"
 
     def _column_note(self, col: Column) -> Note:
         c = self.config

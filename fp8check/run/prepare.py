@@ -1,9 +1,5 @@
-"""One path from a request to a run: the spec, the inputs, the device and the producers of every role.
-
-A `Request` is a command's option values under their config keys, validated by the one option table
-(options.py), and the keys that were stated (typed on the command line, set in a gate case, passed to
-the API). `prepare()` turns it into a `Prepared` run: the CLI, the gate and the API all call it. A
-compare's baseline may be `golden:FILE`: the recording then brings the spec, the inputs and the bytes.
+"""One path from a request to a run: the spec, the inputs, the device and the producers of every role
+(docs/ARCHITECTURE.md, "One path from request to run").
 """
 
 from __future__ import annotations
@@ -33,8 +29,8 @@ GOLDEN_INPUT_KEYS = (*INPUT_FILE_EXCLUDES, "input")
 @dataclasses.dataclass(frozen=True)
 class Request:
     command: str  # compare, table, record or parity
-    values: dict[str, Any]  # every option of the command under its config key, defaults filled
-    stated: frozenset[str]  # the keys given explicitly
+    values: dict[str, Any]  # every option of the command under its config key, validated, defaults filled
+    stated: frozenset[str]  # the keys given explicitly (command line, gate case, API)
 
     @classmethod
     def of(cls, command: str, given: dict[str, Any], *, where: str, stated=None) -> "Request":
@@ -48,7 +44,6 @@ class Request:
 
     def budget(self):
         from ..core.budget import Budget
-
         return Budget(**{key: self.values[key] for key in options.BUDGET})
 
     @property
@@ -68,7 +63,6 @@ class Prepared:
     def run_parity(self, progress=None):
         """A parity run (prepare_parity's): the baseline and the writer columns read by the reader."""
         from .parity import run_parity
-
         writers = [side for role, side in self.sides.items() if role != "baseline"]
         return run_parity(self.spec, self.config, baseline=self.sides["baseline"], writers=writers,
                           reader=self.reader, inputs=self.inputs, device=self.device, progress=progress)
@@ -125,7 +119,6 @@ def shown(value) -> str:
 def golden_key() -> bytes | None:
     """FP8CHECK_GOLDEN_KEY: when set, golden files are signed (record) and must be signed (replay)."""
     from ..producers.golden import trusted_key
-
     return trusted_key()
 
 
@@ -244,11 +237,9 @@ def checkouts_of(v: dict, command: str) -> dict[str, str]:
 def resolve_producers(device, names: dict[str, str], spec: CacheSpec, repo: Path | None, *,
                       isolation="default", checkouts: dict[str, str] | None = None,
                       allow_unpinned: bool = False, interpreter: str = "grid") -> dict:
-    """Producers by role. Code from files runs in a child process under `isolation` (Limits; "default":
-    registry.DEFAULT_ISOLATION; None: in this process); released code unpinned only with `allow_unpinned`;
-    `interpreter`: how their Triton grids run on the CPU. A preset runs from its project's clone in
-    `checkouts` when one is given (else `repo`, else its release); a spec its table declares unsupported
-    is NotRunnableHere before anything runs."""
+    """Producers by role. Code from files runs in a child under `isolation` (Limits; "default": the registry's;
+    None: in this process). A preset runs from its project's clone in `checkouts` (else `repo`, else its
+    release); a spec its table declares unsupported is NotRunnableHere before anything runs."""
     from ..producers import registry
     from ..code.projects.compose import check_declared, checkout_of
 
@@ -280,8 +271,7 @@ def prepare_parity(request: Request, *, isolation="default") -> Prepared:
     heads = v["heads"] or parity_inputs.DEFAULT_HEADS
     needed = parity_inputs.memory_bytes(spec, config, heads=heads, writers=len(v["writers"]))
     sizes = (f"--ctx {','.join(map(str, config.ctx))}, --heads {heads}, --head-dim {spec.head_dim}, --block"
-             f" {spec.block_size}, --next-n {config.next_n}, --topk {config.topk},"
-             f" {len(v['writers'])} writer(s)")
+             f" {spec.block_size}, --next-n {config.next_n}, --topk {config.topk}, {len(v['writers'])} writer(s)")
     for where in {device.type, "cpu"}:  # inputs are drawn on the CPU, then copied
         require_memory(needed, where if where == "cpu" else device, f"{sizes} (caches, K, Q, logits)")
     if v["input"] is not None:

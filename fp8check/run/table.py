@@ -1,8 +1,5 @@
-"""The seed's byte table: the buggy and the fixed Triton wrapper, each against the C++ path.
-
-Rows are blocks; each column is one CompareResult against the same baseline run (the baseline is
-written once and diffed twice). Sweeps are declared as data in a TOML file (configs/seed-table.toml).
-"""
+"""The seed's byte table: the buggy and the fixed Triton wrapper, each a CompareResult against one baseline
+run (written once, diffed twice); rows are blocks."""
 
 from __future__ import annotations
 
@@ -16,6 +13,12 @@ from ..diagnose.words import causes_text, top_cause
 from ..core.inputs import Inputs
 from ..producers.registry import Producer
 from ..core.spec import CacheSpec
+
+# the compare JSON's keys the table gives once, then those it gives per column
+SHARED_KEYS = ("spec", "baseline", "baseline_emulated", "baseline_provenance", "interpreter_note", "inputs", "device",
+               "value_total", "scale_total")
+COLUMN_KEYS = ("candidate", "candidate_provenance", "value_diff", "scale_diff", "diff_bytes", "identical", "faults",
+               "modified_inputs", "first_mismatch", "diagnosis")
 
 
 @dataclass(frozen=True)
@@ -61,25 +64,16 @@ class SeedTable:
     def to_json(self) -> dict:
         def column(result: CompareResult, causes: Diagnosis) -> dict:
             payload = result.to_json(causes)
-            return {key: payload[key] for key in ("candidate", "candidate_provenance", "value_diff",
-                                                  "scale_diff", "diff_bytes", "identical", "faults",
-                                                  "modified_inputs", "first_mismatch", "diagnosis")}
+            return {key: payload[key] for key in COLUMN_KEYS}
 
         base = self.buggy.to_json()
-        return {
-            "spec": base["spec"], "baseline": base["baseline"], "baseline_emulated": base["baseline_emulated"],
-            "baseline_provenance": base["baseline_provenance"],
-            "interpreter_note": self.fixed.interpreter_caveat or self.buggy.interpreter_caveat,
-            "inputs": base["inputs"], "device": base["device"], "value_total": base["value_total"],
-            "scale_total": base["scale_total"],
-            "buggy": column(self.buggy, self.buggy_causes), "fixed": column(self.fixed, self.fixed_causes),
-            "passed": self.passed,
-        }
+        base["interpreter_note"] = self.fixed.interpreter_caveat or self.buggy.interpreter_caveat
+        return {**{key: base[key] for key in SHARED_KEYS}, "buggy": column(self.buggy, self.buggy_causes),
+                "fixed": column(self.fixed, self.fixed_causes), "passed": self.passed}
 
     def views(self) -> tuple:
         """The maps and tables of the column that decides (the fixed one when it differs)."""
         from ..diagnose.maps import diagnosis_views
-
         column, causes = self._deciding()
         return diagnosis_views(column.spec, causes)
 

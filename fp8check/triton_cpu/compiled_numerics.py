@@ -1,22 +1,9 @@
 """NaN, inf, out-of-range values and bf16 rounding as compiled Triton computes them, in fp8check's CPU interpreter.
 
-Triton's interpreter evaluates float min/max/clamp, float -> integer and fp32 -> bf16 casts with numpy,
-which differs from compiled code where NaN, inf or an out-of-range value reaches them, and in the
-rounding of bf16. The rules, their sources and the compiled bytes each was checked on (an H200,
-tests/corpus/nan-probe-nvidia.json) are in docs/NUMERICS.md, "NaN, inf and out-of-range values":
-
-- `tl.minimum` / `tl.maximum` with `propagate_nan=NONE` (the default, and the combiner of `tl.max`,
-  `tl.min` and `tl.reduce`) are the hardware min/max, which return the operand that is not NaN; Triton
-  3.6's interpreter propagates NaN there. With `propagate_nan=ALL` NaN propagates.
-- `tl.clamp(x, lo, hi)` with NONE is `min(max(x, lo), hi)`: a NaN `x` becomes `lo` (Triton 3.6's
-  interpreter: NaN). On NVIDIA sm_90+ a clamp whose bounds are the constants `-L` and `L` compiles to
-  `min.xorsign.abs(x, L)`: a NaN `x` becomes `L` with the NaN's sign.
-- Float arithmetic on NVIDIA returns one NaN, 0x7FFFFFFF (numpy on x86 makes 0xFFC00000, whose sign
-  would pick `-L` above).
-- float -> integer casts saturate and turn NaN into 0 (PTX `cvt.rzi` converts to 16 bits at least, in
-  the target's signedness; AMD to a signed 32-bit integer); a narrower integer keeps the low bits when
-  stored. numpy leaves out-of-range values undefined (x86: INT_MIN) and wraps negatives.
-- fp32 -> bf16 rounds to nearest even (the interpreter truncates); NaN becomes 0x7FFF on NVIDIA.
+Triton's interpreter evaluates float min/max/clamp, float -> integer and fp32 -> bf16 casts with numpy, which
+differs from compiled code where NaN, inf or an out-of-range value reaches them, and in the rounding of bf16.
+Each rule, its source and the compiled bytes it was checked on (an H200, tests/corpus/nan-probe-nvidia.json) are
+in docs/NUMERICS.md, "NaN, inf and out-of-range values".
 """
 
 from __future__ import annotations

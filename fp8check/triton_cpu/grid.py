@@ -1,31 +1,19 @@
 """Triton's CPU interpreter, a whole grid at a time: the same bytes as program after program, faster.
 
-Triton's interpreter runs a grid one program after another, each paying ~2.5 ms of Python in Triton's
-semantic layer (~45 us per `tl` operation): a writer with one program per token runs a few hundred
-tokens per second. Here the programs of a grid run in lockstep as one batch: `tl.program_id` is a
-vector, every value's numpy data has a leading program axis (scalars `[P]`, blocks `[P, ...]`; a value
-the same in every program keeps an axis of 1), elementwise operations broadcast, reductions, reshapes,
-transposes and `tl.dot` shift their axes by one, and loads and stores gather and scatter through the
-real memory with their masks. The per-operation Python is paid once per batch.
+Triton's interpreter pays ~2.5 ms of Python per program (docs/PERFORMANCE.md). Here the programs of a grid run
+in lockstep as one batch: `tl.program_id` is a vector, every value's numpy data has a leading program axis (an
+axis of 1 for a value all programs share), and loads and stores gather and scatter through the real memory with
+their masks. Where Python needs a concrete value the programs disagree on (`if`, `int()`, a loop bound), the
+batch is split by it and each part runs again from the start; a `tl.range` whose bounds differ between programs
+but whose trip count does not runs once, its variable a `ProgramInts`.
 
-Control flow. Where Python needs a concrete value (`if` / early `return` on a tensor, `int()`, a loop
-bound) and the programs of a batch disagree, the batch is split by that value and each part runs again
-from the start on its own path. A `tl.range` whose bounds differ between programs but whose trip count
-does not runs once for all, its loop variable a vector of Python ints (`ProgramInts`, Python int
-arithmetic per program) that becomes a tensor exactly where a Python int would.
-
-Why the bytes are those of the sequential interpreter. Every program executes exactly the operations
-of its own path, in its own order, with the interpreter's own numpy functions (a reduction calls numpy
-on each program's block, or once on all where every block is a C-contiguous row, which numpy reduces
-row by row as it reduces one block; the differential tests hold it to that). Only the order *between*
-programs changes, and after the grid two facts are checked: no byte that any program stored was loaded
-by any program (every load saw the memory as it was before the grid), and no byte was stored by two
-programs (the final bytes do not depend on their order). Both hold for every kernel whose programs are
-independent, as a GPU assumes too. When either fails, when an operation is used that this module does
-not implement (atomics, custom scans, prints, block pointers, tensor descriptors, any builder method it
-does not know), when a private Triton name it relies on moved, or when the kernel raises, the stores are
-undone and the grid runs in Triton's sequential interpreter; its `GridRun` record says why. Active only
-inside `grid_at_once()`, which patches `GridExecutor.__call__` for its duration."""
+Why the bytes are the sequential interpreter's: every program executes exactly the operations of its own path,
+in its order, with the interpreter's own numpy functions (reductions as numpy reduces one block; the
+differential tests hold it to that). Only the order between programs changes, so after the grid no byte any
+program stored may have been loaded by any program, and no byte stored by two. When either fails, an operation
+is not implemented here (atomics, custom scans, prints, block pointers, descriptors, an unknown builder method),
+a private Triton name moved, or the kernel raises, the stores are undone and the grid runs in Triton's
+sequential interpreter; its `GridRun` says why. Active only inside `grid_at_once()`."""
 
 from __future__ import annotations
 
@@ -76,7 +64,7 @@ def available() -> tuple[bool, str]:
         return False, f"Triton {triton.__version__}'s interpreter lacks {', '.join(missing)}"
     return True, "grid-at-once interpreter available"
 
-# ---- the grid -----------------------------------------------------------------------------------------------
+
 def _groups(values: np.ndarray) -> list[np.ndarray]:
     """Indices of the batch split by a value, each part in program order, parts ordered by first program."""
     _, first, inverse = np.unique(values, return_index=True, return_inverse=True)

@@ -10,6 +10,7 @@ import numbers
 
 import numpy as np
 
+
 class Unsupported(Exception):
     """The grid cannot run at once; it runs sequentially. The message says why (one line)."""
 
@@ -22,7 +23,6 @@ class _Diverge(Exception):
         self.values = values
 
 
-# ---- per-program Python ints ------------------------------------------------------------------------------
 _INT_LIMIT = 1 << 62  # beyond this an int64 could overflow where a Python int would not
 
 
@@ -113,7 +113,6 @@ for _name, _op in (("neg", np.negative), ("pos", np.positive), ("abs", np.abs)):
 numbers.Integral.register(ProgramInts)  # Triton's binary operators treat it as the Python int it stands for
 
 
-# ---- the language of one grid ------------------------------------------------------------------------------
 # tl.standard's combine functions that numpy computes: reductions (value, index) and scans
 _ARGMIN, _ARGMAX = (np.nanmin, np.nanargmin), (np.nanmax, np.nanargmax)
 _REDUCTIONS = {"_argmin_combine_tie_break_left": _ARGMIN, "_argmin_combine_tie_break_fast": _ARGMIN,
@@ -237,7 +236,6 @@ def _batched_language(interpreter, builder):
     """triton.language patched as the interpreter patches it, then the batch-aware pieces on top, set on
     their owners for the grid and restored after it (an attribute that was not the owner's own removed)."""
     import triton.language as tl
-
     lang_scope = interpreter._LangPatchScope()
     saved: list[tuple[object, str, object]] = []
 

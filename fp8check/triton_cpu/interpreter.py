@@ -1,21 +1,13 @@
 """Triton kernels on CPU tensors: Triton's interpreter, with an exact float -> FP8 conversion, per kernel.
 
-The interpreter's own FP8 conversion is not exact (docs/NUMERICS.md: ties round away from zero, a
-mantissa carry into the exponent is lost, no saturation, NaN mishandled), so a CPU run of a Triton
-kernel is a byte oracle only once that conversion is replaced by clamp + round-to-nearest-even.
-
-`cpu_kernels()` is the scope every CPU run of a kernel happens in (fp8check's own, a user's file, a
-vLLM file alike): a kernel launched with CPU tensors runs in Triton's interpreter (`run_on_cpu`), one
-launched with GPU tensors compiles as usual, whatever environment variable Triton read at import.
-Within it, and only there, the interpreter converts to and from E4M3 with fp8check's exact encoder
-(fp8.py), evaluates NaN, inf and out-of-range values as compiled Triton does (compiled_numerics.py),
-takes int1 masks held as int32 and runs the `@triton.jit` helpers a kernel calls (`tl.max` ...)
-interpreted. On exit everything is as it was, including the `triton.language` attributes Triton's
-interpreter patches for device-function calls and does not restore (Triton 3.9: 64 attributes of
-`triton.language.core`, which would break a later compiled kernel). e4m3fnuz tensors reach the
-interpreter typed as e4m3fn and fp8check converts both ways in the launch's format: Triton 3.6's
-interpreter has no fp8e4b8 type ("fail to convert fp8e4b8 to ir type", docs/NUMERICS.md). A Triton
-whose internals moved is refused, never trusted (known_answers.py proves the rest on known answers).
+The interpreter's own FP8 conversion is not exact (docs/NUMERICS.md: ties away from zero, lost carries, no
+saturation, NaN mishandled). Inside `cpu_kernels()`, and only there, a kernel launched with CPU tensors runs in
+the interpreter with fp8check's exact encoder (fp8.py) and compiled Triton's NaN/inf numerics
+(compiled_numerics.py); one launched with GPU tensors compiles as usual, whatever environment variable Triton
+read at import. On exit everything is as it was, including the `triton.language` attributes the interpreter
+patches and never restores (Triton 3.9: 64 of `triton.language.core`, which would break a later compiled
+kernel). e4m3fnuz tensors reach the interpreter typed as e4m3fn, converted in the launch's format: Triton 3.6's
+interpreter has no fp8e4b8 type. A Triton whose internals moved is refused, never trusted (known_answers.py).
 """
 
 from __future__ import annotations
@@ -32,8 +24,7 @@ from ..core.errors import ProducerError
 from ..core.spec import FP8Format
 from . import compiled_numerics
 
-# Interpreter internals this scope relies on were read in these releases (the patch targets are also
-# checked at run time).
+# releases whose interpreter internals were read (the patch targets are also checked at run time)
 TESTED_TRITON = ("3.4", "3.5", "3.6", "3.7", "3.8", "3.9")
 
 _SCOPE: dict[str, object] = {"depth": 0, "fnuz": False}  # fnuz: this launch's e4m3fn-typed bytes are e4m3fnuz
@@ -45,7 +36,6 @@ class ExactConversionError(ProducerError):
 
 def _triton_version() -> str:
     import triton
-
     return triton.__version__
 
 
@@ -266,13 +256,11 @@ def cpu_kernels():
         _SCOPE.update(depth=0, fnuz=False)
 
 
-# ---- progress: one call per program ----------------------------------------------------------------------
 @contextlib.contextmanager
 def program_listener(fn):
     """Within the block, `fn(done, total)` is called as each interpreted program starts (for progress bars):
     the interpreter's grid bookkeeping is wrapped for the block only."""
     from triton.runtime import interpreter
-
     builder = interpreter.InterpreterBuilder
     set_dim, set_idx = vars(builder)["set_grid_dim"], vars(builder)["set_grid_idx"]
     counts = {"done": 0, "total": 0}

@@ -1,15 +1,7 @@
-"""Presets: a project's writer or reader as calls of its released functions, declared in its table.
-
-`preset:PROJECT/NAME` names one (projects/*.toml, `[[writer]]` / `[[reader]]`). Its files come from
-the project's released wheel (released.py, hash pinned in the table) or, with `--checkout PROJECT=PATH`,
-from a clone of its repository; each function is compiled unmodified with the project's bindings
-(code/bind.py). The preset is then a plain function with fp8check's signature:
-
-- a writer `(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *, fp8_dtype, layout)`;
-- a reader `(q_fp8, kv_cache, weights, context_lens, block_tables, max_model_len)`.
-
-Each step's arguments are names from a closed vocabulary (`_writer_args`, `_reader_args`: the run's
-tensors and views of them), outputs of earlier steps, or TOML literals (`{ value = X }`, `{ none = true }`).
+"""Presets (`preset:PROJECT/NAME`): a project's writer or reader as calls of its released functions, declared
+in its table (docs/ECOSYSTEM.md), compiled from its wheel or a `--checkout` clone, as a function with fp8check's
+writer or reader signature. Each step's arguments are names of a closed vocabulary (`_writer_args`,
+`_reader_args`), outputs of earlier steps, or TOML literals (`{ value = X }`, `{ none = true }`).
 """
 
 from __future__ import annotations
@@ -50,9 +42,6 @@ class Origin:
         if self.checkout is not None:
             return f"{self.project.name} checkout {self.checkout}"
         return f"{self.project.package}=={self.project.version} (wheel)"
-
-
-# ---- arguments ----------------------------------------------------------------------------------------
 
 
 def _writer_args(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, fp8_dtype) -> dict[str, Callable]:
@@ -145,14 +134,10 @@ def _run_steps(preset: Preset, files: Files, vocabulary: dict, env: dict):
     return env[preset.returns] if preset.returns else result
 
 
-# ---- loading a preset ---------------------------------------------------------------------------------
-
-
 def origin_for(preset: Preset, checkout: str | Path | None) -> Origin:
     """Where the preset's files come from; ProducerError when it needs a clone and none is given."""
     proj = project(preset.project)
-    if checkout is None and proj.local is not None:
-        checkout = proj.local
+    checkout = proj.local if checkout is None else checkout
     if checkout is None and preset.needs_checkout:
         raise ProducerError(f"preset:{preset.key}: its files are in {proj.name}'s repository only (no release holds"
                             f" them): give --checkout {proj.name}=PATH")
@@ -180,8 +165,7 @@ def project_of(name: str, role: str) -> str | None:
 
 def checkout_of(name: str, role: str, checkouts: dict[str, str]) -> str | None:
     """The clone `--checkout PROJECT=PATH` gives for the project of preset `name` (None: its release)."""
-    found = project_of(name, role)
-    return None if found is None else checkouts.get(found)
+    return checkouts.get(project_of(name, role))
 
 
 def check_checkouts(checkouts: dict[str, str], named_presets: list[tuple[str, str]], where: str) -> None:

@@ -1,8 +1,5 @@
-"""What fp8check itself provides to a project's file in place of the project (`standin = NAME` in a
-project table, projects/*.toml): the real Triton and torch modules, small helpers, and stand-ins for
-platform objects whose answers follow the run (RunFacts: the FP8 format, layout and device of each run).
-
-Each stand-in is `make(facts, params) -> value` with a one-line description for the reports.
+"""What fp8check provides to a project's file in place of the project (`standin = NAME` in a project table):
+the real Triton and torch modules, small helpers, and stand-ins whose answers follow the run (RunFacts).
 """
 
 from __future__ import annotations
@@ -38,40 +35,35 @@ RUN_FACTS: dict[str, tuple[Callable[[RunFacts], object], str]] = {
 }
 
 
+@dataclass(eq=False)
 class Platform:
     """vLLM's `current_platform`, as far as a writer or reader needs it, for the run's FP8 format."""
 
     ATTRIBUTES = ("fp8_dtype", "is_rocm", "is_cuda", "is_fp8_fnuz")
-
-    def __init__(self, facts: RunFacts):
-        self.facts = facts
-
-    @property
-    def fp8(self) -> FP8Format:
-        return self.facts.fp8
+    facts: RunFacts
 
     def fp8_dtype(self) -> torch.dtype:
-        return self.fp8.torch_dtype()
+        return self.facts.fp8.torch_dtype()
 
     def is_rocm(self) -> bool:
-        return self.fp8 is FP8Format.E4M3FNUZ  # vLLM picks fnuz iff the arch is gfx94x (docs/NUMERICS.md)
+        return self.facts.fp8 is FP8Format.E4M3FNUZ  # vLLM picks fnuz iff the arch is gfx94x (docs/NUMERICS.md)
 
     def is_cuda(self) -> bool:
         return not self.is_rocm()
 
     def is_fp8_fnuz(self) -> bool:
-        return self.fp8 is FP8Format.E4M3FNUZ
+        return self.facts.fp8 is FP8Format.E4M3FNUZ
 
     def describe(self) -> str:
         return f"fp8check stand-in: fp8_dtype() = {self.fp8_dtype()}, is_rocm() = {self.is_rocm()}"
 
 
+@dataclass(eq=False)
 class Workspace:
     """vLLM's workspace manager: every request gets new tensors on the run's device (NaN-filled floats,
     so a reader that reads what it never wrote shows up)."""
 
-    def __init__(self, device: torch.device):
-        self.device = device
+    device: torch.device
 
     def get_simultaneous(self, *requests):
         return tuple(torch.full(shape, math.nan if dtype.is_floating_point else -1, dtype=dtype,
@@ -91,7 +83,6 @@ def _triton_configs(facts: RunFacts, params: dict):
     """A project's autotuning table (e.g. FlagGems' `runtime.get_tuned_config(op)`) reduced to the configs
     the table lists: on the CPU interpreter each autotune candidate costs a whole run."""
     import triton
-
     configs = [triton.Config(dict(c)) for c in params.get("configs", [])]
     return lambda *args, **kwargs: list(configs)
 
@@ -102,7 +93,6 @@ def _module(name: str) -> Callable[[RunFacts, dict], object]:
 
 def _triton_version() -> str:
     import triton
-
     return f"Triton {triton.__version__}"
 
 

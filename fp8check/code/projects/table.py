@@ -1,24 +1,7 @@
 """Project tables (projects/*.toml): how the names a project's file takes from its own project are bound,
-where its released files come from, and the writers and readers it offers (presets).
-
-A table has
-- `[project]`: `name`, the pip `package` and `version` of the release, the pinned `wheel` file name and
-  its `sha256`, the import `root` of the project's own modules, and `checkout_prefix` (the folder of a
-  clone of its repository that holds the package, e.g. `src` for FlagGems);
-- `[bind]`: names bound whatever the file says (platform facts), `[fallback]`: names bound only where
-  the file does not define them usably. Each value is one of
-  `{ value = X }` (a TOML value), `{ run = FACT }` (a fact of each run: standins.RUN_FACTS),
-  `{ standin = NAME, ... }` (something fp8check provides: standins.STANDINS), `{ function = "PATH:FUNC" }`
-  (another function of the same release, loaded the same way), `{ attrs = { A = BINDING, ... } }` (an
-  object with those attributes), and `call = true` on any of them (a function of no arguments that
-  returns it);
-- `[shims]`: the project's modules that function bodies import from at call time, and the bound names
-  each provides;
-- `[[writer]]` / `[[reader]]`: presets, each one or more `[[writer.step]]` calls of the project's
-  functions with their arguments (projects/compose.py), and what its code supports: `fp8`, `layouts`,
-  `block_sizes`, `scale_fmts`, `shuffle_when_paged` (it picks the layout from block_size itself) and, for
-  a writer, `pad_slot` (where it sends padding tokens: -1 nowhere, N a dummy slot). A gate skips a spec a
-  preset declares unsupported, with the reason (Preset.unsupported).
+where its released files come from, and the writers and readers it offers (presets). The format:
+docs/ECOSYSTEM.md and the shipped tables; a preset also declares what its code supports (`fp8`, `layouts`,
+`block_sizes`, `scale_fmts`, `shuffle_when_paged`), which a gate skips with the reason (Preset.unsupported).
 """
 
 from __future__ import annotations
@@ -124,7 +107,6 @@ class Project:
     table: BindTable
     presets: tuple[Preset, ...]
     checkout_prefix: str = ""
-    repository: str = ""
     local: Path | None = None  # a table from a file may name a folder holding its files (`local = DIR`)
 
 
@@ -163,7 +145,6 @@ def _binding(where: str, name: str, spec) -> Bound:
 
         def make(facts, sibling, members=members):
             from types import SimpleNamespace
-
             return SimpleNamespace(**{k: b.make(facts, sibling) for k, b in members.items()})
 
         def describe(members=members):
@@ -227,14 +208,13 @@ def parse(data: dict, where: str, folder: Path | None = None) -> Project:
     presets = tuple(_preset(where, owner, role, raw) for role in ("writer", "reader") for raw in data.get(role, []))
     local = (folder / head["local"]) if "local" in head and folder is not None else None
     return Project(name, head["package"], head["version"], head.get("wheel"), head.get("sha256"), table, presets,
-                   head.get("checkout_prefix", ""), head.get("repository", ""), local)
+                   head.get("checkout_prefix", ""), local)
 
 
 @functools.cache
 def projects() -> dict[str, Project]:
     """The shipped project tables, by name (fp8check/code/projects/*.toml)."""
     from ...core.config import load_toml
-
     items = sorted((i for i in resources.files(__package__).iterdir() if i.name.endswith(".toml")),
                    key=lambda i: i.name)
     return {p.name: p for p in (parse(load_toml(Path(str(item))), item.name) for item in items)}
@@ -281,9 +261,6 @@ def preset(key: str, role: str) -> Preset:
         known = ", ".join(p.key for p in project(name).presets if p.role == role) or "none"
         raise ConfigError(f"unknown {role} preset {key!r}; {name}'s {role}s: {known}")
     return found
-
-
-# ---- which release a name runs, with the hash its table pins (the one hash rule: released.admit) ----------
 
 
 def pinned(name: str, version: str) -> Package:
