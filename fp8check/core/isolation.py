@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import faulthandler
+import gc
 import importlib
 import json
 import os
@@ -236,6 +237,8 @@ def serve(fd: int) -> None:
                 multiprocessing.current_process().authkey = bytes.fromhex(head["authkey"])
                 target, args, memory = pickle.loads(message[8 + size:])
                 _child_main(fds[0], target, args, memory, False)
+                del args  # CUDA IPC: what a child still holds at its exit, its parent warns about at its own
+                gc.collect()
                 code = 0
             finally:
                 os._exit(code)  # a forked child leaves as multiprocessing's do: no cleanup of the server's state
