@@ -10,7 +10,7 @@ from ..core import fp8, pairs
 from .claims import Bytes, Claim
 from .frame import Frame, other_layout
 from .model import Category
-from .systemic import layout_predicted, layout_tables
+from .systemic import other_predicted, other_tables
 
 MIN_MATCHES = 4  # matching bytes a systemic cause needs in a unit judged byte by byte (1 once seen dense)
 CHUNK_BYTES = 1 << 22  # dense byte-local work per step
@@ -33,8 +33,8 @@ def _layout_bytes(frame: Frame, b: Bytes, left: torch.Tensor, layout_settled: to
     open_blocks = ~layout_settled[block_i] & frame.block_mapped[block_i]
     if other is None or not bool(open_blocks.any()):
         return [], left
-    dim = frame.group[b.unit] * spec.quant_block_size + b.column
-    predicted = layout_predicted(frame, layout_tables(frame, other), block_i, frame.token[b.unit], dim)
+    byte = frame.value_index[frame.token[b.unit], frame.group[b.unit] * spec.quant_block_size + b.column]
+    predicted = other_predicted(frame, other_tables(spec, other, byte.device), block_i, byte)
     chosen = _gate(block_i, open_blocks & (b.cand == predicted), left, frame.blocks.numel(), minimum)
     claims, left = b.claim(frame, Category.LAYOUT, chosen, left)
     if bool(chosen.any()):

@@ -26,76 +26,14 @@ FIRST_COLUMNS = 3  # sampled columns a dense judge tries first: 3 non-fitting di
 JUDGE_ROWS = 1 << 16  # dense units judged per step, so a step's temporaries stay in the CPU cache
 
 
-# ---- layout: which token's value the other order puts at a byte --------------------------------------------
-
-
-def layout_tables(frame: Frame, other: Layout) -> tuple[torch.Tensor, torch.Tensor]:
-    """(owner_token, source_byte) [block_size, head_dim]: for the cache byte of (t, d) in the spec's layout,
-    the token whose value the other layout puts there, and where the spec's layout keeps that value."""
-    spec = frame.spec
-    device = frame.value_index.device
-    other_index = spec.replace(layout=other).value_index(device).view(-1)
-    tokens = torch.arange(spec.block_size, device=device).view(-1, 1).expand(-1, spec.head_dim)
-    dims = torch.arange(spec.head_dim, device=device).view(1, -1).expand(spec.block_size, -1)
-    owner_t = torch.empty(spec.value_bytes, dtype=torch.int64, device=device)
-    owner_d = torch.empty_like(owner_t)
-    owner_t[other_index] = tokens.reshape(-1)
-    owner_d[other_index] = dims.reshape(-1)
-    owner_token = owner_t[frame.value_index]
-    return owner_token, frame.value_index[owner_token, owner_d[frame.value_index]]
-
-
-def layout_predicted(frame: Frame, tables, block_i: torch.Tensor, token: torch.Tensor,
-                     dim: torch.Tensor) -> torch.Tensor:
-    """uint8: the byte a writer using the other layout leaves at the spec's place of (token, dim): the
-    baseline's value of the token it puts there, or the poison fill where no token maps."""
-    spec = frame.spec
-    owner_token, source_byte = tables
-    slot_mapped = frame.source.view(-1, spec.block_size, spec.groups_per_token)[:, :, 0] >= 0
-    owner = owner_token[token, dim]
-    moved = frame.base_phys.view(-1)[block_i * spec.block_bytes + source_byte[token, dim]]
-    poison = frame.block_poison(block_i, frame.value_index[token, dim])
-    return torch.where(slot_mapped[block_i, owner], moved, poison)
-
-
-def layout_blocks(frame: Frame, open_u: torch.Tensor) -> tuple[list[Claim], torch.Tensor, torch.Tensor]:
-    """Judge each block's layout from a fixed grid of 8 x 8 (token, dim) positions; a re-ordered block gives
-    all its open units to `layout`. Returns (claims, units taken, bool [nd]: blocks whose layout question is
-    settled)."""
-    spec = frame.spec
-    nd = frame.blocks.numel()
-    device = frame.blocks.device
-    other = other_layout(spec)
-    if other is None:
-        return [], torch.zeros_like(open_u), torch.ones(nd, dtype=torch.bool, device=device)
-    tokens = torch.arange(0, spec.block_size, max(1, spec.block_size // 8), device=device)
-    dims = torch.arange(0, spec.head_dim, max(1, spec.head_dim // 8), device=device)
-    token = tokens.view(1, -1, 1).expand(1, -1, dims.numel()).reshape(1, -1)
-    dim = dims.view(1, 1, -1).expand(1, tokens.numel(), -1).reshape(1, -1)
-    byte = frame.value_index[token, dim].view(-1)
-    base, cand = frame.base_phys[:, byte], frame.cand_phys[:, byte]
-    block_i = torch.arange(nd, device=device).view(-1, 1)
-    differs = base != cand
-    predicted = layout_predicted(frame, layout_tables(frame, other), block_i, token, dim)
-    match = differs & (cand == predicted) & frame.block_mapped.view(-1, 1)
-    sampled, matched = differs.sum(dim=1), match.sum(dim=1)
-    settled = sampled >= DENSE_SAMPLED
-    moved = settled & (matched >= SAMPLE_SHARE * sampled)
-    chosen = open_u & moved[frame.block_i]
-    if not bool(chosen.any()):
-        return [], torch.zeros_like(open_u), settled
-    claims = [unit_claim(frame, Category.LAYOUT, chosen), Claim(Category.LAYOUT, found={"layout_found": other.value})]
-    return claims, chosen, settled
-
-
-# ---- interleaved against planar: whole tokens (values and scales) at other places ---------------------------
+# ---- another order of the same bytes: value layout, or interleaved against planar -------------------------
 
 ARRANGEMENT_SAMPLES = 256  # byte positions of a block looked at to judge its arrangement
 
 
-def arrangement_tables(spec, other: Layout, device) -> tuple[torch.Tensor, torch.Tensor]:
-    """(owner_token, source_byte) [block_bytes]: for each byte of a block written in the `other` arrangement,
-    the token whose byte lands there and where the spec's arrangement keeps that byte (all from CacheSpec)."""
+def other_tables(spec, other: Layout, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """(owner_token, source_byte) [block_bytes]: for each byte of a block written in the `other` layout, the
+    token whose byte lands there and where the spec's layout keeps that byte (all from CacheSpec)."""
     theirs = spec.replace(layout=other)
     owner = torch.full((spec.block_bytes,), -1, dtype=torch.int64, device=device)
     source = torch.full_like(owner, -1)
@@ -107,29 +45,59 @@ def arrangement_tables(spec, other: Layout, device) -> tuple[torch.Tensor, torch
     return owner, source
 
 
+def other_predicted(frame: Frame, tables, block_i: torch.Tensor, byte: torch.Tensor) -> torch.Tensor:
+    """uint8: the byte a writer using the other layout leaves at `byte` of the differing blocks block_i: the
+    baseline's byte of the token it puts there, or the poison fill where no token maps."""
+    spec = frame.spec
+    owner, source = tables
+    slot_mapped = frame.source.view(-1, spec.block_size, spec.groups_per_token)[:, :, 0] >= 0
+    moved = frame.base_phys[block_i, source[byte]]
+    return torch.where(slot_mapped[block_i, owner[byte]], moved, frame.block_poison(block_i, byte))
+
+
+def _reordered(frame: Frame, tables, byte: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(settled, reordered), bool [nd]: the block has DENSE_SAMPLED differing bytes among `byte`, and the other
+    layout (tables: other_tables) explains SAMPLE_SHARE of them in a block some token maps into."""
+    block_i = torch.arange(frame.blocks.numel(), device=byte.device).view(-1, 1)
+    base, cand = frame.base_phys[:, byte], frame.cand_phys[:, byte]
+    differs = base != cand
+    sampled = differs.sum(dim=1)
+    matched = (differs & (cand == other_predicted(frame, tables, block_i, byte.view(1, -1)))).sum(dim=1)
+    settled = sampled >= DENSE_SAMPLED
+    return settled, settled & frame.block_mapped & (matched >= SAMPLE_SHARE * sampled)
+
+
+def layout_blocks(frame: Frame, open_u: torch.Tensor) -> tuple[list[Claim], torch.Tensor, torch.Tensor]:
+    """Judge each block's layout from a fixed grid of 8 x 8 (token, dim) positions; a re-ordered block gives
+    all its open units to `layout`. Returns (claims, units taken, bool [nd]: blocks whose layout question is
+    settled)."""
+    spec, device = frame.spec, frame.blocks.device
+    other = other_layout(spec)
+    if other is None:
+        return [], torch.zeros_like(open_u), torch.ones(frame.blocks.numel(), dtype=torch.bool, device=device)
+    tokens = torch.arange(0, spec.block_size, max(1, spec.block_size // 8), device=device)
+    dims = torch.arange(0, spec.head_dim, max(1, spec.head_dim // 8), device=device)
+    byte = frame.value_index[tokens.view(-1, 1), dims.view(1, -1)].view(-1)
+    settled, moved = _reordered(frame, other_tables(spec, other, device), byte)
+    chosen = open_u & moved[frame.block_i]
+    if not bool(chosen.any()):
+        return [], torch.zeros_like(open_u), settled
+    claims = [unit_claim(frame, Category.LAYOUT, chosen), Claim(Category.LAYOUT, found={"layout_found": other.value})]
+    return claims, chosen, settled
+
+
 def arrangement_blocks(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
-    """Blocks written token-interleaved where the spec is planar, or planar where it is interleaved: judged
-    from a fixed sample of byte positions, each compared with the byte the other arrangement puts there (the
-    baseline's byte of the token it puts there, the poison where no token maps). A re-arranged block gives all
-    its differing bytes, values and scales, to `layout`. Returns (claims, units taken: bool [U])."""
+    """Blocks written token-interleaved where the spec is planar, or planar where it is interleaved, judged from
+    a fixed sample of byte positions: a re-arranged block gives all its differing bytes, values and scales, to
+    `layout`. Returns (claims, units taken: bool [U])."""
     spec = frame.spec
     other = other_arrangement(spec)
     taken = torch.zeros_like(frame.n_u, dtype=torch.bool)
     if other is None:
         return [], taken
-    device = frame.blocks.device
-    owner, source = arrangement_tables(spec, other, device)
-    byte = torch.arange(0, spec.block_bytes, max(1, spec.block_bytes // ARRANGEMENT_SAMPLES), device=device)
-    byte = byte[owner[byte] >= 0]
-    nd = frame.blocks.numel()
-    block_i = torch.arange(nd, device=device).view(-1, 1)
-    base, cand = frame.base_phys[:, byte], frame.cand_phys[:, byte]
-    slot_mapped = frame.source.view(nd, spec.block_size, spec.groups_per_token)[:, :, 0] >= 0
-    moved = frame.base_phys[block_i, source[byte].view(1, -1)]
-    predicted = torch.where(slot_mapped[:, owner[byte]], moved, frame.block_poison(block_i, byte.view(1, -1)))
-    differs = base != cand
-    sampled, matched = differs.sum(dim=1), (differs & (cand == predicted)).sum(dim=1)
-    rearranged = frame.block_mapped & (sampled >= DENSE_SAMPLED) & (matched >= SAMPLE_SHARE * sampled)
+    tables = other_tables(spec, other, taken.device)
+    byte = torch.arange(0, spec.block_bytes, max(1, spec.block_bytes // ARRANGEMENT_SAMPLES), device=taken.device)
+    _, rearranged = _reordered(frame, tables, byte[tables[0][byte] >= 0])
     if not bool(rearranged.any()):
         return [], taken
     taken = rearranged[frame.block_i] & ((frame.n_u > 0) | (frame.wdiff_u > 0))
