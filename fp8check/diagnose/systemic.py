@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..core import pairs
+from ..core import fp8, pairs
 from ..core.diff import count_true
 from ..core.spec import Layout
 from .claims import Claim, note, unit_claim
@@ -192,13 +192,11 @@ def _judge_fp8_format(s: _Sample, rows: torch.Tensor, screen: bool) -> tuple[tor
 
 def _cast_columns(s: _Sample, r: torch.Tensor, cols, k_sampled: torch.Tensor | None):
     """(matched, negatives wrapped, negatives to 0) of integer casts of x/s at the sampled columns of rows r."""
-    frame, qbs = s.frame, s.frame.spec.quant_block_size
-    units = s.units[r]
-    k_row = frame.source[units].clamp(min=0) * frame.spec.groups_per_token + frame.group[units]
-    if k_sampled is not None and cols == slice(None):  # all columns of many rows: the sampled columns of k, gathered once
-        x = k_sampled.index_select(0, k_row)
+    frame, units = s.frame, s.units[r]
+    if k_sampled is not None and cols == slice(None):  # all columns of many rows: k's sampled columns, gathered once
+        x = k_sampled[frame.source[units].clamp(min=0) * frame.spec.groups_per_token + frame.group[units]]
     else:
-        x = frame.k.view(-1, qbs)[k_row.view(-1, 1), s.columns[cols].view(1, -1)].float()
+        x = frame.x(units.view(-1, 1), s.columns[cols].view(1, -1))
     y = x / frame.quotient_scale(units).view(-1, 1)
     cand = s.cand[r, cols]
     matched, wrapped = pairs.cast_match_fp32(y, s.base[r, cols], cand)
@@ -224,12 +222,8 @@ QUOTIENTS = ("x * s", "x", "-max", "+max")
 
 def _quotient_columns(s: _Sample, r: torch.Tensor, cols, aux):
     """(matched, one count per QUOTIENTS entry) of the sampled bytes that are another quotient's FP8 code."""
-    from ..core import fp8
-
-    frame, qbs = s.frame, s.frame.spec.quant_block_size
-    units = s.units[r]
-    k_row = frame.source[units].clamp(min=0) * frame.spec.groups_per_token + frame.group[units]
-    x = frame.k.view(-1, qbs)[k_row.view(-1, 1), s.columns[cols].view(1, -1)].float()
+    frame, units = s.frame, s.units[r]
+    x = frame.x(units.view(-1, 1), s.columns[cols].view(1, -1))
     scale = frame.quotient_scale(units).view(-1, 1)
     bound = torch.full_like(x, frame.spec.fp8.max)
     cand, differs = s.cand[r, cols], s.differs[r, cols]
@@ -256,7 +250,7 @@ JUDGES = {Category.UNWRITTEN: _judge_unwritten, Category.FP8_FORMAT: _judge_fp8_
 
 
 def dense_units(frame: Frame, open_u: torch.Tensor,
-                layout_settled: torch.Tensor) -> tuple[list[Claim], torch.Tensor, torch.Tensor]:
+                layout_settled: torch.Tensor) -> tuple[list[Claim], torch.Tensor, torch.Tensor, torch.Tensor]:
     """Judge open units with many differing bytes from their sample, cause by cause, the cause that fits most
     of a small probe first. Returns (claims, units taken, units no systemic cause fits that byte-local causes
     may explain: to be split byte by byte, garbage units whose moved bytes are to be found byte by byte)."""
