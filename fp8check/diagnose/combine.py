@@ -118,7 +118,7 @@ def _causes(spec: CacheSpec, tally: _Tally, frame: Frame | None, baseline: Cache
     for category, count in tally.bytes.items():
         parts = tally.blocks.get(category)
         blocks = tuple(torch.unique(torch.cat(parts)).tolist()) if parts else ()
-        facts = cause_facts(spec, category, count, dict(tally.counts[category]), tally.found[category])
+        facts = cause_facts(spec, category, count, tally.counts[category], tally.found[category])
         examples = tuple(example(spec, category, locus, frame, baseline, candidate, tally.found[category])
                          for locus in tally.examples[category])
         causes.append(Cause(category, count, blocks, facts, examples))

@@ -7,6 +7,7 @@ diagnose/words.py turns them into sentences. Nothing here is prose.
 from __future__ import annotations
 
 import math
+from collections import Counter
 
 import torch
 
@@ -17,6 +18,7 @@ from ..core.spec import SCALE_FLOOR, CacheSpec, Layout, Region
 from .frame import Frame, other_layout
 from .model import Category, Example
 from .scales import KNOWN_DIVISORS
+from .systemic import QUOTIENTS
 
 
 def _ratio_pairs(ratio: float, divisors, ue8m0: bool) -> list[tuple[float, float]]:
@@ -53,24 +55,22 @@ def divisor_pair(ratio: float, spec: CacheSpec, divisor_range=None) -> list[floa
     return None
 
 
-def cause_facts(spec: CacheSpec, category: Category, count: int, counts: dict, found: dict) -> dict:
-    """The typed facts of one cause, from its summed counts and merged findings."""
-    c = counts.get
+def cause_facts(spec: CacheSpec, category: Category, count: int, c: Counter, found: dict) -> dict:
+    """The typed facts of one cause, from its summed counts (c, 0 where none was counted) and merged findings."""
     if category is Category.UNWRITTEN:
-        return {"tokens_never_written": c("units", 0) // spec.groups_per_token,
-                "baseline_poison_bytes": c("baseline_bytes", 0), "baseline_poison_scales": c("baseline_scale_words", 0),
-                "value_groups_unwritten": c("units", 0), "scale_words_unwritten": c("candidate_scale_words", 0)}
+        return {"tokens_never_written": c["units"] // spec.groups_per_token,
+                "baseline_poison_bytes": c["baseline_bytes"], "baseline_poison_scales": c["baseline_scale_words"],
+                "value_groups_unwritten": c["units"], "scale_words_unwritten": c["candidate_scale_words"]}
     if category is Category.STRAY_WRITE:
-        facts = {"guard_bytes": c("guard", 0),
-                 "slot_bytes": count - c("guard", 0) - c("overwritten", 0) - c("foreign", 0) - c("copied", 0),
-                 "candidate_guard_bytes": c("candidate_guard", 0), "overwritten_bytes": c("overwritten", 0),
-                 "overwritten_slots": c("overwritten_slots", 0)}
+        slot_bytes = count - c["guard"] - c["overwritten"] - c["foreign"] - c["copied"]
+        facts = {"guard_bytes": c["guard"], "slot_bytes": slot_bytes, "candidate_guard_bytes": c["candidate_guard"],
+                 "overwritten_bytes": c["overwritten"], "overwritten_slots": c["overwritten_slots"]}
         for key in ("foreign", "copied"):
-            if c(key, 0):
-                facts |= {f"{key}_bytes": c(key, 0), f"{key}_slots": c(f"{key}_slots", 0)}
+            if c[key]:
+                facts |= {f"{key}_bytes": c[key], f"{key}_slots": c[f"{key}_slots"]}
         return facts
     if category is Category.INTEGER_CAST:
-        wrap, zero = c("negative_wrap", 0), c("negative_zero", 0)
+        wrap, zero = c["negative_wrap"], c["negative_zero"]
         convention = "nvidia" if zero > wrap else "wrap" if wrap else "trunc"
         return {"convention": convention, "negative_wrapped": wrap, "negative_to_zero": zero}
     if category is Category.LAYOUT:
@@ -82,48 +82,43 @@ def cause_facts(spec: CacheSpec, category: Category, count: int, counts: dict, f
         return {"ratio": ratio, "divisors": divisor_pair(ratio, spec, implied),
                 "divisor_range": list(implied) if implied else None}
     if category is Category.SCALE_POW2:
-        return {"direction": "doubled" if c("doubled", 0) >= c("halved", 0) else "halved",
-                "doubled": c("doubled", 0), "halved": c("halved", 0)}
+        return {"direction": "doubled" if c["doubled"] >= c["halved"] else "halved", "doubled": c["doubled"],
+                "halved": c["halved"]}
     if category is Category.SCALE_ULP:
         return {"max_ulp": found.get("max_ulp")}
     if category is Category.AMAX_FLOOR:
-        return {"groups": c("groups", 0), "floor_found": found.get("floor_found"),
+        return {"groups": c["groups"], "floor_found": found.get("floor_found"),
                 "floor_bound": found.get("floor_bound"), "floor_expected": SCALE_FLOOR}
     if category is Category.UE8M0_ROUNDING:
         expected = "ceil" if spec.scale_fmt.power_of_two else "none"
-        return {"groups": c("groups", 0), "direction": found.get("rounding", "floor"), "expected": expected}
-    if category is Category.SCALE_SWAP:
-        return {"words": c("words", 0)}
+        return {"groups": c["groups"], "direction": found.get("rounding", "floor"), "expected": expected}
     if category is Category.SHIFT:
         return {"moved": found.get("moved"), "by": found.get("by"), "offset": found.get("offset"),
-                "units_moved_in": c("units", 0)}
+                "units_moved_in": c["units"]}
     if category is Category.PERMUTATION:
         return dict(found)
     if category is Category.QUOTIENT:
-        from .systemic import QUOTIENTS
-
-        return {"computed": max(QUOTIENTS, key=lambda name: c(name, 0)), **{name: c(name, 0) for name in QUOTIENTS}}
+        return {"computed": max(QUOTIENTS, key=lambda name: c[name]), **{name: c[name] for name in QUOTIENTS}}
     if category is Category.AMAX:
-        return {"amax": found.get("amax"), "divisor": found.get("divisor"), "words": c("words", 0)}
+        return {"amax": found.get("amax"), "divisor": found.get("divisor"), "words": c["words"]}
     if category is Category.SCALE_FORMAT:
-        return {"words": c("words", 0), "format_found": found.get("format_found"),
-                "format_expected": spec.scale_fmt.value}
-    if category is Category.ZERO_INPUT:
-        return {"groups": c("groups", 0)}
-    if category is Category.NON_FINITE:
-        return {"groups": c("groups", 0), "nan_groups": c("nan_groups", 0), "inf_groups": c("inf_groups", 0)}
+        return {"words": c["words"], "format_found": found.get("format_found"), "format_expected": spec.scale_fmt.value}
     if category is Category.ROUNDING:
-        ties, base_even, cand_even = c("ties", 0), c("ties_baseline_even", 0), c("ties_candidate_even", 0)
+        ties, base_even, cand_even = c["ties"], c["ties_baseline_even"], c["ties_candidate_even"]
         even = ("baseline" if base_even >= cand_even else "candidate") if ties and ties >= 0.9 * count else None
         return {"ties": ties, "ties_to_even": even, "ties_baseline_even": base_even, "ties_candidate_even": cand_even}
     if category is Category.SATURATION_NAN:
-        return {"nan_side": "candidate" if c("candidate_nan", 0) >= c("baseline_nan", 0) else "baseline",
-                "candidate_nan": c("candidate_nan", 0), "baseline_nan": c("baseline_nan", 0)}
+        return {"nan_side": "candidate" if c["candidate_nan"] >= c["baseline_nan"] else "baseline",
+                "candidate_nan": c["candidate_nan"], "baseline_nan": c["baseline_nan"]}
     if category is Category.SIGNED_ZERO:
-        side = "candidate" if c("candidate_negative", 0) >= c("baseline_negative", 0) else "baseline"
-        return {"negative_side": side,
-                "candidate_negative": c("candidate_negative", 0), "baseline_negative": c("baseline_negative", 0)}
-    return {}
+        return {"negative_side": "candidate" if c["candidate_negative"] >= c["baseline_negative"] else "baseline",
+                "candidate_negative": c["candidate_negative"], "baseline_negative": c["baseline_negative"]}
+    return {key: c[key] for key in COUNTED.get(category, ())}
+
+
+COUNTED = {  # the causes whose facts are their counts alone
+    Category.SCALE_SWAP: ("words",), Category.ZERO_INPUT: ("groups",),
+    Category.NON_FINITE: ("groups", "nan_groups", "inf_groups")}
 
 
 # ---- examples ------------------------------------------------------------------------------------------
@@ -154,9 +149,9 @@ def _word_hex(word: torch.Tensor) -> str:
 def _example_facts(spec: CacheSpec, category: Category, m: Mismatch, frame: Frame, found: dict) -> dict:
     """What fits at one example byte: the quotient, the moved token, the other format's value, the scales."""
     c = m.coordinate
+    unit = frame.unit_of(c.block, c.token, c.group if c.group is not None else c.dim // spec.quant_block_size)
+    source = int(frame.source[unit])
     if category is Category.STRAY_WRITE:
-        unit = frame.unit_of(c.block, c.token, c.group if c.group is not None else c.dim // spec.quant_block_size)
-        source = int(frame.source[unit])
         return {"slot_owner": source} if source >= 0 else {}
     if category in (Category.UNWRITTEN, Category.SHIFT, Category.PERMUTATION):
         return {}
@@ -164,11 +159,9 @@ def _example_facts(spec: CacheSpec, category: Category, m: Mismatch, frame: Fram
         other = Layout(found["layout_found"]) if found.get("layout_found") else other_layout(spec)
         owner = spec.replace(layout=other).locate(c.block * spec.block_bytes + c.byte_in_block)
         return {"layout": other.value, "token": owner.token, "dim": owner.dim, "scale_group": owner.group}
-    unit = frame.unit_of(c.block, c.token, c.group if c.group is not None else c.dim // spec.quant_block_size)
-    scales = {"baseline_scale": float(frame.base_w[unit]), "candidate_scale": float(frame.cand_w[unit])}
-    source = int(frame.source[unit])
-    scales |= {"baseline_scale_word": _word_hex(frame.base_wb[unit]),
-               "candidate_scale_word": _word_hex(frame.cand_wb[unit])}
+    scales = {"baseline_scale": float(frame.base_w[unit]), "candidate_scale": float(frame.cand_w[unit]),
+              "baseline_scale_word": _word_hex(frame.base_wb[unit]),
+              "candidate_scale_word": _word_hex(frame.cand_wb[unit])}
     if c.region is Region.SCALE or category in SCALE_CAUSES:
         return scales if c.region is Region.SCALE or source >= 0 else {}
     if source < 0:
