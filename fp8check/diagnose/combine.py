@@ -23,26 +23,24 @@ from .model import EXAMPLES, Category, Cause, Diagnosis, Located
 
 def _value_stages(frame: Frame) -> list[Claim]:
     """Stages 1-4 over the differing blocks; each takes the units the earlier ones left open."""
-    # whole units first: blocks of whole tokens at other places (interleaved against planar), groups of
-    # non-finite inputs, real tokens overwritten by padding rows; each takes all the bytes of its units
-    first: list[Claim] = []
-    # then right bytes at the wrong place: rows shifted by k slots or tokens
+    # whole units first, each taking all the bytes of its units: blocks of whole tokens at other places
+    # (interleaved against planar), groups of non-finite inputs, real tokens overwritten by padding rows, rows
+    # shifted by k slots or tokens, rows of no token, groups loaded as zeros
+    claims: list[Claim] = []
     for stage in (systemic.arrangement_blocks, where.non_finite, where.overwritten, moved.shifted,
                   where.foreign_rows, where.zero_input):
         more, taken = stage(frame)
-        first += more
+        claims += more
         if bool(taken.any()):
             frame = dataclasses.replace(frame, n_u=torch.where(taken, 0, frame.n_u),
                                         wdiff_u=torch.where(taken, 0, frame.wdiff_u))
     open_u = frame.n_u > 0
     if bool(open_u.any()):  # value bytes moved the same way in every block: claimed byte by byte
         frame = dataclasses.replace(frame, moves=moved.byte_moves(frame))
-    claims, taken = where.unmapped(frame, open_u)
-    claims = first + claims
-    open_u = open_u & ~taken
-    more, taken = scales.scales(frame, open_u)
-    claims += more
-    open_u = open_u & ~taken
+    for stage in (where.unmapped, scales.scales):
+        more, taken = stage(frame, open_u)
+        claims += more
+        open_u = open_u & ~taken
     layout, taken, settled = systemic.layout_blocks(frame, open_u)
     open_u = open_u & ~taken
     dense, taken, leftovers, garbage = systemic.dense_units(frame, open_u, settled)
@@ -78,11 +76,9 @@ def _tally(claims: list[Claim]) -> _Tally:
         tally.bytes[category] += claim.bytes
         if claim.blocks is not None and claim.blocks.numel():
             tally.blocks[category].append(claim.blocks)
-        room = EXAMPLES - len(tally.examples[category])
-        tally.examples[category].extend(claim.examples[: max(room, 0)])
+        tally.examples[category] += claim.examples  # the first EXAMPLES are kept
         if claim.per_block is not None:
-            so_far = tally.per_block.get(category)
-            tally.per_block[category] = claim.per_block if so_far is None else so_far + claim.per_block
+            tally.per_block[category] = tally.per_block.get(category, 0) + claim.per_block
         if claim.shown is not None:
             tally.shown[category].append(claim.shown)
     return tally
@@ -120,7 +116,7 @@ def _causes(spec: CacheSpec, tally: _Tally, frame: Frame | None, baseline: Cache
         blocks = tuple(torch.unique(torch.cat(parts)).tolist()) if parts else ()
         facts = cause_facts(spec, category, count, tally.counts[category], tally.found[category])
         examples = tuple(example(spec, category, locus, frame, baseline, candidate, tally.found[category])
-                         for locus in tally.examples[category])
+                         for locus in tally.examples[category][:EXAMPLES])
         causes.append(Cause(category, count, blocks, facts, examples))
     order = list(Category)
     return tuple(sorted(causes, key=lambda c: (-c.bytes, order.index(c.category))))
