@@ -35,8 +35,6 @@ def any_rows(mask: torch.Tensor) -> torch.Tensor:
 
 def first_true(mask: torch.Tensor, n: int) -> torch.Tensor:
     """Indices of the first n True entries of a 1-D mask."""
-    if not mask.numel():
-        return mask.new_zeros(0, dtype=torch.int64)
     return torch.nonzero(mask).view(-1)[:n]
 
 
@@ -115,24 +113,21 @@ def _unit_counts(spec: CacheSpec, a: torch.Tensor, b: torch.Tensor, runs) -> tup
 def differing_units(spec: CacheSpec, baseline: CacheBuffer, candidate: CacheBuffer, diff: DiffResult | None,
                     runs) -> tuple[torch.Tensor, ...]:
     """(blocks, base_phys, cand_phys, n_u, wdiff_u): the blocks to look at (the diff's, when given), both
-    caches' bytes of them and, per unit of them, the differing value and scale bytes. Once most blocks differ, all blocks are kept: copying the differing ones out (~75 ms for 2 x 138 MB on 2
-    cores) costs more than carrying identical blocks along, whose units have no byte to attribute."""
+    caches' bytes of them and, per unit of them, the differing value and scale bytes. Once most blocks differ,
+    all blocks are kept: copying the differing ones out (~75 ms for 2 x 138 MB on 2 cores) costs more than
+    carrying identical blocks along, whose units have no byte to attribute."""
     a, b = baseline.flat, candidate.flat
-    all_blocks = torch.arange(spec.num_blocks, device=a.device)
-    if diff is not None:
+    counts = None if diff is not None else _unit_counts(spec, a, b, runs)
+    if counts is None:
         blocks = torch.nonzero(diff.block_diff()).view(-1).to(a.device)
-        if 2 * blocks.numel() > spec.num_blocks:
-            return (all_blocks, a, b, *_unit_counts(spec, a, b, runs))
-        a, b = a.index_select(0, blocks), b.index_select(0, blocks)
-        return (blocks, a, b, *_unit_counts(spec, a, b, runs))
-    n_u, wdiff_u = _unit_counts(spec, a, b, runs)
-    per_block = (n_u + wdiff_u).view(spec.num_blocks, -1).sum(dim=1)
-    blocks = torch.nonzero(per_block).view(-1)
+    else:
+        blocks = torch.nonzero((counts[0] + counts[1]).view(spec.num_blocks, -1).sum(dim=1)).view(-1)
     if 2 * blocks.numel() > spec.num_blocks:
-        return all_blocks, a, b, n_u, wdiff_u
-    rows = spec.block_size * spec.groups_per_token
-    return (blocks, a.index_select(0, blocks), b.index_select(0, blocks), n_u.view(-1, rows)[blocks].reshape(-1),
-            wdiff_u.view(-1, rows)[blocks].reshape(-1))
+        return torch.arange(spec.num_blocks, device=a.device), a, b, *(counts or _unit_counts(spec, a, b, runs))
+    a, b = a.index_select(0, blocks), b.index_select(0, blocks)
+    if counts is None:
+        return blocks, a, b, *_unit_counts(spec, a, b, runs)
+    return blocks, a, b, *(c.view(spec.num_blocks, -1)[blocks].reshape(-1) for c in counts)
 
 
 def byte_poison(position: torch.Tensor) -> torch.Tensor:
@@ -168,7 +163,7 @@ class Frame:
     poison_row: torch.Tensor  # uint8 [block_size * groups, qbs]: byte_poison of each unit row's value bytes
     poison_block: torch.Tensor  # uint8 [nd]: poison_at of each block's first byte
     padding: torch.Tensor  # int64 [P]: rows of k whose slot is negative (padding: written nowhere)
-    shown: torch.Tensor  # bool [nd]: blocks whose bytes' causes are kept (the first SHOWN_BLOCKS that differ, or picked)
+    shown: torch.Tensor  # bool [nd]: blocks whose bytes' causes are kept (the first SHOWN_BLOCKS differing, or picked)
     moves: tuple = (None, {})  # moved.byte_moves: the source of each value byte of a block, and the findings
 
     @property
@@ -208,6 +203,7 @@ class Frame:
                                                                                       self.group[unit])
 
     def value_poison(self, unit: torch.Tensor, column: torch.Tensor) -> torch.Tensor:
+        """uint8: the poison fill under value bytes (unit, column), any broadcastable shapes."""
         return self.poison_row[unit % self.rows, column] + self.poison_block[self.block_i[unit]]
 
     def sampled_poison(self, units: torch.Tensor, columns=slice(None)) -> torch.Tensor:
@@ -221,11 +217,8 @@ class Frame:
 
     def scale_poison(self, units: torch.Tensor) -> torch.Tensor:
         """uint8 [n, 4]: the poison fill under each unit's scale bytes."""
-        device = units.device
-        row = torch.arange(self.rows, device=device)
-        groups = self.spec.groups_per_token
-        offset = self.spec.scale_offset(row // groups, row % groups).view(-1, 1) + torch.arange(4, device=device)
-        return byte_poison(offset).index_select(0, units % self.rows) + self.poison_block[self.block_i[units]].view(-1, 1)
+        offset = self.spec.scale_offset(self.token[units], self.group[units]).view(-1, 1)
+        return self.block_poison(self.block_i[units].view(-1, 1), offset + torch.arange(4, device=units.device))
 
     def x(self, unit: torch.Tensor, column: torch.Tensor) -> torch.Tensor:
         """fp32 k values behind value bytes (unit, column) of mapped units."""
@@ -244,17 +237,6 @@ class Frame:
         return (block_i * self.spec.block_size + token) * self.spec.groups_per_token + group
 
 
-def _slot_sources(spec: CacheSpec, inputs: Inputs, blocks: torch.Tensor, block_i: torch.Tensor,
-                  token: torch.Tensor) -> torch.Tensor:
-    """int64 [U]: the row of k each unit's slot receives, -1 where no token maps to the slot."""
-    device = blocks.device
-    slot_token = torch.full((spec.num_slots,), -1, dtype=torch.int64, device=device)
-    slots = inputs.slot_mapping.to(device)
-    keep = (slots >= 0) & (slots < spec.num_slots)
-    slot_token[slots[keep]] = torch.arange(slots.numel(), device=device)[keep]
-    return slot_token[blocks[block_i] * spec.block_size + token]
-
-
 def build_frame(spec: CacheSpec, inputs: Inputs, blocks: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
                 n_u: torch.Tensor, wdiff_u: torch.Tensor, runs, shown: tuple[int, ...] = ()) -> Frame:
     """The frame of the differing blocks, from their bytes a, b [nd, block_bytes] (differing_units); `shown`:
@@ -266,7 +248,11 @@ def build_frame(spec: CacheSpec, inputs: Inputs, blocks: torch.Tensor, a: torch.
     unit = torch.arange(num_units, device=a.device)
     block_i = unit // (spec.block_size * groups)
     token = (unit // groups) % spec.block_size
-    source = _slot_sources(spec, inputs, blocks, block_i, token)
+    slot_token = torch.full((spec.num_slots,), -1, dtype=torch.int64, device=a.device)  # the row of k written there
+    slots = inputs.slot_mapping.to(a.device)
+    keep = (slots >= 0) & (slots < spec.num_slots)
+    slot_token[slots[keep]] = torch.arange(slots.numel(), device=a.device)[keep]
+    source = slot_token[blocks[block_i] * spec.block_size + token]
     value_index = spec.value_index(a.device)
     if shown:
         shown = torch.isin(blocks, torch.tensor(shown, dtype=blocks.dtype, device=blocks.device))
