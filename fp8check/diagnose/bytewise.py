@@ -37,9 +37,7 @@ def _layout_bytes(frame: Frame, b: Bytes, left: torch.Tensor, layout_settled: to
     predicted = other_predicted(frame, other_tables(spec, other, byte.device), block_i, byte)
     chosen = _gate(block_i, open_blocks & (b.cand == predicted), left, frame.blocks.numel(), minimum)
     claims, left = b.claim(frame, Category.LAYOUT, chosen, left)
-    if bool(chosen.any()):
-        claims.append(Claim(Category.LAYOUT, found={"layout_found": other.value}))
-    return claims, left
+    return claims + [Claim(Category.LAYOUT, found={"layout_found": other.value})] * bool(claims), left
 
 
 def _poisoned_units(frame: Frame, b: Bytes, left: torch.Tensor) -> tuple[list[Claim], torch.Tensor]:
@@ -78,20 +76,18 @@ def byte_by_byte(frame: Frame, units: torch.Tensor, layout_settled: torch.Tensor
         return []
     b = Bytes.listed(frame, units)
     mapped = frame.source[b.unit] >= 0
-
-    def minimum(category: Category) -> int:
-        return 1 if category in active else MIN_MATCHES
-
-    claims, left = _layout_bytes(frame, b, b.differs, layout_settled, minimum(Category.LAYOUT))
+    minimum = {c: 1 if c in active else MIN_MATCHES
+               for c in (Category.LAYOUT, Category.FP8_FORMAT, Category.INTEGER_CAST)}
+    claims, left = _layout_bytes(frame, b, b.differs, layout_settled, minimum[Category.LAYOUT])
     more, left = b.claim(frame, Category.STRAY_WRITE, ~mapped, left)
     claims += more
     more, left = _poisoned_units(frame, b, left)
     claims += more
     match = pairs.format_match(frame.spec.fp8, b.base, b.cand) & mapped
-    chosen = _gate(b.unit, match, left, frame.n_u.numel(), minimum(Category.FP8_FORMAT))
+    chosen = _gate(b.unit, match, left, frame.n_u.numel(), minimum[Category.FP8_FORMAT])
     more, left = b.claim(frame, Category.FP8_FORMAT, chosen, left)
     claims += more
-    more, left = _integer_cast_bytes(frame, b, left, mapped, minimum(Category.INTEGER_CAST))
+    more, left = _integer_cast_bytes(frame, b, left, mapped, minimum[Category.INTEGER_CAST])
     return claims + more + byte_local(frame, b, left)
 
 
@@ -154,10 +150,7 @@ def _poison_bytes(frame: Frame, b: Bytes, left: torch.Tensor) -> tuple[list[Clai
     """Bytes still holding the poison fill on either side: unwritten, where the poison is a pattern (MIN_MATCHES
     of them and half the open bytes of their unit, or of their column across units: a skipped column); a
     written value that equals the poison fill of its place by chance (1 in 256) is no unwritten byte."""
-    if b.dense:
-        poison = frame.sampled_poison(b.unit.view(-1))
-    else:
-        poison = frame.value_poison(b.unit, b.column)
+    poison = frame.value_poison(b.unit, b.column)
     base_poison = (b.base == poison) & left
     left_poison = ((b.cand == poison) & left) | base_poison
     if not bool(left_poison.any()):
