@@ -63,28 +63,12 @@ def _sources(frame: Frame, tables, units: torch.Tensor, by: str, k) -> tuple[tor
     return torch.where(moved_in, first + group, -1), known
 
 
-def _predicted(frame: Frame, units: torch.Tensor, src: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(value rows [n, qbs], scale words [n, 4]) the moved writer leaves at `units` (src: _sources)."""
-    moved = src >= 0
-    source = src.clamp(min=0)
-    base_rows = frame.value_rows(frame.base_phys, source)
-    rows = torch.where(moved.view(-1, 1), base_rows, frame.sampled_poison(units))
-    words = torch.where(moved.view(-1, 1), frame.base_wb[source], frame.scale_poison(units))
-    return rows, words
-
-
 def _fingerprints(rows: torch.Tensor) -> torch.Tensor:
     """int64 [n]: one number per uint8 row, equal for equal rows (the probe counts with them; every unit a move
     takes is then compared byte by byte)."""
     words = rows.contiguous().view(torch.int64) if rows.shape[1] % 8 == 0 else rows.long()
     odd = torch.arange(1, 2 * words.shape[1], 2, device=rows.device, dtype=torch.int64) * 0x2545F491
     return (words * odd).sum(dim=1)  # wraps around: fine for a fingerprint
-
-
-def _offsets(frame: Frame) -> list[int]:
-    """The window of offsets tried: every offset up to two blocks (16 slots at least), both ways."""
-    reach = min(max(2 * frame.spec.block_size + 1, 16), frame.spec.num_slots - 1)
-    return [k for k in range(-reach, reach + 1) if k]
 
 
 def shifted(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
@@ -99,34 +83,33 @@ def shifted(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
     probe = open_units[torch.linspace(0, open_units.numel() - 1, min(PROBE_UNITS, open_units.numel()),
                                       device=open_units.device).long().unique()]
     tables = _slot_tables(frame)
-    cand_rows, cand_words = frame.value_rows(frame.cand_phys, probe), frame.cand_wb[probe]
     word_differs = frame.wdiff_u[probe] > 0
-    offsets = _offsets(frame)
+    # the window of offsets tried: every offset up to two blocks (16 slots at least), both ways
+    reach = min(max(2 * frame.spec.block_size + 1, 16), frame.spec.num_slots - 1)
+    offsets = [k for k in range(-reach, reach + 1) if k]
     k = torch.tensor(offsets, device=probe.device).view(-1, 1)
     moves = {by: _sources(frame, tables, probe, by, k) for by in ("slots", "tokens")}  # [offsets, probe] each
     # the baseline rows of every source unit, gathered and fingerprinted once
     every = torch.unique(torch.cat([s[0].clamp(min=0).view(-1) for s in moves.values()]))
     base_prints = _fingerprints(frame.value_rows(frame.base_phys, every))
     base_words = frame.base_wb.contiguous().view(torch.int32).view(-1)
-    cand_prints = _fingerprints(cand_rows)
-    cand_word = cand_words.contiguous().view(torch.int32).view(-1)
-    rows_score, values_score, words_score = {}, {}, {}
+    cand_prints = _fingerprints(frame.value_rows(frame.cand_phys, probe))
+    cand_word = frame.cand_wb[probe].contiguous().view(torch.int32).view(-1)
+    scores = {"rows": {}, "values": {}, "scales": {}}  # what -> (by, k) -> probe units it explains
     for by, src in moves.items():
         real = src[0] >= 0  # a real row moved in (poison moved in proves nothing about k)
         source = src[0].clamp(min=0)
         same_values = real & (base_prints[torch.searchsorted(every, source)] == cand_prints) & (frame.n_u[probe] > 0)
         same_word = real & (base_words[source] == cand_word)
-        for i, (rows, values, words) in enumerate(zip((same_values & same_word).sum(dim=1).tolist(),
-                                                       same_values.sum(dim=1).tolist(),
-                                                       (same_word & word_differs).sum(dim=1).tolist())):
-            rows_score[by, offsets[i]], values_score[by, offsets[i]], words_score[by, offsets[i]] = rows, values, words
-    half = probe.numel() / 2
+        for what, hits in zip(scores, (same_values & same_word, same_values, same_word & word_differs)):
+            scores[what] |= {(by, offset): n for offset, n in zip(offsets, hits.sum(dim=1).tolist())}
+    half = max(probe.numel() / 2, MIN_UNITS)
     # the (by, k) with the most matches, slots before tokens and the smallest |k| on ties
-    for what, scores, minimum in (("rows", rows_score, max(half, MIN_UNITS)),
-                                  ("values", values_score, max(half, MIN_UNITS)),
-                                  ("scales", words_score, max(SCALE_SHARE * int(word_differs.sum()), MIN_WORDS))):
-        move = max(scores, key=lambda key: (scores[key], key[0] == "slots", -abs(key[1])), default=None)
-        if move is not None and scores[move] >= minimum:
+    for what, minimum in (("rows", half), ("values", half),
+                          ("scales", max(SCALE_SHARE * int(word_differs.sum()), MIN_WORDS))):
+        score = scores[what]
+        move = max(score, key=lambda key: (score[key], key[0] == "slots", -abs(key[1])), default=None)
+        if move is not None and score[move] >= minimum:
             return _take(frame, open_units, tables, what, *move)
     return [], taken
 
@@ -134,7 +117,10 @@ def shifted(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
 def _take(frame: Frame, units: torch.Tensor, tables, what: str, by: str, k: int) -> tuple[list[Claim], torch.Tensor]:
     """The claims of one move found by the probe, over every differing unit it explains exactly."""
     src, known = _sources(frame, tables, units, by, k)
-    rows, words = _predicted(frame, units, src)
+    # the value rows and scale words the moved writer leaves at `units`: the poison where it moves nothing in
+    moved, source = (src >= 0).view(-1, 1), src.clamp(min=0)
+    rows = torch.where(moved, frame.value_rows(frame.base_phys, source), frame.sampled_poison(units))
+    words = torch.where(moved, frame.base_wb[source], frame.scale_poison(units))
     same_values = (frame.value_rows(frame.cand_phys, units) == rows).all(dim=1)
     same_word = (frame.cand_wb[units] == words).all(dim=1)
     if what == "rows":
