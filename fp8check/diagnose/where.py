@@ -10,6 +10,7 @@ import torch
 
 from ..core.cache import CacheBuffer, poison_at
 from ..core.fp8 import encode_scales
+from ..core.reference import AITER, quantize
 from .amax import scale_of
 from .claims import Claim, note, unit_claim
 from .frame import Frame
@@ -86,9 +87,6 @@ OVERWRITE_SHARE = 0.9  # value bytes of a unit that must be a padding row's for 
 def overwritten(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
     """Units of real tokens whose scale word and value bytes are padding rows' (tokens with slot < 0) quantized
     by the reference: padding written over a real token. Stray writes, not scale causes."""
-    from ..core.reference import AITER, quantize
-    from ..core.fp8 import encode_scales
-
     spec = frame.spec
     none = torch.zeros_like(frame.mapped)
     units = torch.nonzero(frame.mapped & (frame.wdiff_u > 0)).view(-1)
