@@ -36,8 +36,7 @@ def note(category: Category, **counts) -> Claim:
 def unit_claim(frame: Frame, category: Category, units: torch.Tensor, *, value: bool = True,
                scale: bool = False) -> Claim:
     """All differing value (and/or scale) bytes of the units in the bool mask `units`."""
-    count, examples, shown = 0, [], []
-    giving = torch.zeros_like(units)
+    examples, shown = [], []
     per_unit = torch.zeros_like(frame.n_u)
     in_shown = frame.shown[frame.block_i]
     parts = [(frame.n_u, lambda u: frame.value_rows(frame.base_phys, u) != frame.value_rows(frame.cand_phys, u),
@@ -46,19 +45,16 @@ def unit_claim(frame: Frame, category: Category, units: torch.Tensor, *, value: 
                lambda u, j: frame.scale_flat(u) + j)] * scale
     for n, differs, flat in parts:
         has = units & (n > 0)
-        count += int(torch.where(has, n, 0).sum())  # no list of the (up to all) units' indices
-        giving |= has
-        per_unit += torch.where(has, n, 0)
+        per_unit += torch.where(has, n, 0)  # no list of the (up to all) units' indices
         first = first_true(has, EXAMPLES)
         column = torch.argmax(differs(first).to(torch.uint8), dim=1)  # each one's first differing byte
         examples += [("cache", int(i)) for i in flat(first, column).tolist()]
         picked = torch.nonzero(has & in_shown).view(-1)
         rows, columns = torch.nonzero(differs(picked), as_tuple=True)
         shown.append(flat(picked[rows], columns))
-    # the blocks, one per block rather than one per unit
     nd = frame.blocks.numel()
-    blocks = frame.blocks[any_rows(giving.view(nd, -1))]
-    return Claim(category, count, blocks, tuple(examples), per_block=per_unit.view(nd, -1).sum(dim=1),
+    blocks = frame.blocks[any_rows((per_unit > 0).view(nd, -1))]  # one per block rather than one per unit
+    return Claim(category, int(per_unit.sum()), blocks, tuple(examples), per_block=per_unit.view(nd, -1).sum(dim=1),
                  shown=torch.cat(shown) if shown else None)
 
 
@@ -112,22 +108,20 @@ class Bytes:
         if self.dense:
             hit = any_rows(mask)
             units = self.unit.view(-1)[hit]
-            examples = []
-            for row in first_true(hit, EXAMPLES).tolist():
-                column = int(torch.argmax(mask[row].to(torch.uint8)))
-                examples.append(("cache", int(frame.value_flat(self.unit[row, 0], torch.tensor(column)))))
+            rows = first_true(hit, EXAMPLES)  # one example per unit: its first byte
+            first = frame.value_flat(self.unit[rows, 0], torch.argmax(mask[rows].to(torch.uint8), dim=1))
             per_block = torch.zeros(nd, dtype=torch.int64, device=mask.device).index_add_(
                 0, frame.block_i[self.unit.view(-1)], mask.sum(dim=1))
             picked = frame.shown[frame.block_i[self.unit.view(-1)]]
             rows, columns = torch.nonzero(mask[picked], as_tuple=True)
             shown = frame.value_flat(self.unit.view(-1)[picked][rows], self.column.view(-1)[columns])
         else:
-            first = first_true(mask, EXAMPLES)
-            examples = [("cache", int(i)) for i in frame.value_flat(self.unit[first], self.column[first]).tolist()]
+            index = first_true(mask, EXAMPLES)
+            first = frame.value_flat(self.unit[index], self.column[index])
             units = self.unit[mask]
             per_block = torch.bincount(frame.block_i[units], minlength=nd)
             picked = mask & frame.shown[frame.block_i[self.unit]]
             shown = frame.value_flat(self.unit[picked], self.column[picked])
-        claims.append(Claim(category, count, frame.blocks[frame.block_i[units]], tuple(examples),
-                            per_block=per_block, shown=shown))
+        claims.append(Claim(category, count, frame.blocks[frame.block_i[units]],
+                            tuple(("cache", int(i)) for i in first.tolist()), per_block=per_block, shown=shown))
         return claims, left & ~mask
