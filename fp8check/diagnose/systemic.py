@@ -1,9 +1,5 @@
-"""Stage 3: systemic value causes of dense units (many differing bytes), judged from a sample of columns.
-
-`layout_blocks` judges each block's order from a fixed grid of positions; `dense_units` judges each unit from
-SAMPLE_COLUMNS of its columns, cause by cause, the cause that fits most of a small probe first. Both are
-pure: they return claims and the units they took.
-"""
+"""Stage 3: systemic value causes: each block's order judged from a fixed grid of positions, each dense unit
+(many differing bytes) from SAMPLE_COLUMNS of its columns. Pure: they return claims and the units they took."""
 
 from __future__ import annotations
 
@@ -22,7 +18,7 @@ SAMPLE_COLUMNS = 8  # columns of each unit looked at to judge a systemic cause
 DENSE_SAMPLED = 6  # sampled differing bytes that make a unit judged by its sample
 SAMPLE_SHARE = 0.75  # share of the sampled differing bytes a systemic cause must explain
 PROBE_UNITS = 1024  # dense units tried with every cause first, to try the likely cause first on all
-FIRST_COLUMNS = 3  # sampled columns a dense judge tries first: 3 non-fitting differing bytes rule a unit out
+FIRST = slice(0, 3)  # sampled columns a dense judge tries first: 3 non-fitting differing bytes rule a unit out
 JUDGE_ROWS = 1 << 16  # dense units judged per step, so a step's temporaries stay in the CPU cache
 
 
@@ -120,8 +116,7 @@ class _Sample:
     cand: torch.Tensor
     differs: torch.Tensor  # bool [n, C]
     sampled: torch.Tensor  # int64 [n]: differing sampled bytes
-    first: slice  # the columns a screen tries first
-    past_first: torch.Tensor  # int64 [n]: differing sampled bytes past them: the most a unit can still match
+    past_first: torch.Tensor  # int64 [n]: differing sampled bytes past FIRST: the most a unit can still match
     need: torch.Tensor  # float [n]: matching sampled bytes a cause needs (SAMPLE_SHARE of `sampled`)
 
 
@@ -130,20 +125,18 @@ def _sample(frame: Frame, candidates: torch.Tensor, open_count: int) -> _Sample 
     qbs = frame.spec.quant_block_size
     columns = torch.arange(0, qbs, max(1, qbs // SAMPLE_COLUMNS), device=candidates.device)
     if 4 * candidates.numel() < open_count:  # few: gather their rows rather than sampling every unit
-        base = frame.value_rows(frame.base_phys, candidates)[:, columns]
-        cand = frame.value_rows(frame.cand_phys, candidates)[:, columns]
+        base, cand = (frame.value_rows(phys, candidates)[:, columns] for phys in (frame.base_phys, frame.cand_phys))
     else:
-        base, cand = frame.sample(frame.base_phys, columns)[candidates], frame.sample(frame.cand_phys, columns)[candidates]
+        base, cand = (frame.sample(phys, columns)[candidates] for phys in (frame.base_phys, frame.cand_phys))
     differs = base != cand
     sampled = count_true(differs)
     keep = sampled >= DENSE_SAMPLED
     if not bool(keep.any()):
         return None
     if not bool(keep.all()):
-        candidates, base, cand, differs, sampled = candidates[keep], base[keep], cand[keep], differs[keep], sampled[keep]
-    first = slice(0, min(FIRST_COLUMNS, columns.numel()))
-    return _Sample(frame, candidates, columns, base, cand, differs, sampled, first,
-                   sampled - differs[:, first].sum(dim=1), SAMPLE_SHARE * sampled)
+        candidates, base, cand, differs, sampled = (t[keep] for t in (candidates, base, cand, differs, sampled))
+    return _Sample(frame, candidates, columns, base, cand, differs, sampled, sampled - differs[:, FIRST].sum(dim=1),
+                   SAMPLE_SHARE * sampled)
 
 
 def _by_share(s: _Sample, match, rows: torch.Tensor, screen: bool, aux=None):
@@ -151,7 +144,7 @@ def _by_share(s: _Sample, match, rows: torch.Tensor, screen: bool, aux=None):
     reach SAMPLE_SHARE. screen: first drop, exactly, the rows that cannot reach it whatever their other
     columns hold (random bytes: nearly all after 3 columns). match(s, rows, cols, aux) -> (bool [r, c], ...)."""
     if screen and rows.numel():
-        matched = match(s, rows, s.first, aux)[0].sum(dim=1)
+        matched = match(s, rows, FIRST, aux)[0].sum(dim=1)
         rows = rows[matched + s.past_first[rows] >= s.need[rows]]
     fits, counts = [], []
     for start in range(0, rows.numel(), JUDGE_ROWS):
@@ -168,26 +161,21 @@ def _by_share(s: _Sample, match, rows: torch.Tensor, screen: bool, aux=None):
 def _judge_unwritten(s: _Sample, rows: torch.Tensor, screen: bool) -> tuple[torch.Tensor, dict]:
     """Units whose every value byte in the candidate is still the poison fill."""
     frame = s.frame
-
-    def poisoned(r, cols):
-        return (s.cand[r, cols] == frame.sampled_poison(s.units[r], s.columns[cols])).all(dim=1)
-
-    if screen:
-        rows = rows[poisoned(rows, s.first)]
-    rows = rows[poisoned(rows, slice(None))]
+    for cols in (FIRST, slice(None)) if screen else (slice(None),):
+        rows = rows[(s.cand[rows, cols] == frame.sampled_poison(s.units[rows], s.columns[cols])).all(dim=1)]
     u = s.units[rows]
     rows = rows[(frame.value_rows(frame.cand_phys, u) == frame.sampled_poison(u)).all(dim=1)]
     return rows, {"units": rows.numel()}
 
 
-def _format_columns(s: _Sample, r: torch.Tensor, cols, table: torch.Tensor):
+def _format_columns(s: _Sample, r: torch.Tensor, cols, aux):
+    table = pairs.pair_table(pairs.format_match, s.frame.spec.fp8, s.base.device)  # cached
     return (pairs.lookup(table, s.base[r, cols], s.cand[r, cols]) & s.differs[r, cols],)
 
 
 def _judge_fp8_format(s: _Sample, rows: torch.Tensor, screen: bool) -> tuple[torch.Tensor, dict]:
     """Units whose bytes encode the baseline's values in the other FP8 format."""
-    table = pairs.pair_table(pairs.format_match, s.frame.spec.fp8, s.base.device)
-    return _by_share(s, _format_columns, rows, screen, table)[0], {}
+    return _by_share(s, _format_columns, rows, screen)[0], {}
 
 
 def _cast_columns(s: _Sample, r: torch.Tensor, cols, k_sampled: torch.Tensor | None):
