@@ -1,9 +1,6 @@
-"""Scale words computed from the wrong amax: the signed max (no abs), min, the floor applied as a ceiling, or
-the max over the wrong range (the whole token, half a group). Each hypothesis recomputes the scale every
-writer computes, s = max(amax', 1e-4) / DIV (ue8m0: rounded up to a power of two), from k and the written
-word must equal it; one hypothesis must explain nearly all of the words left open, so a ue8m0 word that
-equals it by chance (a few powers of two cover a whole cache) never makes a cause.
-"""
+"""Scale words computed from the wrong amax (no abs, min, the floor as a ceiling, the wrong range), found by
+recomputing s = max(amax', 1e-4) / DIV (ue8m0: rounded up) from k: one hypothesis must explain nearly all the
+open words, so a ue8m0 word equal by chance (a few powers of two cover a whole cache) never makes a cause."""
 
 from __future__ import annotations
 

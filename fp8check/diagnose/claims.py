@@ -1,10 +1,5 @@
-"""Claims: what a stage says about some differing bytes. Stages return claims; the combiner adds them up.
-
-A claim is frozen: its category, how many bytes it takes, the blocks holding them, up to EXAMPLES of its
-bytes (by flat cache index, or guard offset), and the raw counts it observed (summed over claims) or
-findings it made (layout found, ratio; merged). A claim of cache bytes also says where they are: how
-many in each of the frame's blocks, and each one of them in the blocks a map shows (Frame.shown).
-"""
+"""Claims: what a stage says about some differing bytes (frozen). Stages return claims; the combiner adds
+them up, and checks where a claim of cache bytes says they are."""
 
 from __future__ import annotations
 

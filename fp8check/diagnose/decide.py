@@ -1,8 +1,5 @@
-"""Decide: from what the stages counted to the typed facts of each cause, and the facts of each example.
-
-Facts are plain dicts of JSON-safe values (NaN/inf are turned into strings only when written as JSON);
-diagnose/words.py turns them into sentences. Nothing here is prose.
-"""
+"""Decide: the typed facts of each cause and of each example, as JSON-safe dicts (NaN/inf become strings only
+in JSON); words.py turns them into sentences."""
 
 from __future__ import annotations
 

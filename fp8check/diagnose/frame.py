@@ -1,9 +1,6 @@
-"""Collect: both caches' differing blocks in (unit, column) form, with what a cause may need of them.
-
-A unit is one token's quant group: qbs value bytes and one fp32 scale. Unit u = (i * block_size + t) *
-groups + g for the i-th differing block, token t, group g. All offsets come from CacheSpec (value_index,
-scale_offset) and all poison from cache.poison_at.
-"""
+"""Collect: both caches' differing blocks as units. A unit is one token's quant group (qbs value bytes, one
+fp32 scale): u = (i * block_size + t) * groups + g for the i-th differing block, token t, group g. Offsets come
+from CacheSpec, poison from cache.poison_at."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""The diagnosis as pictures and tables (views.py): where each cause's bytes are, and what they are.
-
-Byte maps of the first differing blocks (a block's tokens by the bytes of a token's row: head_dim value
-bytes in dim order, then the scale words' bytes), each differing byte coloured by the one category the
-diagnosis attributed it to (Diagnosis.located); a heat map of every block when there are more than the maps
-show; the cause table and its example bytes with both bytes and both decoded values."""
+"""The diagnosis as pictures and tables (views.py): byte maps of the first differing blocks, each differing
+byte coloured by its cause (Diagnosis.located), a heat map of every block, the cause and example tables."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
-"""Stage 1b: right bytes at the wrong place: rows, value rows or scale words shifted by k slots or k tokens
-(whole units), and value bytes moved within or across blocks the same way in every block (byte by byte).
-
-Found by matching, never by guessing: a probe is compared with the baseline at every offset of a window
-(shifts: whole quant groups, exact equality) or every run of RUN bytes (moves), the move that explains most
-of the probe is kept, and a byte is taken only when it is exactly what the moved writer leaves there.
-"""
+"""Stage 1b: right bytes at the wrong place: rows, value rows or scale words shifted by k slots or tokens
+(whole units), and value bytes moved the same way in every block (byte by byte). Found by matching, never by
+guessing: the move that explains most of a probe is kept, and a byte is taken only when it is exactly what
+the moved writer leaves there."""
 
 from __future__ import annotations
 

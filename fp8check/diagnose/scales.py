@@ -1,6 +1,4 @@
-"""Stage 2: the scale words of mapped slots. A pure function of the frame and the units still open; it
-returns its claims and the units whose value bytes it took (a wrong scale moves every value of its group).
-"""
+"""Stage 2: the scale words of mapped slots; a group's values take its scale's cause."""
 
 from __future__ import annotations
 

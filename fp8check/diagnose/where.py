@@ -1,6 +1,5 @@
 """Stage 1: where. Guard bytes and bytes of slots no token maps to are stray writes (value bytes of an
-unmapped slot in a block some token maps into are first offered to `layout`, later). Pure functions: they
-return claims and the units whose value bytes they took."""
+unmapped slot in a block some token maps into are first offered to `layout`); rows of real tokens overwritten."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""Causes in words: the explanation, the hint and the example notes of a diagnosis, from its typed facts.
-
-Pure functions of (category, facts, spec); the diagnosis itself holds no prose. Hints point at
-docs/NUMERICS.md, the user-facing page of the numeric facts.
-"""
+"""Causes in words, from their typed facts (the diagnosis holds no prose); hints point at docs/NUMERICS.md."""
 
 from __future__ import annotations
 
