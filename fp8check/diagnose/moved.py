@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from .claims import Claim, note, unit_claim
+from .claims import Claim, unit_claim
 from .frame import Frame
 from .model import Category
 from ..core.spec import Layout
@@ -31,11 +31,10 @@ def _slot_tables(frame: Frame) -> tuple[torch.Tensor, torch.Tensor]:
     slot = frame.blocks[frame.block_i[first]] * spec.block_size + frame.token[first]
     at_slot = torch.full((spec.num_slots,), -1, dtype=torch.int64, device=device)
     at_slot[slot] = first
-    tokens = int(frame.k.shape[0])
-    of_token = torch.full((tokens + 1,), -1, dtype=torch.int64, device=device)
+    of_token = torch.full((frame.k.shape[0],), -1, dtype=torch.int64, device=device)
     mapped = frame.source[first] >= 0
     of_token[frame.source[first][mapped]] = first[mapped]
-    return at_slot, of_token[:tokens]
+    return at_slot, of_token
 
 
 def _sources(frame: Frame, tables, units: torch.Tensor, by: str, k) -> tuple[torch.Tensor, torch.Tensor]:
@@ -129,9 +128,9 @@ def _take(frame: Frame, units: torch.Tensor, tables, what: str, by: str, k: int)
     fits &= known
     taken = frame.units_mask(units[fits])
     claim = unit_claim(frame, Category.SHIFT, taken, value=True, scale=what != "values")
-    found = {"moved": what, "by": by, "offset": k}
-    moved_in = int((fits & (src >= 0)).sum())
-    return [claim, Claim(Category.SHIFT, found=found), note(Category.SHIFT, units=moved_in)], taken
+    found = Claim(Category.SHIFT, counts={"units": int((fits & (src >= 0)).sum())},
+                  found={"moved": what, "by": by, "offset": k})
+    return [claim, found], taken
 
 
 # ---- value bytes moved within a block or into a neighbouring one ------------------------------------------
@@ -192,7 +191,8 @@ def byte_moves(frame: Frame) -> tuple[torch.Tensor | None, dict]:
 
 def _moves_found(moves: torch.Tensor, v: int, shuffle: bool) -> dict:
     """The findings: the moved positions, how many come from a neighbouring block, and the permutation of
-    the shuffle layout's 16 x 16 tiles where every move stays inside its own tile the same way."""
+    the shuffle layout's 16 x 16 tiles where every move stays inside its own tile the same way: `transposed`
+    (row and column of the tile exchanged), `rows reversed`, `columns reversed`, or `permuted`."""
     position = torch.nonzero(moves >= 0).view(-1)
     source = moves[position] - v
     tile = TILE * TILE
@@ -200,19 +200,12 @@ def _moves_found(moves: torch.Tensor, v: int, shuffle: bool) -> dict:
     perm[position % tile] = source % tile
     inside = bool((source // tile == position // tile).all() & (perm[position % tile] == source % tile).all())
     if shuffle and inside and position.numel() == (v // tile) * int((perm != torch.arange(tile)).sum()):
-        return {"permutation": _name(perm), "moved_positions": int((perm != torch.arange(tile)).sum())}
+        p = torch.arange(tile, device=perm.device)
+        r, c = p // TILE, p % TILE
+        named = {"transposed": c * TILE + r, "rows reversed": (TILE - 1 - r) * TILE + c,
+                 "columns reversed": r * TILE + (TILE - 1 - c)}
+        name = next((name for name, table in named.items() if torch.equal(perm, table)), "permuted")
+        return {"permutation": name, "moved_positions": int((perm != torch.arange(tile)).sum())}
     return {"permutation": "moved", "moved_positions": position.numel(),
             "from_neighbour": int(((source < 0) | (source >= v)).sum())}
 
-
-def _name(perm: torch.Tensor) -> str:
-    """`transposed` (row and column of the tile exchanged), `rows reversed`, `columns reversed`, or
-    `permuted`."""
-    p = torch.arange(TILE * TILE, device=perm.device)
-    r, c = p // TILE, p % TILE
-    named = {"transposed": c * TILE + r, "rows reversed": (TILE - 1 - r) * TILE + c,
-             "columns reversed": r * TILE + (TILE - 1 - c)}
-    for name, table in named.items():
-        if torch.equal(perm, table):
-            return name
-    return "permuted"
