@@ -18,37 +18,26 @@ from .scales import KNOWN_DIVISORS
 from .systemic import QUOTIENTS
 
 
-def _ratio_pairs(ratio: float, divisors, ue8m0: bool) -> list[tuple[float, float]]:
-    """(baseline DIV, candidate DIV) pairs of `divisors` that explain candidate/baseline = ratio, closest
-    first; s = amax / DIV, so the ratio is baseline DIV / candidate DIV (ue8m0: up to the power-of-two
-    rounding, which can turn any ratio below 2 into 2)."""
-    found = []
-    for a in divisors:
-        for b in divisors:
-            off = abs(math.log2(a / b) - math.log2(ratio))
-            if a != b and (off < 1e-4 or (ue8m0 and off < 1)):
-                found.append((off, a, b))
-    return [(a, b) for _, a, b in sorted(found)]
-
-
 def divisor_pair(ratio: float, spec: CacheSpec, divisor_range=None) -> list[float] | None:
-    """The DIV pair behind a constant scale ratio: the spec format's own divisors first (on e4m3fnuz: 240,
-    its max, against vLLM's 224), any known divisor only where those cannot explain it. divisor_range: the
-    candidate DIV the written scales allow (amax.implied_divisor); a pair is named only when its candidate
-    DIV is the one known divisor in that range (the bytes single it out)."""
+    """The (baseline DIV, candidate DIV) behind a constant scale ratio candidate/baseline: s = amax / DIV, so the
+    ratio is baseline DIV / candidate DIV (ue8m0: up to the power-of-two rounding, which can turn any ratio
+    below 2 into 2). The spec format's own divisors first (on e4m3fnuz: 240, its max, against vLLM's 224), any
+    known divisor only where those cannot explain it. divisor_range: the candidate DIV the written scales allow
+    (amax.implied_divisor); a pair is named only when its candidate DIV is the one known divisor in that range
+    (the bytes single it out)."""
     if not (math.isfinite(ratio) and ratio > 0):
         return None
-    ue8m0 = spec.scale_fmt.power_of_two
-    inside = None
+    inside = KNOWN_DIVISORS
     if divisor_range is not None:
         low, high = divisor_range
         inside = [d for d in KNOWN_DIVISORS if low * (1 - 1e-6) <= d <= high * (1 + 1e-6)]
         if len(inside) != 1:
             return None
     for pool in (sorted({spec.fp8.max, spec.fp8.vllm_divisor}, reverse=True), KNOWN_DIVISORS):
-        found = [pair for pair in _ratio_pairs(ratio, pool, ue8m0) if inside is None or pair[1] in inside]
-        if found:
-            return list(found[0])
+        closest = min(((abs(math.log2(a / b) - math.log2(ratio)), a, b) for a in pool for b in pool
+                       if a != b and b in inside), default=None)
+        if closest and closest[0] < (1 if spec.scale_fmt.power_of_two else 1e-4):
+            return [closest[1], closest[2]]
     return None
 
 
