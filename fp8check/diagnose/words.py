@@ -12,11 +12,10 @@ NUMERICS = "docs/NUMERICS.md"
 MOVED = " (the values of those groups move with their scale)"
 
 
-def divisor_names() -> dict[float, str]:
-    """What each DIV seen in real writers is (SPEC: the format's max, or vLLM's own e4m3fnuz divisor)."""
-    names = {fmt.max: f"{fmt.value}'s max" for fmt in FP8Format}
-    names |= {fmt.vllm_divisor: f"vLLM's {fmt.value} divisor" for fmt in FP8Format if fmt.vllm_divisor != fmt.max}
-    return names | {E5M2_MAX: "e5m2's max"}
+# what each DIV seen in real writers is: a format's max, or vLLM's own e4m3fnuz divisor
+DIVISOR_NAMES = {fmt.max: f"{fmt.value}'s max" for fmt in FP8Format} | {
+    fmt.vllm_divisor: f"vLLM's {fmt.value} divisor" for fmt in FP8Format if fmt.vllm_divisor != fmt.max} | {
+    E5M2_MAX: "e5m2's max"}
 
 
 def percent(part: int, whole: int) -> str:
@@ -131,11 +130,10 @@ def _fp8_format(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
 
 def _scale_ratio(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
     ratio, pair = cause.facts["ratio"], cause.facts["divisors"]
-    names = divisor_names()
     if pair:
         a, b = pair
-        hint = (f"s = amax / DIV: the ratio suggests DIV {a:g} ({names[a]}) in the baseline against {b:g}"
-                f" ({names[b]}) in the candidate")
+        hint = (f"s = amax / DIV: the ratio suggests DIV {a:g} ({DIVISOR_NAMES[a]}) in the baseline against {b:g}"
+                f" ({DIVISOR_NAMES[b]}) in the candidate")
     elif cause.facts.get("divisor_range"):
         low, high = cause.facts["divisor_range"]
         implied = f"DIV = {low:.6g}" if high <= low * (1 + 1e-4) else f"DIV in [{low:.6g}, {high:.6g})"
@@ -272,13 +270,12 @@ def _permutation(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
             " two terms (token row, dim column)")
 
 
+CLAMP_HINT = "the clamp of x / s: min(max(y, -max), max), with its min and max in that order"
 QUOTIENT_WORDS = {
     "x * s": ("fp8(x * s): the scale multiplied where it divides", "the value's quotient: x / s (or x * (1/s))"),
     "x": ("fp8(x): the input not divided by its scale at all", "the value's quotient: x / s before the FP8 cast"),
-    "-max": ("-max for every value: clamped to the lower bound", "the clamp of x / s: min(max(y, -max), max), with its"
-             " min and max in that order"),
-    "+max": ("+max for every value: clamped to the upper bound", "the clamp of x / s: min(max(y, -max), max), with its"
-             " min and max in that order"),
+    "-max": ("-max for every value: clamped to the lower bound", CLAMP_HINT),
+    "+max": ("+max for every value: clamped to the upper bound", CLAMP_HINT),
 }
 
 
