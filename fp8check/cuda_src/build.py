@@ -84,9 +84,7 @@ def build(unit: Unit, toolchain: Toolchain) -> Built:
 
 
 def _folder(stem: str, digest: str) -> Path:
-    folder = disk_cache.entry("cuda-src", digest)
-    if folder is None:
-        folder = Path(tempfile.mkdtemp(prefix=f"fp8check-{stem}-"))
+    folder = disk_cache.entry("cuda-src", digest) or Path(tempfile.mkdtemp(prefix=f"fp8check-{stem}-"))
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 
