@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import torch
 
@@ -139,10 +140,11 @@ def _sample(frame: Frame, candidates: torch.Tensor, open_count: int) -> _Sample 
                    SAMPLE_SHARE * sampled)
 
 
-def _by_share(s: _Sample, match, rows: torch.Tensor, screen: bool, aux=None):
-    """(rows, per-row outputs of match on all columns) of the rows whose matching differing sampled bytes
-    reach SAMPLE_SHARE. screen: first drop, exactly, the rows that cannot reach it whatever their other
-    columns hold (random bytes: nearly all after 3 columns). match(s, rows, cols, aux) -> (bool [r, c], ...)."""
+def _by_share(s: _Sample, rows: torch.Tensor, screen: bool, match, names=(), aux=None) -> tuple[torch.Tensor, dict]:
+    """(the rows whose matching differing sampled bytes reach SAMPLE_SHARE, {name: the sum over them of each
+    count match returns}). screen: first drop, exactly, the rows that cannot reach it whatever their other
+    columns hold (random bytes: nearly all after 3 columns). match(s, rows, cols, aux) -> (bool [r, c], int64
+    [r] per name)."""
     if screen and rows.numel():
         matched = match(s, rows, FIRST, aux)[0].sum(dim=1)
         rows = rows[matched + s.past_first[rows] >= s.need[rows]]
@@ -153,9 +155,9 @@ def _by_share(s: _Sample, match, rows: torch.Tensor, screen: bool, aux=None):
         fits.append(count_true(matched) >= s.need[part])
         counts.append(facts)
     if not fits:
-        return rows, []
+        return rows, {}
     fits = torch.cat(fits)
-    return rows[fits], [torch.cat(c)[fits] for c in zip(*counts)]
+    return rows[fits], {name: int(torch.cat(c)[fits].sum()) for name, c in zip(names, zip(*counts))}
 
 
 def _judge_unwritten(s: _Sample, rows: torch.Tensor, screen: bool) -> tuple[torch.Tensor, dict]:
@@ -169,13 +171,9 @@ def _judge_unwritten(s: _Sample, rows: torch.Tensor, screen: bool) -> tuple[torc
 
 
 def _format_columns(s: _Sample, r: torch.Tensor, cols, aux):
+    """The sampled bytes that encode the baseline's values in the other FP8 format."""
     table = pairs.pair_table(pairs.format_match, s.frame.spec.fp8, s.base.device)  # cached
     return (pairs.lookup(table, s.base[r, cols], s.cand[r, cols]) & s.differs[r, cols],)
-
-
-def _judge_fp8_format(s: _Sample, rows: torch.Tensor, screen: bool) -> tuple[torch.Tensor, dict]:
-    """Units whose bytes encode the baseline's values in the other FP8 format."""
-    return _by_share(s, _format_columns, rows, screen)[0], {}
 
 
 def _cast_columns(s: _Sample, r: torch.Tensor, cols, k_sampled: torch.Tensor | None):
@@ -198,9 +196,7 @@ def _judge_integer_cast(s: _Sample, rows: torch.Tensor, screen: bool) -> tuple[t
     k_sampled = None
     if not screen and rows.numel() > PROBE_UNITS:  # most of them fit: gather k's sampled columns once
         k_sampled = s.frame.k.view(-1, s.frame.spec.quant_block_size)[:, s.columns].float()
-    rows, facts = _by_share(s, _cast_columns, rows, screen, k_sampled)
-    wrap, zero = (int(f.sum()) for f in facts) if facts else (0, 0)
-    return rows, {"negative_wrap": wrap, "negative_zero": zero}
+    return _by_share(s, rows, screen, _cast_columns, ("negative_wrap", "negative_zero"), k_sampled)
 
 
 # the values a writer computes instead of x / s: the scale multiplied, not divided; no division at all; every
@@ -223,15 +219,9 @@ def _quotient_columns(s: _Sample, r: torch.Tensor, cols, aux):
     return (matched, *counts)
 
 
-def _judge_quotient(s: _Sample, rows: torch.Tensor, screen: bool) -> tuple[torch.Tensor, dict]:
-    """Units whose bytes are the FP8 codes of another quotient than x / s (QUOTIENTS)."""
-    rows, facts = _by_share(s, _quotient_columns, rows, screen)
-    return rows, {name: int(f.sum()) for name, f in zip(QUOTIENTS, facts)} if facts else {}
-
-
-JUDGES = {Category.UNWRITTEN: _judge_unwritten, Category.FP8_FORMAT: _judge_fp8_format,
+JUDGES = {Category.UNWRITTEN: _judge_unwritten, Category.FP8_FORMAT: partial(_by_share, match=_format_columns),
           Category.INTEGER_CAST: _judge_integer_cast,
-          Category.QUOTIENT: _judge_quotient}  # ties of the probe keep this order
+          Category.QUOTIENT: partial(_by_share, match=_quotient_columns, names=QUOTIENTS)}  # ties keep this order
 
 
 # ---- the stage -------------------------------------------------------------------------------------------
