@@ -23,8 +23,6 @@ MIN_CLUSTER = 4  # words a constant ratio needs: one group's scale against anoth
 
 def _on_boundary(frame: Frame, units: torch.Tensor) -> torch.Tensor:
     """bool: amax / DIV of each unit sits on the smaller of its two scales for some known DIV."""
-    if not units.numel():
-        return torch.zeros(0, dtype=torch.bool, device=units.device)
     amax = group_amax(frame, units).clamp(min=SCALE_FLOOR).double()
     low = torch.minimum(frame.base_w[units], frame.cand_w[units]).double()
     near = torch.zeros_like(amax, dtype=torch.bool)
@@ -149,8 +147,6 @@ def _values_follow(frame: Frame, units: torch.Tensor) -> torch.Tensor:
     """bool [n]: each unit's value bytes are the baseline's or x / s quantized with its own candidate scale
     (one code apart at most: x / s against x * (1/s)). A scale cause whose values are garbage is no cause
     of those bytes, only a coincidence of the words."""
-    if not units.numel():
-        return torch.zeros(0, dtype=torch.bool, device=units.device)
     columns = torch.arange(frame.spec.quant_block_size, device=units.device).view(1, -1)
     x = frame.x(units.view(-1, 1), columns)
     cand = frame.value_rows(frame.cand_phys, units)
