@@ -15,11 +15,10 @@ from .model import EXAMPLES, Category
 class Claim:
     category: Category
     bytes: int = 0
-    blocks: torch.Tensor | None = None  # cache blocks of the bytes (repeats allowed); None: none
     examples: tuple[tuple[str, int], ...] = ()  # ("cache", flat index) or ("guard", guard offset)
     counts: dict = field(default_factory=dict)  # str -> int, summed over a category's claims
     found: dict = field(default_factory=dict)  # str -> value, merged over a category's claims
-    per_block: torch.Tensor | None = None  # int64 [nd]: the bytes in each of the frame's blocks
+    per_block: torch.Tensor | None = None  # int64 [nd]: the bytes in each of the frame's blocks (None: guards)
     shown: torch.Tensor | None = None  # int64: flat cache index of each of the bytes in the frame's shown blocks
 
 
@@ -47,9 +46,8 @@ def unit_claim(frame: Frame, category: Category, units: torch.Tensor, *, value: 
         picked = torch.nonzero(has & in_shown).view(-1)
         rows, columns = torch.nonzero(differs(picked), as_tuple=True)
         shown.append(flat(picked[rows], columns))
-    nd = frame.blocks.numel()
-    blocks = frame.blocks[any_rows((per_unit > 0).view(nd, -1))]  # one per block rather than one per unit
-    return Claim(category, int(per_unit.sum()), blocks, tuple(examples), per_block=per_unit.view(nd, -1).sum(dim=1),
+    per_block = per_unit.view(frame.blocks.numel(), -1).sum(dim=1)
+    return Claim(category, int(per_unit.sum()), tuple(examples), per_block=per_block,
                  shown=torch.cat(shown) if shown else None)
 
 
@@ -101,22 +99,20 @@ class Bytes:
             return claims, left
         nd = frame.blocks.numel()
         if self.dense:
-            hit = any_rows(mask)
-            units = self.unit.view(-1)[hit]
-            rows = first_true(hit, EXAMPLES)  # one example per unit: its first byte
-            first = frame.value_flat(self.unit[rows, 0], torch.argmax(mask[rows].to(torch.uint8), dim=1))
+            unit = self.unit.view(-1)
+            rows = first_true(any_rows(mask), EXAMPLES)  # one example per unit: its first byte
+            first = frame.value_flat(unit[rows], torch.argmax(mask[rows].to(torch.uint8), dim=1))
             per_block = torch.zeros(nd, dtype=torch.int64, device=mask.device).index_add_(
-                0, frame.block_i[self.unit.view(-1)], mask.sum(dim=1))
-            picked = frame.shown[frame.block_i[self.unit.view(-1)]]
+                0, frame.block_i[unit], mask.sum(dim=1))
+            picked = frame.shown[frame.block_i[unit]]
             rows, columns = torch.nonzero(mask[picked], as_tuple=True)
-            shown = frame.value_flat(self.unit.view(-1)[picked][rows], self.column.view(-1)[columns])
+            shown = frame.value_flat(unit[picked][rows], self.column.view(-1)[columns])
         else:
             index = first_true(mask, EXAMPLES)
             first = frame.value_flat(self.unit[index], self.column[index])
-            units = self.unit[mask]
-            per_block = torch.bincount(frame.block_i[units], minlength=nd)
+            per_block = torch.bincount(frame.block_i[self.unit[mask]], minlength=nd)
             picked = mask & frame.shown[frame.block_i[self.unit]]
             shown = frame.value_flat(self.unit[picked], self.column[picked])
-        claims.append(Claim(category, count, frame.blocks[frame.block_i[units]],
-                            tuple(("cache", int(i)) for i in first.tolist()), per_block=per_block, shown=shown))
+        examples = tuple(("cache", int(i)) for i in first.tolist())
+        claims.append(Claim(category, count, examples, per_block=per_block, shown=shown))
         return claims, left & ~mask

@@ -57,7 +57,6 @@ class _Tally:
     """The claims of one diagnosis added up per category (local to `diagnose`)."""
 
     bytes: Counter = field(default_factory=Counter)
-    blocks: dict = field(default_factory=lambda: defaultdict(list))
     examples: dict = field(default_factory=lambda: defaultdict(list))
     counts: dict = field(default_factory=lambda: defaultdict(Counter))
     found: dict = field(default_factory=lambda: defaultdict(dict))
@@ -74,8 +73,6 @@ def _tally(claims: list[Claim]) -> _Tally:
         if claim.bytes <= 0:
             continue
         tally.bytes[category] += claim.bytes
-        if claim.blocks is not None and claim.blocks.numel():
-            tally.blocks[category].append(claim.blocks)
         tally.examples[category] += claim.examples  # the first EXAMPLES are kept
         if claim.per_block is not None:
             tally.per_block[category] = tally.per_block.get(category, 0) + claim.per_block
@@ -112,8 +109,8 @@ def _causes(spec: CacheSpec, tally: _Tally, frame: Frame | None, baseline: Cache
             candidate: CacheBuffer) -> tuple[Cause, ...]:
     causes = []
     for category, count in tally.bytes.items():
-        parts = tally.blocks.get(category)
-        blocks = tuple(torch.unique(torch.cat(parts)).tolist()) if parts else ()
+        per_block = tally.per_block.get(category)  # none for guard bytes; the frame's blocks ascend
+        blocks = tuple(frame.blocks[per_block > 0].tolist()) if per_block is not None else ()
         facts = cause_facts(spec, category, count, tally.counts[category], tally.found[category])
         examples = tuple(example(spec, category, locus, frame, baseline, candidate, tally.found[category])
                          for locus in tally.examples[category][:EXAMPLES])

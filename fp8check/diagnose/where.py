@@ -28,7 +28,7 @@ def guards(baseline: CacheBuffer, candidate: CacheBuffer, cache_bytes: int) -> l
     position = torch.where(offset < 0, offset, offset + cache_bytes) + guard  # in the whole buffer
     examples = tuple(("guard", int(o)) for o in offset[differs][:EXAMPLES].tolist())
     counts = {"guard": count, "candidate_guard": int((differs & (b != poison_at(position))).sum())}
-    return [Claim(Category.STRAY_WRITE, count, None, examples, counts)]
+    return [Claim(Category.STRAY_WRITE, count, examples, counts)]
 
 
 def unmapped(frame: Frame, open_u: torch.Tensor) -> tuple[list[Claim], torch.Tensor]:
