@@ -46,8 +46,6 @@ def _poisoned_units(frame: Frame, b: Bytes, left: torch.Tensor) -> tuple[list[Cl
     whole = torch.zeros(frame.n_u.numel(), dtype=torch.bool, device=b.unit.device)
     whole[b.unit[poison]] = True
     whole[b.unit[left & ~poison]] = False
-    if not bool(whole.any()):
-        return [], left
     index = torch.nonzero(whole).view(-1)
     whole[index] = (frame.value_rows(frame.cand_phys, index) == frame.sampled_poison(index)).all(dim=1)
     return b.claim(frame, Category.UNWRITTEN, whole[b.unit], left, units=int(whole.sum()))
@@ -60,8 +58,6 @@ def _integer_cast_bytes(frame: Frame, b: Bytes, left: torch.Tensor, mapped: torc
     y = frame.x(b.unit, b.column) / frame.quotient_scale(b.unit)
     cast, wrapped = pairs.cast_match(y, b.base, b.cand)
     chosen = _gate(b.unit, cast & mapped, left, frame.n_u.numel(), minimum)
-    if not bool(chosen.any()):
-        return [], left
     negative = chosen & (y <= -1)  # trunc(y) < 0, without the trunc
     return b.claim(frame, Category.INTEGER_CAST, chosen, left,
                    negative_wrap=int(torch.count_nonzero(wrapped & negative)),
@@ -111,11 +107,9 @@ def _saturation(frame: Frame, b: Bytes, left: torch.Tensor) -> tuple[list[Claim]
     fmt = frame.spec.fp8
     base_max, cand_max, base_nan, cand_nan = pairs.extreme(b.base, b.cand, fmt)
     nan_vs_max = ((base_nan & cand_max) | (cand_nan & base_max)) & left
-    claims: list[Claim] = []
-    if bool(nan_vs_max.any()):
-        claims, left = b.claim(frame, Category.SATURATION_NAN, nan_vs_max, left,
-                               candidate_nan=int(torch.count_nonzero(nan_vs_max & cand_nan)),
-                               baseline_nan=int(torch.count_nonzero(nan_vs_max & base_nan)))
+    claims, left = b.claim(frame, Category.SATURATION_NAN, nan_vs_max, left,
+                           candidate_nan=int(torch.count_nonzero(nan_vs_max & cand_nan)),
+                           baseline_nan=int(torch.count_nonzero(nan_vs_max & base_nan)))
     maybe = left & (base_max ^ cand_max) & ~base_nan & ~cand_nan & (((b.base ^ b.cand) & 0x80) == 0)
     maybe &= (frame.wdiff_u[b.unit] == 0) & (frame.source[b.unit] >= 0)
     if not bool(maybe.any()):
@@ -131,8 +125,6 @@ def _rounding(frame: Frame, b: Bytes, left: torch.Tensor) -> tuple[list[Claim], 
     """Codes one apart under equal scales; counts the exact ties and which side rounded them to even."""
     fmt = frame.spec.fp8
     rounding = pairs.one_code_apart(b.base, b.cand, fmt) & (frame.wdiff_u[b.unit] == 0) & left
-    if not bool(rounding.any()):
-        return [], left
     unit, column, index = b.entries(rounding)
     # a tie of the rounding mode: the exact x/s (bf16 x and fp32 s are exact in fp64) is a midpoint and both
     # fp32 quotients (x / s and x * (1/s)) hit it, so no writer's quotient moved it off the tie
@@ -161,8 +153,6 @@ def _poison_bytes(frame: Frame, b: Bytes, left: torch.Tensor) -> tuple[list[Clai
     pattern = _gate(unit, flat_poison, flat_left, frame.n_u.numel(), MIN_MATCHES)
     pattern |= _gate(column, flat_poison, flat_left, frame.spec.head_dim, MIN_MATCHES)
     pattern = pattern.view_as(left)
-    if not bool(pattern.any()):
-        return [], left
     return b.claim(frame, Category.UNWRITTEN, pattern, left,
                    baseline_bytes=int(torch.count_nonzero(base_poison & pattern)))
 
@@ -177,9 +167,7 @@ def _moved(frame: Frame, b: Bytes, left: torch.Tensor) -> tuple[list[Claim], tor
     source = moves[frame.value_index[frame.token[unit], frame.group[unit] * spec.quant_block_size + column]]
     block = frame.blocks[frame.block_i[unit]] + source.clamp(min=0) // v - 1  # the source's cache block
     j, q = torch.searchsorted(frame.blocks, block).clamp(max=nd - 1), source.clamp(min=0) % v  # blocks ascend
-    owner = torch.empty(v, dtype=torch.int64, device=left.device)  # the token of each value byte of a block
-    owner[frame.value_index.view(-1)] = torch.arange(spec.block_size, device=left.device).repeat_interleave(
-        spec.head_dim)
+    owner = other_tables(spec, spec.layout, left.device)[0]  # the token of each byte of a block
     fits = (source >= 0) & (frame.blocks[j] == block) & (frame.base_phys[j, q] == b.cand.reshape(-1)[index])
     fits &= frame.source[(j * spec.block_size + owner[q]) * spec.groups_per_token] >= 0  # a mapped slot's
     mask = torch.zeros_like(left)
@@ -193,11 +181,10 @@ def byte_local(frame: Frame, b: Bytes, left: torch.Tensor, local: bool = True) -
     byte of `left` on its own."""
     claims, left = _moved(frame, b, left)
     zero = pairs.zero_pair(b.base, b.cand) & left & local
-    if bool(zero.any()):
-        more, left = b.claim(frame, Category.SIGNED_ZERO, zero, left,
-                             candidate_negative=int(torch.count_nonzero(zero & (b.cand == 0x80))),
-                             baseline_negative=int(torch.count_nonzero(zero & (b.base == 0x80))))
-        claims += more
+    more, left = b.claim(frame, Category.SIGNED_ZERO, zero, left,
+                         candidate_negative=int(torch.count_nonzero(zero & (b.cand == 0x80))),
+                         baseline_negative=int(torch.count_nonzero(zero & (b.base == 0x80))))
+    claims += more
     for stage in (_saturation, _rounding, _poison_bytes) if local else ():
         more, left = stage(frame, b, left)
         claims += more
