@@ -51,8 +51,6 @@ def non_finite(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
         special = ~torch.isfinite(groups).all(dim=-1)
     unit_row = frame.source.clamp(min=0) * spec.groups_per_token + frame.group
     hit = frame.mapped & special[unit_row] & ((frame.n_u > 0) | (frame.wdiff_u > 0))
-    if not bool(hit.any()):
-        return [], hit
     rows = groups[unit_row[hit]].float()
     nan, inf = torch.isnan(rows).any(dim=-1), torch.isinf(rows).any(dim=-1)
     claims = [unit_claim(frame, Category.NON_FINITE, hit, value=True, scale=True),
@@ -75,8 +73,8 @@ def zero_input(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
     units = torch.nonzero(frame.mapped & (frame.n_u > 0)).view(-1)
     hit = (frame.value_rows(frame.cand_phys, units) == 0).all(dim=1) & _zero_word(frame, frame.cand_wb[units])
     taken = frame.units_mask(units[hit])
-    claim = unit_claim(frame, Category.ZERO_INPUT, taken, value=True, scale=True)
-    return [claim, note(Category.ZERO_INPUT, groups=int(hit.sum()))], taken
+    return [unit_claim(frame, Category.ZERO_INPUT, taken, value=True, scale=True),
+            note(Category.ZERO_INPUT, groups=int(hit.sum()))], taken
 
 
 OVERWRITE_UNITS = 4096  # units tried against the padding rows: more is a systematic fault, not a stray row
@@ -87,10 +85,9 @@ def overwritten(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
     """Units of real tokens whose scale word and value bytes are padding rows' (tokens with slot < 0) quantized
     by the reference: padding written over a real token. Stray writes, not scale causes."""
     spec = frame.spec
-    none = torch.zeros_like(frame.mapped)
     units = torch.nonzero(frame.mapped & (frame.wdiff_u > 0)).view(-1)
     if not frame.padding.numel() or not units.numel() or units.numel() > OVERWRITE_UNITS:
-        return [], none
+        return [], torch.zeros_like(frame.mapped)
     pad_k = frame.k.index_select(0, frame.padding[:OVERWRITE_UNITS])
     codes, scales = quantize(pad_k, profile=AITER, fmt=spec.fp8, scale_fmt=spec.scale_fmt,
                              quant_block_size=spec.quant_block_size)
@@ -102,8 +99,6 @@ def overwritten(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
     agree = (values.unsqueeze(1) == codes[:, group].transpose(0, 1)).sum(dim=-1)  # [n, P]
     # several padding rows on one slot race: the values of one of them may sit under another one's scale
     hit = same_word.any(dim=1) & (agree >= OVERWRITE_SHARE * spec.quant_block_size).any(dim=1)
-    if not bool(hit.any()):
-        return [], none
     taken = frame.units_mask(units[hit])
     claim = unit_claim(frame, Category.STRAY_WRITE, taken, value=True, scale=True)
     slots = torch.unique(frame.blocks[frame.block_i[units[hit]]] * spec.block_size + frame.token[units[hit]])
