@@ -111,7 +111,7 @@ COUNTED = {  # the causes whose facts are their counts alone
 
 
 def example(spec: CacheSpec, category: Category, locus: tuple[str, int], frame: Frame | None,
-            baseline: CacheBuffer, candidate: CacheBuffer, found: dict | None = None) -> Example:
+            baseline: CacheBuffer, candidate: CacheBuffer, found: dict) -> Example:
     """The record of one example byte (a flat cache index, or a guard offset) and what fits there. found:
     the cause's findings (the layout found)."""
     kind, index = locus
@@ -119,7 +119,7 @@ def example(spec: CacheSpec, category: Category, locus: tuple[str, int], frame: 
         position = baseline.guard_bytes + index  # guards = [front | back]; offsets -guard..-1, then 0..guard-1
         return Example(None, index, int(baseline.guards[position]), int(candidate.guards[position]), None, None)
     m = mismatch_at(spec, baseline.flat, candidate.flat, index)
-    facts = _example_facts(spec, category, m, frame, found or {}) if frame is not None else {}
+    facts = _example_facts(spec, category, m, frame, found)  # a cache byte differs: there is a frame
     return Example(m.coordinate, None, m.baseline_byte, m.candidate_byte, m.baseline_value, m.candidate_value, facts)
 
 
