@@ -47,7 +47,7 @@ def _poisoned_units(frame: Frame, b: Bytes, left: torch.Tensor) -> tuple[list[Cl
     whole[b.unit[poison]] = True
     whole[b.unit[left & ~poison]] = False
     index = torch.nonzero(whole).view(-1)
-    whole[index] = (frame.value_rows(frame.cand_phys, index) == frame.sampled_poison(index)).all(dim=1)
+    whole[index] = (frame.value_rows(frame.cand_phys, index) == frame.value_poison(index)).all(dim=1)
     return b.claim(frame, Category.UNWRITTEN, whole[b.unit], left, units=int(whole.sum()))
 
 

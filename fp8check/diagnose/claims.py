@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .frame import Frame, any_rows, first_true
+from .frame import Frame, any_rows
 from .model import EXAMPLES, Category
 
 
@@ -40,7 +40,7 @@ def unit_claim(frame: Frame, category: Category, units: torch.Tensor, *, value: 
     for n, differs, flat in parts:
         has = units & (n > 0)
         per_unit += torch.where(has, n, 0)  # no list of the (up to all) units' indices
-        first = first_true(has, EXAMPLES)
+        first = torch.nonzero(has).view(-1)[:EXAMPLES]
         column = torch.argmax(differs(first).to(torch.uint8), dim=1)  # each one's first differing byte
         examples += [("cache", int(i)) for i in flat(first, column).tolist()]
         picked = torch.nonzero(has & in_shown).view(-1)
@@ -100,7 +100,7 @@ class Bytes:
         nd = frame.blocks.numel()
         if self.dense:
             unit = self.unit.view(-1)
-            rows = first_true(any_rows(mask), EXAMPLES)  # one example per unit: its first byte
+            rows = torch.nonzero(any_rows(mask)).view(-1)[:EXAMPLES]  # one example per unit: its first byte
             first = frame.value_flat(unit[rows], torch.argmax(mask[rows].to(torch.uint8), dim=1))
             per_block = torch.zeros(nd, dtype=torch.int64, device=mask.device).index_add_(
                 0, frame.block_i[unit], mask.sum(dim=1))
@@ -108,7 +108,7 @@ class Bytes:
             rows, columns = torch.nonzero(mask[picked], as_tuple=True)
             shown = frame.value_flat(unit[picked][rows], self.column.view(-1)[columns])
         else:
-            index = first_true(mask, EXAMPLES)
+            index = torch.nonzero(mask).view(-1)[:EXAMPLES]
             first = frame.value_flat(self.unit[index], self.column[index])
             per_block = torch.bincount(frame.block_i[self.unit[mask]], minlength=nd)
             picked = mask & frame.shown[frame.block_i[self.unit]]

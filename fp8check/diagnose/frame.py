@@ -30,11 +30,6 @@ def any_rows(mask: torch.Tensor) -> torch.Tensor:
     return mask.any(dim=1)
 
 
-def first_true(mask: torch.Tensor, n: int) -> torch.Tensor:
-    """Indices of the first n True entries of a 1-D mask."""
-    return torch.nonzero(mask).view(-1)[:n]
-
-
 def other_layout(spec: CacheSpec) -> Layout | None:
     """The order a candidate may have used instead of the spec's, where that order is defined."""
     if spec.layout is Layout.SHUFFLE:
@@ -199,14 +194,12 @@ class Frame:
         return self.blocks[self.block_i[unit]] * spec.block_bytes + spec.scale_offset(self.token[unit],
                                                                                       self.group[unit])
 
-    def value_poison(self, unit: torch.Tensor, column: torch.Tensor) -> torch.Tensor:
-        """uint8: the poison fill under value bytes (unit, column), any broadcastable shapes."""
+    def value_poison(self, unit: torch.Tensor, column: torch.Tensor | None = None) -> torch.Tensor:
+        """uint8: the poison fill under value bytes (unit, column), any broadcastable shapes; without a column,
+        [n, qbs]: under every value byte of units [n]."""
+        if column is None:
+            unit, column = unit.view(-1, 1), torch.arange(self.spec.quant_block_size, device=unit.device)
         return self.poison_row[unit % self.rows, column] + self.poison_block[self.block_i[unit]]
-
-    def sampled_poison(self, units: torch.Tensor, columns=slice(None)) -> torch.Tensor:
-        """uint8 [n, len(columns)]: the poison fill under the units' value bytes at these columns (or all)."""
-        rows = self.poison_row[:, columns].index_select(0, units % self.rows)
-        return rows + self.poison_block[self.block_i[units]].view(-1, 1)
 
     def block_poison(self, block_i: torch.Tensor, byte_in_block: torch.Tensor) -> torch.Tensor:
         """uint8: the poison fill at bytes of the differing blocks block_i."""

@@ -115,7 +115,7 @@ def _take(frame: Frame, units: torch.Tensor, tables, what: str, by: str, k: int)
     src, known = _sources(frame, tables, units, by, k)
     # the value rows and scale words the moved writer leaves at `units`: the poison where it moves nothing in
     moved, source = (src >= 0).view(-1, 1), src.clamp(min=0)
-    rows = torch.where(moved, frame.value_rows(frame.base_phys, source), frame.sampled_poison(units))
+    rows = torch.where(moved, frame.value_rows(frame.base_phys, source), frame.value_poison(units))
     words = torch.where(moved, frame.base_wb[source], frame.scale_poison(units))
     same_values = (frame.value_rows(frame.cand_phys, units) == rows).all(dim=1)
     same_word = (frame.cand_wb[units] == words).all(dim=1)

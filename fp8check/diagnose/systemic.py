@@ -164,9 +164,9 @@ def _judge_unwritten(s: _Sample, rows: torch.Tensor, screen: bool) -> tuple[torc
     """Units whose every value byte in the candidate is still the poison fill."""
     frame = s.frame
     for cols in (FIRST, slice(None)) if screen else (slice(None),):
-        rows = rows[(s.cand[rows, cols] == frame.sampled_poison(s.units[rows], s.columns[cols])).all(dim=1)]
+        rows = rows[(s.cand[rows, cols] == frame.value_poison(s.units[rows].view(-1, 1), s.columns[cols])).all(dim=1)]
     u = s.units[rows]
-    rows = rows[(frame.value_rows(frame.cand_phys, u) == frame.sampled_poison(u)).all(dim=1)]
+    rows = rows[(frame.value_rows(frame.cand_phys, u) == frame.value_poison(u)).all(dim=1)]
     return rows, {"units": rows.numel()}
 
 
@@ -268,7 +268,7 @@ def _byte_local_split(s: _Sample, rows: torch.Tensor) -> tuple[torch.Tensor, tor
     it one code from the baseline by chance is no rounding."""
     frame = s.frame
     u = s.units[rows]
-    poison = frame.sampled_poison(u, s.columns)
+    poison = frame.value_poison(u.view(-1, 1), s.columns)
     table = pairs.pair_table(pairs.byte_local, frame.spec.fp8, s.base.device)
     base, cand = s.base[rows], s.cand[rows]
     pair = pairs.lookup(table, base, cand)
