@@ -102,9 +102,8 @@ def cause_facts(spec: CacheSpec, category: Category, count: int, c: Counter, fou
     return {key: c[key] for key in COUNTED.get(category, ())}
 
 
-COUNTED = {  # the causes whose facts are their counts alone
-    Category.SCALE_SWAP: ("words",), Category.ZERO_INPUT: ("groups",),
-    Category.NON_FINITE: ("groups", "nan_groups", "inf_groups")}
+COUNTED = {Category.SCALE_SWAP: ("words",), Category.ZERO_INPUT: ("groups",),  # facts that are counts alone
+           Category.NON_FINITE: ("groups", "nan_groups", "inf_groups")}
 
 
 # ---- examples ------------------------------------------------------------------------------------------

@@ -249,13 +249,11 @@ def build_frame(spec: CacheSpec, inputs: Inputs, blocks: torch.Tensor, a: torch.
     else:
         differs = (n_u + wdiff_u).view(nd, -1).sum(dim=1) > 0
         shown = differs & (torch.cumsum(differs, dim=0) <= SHOWN_BLOCKS)
-    return Frame(
-        spec=spec, k=inputs.k.to(a.device).contiguous(), blocks=blocks, base_phys=a, cand_phys=b, n_u=n_u,
-        base_w=decode_scales(base_wb, spec.scale_fmt).view(-1),
-        cand_w=decode_scales(cand_wb, spec.scale_fmt).view(-1), base_wb=base_wb, cand_wb=cand_wb,
-        wdiff_u=wdiff_u, block_i=block_i, token=token, group=unit % groups, source=source,
-        block_mapped=(source >= 0).view(nd, -1).any(dim=1), value_index=value_index, run_length=runs[0],
-        runs=runs[1], poison_row=byte_poison(value_index).reshape(spec.block_size * groups, -1),
-        poison_block=poison_at(guard_bytes(spec) + blocks * spec.block_bytes),
-        padding=torch.nonzero(inputs.slot_mapping.to(a.device) < 0).view(-1), shown=shown,
-    )
+    return Frame(spec=spec, k=inputs.k.to(a.device).contiguous(), blocks=blocks, base_phys=a, cand_phys=b, n_u=n_u,
+                 base_w=decode_scales(base_wb, spec.scale_fmt).view(-1), base_wb=base_wb, cand_wb=cand_wb,
+                 cand_w=decode_scales(cand_wb, spec.scale_fmt).view(-1), wdiff_u=wdiff_u, block_i=block_i, token=token,
+                 group=unit % groups, source=source, block_mapped=(source >= 0).view(nd, -1).any(dim=1),
+                 value_index=value_index, run_length=runs[0], runs=runs[1], shown=shown,
+                 poison_row=byte_poison(value_index).reshape(spec.block_size * groups, -1),
+                 poison_block=poison_at(guard_bytes(spec) + blocks * spec.block_bytes),
+                 padding=torch.nonzero(inputs.slot_mapping.to(a.device) < 0).view(-1))
