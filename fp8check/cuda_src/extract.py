@@ -10,16 +10,13 @@ from pathlib import Path
 from ..core.errors import ProducerError
 
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?(?:\*/|\Z)", re.S)  # an unclosed one runs to the end
 
 
 def _skip(text: str, i: int) -> int:
     """The index after a comment or a string/char literal starting at i (i itself when none starts there)."""
-    if text.startswith("//", i):
-        end = text.find("\n", i)
-        return len(text) if end < 0 else end
-    if text.startswith("/*", i):
-        end = text.find("*/", i + 2)
-        return len(text) if end < 0 else end + 2
+    if comment := _COMMENT.match(text, i):
+        return comment.end()
     if text[i] in "\"'":
         quote, j = text[i], i + 1
         while j < len(text) and text[j] != quote:
