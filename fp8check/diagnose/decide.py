@@ -67,9 +67,6 @@ def cause_facts(spec: CacheSpec, category: Category, count: int, c: Counter, fou
         ratio, implied = found.get("ratio", math.nan), found.get("divisor_range")
         return {"ratio": ratio, "divisors": divisor_pair(ratio, spec, implied),
                 "divisor_range": list(implied) if implied else None}
-    if category is Category.SCALE_POW2:
-        return {"direction": "doubled" if c["doubled"] >= c["halved"] else "halved", "doubled": c["doubled"],
-                "halved": c["halved"]}
     if category is Category.SCALE_ULP:
         return {"max_ulp": found.get("max_ulp")}
     if category is Category.AMAX_FLOOR:
@@ -93,15 +90,16 @@ def cause_facts(spec: CacheSpec, category: Category, count: int, c: Counter, fou
         ties, base_even, cand_even = c["ties"], c["ties_baseline_even"], c["ties_candidate_even"]
         even = ("baseline" if base_even >= cand_even else "candidate") if ties and ties >= 0.9 * count else None
         return {"ties": ties, "ties_to_even": even, "ties_baseline_even": base_even, "ties_candidate_even": cand_even}
-    if category is Category.SATURATION_NAN:
-        return {"nan_side": "candidate" if c["candidate_nan"] >= c["baseline_nan"] else "baseline",
-                "candidate_nan": c["candidate_nan"], "baseline_nan": c["baseline_nan"]}
-    if category is Category.SIGNED_ZERO:
-        return {"negative_side": "candidate" if c["candidate_negative"] >= c["baseline_negative"] else "baseline",
-                "candidate_negative": c["candidate_negative"], "baseline_negative": c["baseline_negative"]}
+    if category in SIDES:
+        key, (a, b), (side_a, side_b) = SIDES[category]
+        return {key: side_a if c[a] >= c[b] else side_b, a: c[a], b: c[b]}
     return {key: c[key] for key in COUNTED.get(category, ())}
 
 
+SIDES = {  # causes that name the side with more of two counts: (its fact, the counts, the sides)
+    Category.SCALE_POW2: ("direction", ("doubled", "halved"), ("doubled", "halved")),
+    Category.SATURATION_NAN: ("nan_side", ("candidate_nan", "baseline_nan"), ("candidate", "baseline")),
+    Category.SIGNED_ZERO: ("negative_side", ("candidate_negative", "baseline_negative"), ("candidate", "baseline"))}
 COUNTED = {Category.SCALE_SWAP: ("words",), Category.ZERO_INPUT: ("groups",),  # facts that are counts alone
            Category.NON_FINITE: ("groups", "nan_groups", "inf_groups")}
 
