@@ -233,8 +233,7 @@ def build_frame(spec: CacheSpec, inputs: Inputs, blocks: torch.Tensor, a: torch.
     the cache blocks whose bytes' causes are kept (default: the first SHOWN_BLOCKS that differ)."""
     nd, groups = blocks.numel(), spec.groups_per_token
     num_units = nd * spec.block_size * groups
-    base_wb = spec.scale_words(a).reshape(num_units, 4)  # unit (t, g)'s word, in (token, group) order
-    cand_wb = spec.scale_words(b).reshape(num_units, 4)
+    base_wb, cand_wb = (spec.scale_words(x).reshape(num_units, 4) for x in (a, b))  # in (token, group) order
     unit = torch.arange(num_units, device=a.device)
     block_i = unit // (spec.block_size * groups)
     token = (unit // groups) % spec.block_size
@@ -256,4 +255,4 @@ def build_frame(spec: CacheSpec, inputs: Inputs, blocks: torch.Tensor, a: torch.
                  value_index=value_index, run_length=runs[0], runs=runs[1], shown=shown,
                  poison_row=byte_poison(value_index).reshape(spec.block_size * groups, -1),
                  poison_block=poison_at(guard_bytes(spec) + blocks * spec.block_bytes),
-                 padding=torch.nonzero(inputs.slot_mapping.to(a.device) < 0).view(-1))
+                 padding=torch.nonzero(slots < 0).view(-1))
