@@ -238,7 +238,7 @@ def dense_units(frame: Frame, open_u: torch.Tensor,
     open_u = open_u & ~stray
     # a unit with fewer differing bytes than DENSE_SAMPLED cannot have that many differing sampled bytes
     candidates = torch.nonzero(open_u & frame.mapped & (frame.n_u >= DENSE_SAMPLED)).view(-1)
-    s = _sample(frame, candidates, open_u.numel()) if candidates.numel() else None
+    s = _sample(frame, candidates, open_u.numel())
     if s is None:
         return claims, stray, torch.zeros_like(open_u), torch.zeros_like(open_u)
     n = s.units.numel()
@@ -251,9 +251,8 @@ def dense_units(frame: Frame, open_u: torch.Tensor,
             break
         # screen where the probe says most rows will not fit: it costs a pass over the first columns
         chosen, facts = JUDGES[category](s, rows, 2 * likely[category] < probe.numel())
-        if chosen.numel():
-            claims += [unit_claim(frame, category, frame.units_mask(s.units[chosen])), note(category, **facts)]
-            left[chosen] = False
+        claims += [unit_claim(frame, category, frame.units_mask(s.units[chosen])), note(category, **facts)]
+        left[chosen] = False
     split, garbage = _byte_local_split(s, torch.nonzero(left).view(-1))
     garbage = frame.units_mask(garbage)
     if frame.moves[0] is None:  # else their moved bytes are found byte by byte (bytewise)
