@@ -25,9 +25,8 @@ PROBE_BLOCKS = 16  # fully mapped differing blocks whose runs are matched
 def _slot_tables(frame: Frame) -> tuple[torch.Tensor, torch.Tensor]:
     """(first frame unit of each cache slot or -1 where its block is not in the frame, first frame unit of
     each token's slot or -1)."""
-    spec, groups = frame.spec, frame.spec.groups_per_token
-    device = frame.blocks.device
-    first = torch.arange(0, frame.n_u.numel(), groups, device=device)
+    spec, device = frame.spec, frame.blocks.device
+    first = torch.arange(0, frame.n_u.numel(), spec.groups_per_token, device=device)  # each slot's first unit
     slot = frame.blocks[frame.block_i[first]] * spec.block_size + frame.token[first]
     at_slot = torch.full((spec.num_slots,), -1, dtype=torch.int64, device=device)
     at_slot[slot] = first
@@ -43,7 +42,6 @@ def _sources(frame: Frame, tables, units: torch.Tensor, by: str, k) -> tuple[tor
     block the frame holds). k: an int, or an int64 [m, 1] of offsets: then [m, n] for all of them."""
     at_slot, of_token = tables
     spec = frame.spec
-    group = frame.group[units]
     if by == "slots":
         slot = frame.blocks[frame.block_i[units]] * spec.block_size + frame.token[units] - k
         inside = (slot >= 0) & (slot < spec.num_slots)
@@ -54,9 +52,8 @@ def _sources(frame: Frame, tables, units: torch.Tensor, by: str, k) -> tuple[tor
         token = frame.source[units] + k
         inside = (frame.source[units] >= 0) & (token >= 0) & (token < of_token.numel())
         first = of_token[token.clamp(0, of_token.numel() - 1)]
-        known = inside & (first >= 0)
-        moved_in = known
-    return torch.where(moved_in, first + group, -1), known
+        moved_in = known = inside & (first >= 0)
+    return torch.where(moved_in, first + frame.group[units], -1), known
 
 
 def _fingerprints(rows: torch.Tensor) -> torch.Tensor:
