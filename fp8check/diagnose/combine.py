@@ -92,10 +92,9 @@ def _located(spec: CacheSpec, tally: _Tally, frame: Frame, expected_per_block: t
         per_block[frame.blocks, order.index(category)] += counts
     if not torch.equal(per_block[frame.blocks].sum(dim=1), expected_per_block):
         raise CheckerError("diagnosis: the causes' bytes per block do not add up to the differing bytes per block")
-    parts = [(torch.cat(p), order.index(c)) for c, p in tally.shown.items()]
-    flat = torch.cat([p for p, _ in parts]) if parts else torch.zeros(0, dtype=torch.int64, device=device)
-    codes = torch.cat([torch.full_like(p, code, dtype=torch.uint8) for p, code in parts]) if parts else \
-        torch.zeros(0, dtype=torch.uint8, device=device)
+    parts = {order.index(c): torch.cat(p) for c, p in tally.shown.items()}  # code -> int64 flat indices
+    flat = torch.cat([per_block.new_zeros(0), *parts.values()])
+    codes = torch.cat([per_block.new_zeros(0), *(torch.full_like(p, c) for c, p in parts.items())]).to(torch.uint8)
     shown = frame.shown
     differing = int(torch.count_nonzero(frame.base_phys[shown] != frame.cand_phys[shown]))
     if flat.numel() != differing or torch.unique(flat).numel() != flat.numel():
