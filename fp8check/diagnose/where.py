@@ -102,8 +102,7 @@ def overwritten(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
     taken = frame.units_mask(units[hit])
     claim = unit_claim(frame, Category.STRAY_WRITE, taken, value=True, scale=True)
     slots = torch.unique(frame.blocks[frame.block_i[units[hit]]] * spec.block_size + frame.token[units[hit]])
-    counts = {"overwritten": claim.bytes, "overwritten_slots": slots.numel()}
-    return [dataclasses.replace(claim, counts=counts)], taken
+    return [dataclasses.replace(claim, counts={"overwritten": claim.bytes, "overwritten_slots": slots.numel()})], taken
 
 
 FOREIGN_SLOTS = 2  # real tokens' slots a row of no token may overwrite: more is a systematic fault
@@ -136,7 +135,6 @@ def foreign_rows(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
     # another real token's row (values and scale word) copied there, or a row of no token at all
     others = torch.nonzero(frame.mapped).view(-1)
     rows = torch.cat([frame.value_rows(frame.base_phys, others), frame.base_wb[others]], dim=1)
-    mine = torch.cat([frame.value_rows(frame.cand_phys, units), frame.cand_wb[units]], dim=1)
+    mine = torch.cat([cand, frame.cand_wb[units]], dim=1)
     key = "copied" if bool((mine.unsqueeze(1) == rows).all(dim=2).any(dim=1).all()) else "foreign"
-    counts = {key: claim.bytes, f"{key}_slots": slots.numel()}
-    return [dataclasses.replace(claim, counts=counts)], differs
+    return [dataclasses.replace(claim, counts={key: claim.bytes, f"{key}_slots": slots.numel()})], differs
