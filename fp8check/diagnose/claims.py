@@ -47,8 +47,7 @@ def unit_claim(frame: Frame, category: Category, units: torch.Tensor, *, value: 
         rows, columns = torch.nonzero(differs(picked), as_tuple=True)
         shown.append(flat(picked[rows], columns))
     per_block = per_unit.view(frame.blocks.numel(), -1).sum(dim=1)
-    return Claim(category, int(per_unit.sum()), tuple(examples), per_block=per_block,
-                 shown=torch.cat(shown) if shown else None)
+    return Claim(category, int(per_unit.sum()), tuple(examples), per_block=per_block, shown=torch.cat(shown))
 
 
 @dataclass(frozen=True)
