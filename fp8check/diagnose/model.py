@@ -5,7 +5,6 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-
 from ..core.outcome import json_safe
 from ..core.spec import Coordinate
 

@@ -7,11 +7,8 @@ from .scales import E5M2_MAX
 from ..core.spec import CacheSpec, FP8Format, Layout
 from .example_words import describe_example, example_note, plural
 
-
 NUMERICS = "docs/NUMERICS.md"
 MOVED = " (the values of those groups move with their scale)"
-
-
 # what each DIV seen in real writers is: a format's max, or vLLM's own e4m3fnuz divisor
 DIVISOR_NAMES = {fmt.max: f"{fmt.value}'s max" for fmt in FP8Format} | {
     fmt.vllm_divisor: f"vLLM's {fmt.value} divisor" for fmt in FP8Format if fmt.vllm_divisor != fmt.max} | {
