@@ -117,8 +117,6 @@ class _Sample:
     cand: torch.Tensor
     differs: torch.Tensor  # bool [n, C]
     sampled: torch.Tensor  # int64 [n]: differing sampled bytes
-    past_first: torch.Tensor  # int64 [n]: differing sampled bytes past FIRST: the most a unit can still match
-    need: torch.Tensor  # float [n]: matching sampled bytes a cause needs (SAMPLE_SHARE of `sampled`)
 
 
 def _sample(frame: Frame, candidates: torch.Tensor, open_count: int) -> _Sample | None:
@@ -136,8 +134,7 @@ def _sample(frame: Frame, candidates: torch.Tensor, open_count: int) -> _Sample 
         return None
     if not bool(keep.all()):
         candidates, base, cand, differs, sampled = (t[keep] for t in (candidates, base, cand, differs, sampled))
-    return _Sample(frame, candidates, columns, base, cand, differs, sampled, sampled - differs[:, FIRST].sum(dim=1),
-                   SAMPLE_SHARE * sampled)
+    return _Sample(frame, candidates, columns, base, cand, differs, sampled)
 
 
 def _by_share(s: _Sample, rows: torch.Tensor, screen: bool, match, names=(), aux=None) -> tuple[torch.Tensor, dict]:
@@ -145,14 +142,14 @@ def _by_share(s: _Sample, rows: torch.Tensor, screen: bool, match, names=(), aux
     count match returns}). screen: first drop, exactly, the rows that cannot reach it whatever their other
     columns hold (random bytes: nearly all after 3 columns). match(s, rows, cols, aux) -> (bool [r, c], int64
     [r] per name)."""
-    if screen and rows.numel():
-        matched = match(s, rows, FIRST, aux)[0].sum(dim=1)
-        rows = rows[matched + s.past_first[rows] >= s.need[rows]]
+    if screen and rows.numel():  # the most a row can still match: its matches in FIRST and every other byte
+        most = match(s, rows, FIRST, aux)[0].sum(dim=1) + s.sampled[rows] - s.differs[rows, FIRST].sum(dim=1)
+        rows = rows[most >= SAMPLE_SHARE * s.sampled[rows]]
     fits, counts = [], []
     for start in range(0, rows.numel(), JUDGE_ROWS):
         part = rows[start : start + JUDGE_ROWS]
         matched, *facts = match(s, part, slice(None), aux)
-        fits.append(count_true(matched) >= s.need[part])
+        fits.append(count_true(matched) >= SAMPLE_SHARE * s.sampled[part])
         counts.append(facts)
     if not fits:
         return rows, {}
