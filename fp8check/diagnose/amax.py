@@ -14,18 +14,13 @@ SHARE = 0.9  # share of the open differing words one hypothesis must explain
 ULP_LIMIT = 16  # fp32 scales this close to the recomputed one match (x * (1/DIV) against x / DIV)
 
 
-def _group_x(frame: Frame, units: torch.Tensor) -> torch.Tensor:
-    columns = torch.arange(frame.spec.quant_block_size, device=units.device)
-    return frame.x(units.view(-1, 1), columns.view(1, -1))
-
-
 def group_amax(frame: Frame, units: torch.Tensor) -> torch.Tensor:
-    return _group_x(frame, units).abs().amax(dim=1)
+    return frame.x(units).abs().amax(dim=1)
 
 
 def hypotheses(frame: Frame, units: torch.Tensor) -> dict[str, torch.Tensor]:
     """The amax' of each hypothesis for each unit (fp32), before the floor; the right one, max(|x|), last."""
-    x = _group_x(frame, units)
+    x = frame.x(units)
     amax = x.abs().amax(dim=1)
     half = x.shape[1] // 2
     found = {"max(x)": x.amax(dim=1), "min(x)": x.amin(dim=1), "min(|x|)": x.abs().amin(dim=1),

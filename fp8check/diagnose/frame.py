@@ -210,8 +210,11 @@ class Frame:
         offset = self.spec.scale_offset(self.token[units], self.group[units]).view(-1, 1)
         return self.block_poison(self.block_i[units].view(-1, 1), offset + torch.arange(4, device=units.device))
 
-    def x(self, unit: torch.Tensor, column: torch.Tensor) -> torch.Tensor:
-        """fp32 k values behind value bytes (unit, column) of mapped units."""
+    def x(self, unit: torch.Tensor, column: torch.Tensor | None = None) -> torch.Tensor:
+        """fp32 k values behind value bytes (unit, column) of mapped units; without a column, [n, qbs]: every
+        value of units [n]."""
+        if column is None:
+            unit, column = unit.view(-1, 1), torch.arange(self.spec.quant_block_size, device=unit.device)
         hd = self.spec.head_dim
         dim = self.group[unit] * self.spec.quant_block_size + column
         return self.k.view(-1)[self.source[unit].clamp(min=0) * hd + dim].float()
