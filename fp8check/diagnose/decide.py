@@ -132,7 +132,9 @@ def _word_hex(word: torch.Tensor) -> str:
 def _example_facts(spec: CacheSpec, category: Category, m: Mismatch, frame: Frame, found: dict) -> dict:
     """What fits at one example byte: the quotient, the moved token, the other format's value, the scales."""
     c = m.coordinate
-    unit = frame.unit_of(c.block, c.token, c.group if c.group is not None else c.dim // spec.quant_block_size)
+    block_i = int(torch.searchsorted(frame.blocks, torch.tensor(c.block, device=frame.blocks.device)))  # blocks ascend
+    group = c.group if c.group is not None else c.dim // spec.quant_block_size
+    unit = (block_i * spec.block_size + c.token) * spec.groups_per_token + group
     source = int(frame.source[unit])
     if category is Category.STRAY_WRITE:
         return {"slot_owner": source} if source >= 0 else {}

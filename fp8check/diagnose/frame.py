@@ -224,11 +224,6 @@ class Frame:
         cand, base = self.cand_w[unit], self.base_w[unit]
         return torch.where(torch.isfinite(cand) & (cand > 0), cand, base)
 
-    def unit_of(self, block: int, token: int, group: int) -> int:
-        """The unit of (cache block, token, group); the block must be one of `blocks`."""
-        block_i = int(torch.searchsorted(self.blocks, torch.tensor(block, device=self.blocks.device)))
-        return (block_i * self.spec.block_size + token) * self.spec.groups_per_token + group
-
 
 def build_frame(spec: CacheSpec, inputs: Inputs, blocks: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
                 n_u: torch.Tensor, wdiff_u: torch.Tensor, runs, shown: tuple[int, ...] = ()) -> Frame:
