@@ -131,7 +131,7 @@ def byte_poison(position: torch.Tensor) -> torch.Tensor:
 @dataclass(frozen=True)
 class Frame:
     """Differing blocks of both caches, as units. Value bytes stay where the caches keep them; the few
-    units whose bytes are looked at are gathered (value_rows, sample)."""
+    units whose bytes are looked at are gathered (value_rows)."""
 
     spec: CacheSpec
     k: torch.Tensor  # bf16 [T, head_dim]
@@ -176,11 +176,6 @@ class Frame:
         region = phys[:, : self.spec.value_extent].view(phys.shape[0], -1, self.run_length)
         picked = region[self.block_i[units].view(-1, 1), self.runs[units % self.runs.shape[0]]]
         return picked.reshape(units.numel(), self.spec.quant_block_size)
-
-    def sample(self, phys: torch.Tensor, columns: torch.Tensor) -> torch.Tensor:
-        """uint8 [U, len(columns)]: the value bytes at these columns of every unit of base_phys or cand_phys."""
-        index = self.value_index.view(-1, self.spec.quant_block_size)[:, columns].reshape(-1)
-        return phys[:, index].view(-1, columns.numel())
 
     def value_flat(self, unit: torch.Tensor, column: torch.Tensor) -> torch.Tensor:
         """Flat cache index of value bytes (unit, column), any broadcastable shapes."""

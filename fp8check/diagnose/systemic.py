@@ -123,10 +123,12 @@ def _sample(frame: Frame, candidates: torch.Tensor, open_count: int) -> _Sample 
     """The sample of the candidate units (int64) that have enough differing sampled bytes; None if none."""
     qbs = frame.spec.quant_block_size
     columns = torch.arange(0, qbs, max(1, qbs // SAMPLE_COLUMNS), device=candidates.device)
+    both = (frame.base_phys, frame.cand_phys)
     if 4 * candidates.numel() < open_count:  # few: gather their rows rather than sampling every unit
-        base, cand = (frame.value_rows(phys, candidates)[:, columns] for phys in (frame.base_phys, frame.cand_phys))
-    else:
-        base, cand = (frame.sample(phys, columns)[candidates] for phys in (frame.base_phys, frame.cand_phys))
+        base, cand = (frame.value_rows(phys, candidates)[:, columns] for phys in both)
+    else:  # the sampled columns of every unit, read where the bytes lie
+        index = frame.value_index.view(-1, qbs)[:, columns].reshape(-1)
+        base, cand = (phys[:, index].view(-1, columns.numel())[candidates] for phys in both)
     differs = base != cand
     sampled = count_true(differs)
     keep = sampled >= DENSE_SAMPLED
