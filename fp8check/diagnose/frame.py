@@ -39,14 +39,6 @@ def other_layout(spec: CacheSpec) -> Layout | None:
     return Layout.SHUFFLE if spec.block_size % 16 == 0 else None
 
 
-def other_arrangement(spec: CacheSpec) -> Layout | None:
-    """The arrangement of whole tokens a candidate may have used instead of the spec's: interleaved against
-    planar (values and scales move together; the two agree at block_size 1)."""
-    if spec.block_size == 1:
-        return None
-    return Layout.LINEAR if spec.layout is Layout.INTERLEAVED else Layout.INTERLEAVED
-
-
 def unit_runs(spec: CacheSpec, value_index: torch.Tensor) -> tuple[int, torch.Tensor]:
     """(run length L, int64 [block_size * groups, qbs // L]): every unit's value bytes as runs of L bytes that
     are consecutive both in the block and in (token, dim) order, each run by its number in the value region

@@ -12,7 +12,7 @@ from ..core import fp8, pairs
 from ..core.diff import count_true
 from ..core.spec import Layout
 from .claims import Claim, note, unit_claim
-from .frame import Frame, other_arrangement, other_layout
+from .frame import Frame, other_layout
 from .model import Category
 
 SAMPLE_COLUMNS = 8  # columns of each unit looked at to judge a systemic cause
@@ -86,12 +86,12 @@ def layout_blocks(frame: Frame, open_u: torch.Tensor) -> tuple[list[Claim], torc
 def arrangement_blocks(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
     """Blocks written token-interleaved where the spec is planar, or planar where it is interleaved, judged from
     a fixed sample of byte positions: a re-arranged block gives all its differing bytes, values and scales, to
-    `layout`. Returns (claims, units taken: bool [U])."""
+    `layout` (the two agree at block_size 1). Returns (claims, units taken: bool [U])."""
     spec = frame.spec
-    other = other_arrangement(spec)
     taken = torch.zeros_like(frame.n_u, dtype=torch.bool)
-    if other is None:
+    if spec.block_size == 1:
         return [], taken
+    other = Layout.LINEAR if spec.layout is Layout.INTERLEAVED else Layout.INTERLEAVED
     tables = other_tables(spec, other, taken.device)
     byte = torch.arange(0, spec.block_bytes, max(1, spec.block_bytes // ARRANGEMENT_SAMPLES), device=taken.device)
     _, rearranged = _reordered(frame, tables, byte[tables[0][byte] >= 0])
