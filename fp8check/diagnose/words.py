@@ -231,16 +231,15 @@ MOVED_HINT = {
 
 
 def _shift(f: dict, spec: CacheSpec) -> tuple[str, str]:
-    k, by = f["offset"], f["by"]
-    unit = "slot" if by == "slots" else "token"
-    if by == "slots":
+    k = f["offset"]
+    if f["by"] == "slots":
         where = (f"stored {plural(abs(k), 'slot')} {'further on' if k > 0 else 'earlier'}: slot s holds what"
                  f" belongs at slot s{'-' if k > 0 else '+'}{abs(k)}")
         hint = MOVED_HINT[f["moved"]]
     else:
         where = (f"of the wrong token: the slot of token t holds token t{'+' if k > 0 else '-'}{abs(k)}'s"
                  f" {'scale' if f['moved'] == 'scales' else 'row'}")
-        hint = f"the token index of the load: check the program id and the row offset of k ({unit} t{k:+d})"
+        hint = f"the token index of the load: check the program id and the row offset of k (token t{k:+d})"
     return f"{MOVED_WHAT[f['moved']].capitalize()} are {where}.", hint
 
 
