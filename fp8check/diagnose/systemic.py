@@ -192,9 +192,8 @@ def _cast_columns(s: _Sample, r: torch.Tensor, cols, k_sampled: torch.Tensor | N
 
 def _judge_integer_cast(s: _Sample, rows: torch.Tensor, screen: bool) -> tuple[torch.Tensor, dict]:
     """Units whose bytes are x/s converted to an integer (docs/NUMERICS.md)."""
-    k_sampled = None
-    if not screen and rows.numel() > PROBE_UNITS:  # most of them fit: gather k's sampled columns once
-        k_sampled = s.frame.k.view(-1, s.frame.spec.quant_block_size)[:, s.columns].float()
+    many = not screen and rows.numel() > PROBE_UNITS  # most of them fit: gather k's sampled columns once
+    k_sampled = s.frame.k.view(-1, s.frame.spec.quant_block_size)[:, s.columns].float() if many else None
     return _by_share(s, rows, screen, _cast_columns, ("negative_wrap", "negative_zero"), k_sampled)
 
 
