@@ -70,14 +70,11 @@ def example_table(diagnosis: Diagnosis) -> Table:
     def value(v: float | None) -> str:
         return "" if v is None else f"{v:.9g}"
 
-    rows = []
-    for cause in diagnosis:
-        for e in cause.examples:
-            rows.append((cause.category.value, e.where(), f"0x{e.baseline_byte:02x}", value(e.baseline_value),
-                         f"0x{e.candidate_byte:02x}", value(e.candidate_value),
-                         example_note(cause.category, e) or ""))
+    rows = tuple((cause.category.value, e.where(), f"0x{e.baseline_byte:02x}", value(e.baseline_value),
+                  f"0x{e.candidate_byte:02x}", value(e.candidate_value), example_note(cause.category, e) or "")
+                 for cause in diagnosis for e in cause.examples)
     return Table("differing bytes, first of each cause",
-                 ("cause", "where", "baseline", "decoded", "candidate", "decoded", "what fits"), tuple(rows))
+                 ("cause", "where", "baseline", "decoded", "candidate", "decoded", "what fits"), rows)
 
 
 def diagnosis_views(spec: CacheSpec, diagnosis: Diagnosis) -> tuple:
