@@ -92,11 +92,8 @@ def dense_byte_local(frame: Frame, units: torch.Tensor, local: bool = True) -> l
     units): byte by byte, in chunks of units, so a cache full of them never becomes a list of 100M bytes."""
     index = torch.nonzero(units).view(-1)
     chunk = max(1, CHUNK_BYTES // frame.spec.quant_block_size)
-    claims: list[Claim] = []
-    for start in range(0, index.numel(), chunk):
-        b = Bytes.chunk(frame, index[start : start + chunk])
-        claims += byte_local(frame, b, b.differs, local)
-    return claims
+    chunks = (Bytes.chunk(frame, index[start : start + chunk]) for start in range(0, index.numel(), chunk))
+    return [claim for b in chunks for claim in byte_local(frame, b, b.differs, local)]
 
 
 # ---- the byte-local causes ----------------------------------------------------------------------------------
