@@ -81,16 +81,15 @@ def _tally(claims: list[Claim]) -> _Tally:
     return tally
 
 
-def _located(spec: CacheSpec, tally: _Tally, frame: Frame, expected_per_block: torch.Tensor,
-             picked: tuple[int, ...]) -> Located:
+def _located(spec: CacheSpec, tally: _Tally, frame: Frame, picked: tuple[int, ...]) -> Located:
     """Where the categories' bytes are, checked like the totals: each frame block's bytes and each differing
     byte of the shown blocks attributed exactly once (else CheckerError); picked blocks outside: empty."""
     order = list(Category)
-    device = frame.blocks.device
-    per_block = torch.zeros(spec.num_blocks, len(order), dtype=torch.int64, device=device)
+    per_block = torch.zeros(spec.num_blocks, len(order), dtype=torch.int64, device=frame.blocks.device)
     for category, counts in tally.per_block.items():
         per_block[frame.blocks, order.index(category)] += counts
-    if not torch.equal(per_block[frame.blocks].sum(dim=1), expected_per_block):
+    expected = (frame.n_u + frame.wdiff_u).view(frame.blocks.numel(), -1).sum(dim=1)  # the frame as built
+    if not torch.equal(per_block[frame.blocks].sum(dim=1), expected):
         raise CheckerError("diagnosis: the causes' bytes per block do not add up to the differing bytes per block")
     parts = {order.index(c): torch.cat(p) for c, p in tally.shown.items()}  # code -> int64 flat indices
     flat = torch.cat([per_block.new_zeros(0), *parts.values()])
@@ -136,7 +135,5 @@ def attribute(spec: CacheSpec, baseline: CacheBuffer, candidate: CacheBuffer, in
     if found != expected:
         by_category = {c.value: n for c, n in tally.bytes.items()}
         raise CheckerError(f"diagnosis accounts for {found} bytes but {expected} differ: {by_category}")
-    located = None
-    if frame is not None:
-        located = _located(spec, tally, frame, (n_u + wdiff_u).view(blocks.numel(), -1).sum(dim=1), shown)
+    located = None if frame is None else _located(spec, tally, frame, shown)
     return Diagnosis(_causes(spec, tally, frame, baseline, candidate), located)
