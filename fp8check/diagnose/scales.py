@@ -25,10 +25,8 @@ def _on_boundary(frame: Frame, units: torch.Tensor) -> torch.Tensor:
     """bool: amax / DIV of each unit sits on the smaller of its two scales for some known DIV."""
     amax = group_amax(frame, units).clamp(min=SCALE_FLOOR).double()
     low = torch.minimum(frame.base_w[units], frame.cand_w[units]).double()
-    near = torch.zeros_like(amax, dtype=torch.bool)
-    for divisor in KNOWN_DIVISORS:
-        near |= ((amax / (divisor * low)) - 1).abs() <= BOUNDARY_TOLERANCE
-    return near
+    divisors = torch.tensor(KNOWN_DIVISORS, dtype=torch.float64, device=units.device).view(-1, 1)
+    return ((amax / (divisors * low) - 1).abs() <= BOUNDARY_TOLERANCE).any(dim=0)
 
 
 def _cluster(log_ratio: torch.Tensor, ratio_units: torch.Tensor, plain: torch.Tensor) -> torch.Tensor:
