@@ -47,9 +47,8 @@ def _value_stages(frame: Frame) -> list[Claim]:
     open_u = open_u & ~taken
     # a systemic cause found in dense units needs only one matching byte in a sparse one
     active = frozenset(c.category for c in layout + dense if c.bytes)
-    claims += layout + dense
-    claims += bytewise.byte_by_byte(frame, open_u, settled, active)
-    return claims + bytewise.dense_byte_local(frame, leftovers) + bytewise.dense_byte_local(frame, garbage, False)
+    return (claims + layout + dense + bytewise.byte_by_byte(frame, open_u, settled, active)
+            + bytewise.dense_byte_local(frame, leftovers) + bytewise.dense_byte_local(frame, garbage, False))
 
 
 @dataclass
