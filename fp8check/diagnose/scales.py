@@ -165,20 +165,17 @@ def _amax_floor(frame: Frame, units: torch.Tensor, open_w: torch.Tensor) -> tupl
     tiny = open_w & (amax < SCALE_FLOOR) & (cand < base)
     if not bool(tiny.any()):
         return none, None, "exact"
-    tracks, below, implied = none.clone(), none.clone(), torch.full_like(amax, float("inf"))
-    for divisor in sorted({spec.fp8.max, spec.fp8.vllm_divisor}):
-        exact = amax / divisor
-        wanted = pow2_ceil(exact) if spec.scale_fmt.power_of_two else exact
-        near = (cand - wanted).abs() <= ULP_LIMIT * torch.finfo(torch.float32).eps * wanted
-        tracks |= tiny & (amax > 0) & near
-        low = tiny & ~near & (cand * divisor < SCALE_FLOOR * (1 - 1e-6)) & (cand * divisor > amax)
-        below |= low
-        implied = torch.where(low, torch.minimum(implied, cand * divisor), implied)
+    divisors = torch.tensor(sorted({spec.fp8.max, spec.fp8.vllm_divisor}), dtype=torch.float64, device=amax.device)
+    exact, implied = amax / divisors.view(-1, 1), cand * divisors.view(-1, 1)  # [DIVs, n]
+    wanted = pow2_ceil(exact) if spec.scale_fmt.power_of_two else exact
+    near = (cand - wanted).abs() <= ULP_LIMIT * torch.finfo(torch.float32).eps * wanted
+    low = tiny & ~near & (implied < SCALE_FLOOR * (1 - 1e-6)) & (implied > amax)
+    tracks, below = (tiny & (amax > 0) & near).any(dim=0), low.any(dim=0)
     floor = tracks | below
     if not bool(floor.any()):
         return none, None, "exact"
     if bool(below.any()):
-        found = float(implied[below].min())
+        found = float(implied[low].min())
         if spec.scale_fmt.power_of_two:
             return floor, found, "range"  # F / DIV rounds up to the same power of two: F in (found / 2, found]
         return floor, float(f"{found:.3g}"), "exact"
