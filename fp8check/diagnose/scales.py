@@ -125,20 +125,16 @@ def _classify(frame: Frame, units: torch.Tensor) -> tuple[list[tuple[Category, t
 def _swapped(frame: Frame, units: torch.Tensor, open_w: torch.Tensor) -> torch.Tensor:
     """bool: the candidate's word is the baseline's word of the previous or next token of the block (same
     group), and that token's candidate word is this one's baseline word: two scales stored swapped."""
-    groups, per_block = frame.spec.groups_per_token, frame.rows
-    found = torch.zeros_like(open_w)
     if not bool(open_w.any()):
-        return found
-    u = units
-    for step in (-groups, groups):
-        v = u + step
-        inside = (v >= 0) & (v < frame.n_u.numel())
-        v = v.clamp(0, frame.n_u.numel() - 1)
-        same_block = inside & (u // per_block == v // per_block) & frame.mapped[v]
-        mutual = ((frame.cand_wb[u] == frame.base_wb[v]).all(dim=1) & (frame.cand_wb[v] == frame.base_wb[u]).all(dim=1)
-                  & (frame.base_wb[u] != frame.base_wb[v]).any(dim=1))
-        found |= open_w & same_block & mutual
-    return found
+        return torch.zeros_like(open_w)
+    v = units + frame.spec.groups_per_token * torch.tensor([[-1], [1]], device=units.device)  # [2, n]
+    inside = (v >= 0) & (v < frame.n_u.numel())
+    v = v.clamp(0, frame.n_u.numel() - 1)
+    same_block = inside & (units // frame.rows == v // frame.rows) & frame.mapped[v]
+    cand, base = frame.cand_wb, frame.base_wb
+    mutual = ((cand[units] == base[v]).all(dim=-1) & (cand[v] == base[units]).all(dim=-1)
+              & (base[units] != base[v]).any(dim=-1))
+    return open_w & (same_block & mutual).any(dim=0)
 
 
 def _values_follow(frame: Frame, units: torch.Tensor) -> torch.Tensor:
