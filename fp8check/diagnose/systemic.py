@@ -206,15 +206,10 @@ def _quotient_columns(s: _Sample, r: torch.Tensor, cols, aux):
     """(matched, one count per QUOTIENTS entry) of the sampled bytes that are another quotient's FP8 code."""
     frame, units = s.frame, s.units[r]
     x = frame.x(units.view(-1, 1), s.columns[cols].view(1, -1))
-    scale = frame.quotient_scale(units).view(-1, 1)
     bound = torch.full_like(x, frame.spec.fp8.max)
-    cand, differs = s.cand[r, cols], s.differs[r, cols]
-    counts, matched = [], torch.zeros_like(differs)
-    for y in (x * scale, x, -bound, bound):
-        hit = (fp8.encode(y, frame.spec.fp8) == cand) & differs
-        counts.append(hit.sum(dim=1))
-        matched |= hit
-    return (matched, *counts)
+    quotients = torch.stack([x * frame.quotient_scale(units).view(-1, 1), x, -bound, bound])  # in QUOTIENTS' order
+    hit = (fp8.encode(quotients, frame.spec.fp8) == s.cand[r, cols]) & s.differs[r, cols]
+    return (hit.any(dim=0), *hit.sum(dim=2))
 
 
 JUDGES = {Category.UNWRITTEN: _judge_unwritten, Category.FP8_FORMAT: partial(_by_share, match=_format_columns),
