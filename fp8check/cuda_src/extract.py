@@ -50,12 +50,9 @@ def function(source: str, name: str, *, kernel: bool, what: str) -> str:
     match = re.search(head + re.escape(name) + r"\s*\(", source, re.M)
     if match is None:
         raise ProducerError(f"{what}: no {'__global__ ' if kernel else ''}function {name}")
-    begin = match.start()
-    template = re.search(r"template\s*<[^;{}]*>\s*$", source[:begin])
-    if kernel and template is not None:
-        begin = template.start()
-    signature_end = _matching(source, match.end() - 1, "(", ")")
-    body = source.index("{", signature_end)
+    template = re.search(r"template\s*<[^;{}]*>\s*$", source[:match.start()])
+    begin = template.start() if kernel and template is not None else match.start()
+    body = source.index("{", _matching(source, match.end() - 1, "(", ")"))  # past the signature
     return source[begin:_matching(source, body, "{", "}")]
 
 
