@@ -63,8 +63,7 @@ def block_defining(source: str, symbol: str, what: str) -> str:
         raise ProducerError(f"{what}: {symbol} is not defined")
     opening = source.rfind("\n#if", 0, at.start())
     closing = source.find("#endif", at.start())
-    between = source[opening + 1:at.start()] if opening >= 0 else ""
-    if opening < 0 or "#endif" in between or closing < 0:
+    if opening < 0 or closing < 0 or "#endif" in source[opening + 1:at.start()]:
         line_start = source.rfind("\n", 0, at.start()) + 1
         return source[line_start:source.index(";", at.start()) + 1]
     return source[opening + 1:closing + len("#endif")]
@@ -78,8 +77,7 @@ def statement(body: str, pattern: str, what: str) -> str:
     start = body.rfind("\n", 0, match.start()) + 1
     end = start
     while body[end] != ";":
-        after = _skip(body, end)
-        end = _matching(body, end, "(", ")") if body[end] == "(" else (after if after != end else end + 1)
+        end = _matching(body, end, "(", ")") if body[end] == "(" else max(_skip(body, end), end + 1)
     return body[start:end + 1].strip()
 
 
