@@ -114,9 +114,8 @@ def load_extension(stem: str, digest: str, sources, *, include_dirs=(), cxx_flag
                             f" {one_line(errors[0], 400)} (build folder {folder})") from exc
     if shared_libstdcxx:
         _require_shared_libstdcxx(next(folder.glob(f"{name}*.so"), None))
-    built = Built(module, digest, time.perf_counter() - start, cached)
-    _LOADED[digest] = built
-    return built
+    _LOADED[digest] = Built(module, digest, time.perf_counter() - start, cached)
+    return _LOADED[digest]
 
 
 def needed(library: Path) -> list[str] | None:
