@@ -116,18 +116,14 @@ def _take(frame: Frame, units: torch.Tensor, tables, what: str, by: str, k: int)
     words = torch.where(moved, frame.base_wb[source], frame.scale_poison(units))
     same_values = (frame.value_rows(frame.cand_phys, units) == rows).all(dim=1)
     same_word = (frame.cand_wb[units] == words).all(dim=1)
-    if what == "rows":
-        fits = same_values & same_word
-    elif what == "values":  # units whose scale differs too are left to the scale causes, whole
-        fits = same_values & (frame.n_u[units] > 0) & (frame.wdiff_u[units] == 0)
-    else:
-        fits = same_word & (frame.wdiff_u[units] > 0)
-    fits &= known
+    # a value move leaves units whose scale differs too to the scale causes, whole
+    fits = known & {"rows": same_values & same_word,
+                    "values": same_values & (frame.n_u[units] > 0) & (frame.wdiff_u[units] == 0),
+                    "scales": same_word & (frame.wdiff_u[units] > 0)}[what]
     taken = frame.units_mask(units[fits])
     claim = unit_claim(frame, Category.SHIFT, taken, value=True, scale=what != "values")
-    found = Claim(Category.SHIFT, counts={"units": int((fits & (src >= 0)).sum())},
-                  found={"moved": what, "by": by, "offset": k})
-    return [claim, found], taken
+    return [claim, Claim(Category.SHIFT, counts={"units": int((fits & (src >= 0)).sum())},
+                         found={"moved": what, "by": by, "offset": k})], taken
 
 
 # ---- value bytes moved within a block or into a neighbouring one ------------------------------------------
