@@ -43,7 +43,7 @@ def _layout_bytes(frame: Frame, b: Bytes, left: torch.Tensor, layout_settled: to
 def _poisoned_units(frame: Frame, b: Bytes, left: torch.Tensor) -> tuple[list[Claim], torch.Tensor]:
     """Units whose every value byte still holds the poison fill: unwritten."""
     poison = left & (b.cand == frame.value_poison(b.unit, b.column))
-    whole = torch.zeros(frame.n_u.numel(), dtype=torch.bool, device=b.unit.device)
+    whole = torch.zeros_like(frame.n_u, dtype=torch.bool)
     whole[b.unit[poison]] = True
     whole[b.unit[left & ~poison]] = False
     index = torch.nonzero(whole).view(-1)
@@ -109,8 +109,6 @@ def _saturation(frame: Frame, b: Bytes, left: torch.Tensor) -> tuple[list[Claim]
                            baseline_nan=int(torch.count_nonzero(nan_vs_max & base_nan)))
     maybe = left & (base_max ^ cand_max) & ~base_nan & ~cand_nan & (((b.base ^ b.cand) & 0x80) == 0)
     maybe &= (frame.wdiff_u[b.unit] == 0) & (frame.source[b.unit] >= 0)
-    if not bool(maybe.any()):
-        return claims, left
     unit, column, index = b.entries(maybe)
     clipped = torch.zeros_like(maybe)
     clipped.view(-1)[index] = (frame.x(unit, column) / frame.base_w[unit]).abs() > fmt.max
