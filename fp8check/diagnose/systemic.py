@@ -261,10 +261,8 @@ def _byte_local_split(s: _Sample, rows: torch.Tensor) -> tuple[torch.Tensor, tor
     frame = s.frame
     u = s.units[rows]
     poison = frame.value_poison(u.view(-1, 1), s.columns)
-    table = pairs.pair_table(pairs.byte_local, frame.spec.fp8, s.base.device)
     base, cand = s.base[rows], s.cand[rows]
-    pair = pairs.lookup(table, base, cand)
-    same_scale = frame.wdiff_u[u].view(-1, 1) == 0
-    fits = (pair == 1) | ((pair == 2) & same_scale) | (cand == poison) | (base == poison)
+    pair = pairs.lookup(pairs.pair_table(pairs.byte_local, frame.spec.fp8, s.base.device), base, cand)
+    fits = (pair == 1) | ((pair == 2) & (frame.wdiff_u[u].view(-1, 1) == 0)) | (cand == poison) | (base == poison)
     split = 2 * count_true(fits & s.differs[rows]) >= s.sampled[rows]
     return u[split], u[~split]
