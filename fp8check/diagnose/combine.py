@@ -118,8 +118,7 @@ def _causes(spec: CacheSpec, tally: _Tally, frame: Frame | None, baseline: Cache
 
 def attribute(spec: CacheSpec, baseline: CacheBuffer, candidate: CacheBuffer, inputs: Inputs, *,
               diff: DiffResult | None = None, shown: tuple[int, ...] = ()) -> Diagnosis:
-    """`fp8check.diagnose.diagnose` where the diff (if given: its per-block counts say which blocks to read)
-    does not say the caches are identical."""
+    """`diagnose` past a diff saying identical; a given diff's per-block counts say which blocks to read."""
     claims = where.guards(baseline, candidate, spec.num_blocks * spec.block_bytes)
     expected = int(torch.count_nonzero(baseline.guards != candidate.guards))
     runs = unit_runs(spec, spec.value_index(baseline.flat.device))

@@ -109,8 +109,7 @@ COUNTED = {Category.SCALE_SWAP: ("words",), Category.ZERO_INPUT: ("groups",),  #
 
 def example(spec: CacheSpec, category: Category, locus: tuple[str, int], frame: Frame | None,
             baseline: CacheBuffer, candidate: CacheBuffer, found: dict) -> Example:
-    """The record of one example byte (a flat cache index, or a guard offset) and what fits there. found:
-    the cause's findings (the layout found)."""
+    """The record of one example byte (a flat cache index, or a guard offset) and what fits there."""
     kind, index = locus
     if kind == "guard":
         position = baseline.guard_bytes + index  # guards = [front | back]; offsets -guard..-1, then 0..guard-1

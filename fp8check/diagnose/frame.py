@@ -214,8 +214,7 @@ class Frame:
 
 def build_frame(spec: CacheSpec, inputs: Inputs, blocks: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
                 n_u: torch.Tensor, wdiff_u: torch.Tensor, runs, shown: tuple[int, ...] = ()) -> Frame:
-    """The frame of the differing blocks, from their bytes a, b [nd, block_bytes] (differing_units); `shown`:
-    the cache blocks whose bytes' causes are kept (default: the first SHOWN_BLOCKS that differ)."""
+    """The frame of the differing blocks' bytes a, b [nd, block_bytes] (differing_units); `shown` as diagnose's."""
     nd, groups = blocks.numel(), spec.groups_per_token
     num_units = nd * spec.block_size * groups
     base_wb, cand_wb = (spec.scale_words(x).reshape(num_units, 4) for x in (a, b))  # in (token, group) order

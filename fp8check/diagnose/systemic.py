@@ -140,10 +140,9 @@ def _sample(frame: Frame, candidates: torch.Tensor, open_count: int) -> _Sample 
 
 
 def _by_share(s: _Sample, rows: torch.Tensor, screen: bool, match, names=(), aux=None) -> tuple[torch.Tensor, dict]:
-    """(the rows whose matching differing sampled bytes reach SAMPLE_SHARE, {name: the sum over them of each
-    count match returns}). screen: first drop, exactly, the rows that cannot reach it whatever their other
-    columns hold (random bytes: nearly all after 3 columns). match(s, rows, cols, aux) -> (bool [r, c], int64
-    [r] per name)."""
+    """(the rows whose matching differing sampled bytes reach SAMPLE_SHARE, {name: its count summed over them})
+    of match(s, rows, cols, aux) -> (bool [r, c], int64 [r] per name). screen: first drop, exactly, the rows that
+    cannot reach it whatever their other columns hold (random bytes: nearly all after 3 columns)."""
     if screen and rows.numel():  # the most a row can still match: its matches in FIRST and every other byte
         most = match(s, rows, FIRST, aux)[0].sum(dim=1) + s.sampled[rows] - s.differs[rows, FIRST].sum(dim=1)
         rows = rows[most >= SAMPLE_SHARE * s.sampled[rows]]
