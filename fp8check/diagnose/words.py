@@ -199,16 +199,14 @@ def _amax_floor(f: dict, spec: CacheSpec) -> tuple[str, str]:
 
 
 def _ue8m0_rounding(f: dict, spec: CacheSpec) -> tuple[str, str]:
+    flag = "check the flag that selects it (the scale_fmt argument, an inverted condition)"
     if f["direction"] == "none":
         return (f"Scales on {plural(f['groups'], 'group')} are s = max(amax, 1e-4) / DIV not rounded to a power of"
                 f" two, where the spec's scales are ue8m0{MOVED}.",
-                "the ue8m0 rounding s = 2 ** ceil(log2(s)) is skipped: check the flag that selects it (the"
-                " scale_fmt argument, an inverted condition)")
+                f"the ue8m0 rounding s = 2 ** ceil(log2(s)) is skipped: {flag}")
     if f["direction"] == "ceil":
         return (f"Scales on {plural(f['groups'], 'group')} are rounded up to a power of two (ue8m0) where the spec's"
-                f" scales are plain fp32{MOVED}.",
-                "the ue8m0 rounding is applied where it must not be: check the flag that selects it (the scale_fmt"
-                " argument, an inverted condition)")
+                f" scales are plain fp32{MOVED}.", f"the ue8m0 rounding is applied where it must not be: {flag}")
     return (f"ue8m0 scales are half the baseline's on {plural(f['groups'], 'group')}: the candidate"
             f" rounds log2(s) down (floor) where ue8m0 rounds it up (ceil){MOVED}.",
             "s = 2 ** ceil(log2(s)): with a floor x/s exceeds the format's max and saturates")
