@@ -1,7 +1,6 @@
 """Building a CUDA translation unit cut from a project's source, with a binding of fp8check's own, into a
-torch extension for the GPU present (torch.utils.cpp_extension.load, ninja). Each build is kept in
-fp8check's cache folder under the sha256 of what it compiles (the project's files, the generated unit,
-the binding), the nvcc version and the arch; what the cache holds is loaded only through that key."""
+torch extension for the GPU present (torch.utils.cpp_extension.load, ninja), kept in fp8check's cache folder
+under `key`: what the cache holds is loaded only through that key."""
 
 from __future__ import annotations
 
