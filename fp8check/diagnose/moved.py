@@ -135,8 +135,7 @@ def _runs(rows: torch.Tensor, stride: int) -> tuple[torch.Tensor, torch.Tensor]:
     v = rows.shape[1]
     index = torch.arange(v, device=rows.device).view(-1, 1) + stride * torch.arange(RUN, device=rows.device)
     inside = ((index >= 0) & (index < v)).all(dim=1)
-    shift = 8 * torch.arange(RUN, device=rows.device)
-    return (rows[:, index.clamp(0, v - 1)].long() << shift).sum(dim=2), inside
+    return (rows[:, index.clamp(0, v - 1)].long() << 8 * torch.arange(RUN, device=rows.device)).sum(dim=2), inside
 
 
 def byte_moves(frame: Frame) -> tuple[torch.Tensor | None, dict]:
