@@ -190,15 +190,10 @@ def scales(frame: Frame, open_u: torch.Tensor) -> tuple[list[Claim], torch.Tenso
     claims: list[Claim] = []
     rest = differs.clone()  # scale words no cause explains: their bytes go through the byte-level fallback
     for category, chosen in kinds:
-        if not bool(chosen.any()):
-            continue
         mask = frame.units_mask(units[chosen])
         rest &= ~mask
         claims.append(unit_claim(frame, category, mask, value=False, scale=True))
         if category is not Category.UNWRITTEN:
             claims.append(unit_claim(frame, category, mask & open_u & ~taken))
             taken |= mask
-    claims += notes
-    if bool(rest.any()):
-        claims.append(unit_claim(frame, Category.UNKNOWN, rest, value=False, scale=True))
-    return claims, taken
+    return claims + notes + [unit_claim(frame, Category.UNKNOWN, rest, value=False, scale=True)], taken
