@@ -21,8 +21,6 @@ def guards(baseline: CacheBuffer, candidate: CacheBuffer, cache_bytes: int) -> l
     a, b = baseline.guards, candidate.guards  # [front guard | back guard]
     differs = a != b
     count = int(differs.sum())
-    if not count:
-        return []
     guard = baseline.guard_bytes
     offset = torch.arange(2 * guard, device=a.device) - guard  # Example.guard_offset
     position = torch.where(offset < 0, offset, offset + cache_bytes) + guard  # in the whole buffer
