@@ -53,8 +53,6 @@ def _poisoned_units(frame: Frame, b: Bytes, left: torch.Tensor) -> tuple[list[Cl
 
 def _integer_cast_bytes(frame: Frame, b: Bytes, left: torch.Tensor, mapped: torch.Tensor,
                         minimum: int) -> tuple[list[Claim], torch.Tensor]:
-    if not bool((left & mapped).any()):
-        return [], left
     y = frame.x(b.unit, b.column) / frame.quotient_scale(b.unit)
     cast, wrapped = pairs.cast_match(y, b.base, b.cand)
     chosen = _gate(b.unit, cast & mapped, left, frame.n_u.numel(), minimum)
