@@ -125,8 +125,6 @@ def _classify(frame: Frame, units: torch.Tensor) -> tuple[list[tuple[Category, t
 def _swapped(frame: Frame, units: torch.Tensor, open_w: torch.Tensor) -> torch.Tensor:
     """bool: the candidate's word is the baseline's word of the previous or next token of the block (same
     group), and that token's candidate word is this one's baseline word: two scales stored swapped."""
-    if not bool(open_w.any()):
-        return torch.zeros_like(open_w)
     v = units + frame.spec.groups_per_token * torch.tensor([[-1], [1]], device=units.device)  # [2, n]
     inside = (v >= 0) & (v < frame.n_u.numel())
     v = v.clamp(0, frame.n_u.numel() - 1)
@@ -159,8 +157,6 @@ def _amax_floor(frame: Frame, units: torch.Tensor, open_w: torch.Tensor) -> tupl
     amax = group_amax(frame, units).double()
     base, cand = frame.base_w[units].double(), frame.cand_w[units].double()
     tiny = open_w & (amax < SCALE_FLOOR) & (cand < base)
-    if not bool(tiny.any()):
-        return none, None, "exact"
     divisors = torch.tensor(sorted({spec.fp8.max, spec.fp8.vllm_divisor}), dtype=torch.float64, device=amax.device)
     exact, implied = amax / divisors.view(-1, 1), cand * divisors.view(-1, 1)  # [DIVs, n]
     wanted = pow2_ceil(exact) if spec.scale_fmt.power_of_two else exact
