@@ -1,7 +1,6 @@
 """Building a CUDA translation unit cut from a project's source, with a binding of fp8check's own, into a
-torch extension for the GPU present (torch.utils.cpp_extension.load, ninja). Each build is kept in
-fp8check's cache folder under the sha256 of what it compiles (the project's files, the generated unit,
-the binding), the nvcc version and the arch; what the cache holds is loaded only through that key."""
+torch extension for the GPU present (torch.utils.cpp_extension.load, ninja), kept in fp8check's cache folder
+under `key`: what the cache holds is loaded only through that key."""
 
 from __future__ import annotations
 
@@ -84,9 +83,7 @@ def build(unit: Unit, toolchain: Toolchain) -> Built:
 
 
 def _folder(stem: str, digest: str) -> Path:
-    folder = disk_cache.entry("cuda-src", digest)
-    if folder is None:
-        folder = Path(tempfile.mkdtemp(prefix=f"fp8check-{stem}-"))
+    folder = disk_cache.entry("cuda-src", digest) or Path(tempfile.mkdtemp(prefix=f"fp8check-{stem}-"))
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 
@@ -116,9 +113,8 @@ def load_extension(stem: str, digest: str, sources, *, include_dirs=(), cxx_flag
                             f" {one_line(errors[0], 400)} (build folder {folder})") from exc
     if shared_libstdcxx:
         _require_shared_libstdcxx(next(folder.glob(f"{name}*.so"), None))
-    built = Built(module, digest, time.perf_counter() - start, cached)
-    _LOADED[digest] = built
-    return built
+    _LOADED[digest] = Built(module, digest, time.perf_counter() - start, cached)
+    return _LOADED[digest]
 
 
 def needed(library: Path) -> list[str] | None:

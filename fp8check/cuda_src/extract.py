@@ -10,16 +10,13 @@ from pathlib import Path
 from ..core.errors import ProducerError
 
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?(?:\*/|\Z)", re.S)  # an unclosed one runs to the end
 
 
 def _skip(text: str, i: int) -> int:
     """The index after a comment or a string/char literal starting at i (i itself when none starts there)."""
-    if text.startswith("//", i):
-        end = text.find("\n", i)
-        return len(text) if end < 0 else end
-    if text.startswith("/*", i):
-        end = text.find("*/", i + 2)
-        return len(text) if end < 0 else end + 2
+    if comment := _COMMENT.match(text, i):
+        return comment.end()
     if text[i] in "\"'":
         quote, j = text[i], i + 1
         while j < len(text) and text[j] != quote:
@@ -53,12 +50,9 @@ def function(source: str, name: str, *, kernel: bool, what: str) -> str:
     match = re.search(head + re.escape(name) + r"\s*\(", source, re.M)
     if match is None:
         raise ProducerError(f"{what}: no {'__global__ ' if kernel else ''}function {name}")
-    begin = match.start()
-    template = re.search(r"template\s*<[^;{}]*>\s*$", source[:begin])
-    if kernel and template is not None:
-        begin = template.start()
-    signature_end = _matching(source, match.end() - 1, "(", ")")
-    body = source.index("{", signature_end)
+    template = re.search(r"template\s*<[^;{}]*>\s*$", source[:match.start()])
+    begin = template.start() if kernel and template is not None else match.start()
+    body = source.index("{", _matching(source, match.end() - 1, "(", ")"))  # past the signature
     return source[begin:_matching(source, body, "{", "}")]
 
 
@@ -69,8 +63,7 @@ def block_defining(source: str, symbol: str, what: str) -> str:
         raise ProducerError(f"{what}: {symbol} is not defined")
     opening = source.rfind("\n#if", 0, at.start())
     closing = source.find("#endif", at.start())
-    between = source[opening + 1:at.start()] if opening >= 0 else ""
-    if opening < 0 or "#endif" in between or closing < 0:
+    if opening < 0 or closing < 0 or "#endif" in source[opening + 1:at.start()]:
         line_start = source.rfind("\n", 0, at.start()) + 1
         return source[line_start:source.index(";", at.start()) + 1]
     return source[opening + 1:closing + len("#endif")]
@@ -84,8 +77,7 @@ def statement(body: str, pattern: str, what: str) -> str:
     start = body.rfind("\n", 0, match.start()) + 1
     end = start
     while body[end] != ";":
-        after = _skip(body, end)
-        end = _matching(body, end, "(", ")") if body[end] == "(" else (after if after != end else end + 1)
+        end = _matching(body, end, "(", ")") if body[end] == "(" else max(_skip(body, end), end + 1)
     return body[start:end + 1].strip()
 
 

@@ -26,8 +26,7 @@ class Toolchain:
     @property
     def gencode(self) -> str:
         """The one target built: machine code for this GPU only (no PTX for the driver to compile)."""
-        number = self.arch.removeprefix("sm_")
-        return f"-gencode=arch=compute_{number},code={self.arch}"
+        return f"-gencode=arch=compute_{self.arch.removeprefix('sm_')},code={self.arch}"
 
 
 def parse_version(text: str) -> str | None:
@@ -38,8 +37,7 @@ def parse_version(text: str) -> str | None:
 
 def arch_of(capability: tuple[int, int]) -> str:
     """(9, 0) -> 'sm_90'; (10, 0) -> 'sm_100'."""
-    major, minor = capability
-    return f"sm_{major}{minor}"
+    return "sm_{}{}".format(*capability)
 
 
 @lru_cache(maxsize=1)
@@ -82,7 +80,7 @@ def require() -> Toolchain:
 def status() -> tuple[bool, str]:
     """(found, one line) for `fp8check doctor`: nvcc and the arch it would build for."""
     found, reason = find()
-    if found is None:
-        nvcc, version = _nvcc()
-        return False, (f"nvcc {version} ({nvcc}), no NVIDIA GPU to build for" if nvcc else reason)
-    return True, reason
+    nvcc, version = _nvcc()
+    if found is None and nvcc:
+        reason = f"nvcc {version} ({nvcc}), no NVIDIA GPU to build for"
+    return found is not None, reason

@@ -1,9 +1,6 @@
-"""Scale words computed from the wrong amax: the signed max (no abs), min, the floor applied as a ceiling, or
-the max over the wrong range (the whole token, half a group). Each hypothesis recomputes the scale every
-writer computes, s = max(amax', 1e-4) / DIV (ue8m0: rounded up to a power of two), from k and the written
-word must equal it; one hypothesis must explain nearly all of the words left open, so a ue8m0 word that
-equals it by chance (a few powers of two cover a whole cache) never makes a cause.
-"""
+"""Scale words computed from the wrong amax (no abs, min, the floor as a ceiling, the wrong range), found by
+recomputing s = max(amax', 1e-4) / DIV (ue8m0: rounded up) from k: one hypothesis must explain nearly all the
+open words, so a ue8m0 word equal by chance (a few powers of two cover a whole cache) never makes a cause."""
 
 from __future__ import annotations
 
@@ -17,33 +14,24 @@ SHARE = 0.9  # share of the open differing words one hypothesis must explain
 ULP_LIMIT = 16  # fp32 scales this close to the recomputed one match (x * (1/DIV) against x / DIV)
 
 
-def _group_x(frame: Frame, units: torch.Tensor) -> torch.Tensor:
-    columns = torch.arange(frame.spec.quant_block_size, device=units.device)
-    return frame.x(units.view(-1, 1), columns.view(1, -1))
-
-
 def group_amax(frame: Frame, units: torch.Tensor) -> torch.Tensor:
-    return _group_x(frame, units).abs().amax(dim=1)
-
-
-def _token_amax(frame: Frame, units: torch.Tensor) -> torch.Tensor:
-    hd = frame.spec.head_dim
-    return frame.k.view(-1, hd)[frame.source[units].clamp(min=0)].float().abs().amax(dim=1)
+    return frame.x(units).abs().amax(dim=1)
 
 
 def hypotheses(frame: Frame, units: torch.Tensor) -> dict[str, torch.Tensor]:
-    """The amax' of each hypothesis for each unit (fp32), before the floor."""
-    x = _group_x(frame, units)
+    """The amax' of each hypothesis for each unit (fp32), before the floor; the right one, max(|x|), last."""
+    x = frame.x(units)
     amax = x.abs().amax(dim=1)
     half = x.shape[1] // 2
     found = {"max(x)": x.amax(dim=1), "min(x)": x.amin(dim=1), "min(|x|)": x.abs().amin(dim=1),
              "min(amax, floor)": torch.clamp(amax, max=SCALE_FLOOR)}
     if frame.spec.groups_per_token > 1:
-        found["token"] = _token_amax(frame, units)
+        rows = frame.k.view(-1, frame.spec.head_dim)[frame.source[units].clamp(min=0)]
+        found["token"] = rows.float().abs().amax(dim=1)
     if half:
         found["first half"] = x[:, :half].abs().amax(dim=1)
         found["second half"] = x[:, half:].abs().amax(dim=1)
-    return found
+    return found | {"max(|x|)": amax}
 
 
 def pow2_ceil(x: torch.Tensor) -> torch.Tensor:
@@ -69,27 +57,20 @@ def wrong_amax(frame: Frame, units: torch.Tensor, open_w: torch.Tensor) -> tuple
     divisors = sorted({frame.spec.fp8.max, frame.spec.fp8.vllm_divisor}, reverse=True)
     pow2 = frame.spec.scale_fmt.power_of_two
     tried = hypotheses(frame, units)
-    tried["max(|x|)"] = group_amax(frame, units)  # the right amax: only with the other rounding
-    best, best_found = none, {}
+    tries = []  # (findings, the scale they predict); the right amax only with the other rounding
     for name, amax in tried.items():
-        for rounded in (pow2, not pow2):
-            if name == "max(|x|)" and rounded == pow2:
-                continue
-            for divisor in divisors:
-                wanted = scale_of(amax, divisor, name != "min(amax, floor)", rounded)
-                match = (cand - wanted).abs() <= ULP_LIMIT * torch.finfo(torch.float32).eps * wanted.abs()
-                match &= open_w
-                if int(match.sum()) > int(best.sum()):
-                    best, best_found = match, {"amax": name, "divisor": divisor}
-                    if rounded != pow2:
-                        best_found["rounding"] = "ceil" if rounded else "none"
+        for rounded in (pow2, not pow2) if name != "max(|x|)" else (not pow2,):
+            other = {"rounding": "ceil" if rounded else "none"} if rounded != pow2 else {}
+            tries += [({"amax": name, "divisor": divisor, **other},
+                       scale_of(amax, divisor, name != "min(amax, floor)", rounded)) for divisor in divisors]
     # the right amax with the divisor multiplying (s = amax * DIV): the scale formula's operator swapped
-    for divisor in divisors:
-        wanted = scale_of(tried["max(|x|)"], 1 / divisor, True, pow2)
-        match = (cand - wanted).abs() <= ULP_LIMIT * torch.finfo(torch.float32).eps * wanted.abs()
-        match &= open_w
+    tries += [({"amax": "max(|x|) * DIV", "divisor": divisor}, scale_of(tried["max(|x|)"], 1 / divisor, True, pow2))
+              for divisor in divisors]
+    best, best_found = none, {}
+    for found, wanted in tries:
+        match = open_w & ((cand - wanted).abs() <= ULP_LIMIT * torch.finfo(torch.float32).eps * wanted.abs())
         if int(match.sum()) > int(best.sum()):
-            best, best_found = match, {"amax": "max(|x|) * DIV", "divisor": divisor}
+            best, best_found = match, found
     if int(best.sum()) >= max(MIN_WORDS, SHARE * count):
         return best, best_found
     return none, {}

@@ -10,7 +10,7 @@ from ..core import fp8, pairs
 from .claims import Bytes, Claim
 from .frame import Frame, other_layout
 from .model import Category
-from .systemic import layout_predicted, layout_tables
+from .systemic import other_predicted, other_tables
 
 MIN_MATCHES = 4  # matching bytes a systemic cause needs in a unit judged byte by byte (1 once seen dense)
 CHUNK_BYTES = 1 << 22  # dense byte-local work per step
@@ -33,37 +33,29 @@ def _layout_bytes(frame: Frame, b: Bytes, left: torch.Tensor, layout_settled: to
     open_blocks = ~layout_settled[block_i] & frame.block_mapped[block_i]
     if other is None or not bool(open_blocks.any()):
         return [], left
-    dim = frame.group[b.unit] * spec.quant_block_size + b.column
-    predicted = layout_predicted(frame, layout_tables(frame, other), block_i, frame.token[b.unit], dim)
+    byte = frame.value_index[frame.token[b.unit], frame.group[b.unit] * spec.quant_block_size + b.column]
+    predicted = other_predicted(frame, other_tables(spec, other, byte.device), block_i, byte)
     chosen = _gate(block_i, open_blocks & (b.cand == predicted), left, frame.blocks.numel(), minimum)
     claims, left = b.claim(frame, Category.LAYOUT, chosen, left)
-    if bool(chosen.any()):
-        claims.append(Claim(Category.LAYOUT, found={"layout_found": other.value}))
-    return claims, left
+    return claims + [Claim(Category.LAYOUT, found={"layout_found": other.value})] * bool(claims), left
 
 
 def _poisoned_units(frame: Frame, b: Bytes, left: torch.Tensor) -> tuple[list[Claim], torch.Tensor]:
     """Units whose every value byte still holds the poison fill: unwritten."""
     poison = left & (b.cand == frame.value_poison(b.unit, b.column))
-    whole = torch.zeros(frame.n_u.numel(), dtype=torch.bool, device=b.unit.device)
+    whole = torch.zeros_like(frame.n_u, dtype=torch.bool)
     whole[b.unit[poison]] = True
     whole[b.unit[left & ~poison]] = False
-    if not bool(whole.any()):
-        return [], left
     index = torch.nonzero(whole).view(-1)
-    whole[index] = (frame.value_rows(frame.cand_phys, index) == frame.sampled_poison(index)).all(dim=1)
+    whole[index] = (frame.value_rows(frame.cand_phys, index) == frame.value_poison(index)).all(dim=1)
     return b.claim(frame, Category.UNWRITTEN, whole[b.unit], left, units=int(whole.sum()))
 
 
 def _integer_cast_bytes(frame: Frame, b: Bytes, left: torch.Tensor, mapped: torch.Tensor,
                         minimum: int) -> tuple[list[Claim], torch.Tensor]:
-    if not bool((left & mapped).any()):
-        return [], left
     y = frame.x(b.unit, b.column) / frame.quotient_scale(b.unit)
     cast, wrapped = pairs.cast_match(y, b.base, b.cand)
     chosen = _gate(b.unit, cast & mapped, left, frame.n_u.numel(), minimum)
-    if not bool(chosen.any()):
-        return [], left
     negative = chosen & (y <= -1)  # trunc(y) < 0, without the trunc
     return b.claim(frame, Category.INTEGER_CAST, chosen, left,
                    negative_wrap=int(torch.count_nonzero(wrapped & negative)),
@@ -78,20 +70,18 @@ def byte_by_byte(frame: Frame, units: torch.Tensor, layout_settled: torch.Tensor
         return []
     b = Bytes.listed(frame, units)
     mapped = frame.source[b.unit] >= 0
-
-    def minimum(category: Category) -> int:
-        return 1 if category in active else MIN_MATCHES
-
-    claims, left = _layout_bytes(frame, b, b.differs, layout_settled, minimum(Category.LAYOUT))
+    minimum = {c: 1 if c in active else MIN_MATCHES
+               for c in (Category.LAYOUT, Category.FP8_FORMAT, Category.INTEGER_CAST)}
+    claims, left = _layout_bytes(frame, b, b.differs, layout_settled, minimum[Category.LAYOUT])
     more, left = b.claim(frame, Category.STRAY_WRITE, ~mapped, left)
     claims += more
     more, left = _poisoned_units(frame, b, left)
     claims += more
     match = pairs.format_match(frame.spec.fp8, b.base, b.cand) & mapped
-    chosen = _gate(b.unit, match, left, frame.n_u.numel(), minimum(Category.FP8_FORMAT))
+    chosen = _gate(b.unit, match, left, frame.n_u.numel(), minimum[Category.FP8_FORMAT])
     more, left = b.claim(frame, Category.FP8_FORMAT, chosen, left)
     claims += more
-    more, left = _integer_cast_bytes(frame, b, left, mapped, minimum(Category.INTEGER_CAST))
+    more, left = _integer_cast_bytes(frame, b, left, mapped, minimum[Category.INTEGER_CAST])
     return claims + more + byte_local(frame, b, left)
 
 
@@ -100,11 +90,8 @@ def dense_byte_local(frame: Frame, units: torch.Tensor, local: bool = True) -> l
     units): byte by byte, in chunks of units, so a cache full of them never becomes a list of 100M bytes."""
     index = torch.nonzero(units).view(-1)
     chunk = max(1, CHUNK_BYTES // frame.spec.quant_block_size)
-    claims: list[Claim] = []
-    for start in range(0, index.numel(), chunk):
-        b = Bytes.chunk(frame, index[start : start + chunk])
-        claims += byte_local(frame, b, b.differs, local)
-    return claims
+    chunks = (Bytes.chunk(frame, index[start : start + chunk]) for start in range(0, index.numel(), chunk))
+    return [claim for b in chunks for claim in byte_local(frame, b, b.differs, local)]
 
 
 # ---- the byte-local causes ----------------------------------------------------------------------------------
@@ -115,15 +102,11 @@ def _saturation(frame: Frame, b: Bytes, left: torch.Tensor) -> tuple[list[Claim]
     fmt = frame.spec.fp8
     base_max, cand_max, base_nan, cand_nan = pairs.extreme(b.base, b.cand, fmt)
     nan_vs_max = ((base_nan & cand_max) | (cand_nan & base_max)) & left
-    claims: list[Claim] = []
-    if bool(nan_vs_max.any()):
-        claims, left = b.claim(frame, Category.SATURATION_NAN, nan_vs_max, left,
-                               candidate_nan=int(torch.count_nonzero(nan_vs_max & cand_nan)),
-                               baseline_nan=int(torch.count_nonzero(nan_vs_max & base_nan)))
+    claims, left = b.claim(frame, Category.SATURATION_NAN, nan_vs_max, left,
+                           candidate_nan=int(torch.count_nonzero(nan_vs_max & cand_nan)),
+                           baseline_nan=int(torch.count_nonzero(nan_vs_max & base_nan)))
     maybe = left & (base_max ^ cand_max) & ~base_nan & ~cand_nan & (((b.base ^ b.cand) & 0x80) == 0)
     maybe &= (frame.wdiff_u[b.unit] == 0) & (frame.source[b.unit] >= 0)
-    if not bool(maybe.any()):
-        return claims, left
     unit, column, index = b.entries(maybe)
     clipped = torch.zeros_like(maybe)
     clipped.view(-1)[index] = (frame.x(unit, column) / frame.base_w[unit]).abs() > fmt.max
@@ -135,8 +118,6 @@ def _rounding(frame: Frame, b: Bytes, left: torch.Tensor) -> tuple[list[Claim], 
     """Codes one apart under equal scales; counts the exact ties and which side rounded them to even."""
     fmt = frame.spec.fp8
     rounding = pairs.one_code_apart(b.base, b.cand, fmt) & (frame.wdiff_u[b.unit] == 0) & left
-    if not bool(rounding.any()):
-        return [], left
     unit, column, index = b.entries(rounding)
     # a tie of the rounding mode: the exact x/s (bf16 x and fp32 s are exact in fp64) is a midpoint and both
     # fp32 quotients (x / s and x * (1/s)) hit it, so no writer's quotient moved it off the tie
@@ -154,10 +135,7 @@ def _poison_bytes(frame: Frame, b: Bytes, left: torch.Tensor) -> tuple[list[Clai
     """Bytes still holding the poison fill on either side: unwritten, where the poison is a pattern (MIN_MATCHES
     of them and half the open bytes of their unit, or of their column across units: a skipped column); a
     written value that equals the poison fill of its place by chance (1 in 256) is no unwritten byte."""
-    if b.dense:
-        poison = frame.sampled_poison(b.unit.view(-1))
-    else:
-        poison = frame.value_poison(b.unit, b.column)
+    poison = frame.value_poison(b.unit, b.column)
     base_poison = (b.base == poison) & left
     left_poison = ((b.cand == poison) & left) | base_poison
     if not bool(left_poison.any()):
@@ -168,8 +146,6 @@ def _poison_bytes(frame: Frame, b: Bytes, left: torch.Tensor) -> tuple[list[Clai
     pattern = _gate(unit, flat_poison, flat_left, frame.n_u.numel(), MIN_MATCHES)
     pattern |= _gate(column, flat_poison, flat_left, frame.spec.head_dim, MIN_MATCHES)
     pattern = pattern.view_as(left)
-    if not bool(pattern.any()):
-        return [], left
     return b.claim(frame, Category.UNWRITTEN, pattern, left,
                    baseline_bytes=int(torch.count_nonzero(base_poison & pattern)))
 
@@ -184,9 +160,7 @@ def _moved(frame: Frame, b: Bytes, left: torch.Tensor) -> tuple[list[Claim], tor
     source = moves[frame.value_index[frame.token[unit], frame.group[unit] * spec.quant_block_size + column]]
     block = frame.blocks[frame.block_i[unit]] + source.clamp(min=0) // v - 1  # the source's cache block
     j, q = torch.searchsorted(frame.blocks, block).clamp(max=nd - 1), source.clamp(min=0) % v  # blocks ascend
-    owner = torch.empty(v, dtype=torch.int64, device=left.device)  # the token of each value byte of a block
-    owner[frame.value_index.view(-1)] = torch.arange(spec.block_size, device=left.device).repeat_interleave(
-        spec.head_dim)
+    owner = other_tables(spec, spec.layout, left.device)[0]  # the token of each byte of a block
     fits = (source >= 0) & (frame.blocks[j] == block) & (frame.base_phys[j, q] == b.cand.reshape(-1)[index])
     fits &= frame.source[(j * spec.block_size + owner[q]) * spec.groups_per_token] >= 0  # a mapped slot's
     mask = torch.zeros_like(left)
@@ -200,11 +174,10 @@ def byte_local(frame: Frame, b: Bytes, left: torch.Tensor, local: bool = True) -
     byte of `left` on its own."""
     claims, left = _moved(frame, b, left)
     zero = pairs.zero_pair(b.base, b.cand) & left & local
-    if bool(zero.any()):
-        more, left = b.claim(frame, Category.SIGNED_ZERO, zero, left,
-                             candidate_negative=int(torch.count_nonzero(zero & (b.cand == 0x80))),
-                             baseline_negative=int(torch.count_nonzero(zero & (b.base == 0x80))))
-        claims += more
+    more, left = b.claim(frame, Category.SIGNED_ZERO, zero, left,
+                         candidate_negative=int(torch.count_nonzero(zero & (b.cand == 0x80))),
+                         baseline_negative=int(torch.count_nonzero(zero & (b.base == 0x80))))
+    claims += more
     for stage in (_saturation, _rounding, _poison_bytes) if local else ():
         more, left = stage(frame, b, left)
         claims += more

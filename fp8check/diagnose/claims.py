@@ -1,10 +1,5 @@
-"""Claims: what a stage says about some differing bytes. Stages return claims; the combiner adds them up.
-
-A claim is frozen: its category, how many bytes it takes, the blocks holding them, up to EXAMPLES of its
-bytes (by flat cache index, or guard offset), and the raw counts it observed (summed over claims) or
-findings it made (layout found, ratio; merged). A claim of cache bytes also says where they are: how
-many in each of the frame's blocks, and each one of them in the blocks a map shows (Frame.shown).
-"""
+"""Claims: what a stage says about some differing bytes (frozen). Stages return claims; the combiner adds
+them up, and checks where a claim of cache bytes says they are."""
 
 from __future__ import annotations
 
@@ -12,7 +7,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .frame import Frame, any_rows, first_true
+from .frame import Frame, any_rows
 from .model import EXAMPLES, Category
 
 
@@ -20,11 +15,10 @@ from .model import EXAMPLES, Category
 class Claim:
     category: Category
     bytes: int = 0
-    blocks: torch.Tensor | None = None  # cache blocks of the bytes (repeats allowed); None: none
     examples: tuple[tuple[str, int], ...] = ()  # ("cache", flat index) or ("guard", guard offset)
     counts: dict = field(default_factory=dict)  # str -> int, summed over a category's claims
     found: dict = field(default_factory=dict)  # str -> value, merged over a category's claims
-    per_block: torch.Tensor | None = None  # int64 [nd]: the bytes in each of the frame's blocks
+    per_block: torch.Tensor | None = None  # int64 [nd]: the bytes in each of the frame's blocks (None: guards)
     shown: torch.Tensor | None = None  # int64: flat cache index of each of the bytes in the frame's shown blocks
 
 
@@ -36,8 +30,7 @@ def note(category: Category, **counts) -> Claim:
 def unit_claim(frame: Frame, category: Category, units: torch.Tensor, *, value: bool = True,
                scale: bool = False) -> Claim:
     """All differing value (and/or scale) bytes of the units in the bool mask `units`."""
-    count, examples, shown = 0, [], []
-    giving = torch.zeros_like(units)
+    examples, shown = [], []
     per_unit = torch.zeros_like(frame.n_u)
     in_shown = frame.shown[frame.block_i]
     parts = [(frame.n_u, lambda u: frame.value_rows(frame.base_phys, u) != frame.value_rows(frame.cand_phys, u),
@@ -46,20 +39,15 @@ def unit_claim(frame: Frame, category: Category, units: torch.Tensor, *, value: 
                lambda u, j: frame.scale_flat(u) + j)] * scale
     for n, differs, flat in parts:
         has = units & (n > 0)
-        count += int(torch.where(has, n, 0).sum())  # no list of the (up to all) units' indices
-        giving |= has
-        per_unit += torch.where(has, n, 0)
-        first = first_true(has, EXAMPLES)
+        per_unit += torch.where(has, n, 0)  # no list of the (up to all) units' indices
+        first = torch.nonzero(has).view(-1)[:EXAMPLES]
         column = torch.argmax(differs(first).to(torch.uint8), dim=1)  # each one's first differing byte
         examples += [("cache", int(i)) for i in flat(first, column).tolist()]
         picked = torch.nonzero(has & in_shown).view(-1)
         rows, columns = torch.nonzero(differs(picked), as_tuple=True)
         shown.append(flat(picked[rows], columns))
-    # the blocks, one per block rather than one per unit
-    nd = frame.blocks.numel()
-    blocks = frame.blocks[any_rows(giving.view(nd, -1))]
-    return Claim(category, count, blocks, tuple(examples), per_block=per_unit.view(nd, -1).sum(dim=1),
-                 shown=torch.cat(shown) if shown else None)
+    per_block = per_unit.view(frame.blocks.numel(), -1).sum(dim=1)
+    return Claim(category, int(per_unit.sum()), tuple(examples), per_block=per_block, shown=torch.cat(shown))
 
 
 @dataclass(frozen=True)
@@ -110,24 +98,20 @@ class Bytes:
             return claims, left
         nd = frame.blocks.numel()
         if self.dense:
-            hit = any_rows(mask)
-            units = self.unit.view(-1)[hit]
-            examples = []
-            for row in first_true(hit, EXAMPLES).tolist():
-                column = int(torch.argmax(mask[row].to(torch.uint8)))
-                examples.append(("cache", int(frame.value_flat(self.unit[row, 0], torch.tensor(column)))))
+            unit = self.unit.view(-1)
+            rows = torch.nonzero(any_rows(mask)).view(-1)[:EXAMPLES]  # one example per unit: its first byte
+            first = frame.value_flat(unit[rows], torch.argmax(mask[rows].to(torch.uint8), dim=1))
             per_block = torch.zeros(nd, dtype=torch.int64, device=mask.device).index_add_(
-                0, frame.block_i[self.unit.view(-1)], mask.sum(dim=1))
-            picked = frame.shown[frame.block_i[self.unit.view(-1)]]
+                0, frame.block_i[unit], mask.sum(dim=1))
+            picked = frame.shown[frame.block_i[unit]]
             rows, columns = torch.nonzero(mask[picked], as_tuple=True)
-            shown = frame.value_flat(self.unit.view(-1)[picked][rows], self.column.view(-1)[columns])
+            shown = frame.value_flat(unit[picked][rows], self.column.view(-1)[columns])
         else:
-            first = first_true(mask, EXAMPLES)
-            examples = [("cache", int(i)) for i in frame.value_flat(self.unit[first], self.column[first]).tolist()]
-            units = self.unit[mask]
-            per_block = torch.bincount(frame.block_i[units], minlength=nd)
+            index = torch.nonzero(mask).view(-1)[:EXAMPLES]
+            first = frame.value_flat(self.unit[index], self.column[index])
+            per_block = torch.bincount(frame.block_i[self.unit[mask]], minlength=nd)
             picked = mask & frame.shown[frame.block_i[self.unit]]
             shown = frame.value_flat(self.unit[picked], self.column[picked])
-        claims.append(Claim(category, count, frame.blocks[frame.block_i[units]], tuple(examples),
-                            per_block=per_block, shown=shown))
+        examples = tuple(("cache", int(i)) for i in first.tolist())
+        claims.append(Claim(category, count, examples, per_block=per_block, shown=shown))
         return claims, left & ~mask

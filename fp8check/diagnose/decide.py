@@ -1,12 +1,10 @@
-"""Decide: from what the stages counted to the typed facts of each cause, and the facts of each example.
-
-Facts are plain dicts of JSON-safe values (NaN/inf are turned into strings only when written as JSON);
-diagnose/words.py turns them into sentences. Nothing here is prose.
-"""
+"""Decide: the typed facts of each cause and of each example, as JSON-safe dicts (NaN/inf become strings only
+in JSON); words.py turns them into sentences."""
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 
 import torch
 
@@ -17,60 +15,48 @@ from ..core.spec import SCALE_FLOOR, CacheSpec, Layout, Region
 from .frame import Frame, other_layout
 from .model import Category, Example
 from .scales import KNOWN_DIVISORS
-
-
-def _ratio_pairs(ratio: float, divisors, ue8m0: bool) -> list[tuple[float, float]]:
-    """(baseline DIV, candidate DIV) pairs of `divisors` that explain candidate/baseline = ratio, closest
-    first; s = amax / DIV, so the ratio is baseline DIV / candidate DIV (ue8m0: up to the power-of-two
-    rounding, which can turn any ratio below 2 into 2)."""
-    found = []
-    for a in divisors:
-        for b in divisors:
-            off = abs(math.log2(a / b) - math.log2(ratio))
-            if a != b and (off < 1e-4 or (ue8m0 and off < 1)):
-                found.append((off, a, b))
-    return [(a, b) for _, a, b in sorted(found)]
+from .systemic import QUOTIENTS
 
 
 def divisor_pair(ratio: float, spec: CacheSpec, divisor_range=None) -> list[float] | None:
-    """The DIV pair behind a constant scale ratio: the spec format's own divisors first (on e4m3fnuz: 240,
-    its max, against vLLM's 224), any known divisor only where those cannot explain it. divisor_range: the
-    candidate DIV the written scales allow (amax.implied_divisor); a pair is named only when its candidate
-    DIV is the one known divisor in that range (the bytes single it out)."""
+    """The (baseline DIV, candidate DIV) behind a constant scale ratio candidate/baseline: s = amax / DIV, so the
+    ratio is baseline DIV / candidate DIV (ue8m0: up to the power-of-two rounding, which can turn any ratio
+    below 2 into 2). The spec format's own divisors first (on e4m3fnuz: 240, its max, against vLLM's 224), any
+    known divisor only where those cannot explain it. divisor_range: the candidate DIV the written scales allow
+    (amax.implied_divisor); a pair is named only when its candidate DIV is the one known divisor in that range
+    (the bytes single it out)."""
     if not (math.isfinite(ratio) and ratio > 0):
         return None
-    ue8m0 = spec.scale_fmt.power_of_two
-    inside = None
+    inside = KNOWN_DIVISORS
     if divisor_range is not None:
         low, high = divisor_range
         inside = [d for d in KNOWN_DIVISORS if low * (1 - 1e-6) <= d <= high * (1 + 1e-6)]
         if len(inside) != 1:
             return None
     for pool in (sorted({spec.fp8.max, spec.fp8.vllm_divisor}, reverse=True), KNOWN_DIVISORS):
-        found = [pair for pair in _ratio_pairs(ratio, pool, ue8m0) if inside is None or pair[1] in inside]
-        if found:
-            return list(found[0])
+        closest = min(((abs(math.log2(a / b) - math.log2(ratio)), a, b) for a in pool for b in pool
+                       if a != b and b in inside), default=None)
+        if closest and closest[0] < (1 if spec.scale_fmt.power_of_two else 1e-4):
+            return [closest[1], closest[2]]
     return None
 
 
-def cause_facts(spec: CacheSpec, category: Category, count: int, counts: dict, found: dict) -> dict:
-    """The typed facts of one cause, from its summed counts and merged findings."""
-    c = counts.get
+def cause_facts(spec: CacheSpec, category: Category, count: int, c: Counter, found: dict) -> dict:
+    """The typed facts of one cause, from its summed counts (c, 0 where none was counted) and merged findings."""
     if category is Category.UNWRITTEN:
-        return {"tokens_never_written": c("units", 0) // spec.groups_per_token,
-                "baseline_poison_bytes": c("baseline_bytes", 0), "baseline_poison_scales": c("baseline_scale_words", 0),
-                "value_groups_unwritten": c("units", 0), "scale_words_unwritten": c("candidate_scale_words", 0)}
+        return {"tokens_never_written": c["units"] // spec.groups_per_token,
+                "baseline_poison_bytes": c["baseline_bytes"], "baseline_poison_scales": c["baseline_scale_words"],
+                "value_groups_unwritten": c["units"], "scale_words_unwritten": c["candidate_scale_words"]}
     if category is Category.STRAY_WRITE:
-        facts = {"guard_bytes": c("guard", 0),
-                 "slot_bytes": count - c("guard", 0) - c("overwritten", 0) - c("foreign", 0) - c("copied", 0),
-                 "candidate_guard_bytes": c("candidate_guard", 0), "overwritten_bytes": c("overwritten", 0),
-                 "overwritten_slots": c("overwritten_slots", 0)}
+        slot_bytes = count - c["guard"] - c["overwritten"] - c["foreign"] - c["copied"]
+        facts = {"guard_bytes": c["guard"], "slot_bytes": slot_bytes, "candidate_guard_bytes": c["candidate_guard"],
+                 "overwritten_bytes": c["overwritten"], "overwritten_slots": c["overwritten_slots"]}
         for key in ("foreign", "copied"):
-            if c(key, 0):
-                facts |= {f"{key}_bytes": c(key, 0), f"{key}_slots": c(f"{key}_slots", 0)}
+            if c[key]:
+                facts |= {f"{key}_bytes": c[key], f"{key}_slots": c[f"{key}_slots"]}
         return facts
     if category is Category.INTEGER_CAST:
-        wrap, zero = c("negative_wrap", 0), c("negative_zero", 0)
+        wrap, zero = c["negative_wrap"], c["negative_zero"]
         convention = "nvidia" if zero > wrap else "wrap" if wrap else "trunc"
         return {"convention": convention, "negative_wrapped": wrap, "negative_to_zero": zero}
     if category is Category.LAYOUT:
@@ -81,64 +67,55 @@ def cause_facts(spec: CacheSpec, category: Category, count: int, counts: dict, f
         ratio, implied = found.get("ratio", math.nan), found.get("divisor_range")
         return {"ratio": ratio, "divisors": divisor_pair(ratio, spec, implied),
                 "divisor_range": list(implied) if implied else None}
-    if category is Category.SCALE_POW2:
-        return {"direction": "doubled" if c("doubled", 0) >= c("halved", 0) else "halved",
-                "doubled": c("doubled", 0), "halved": c("halved", 0)}
     if category is Category.SCALE_ULP:
         return {"max_ulp": found.get("max_ulp")}
     if category is Category.AMAX_FLOOR:
-        return {"groups": c("groups", 0), "floor_found": found.get("floor_found"),
+        return {"groups": c["groups"], "floor_found": found.get("floor_found"),
                 "floor_bound": found.get("floor_bound"), "floor_expected": SCALE_FLOOR}
     if category is Category.UE8M0_ROUNDING:
         expected = "ceil" if spec.scale_fmt.power_of_two else "none"
-        return {"groups": c("groups", 0), "direction": found.get("rounding", "floor"), "expected": expected}
-    if category is Category.SCALE_SWAP:
-        return {"words": c("words", 0)}
+        return {"groups": c["groups"], "direction": found.get("rounding", "floor"), "expected": expected}
     if category is Category.SHIFT:
         return {"moved": found.get("moved"), "by": found.get("by"), "offset": found.get("offset"),
-                "units_moved_in": c("units", 0)}
+                "units_moved_in": c["units"]}
     if category is Category.PERMUTATION:
         return dict(found)
     if category is Category.QUOTIENT:
-        from .systemic import QUOTIENTS
-
-        return {"computed": max(QUOTIENTS, key=lambda name: c(name, 0)), **{name: c(name, 0) for name in QUOTIENTS}}
+        return {"computed": max(QUOTIENTS, key=lambda name: c[name]), **{name: c[name] for name in QUOTIENTS}}
     if category is Category.AMAX:
-        return {"amax": found.get("amax"), "divisor": found.get("divisor"), "words": c("words", 0)}
+        return {"amax": found.get("amax"), "divisor": found.get("divisor"), "words": c["words"]}
     if category is Category.SCALE_FORMAT:
-        return {"words": c("words", 0), "format_found": found.get("format_found"),
-                "format_expected": spec.scale_fmt.value}
-    if category is Category.ZERO_INPUT:
-        return {"groups": c("groups", 0)}
-    if category is Category.NON_FINITE:
-        return {"groups": c("groups", 0), "nan_groups": c("nan_groups", 0), "inf_groups": c("inf_groups", 0)}
+        return {"words": c["words"], "format_found": found.get("format_found"), "format_expected": spec.scale_fmt.value}
     if category is Category.ROUNDING:
-        ties, base_even, cand_even = c("ties", 0), c("ties_baseline_even", 0), c("ties_candidate_even", 0)
+        ties, base_even, cand_even = c["ties"], c["ties_baseline_even"], c["ties_candidate_even"]
         even = ("baseline" if base_even >= cand_even else "candidate") if ties and ties >= 0.9 * count else None
         return {"ties": ties, "ties_to_even": even, "ties_baseline_even": base_even, "ties_candidate_even": cand_even}
-    if category is Category.SATURATION_NAN:
-        return {"nan_side": "candidate" if c("candidate_nan", 0) >= c("baseline_nan", 0) else "baseline",
-                "candidate_nan": c("candidate_nan", 0), "baseline_nan": c("baseline_nan", 0)}
-    if category is Category.SIGNED_ZERO:
-        side = "candidate" if c("candidate_negative", 0) >= c("baseline_negative", 0) else "baseline"
-        return {"negative_side": side,
-                "candidate_negative": c("candidate_negative", 0), "baseline_negative": c("baseline_negative", 0)}
-    return {}
+    if category in SIDES:
+        key, (a, b), (side_a, side_b) = SIDES[category]
+        return {key: side_a if c[a] >= c[b] else side_b, a: c[a], b: c[b]}
+    return {key: c[key] for key in COUNTED.get(category, ())}
+
+
+SIDES = {  # causes that name the side with more of two counts: (its fact, the counts, the sides)
+    Category.SCALE_POW2: ("direction", ("doubled", "halved"), ("doubled", "halved")),
+    Category.SATURATION_NAN: ("nan_side", ("candidate_nan", "baseline_nan"), ("candidate", "baseline")),
+    Category.SIGNED_ZERO: ("negative_side", ("candidate_negative", "baseline_negative"), ("candidate", "baseline"))}
+COUNTED = {Category.SCALE_SWAP: ("words",), Category.ZERO_INPUT: ("groups",),  # facts that are counts alone
+           Category.NON_FINITE: ("groups", "nan_groups", "inf_groups")}
 
 
 # ---- examples ------------------------------------------------------------------------------------------
 
 
 def example(spec: CacheSpec, category: Category, locus: tuple[str, int], frame: Frame | None,
-            baseline: CacheBuffer, candidate: CacheBuffer, found: dict | None = None) -> Example:
-    """The record of one example byte (a flat cache index, or a guard offset) and what fits there. found:
-    the cause's findings (the layout found)."""
+            baseline: CacheBuffer, candidate: CacheBuffer, found: dict) -> Example:
+    """The record of one example byte (a flat cache index, or a guard offset) and what fits there."""
     kind, index = locus
     if kind == "guard":
         position = baseline.guard_bytes + index  # guards = [front | back]; offsets -guard..-1, then 0..guard-1
         return Example(None, index, int(baseline.guards[position]), int(candidate.guards[position]), None, None)
     m = mismatch_at(spec, baseline.flat, candidate.flat, index)
-    facts = _example_facts(spec, category, m, frame, found or {}) if frame is not None else {}
+    facts = _example_facts(spec, category, m, frame, found)  # a cache byte differs: there is a frame
     return Example(m.coordinate, None, m.baseline_byte, m.candidate_byte, m.baseline_value, m.candidate_value, facts)
 
 
@@ -154,9 +131,11 @@ def _word_hex(word: torch.Tensor) -> str:
 def _example_facts(spec: CacheSpec, category: Category, m: Mismatch, frame: Frame, found: dict) -> dict:
     """What fits at one example byte: the quotient, the moved token, the other format's value, the scales."""
     c = m.coordinate
+    block_i = int(torch.searchsorted(frame.blocks, torch.tensor(c.block, device=frame.blocks.device)))  # blocks ascend
+    group = c.group if c.group is not None else c.dim // spec.quant_block_size
+    unit = (block_i * spec.block_size + c.token) * spec.groups_per_token + group
+    source = int(frame.source[unit])
     if category is Category.STRAY_WRITE:
-        unit = frame.unit_of(c.block, c.token, c.group if c.group is not None else c.dim // spec.quant_block_size)
-        source = int(frame.source[unit])
         return {"slot_owner": source} if source >= 0 else {}
     if category in (Category.UNWRITTEN, Category.SHIFT, Category.PERMUTATION):
         return {}
@@ -164,11 +143,9 @@ def _example_facts(spec: CacheSpec, category: Category, m: Mismatch, frame: Fram
         other = Layout(found["layout_found"]) if found.get("layout_found") else other_layout(spec)
         owner = spec.replace(layout=other).locate(c.block * spec.block_bytes + c.byte_in_block)
         return {"layout": other.value, "token": owner.token, "dim": owner.dim, "scale_group": owner.group}
-    unit = frame.unit_of(c.block, c.token, c.group if c.group is not None else c.dim // spec.quant_block_size)
-    scales = {"baseline_scale": float(frame.base_w[unit]), "candidate_scale": float(frame.cand_w[unit])}
-    source = int(frame.source[unit])
-    scales |= {"baseline_scale_word": _word_hex(frame.base_wb[unit]),
-               "candidate_scale_word": _word_hex(frame.cand_wb[unit])}
+    scales = {"baseline_scale": float(frame.base_w[unit]), "candidate_scale": float(frame.cand_w[unit]),
+              "baseline_scale_word": _word_hex(frame.base_wb[unit]),
+              "candidate_scale_word": _word_hex(frame.cand_wb[unit])}
     if c.region is Region.SCALE or category in SCALE_CAUSES:
         return scales if c.region is Region.SCALE or source >= 0 else {}
     if source < 0:

@@ -13,12 +13,11 @@ def plural(n: int, word: str) -> str:
     return f"{n} {word}{'s' if n != 1 else ''}"
 
 
-# ---- examples ----------------------------------------------------------------------------------------------
-
-
-def scale_pair(base: float, cand: float, base_word: str | None = None, cand_word: str | None = None) -> str:
-    """`0.0078125 vs 0.00390625`; where the two print alike, with the words in hex and the distance in ulps
-    (never "0.00453404 vs 0.00453404")."""
+def scale_pair(f: dict) -> str:
+    """The two scales of an example's facts: `0.0078125 vs 0.00390625`; where the two print alike, with the
+    words in hex and the distance in ulps (never "0.00453404 vs 0.00453404")."""
+    base, cand = f["baseline_scale"], f["candidate_scale"]
+    base_word, cand_word = f.get("baseline_scale_word"), f.get("candidate_scale_word")
     if f"{base:g}" != f"{cand:g}" or base_word is None or base_word == cand_word:
         return f"{base:g} vs {cand:g}"
     text = f"{base:.9g} ({base_word}) vs {cand:.9g} ({cand_word})"
@@ -28,15 +27,23 @@ def scale_pair(base: float, cand: float, base_word: str | None = None, cand_word
     return text
 
 
-def _scales_note(f: dict) -> str:
-    base, cand = f["baseline_scale"], f["candidate_scale"]
-    shown = base and math.isfinite(base) and math.isfinite(cand) and f"{base:g}" != f"{cand:g}"
-    ratio = f", x{cand / base:.6g}" if shown else ""
-    return f"scales {scale_pair(base, cand, f.get('baseline_scale_word'), f.get('candidate_scale_word'))}{ratio}"
-
-
-def _value_note(category: Category, example: Example) -> str:
+def example_note(category: Category, example: Example) -> str | None:
+    """What fits at one example byte: the quotient, the moved token, the other format's value, the scales."""
     f = example.facts
+    if example.coordinate is None:
+        return "outside the cache handed to the writer"
+    if category is Category.STRAY_WRITE:
+        if f.get("slot_owner") is not None:
+            return f"token {f['slot_owner']} owns this slot; a padding token was written over it"
+        return "no token maps to this slot"
+    if category is Category.UNWRITTEN:
+        return "the poison fill is still there"
+    if not f:
+        return None
+    if example.coordinate.region is Region.SCALE and category is not Category.LAYOUT:
+        base, cand = f["baseline_scale"], f["candidate_scale"]
+        shown = base and math.isfinite(base) and math.isfinite(cand) and f"{base:g}" != f"{cand:g}"
+        return f"scales {scale_pair(f)}" + (f", x{cand / base:.6g}" if shown else "")
     if category is Category.INTEGER_CAST:
         y = f["quotient"]
         whole = math.trunc(y) if math.isfinite(y) else None
@@ -47,30 +54,11 @@ def _value_note(category: Category, example: Example) -> str:
     if category is Category.FP8_FORMAT:
         return f"0x{example.candidate_byte:02x} is {f['candidate_value']:g} in {f['format']}"
     if "baseline_scale" in f and "x" not in f:
-        pair = scale_pair(f["baseline_scale"], f["candidate_scale"], f.get("baseline_scale_word"),
-                          f.get("candidate_scale_word"))
-        return f"this group's scales: {pair}"
+        return f"this group's scales: {scale_pair(f)}"
     if category is Category.ROUNDING:
         return (f"x = {f['x']:g}, x/s = {f['quotient']!r} exactly; in fp32 x / s = {f['quotient_fp32']!r},"
                 f" x * (1/s) = {f['quotient_reciprocal_fp32']!r}")
     return f"x = {f['x']:g}, x/s = {f['quotient']!r}"
-
-
-def example_note(category: Category, example: Example) -> str | None:
-    """What fits at one example byte: the quotient, the moved token, the other format's value, the scales."""
-    if example.coordinate is None:
-        return "outside the cache handed to the writer"
-    if category is Category.STRAY_WRITE:
-        if example.facts.get("slot_owner") is not None:
-            return f"token {example.facts['slot_owner']} owns this slot; a padding token was written over it"
-        return "no token maps to this slot"
-    if category is Category.UNWRITTEN:
-        return "the poison fill is still there"
-    if not example.facts:
-        return None
-    if example.coordinate.region is Region.SCALE and category is not Category.LAYOUT:
-        return _scales_note(example.facts)
-    return _value_note(category, example)
 
 
 def describe_example(category: Category, example: Example) -> str:

@@ -1,9 +1,6 @@
-"""Collect: both caches' differing blocks in (unit, column) form, with what a cause may need of them.
-
-A unit is one token's quant group: qbs value bytes and one fp32 scale. Unit u = (i * block_size + t) *
-groups + g for the i-th differing block, token t, group g. All offsets come from CacheSpec (value_index,
-scale_offset) and all poison from cache.poison_at.
-"""
+"""Collect: both caches' differing blocks as units. A unit is one token's quant group (qbs value bytes, one
+fp32 scale): u = (i * block_size + t) * groups + g for the i-th differing block, token t, group g. Offsets come
+from CacheSpec, poison from cache.poison_at."""
 
 from __future__ import annotations
 
@@ -33,13 +30,6 @@ def any_rows(mask: torch.Tensor) -> torch.Tensor:
     return mask.any(dim=1)
 
 
-def first_true(mask: torch.Tensor, n: int) -> torch.Tensor:
-    """Indices of the first n True entries of a 1-D mask."""
-    if not mask.numel():
-        return mask.new_zeros(0, dtype=torch.int64)
-    return torch.nonzero(mask).view(-1)[:n]
-
-
 def other_layout(spec: CacheSpec) -> Layout | None:
     """The order a candidate may have used instead of the spec's, where that order is defined."""
     if spec.layout is Layout.SHUFFLE:
@@ -47,14 +37,6 @@ def other_layout(spec: CacheSpec) -> Layout | None:
     if spec.layout is Layout.INTERLEAVED:  # its values are no permutation of a planar value region's
         return None
     return Layout.SHUFFLE if spec.block_size % 16 == 0 else None
-
-
-def other_arrangement(spec: CacheSpec) -> Layout | None:
-    """The arrangement of whole tokens a candidate may have used instead of the spec's: interleaved against
-    planar (values and scales move together; the two agree at block_size 1)."""
-    if spec.block_size == 1:
-        return None
-    return Layout.LINEAR if spec.layout is Layout.INTERLEAVED else Layout.INTERLEAVED
 
 
 def unit_runs(spec: CacheSpec, value_index: torch.Tensor) -> tuple[int, torch.Tensor]:
@@ -115,24 +97,21 @@ def _unit_counts(spec: CacheSpec, a: torch.Tensor, b: torch.Tensor, runs) -> tup
 def differing_units(spec: CacheSpec, baseline: CacheBuffer, candidate: CacheBuffer, diff: DiffResult | None,
                     runs) -> tuple[torch.Tensor, ...]:
     """(blocks, base_phys, cand_phys, n_u, wdiff_u): the blocks to look at (the diff's, when given), both
-    caches' bytes of them and, per unit of them, the differing value and scale bytes. Once most blocks differ, all blocks are kept: copying the differing ones out (~75 ms for 2 x 138 MB on 2
-    cores) costs more than carrying identical blocks along, whose units have no byte to attribute."""
+    caches' bytes of them and, per unit of them, the differing value and scale bytes. Once most blocks differ,
+    all blocks are kept: copying the differing ones out (~75 ms for 2 x 138 MB on 2 cores) costs more than
+    carrying identical blocks along, whose units have no byte to attribute."""
     a, b = baseline.flat, candidate.flat
-    all_blocks = torch.arange(spec.num_blocks, device=a.device)
-    if diff is not None:
+    counts = None if diff is not None else _unit_counts(spec, a, b, runs)
+    if counts is None:
         blocks = torch.nonzero(diff.block_diff()).view(-1).to(a.device)
-        if 2 * blocks.numel() > spec.num_blocks:
-            return (all_blocks, a, b, *_unit_counts(spec, a, b, runs))
-        a, b = a.index_select(0, blocks), b.index_select(0, blocks)
-        return (blocks, a, b, *_unit_counts(spec, a, b, runs))
-    n_u, wdiff_u = _unit_counts(spec, a, b, runs)
-    per_block = (n_u + wdiff_u).view(spec.num_blocks, -1).sum(dim=1)
-    blocks = torch.nonzero(per_block).view(-1)
+    else:
+        blocks = torch.nonzero((counts[0] + counts[1]).view(spec.num_blocks, -1).sum(dim=1)).view(-1)
     if 2 * blocks.numel() > spec.num_blocks:
-        return all_blocks, a, b, n_u, wdiff_u
-    rows = spec.block_size * spec.groups_per_token
-    return (blocks, a.index_select(0, blocks), b.index_select(0, blocks), n_u.view(-1, rows)[blocks].reshape(-1),
-            wdiff_u.view(-1, rows)[blocks].reshape(-1))
+        return torch.arange(spec.num_blocks, device=a.device), a, b, *(counts or _unit_counts(spec, a, b, runs))
+    a, b = a.index_select(0, blocks), b.index_select(0, blocks)
+    if counts is None:
+        return blocks, a, b, *_unit_counts(spec, a, b, runs)
+    return blocks, a, b, *(c.view(spec.num_blocks, -1)[blocks].reshape(-1) for c in counts)
 
 
 def byte_poison(position: torch.Tensor) -> torch.Tensor:
@@ -144,7 +123,7 @@ def byte_poison(position: torch.Tensor) -> torch.Tensor:
 @dataclass(frozen=True)
 class Frame:
     """Differing blocks of both caches, as units. Value bytes stay where the caches keep them; the few
-    units whose bytes are looked at are gathered (value_rows, sample)."""
+    units whose bytes are looked at are gathered (value_rows)."""
 
     spec: CacheSpec
     k: torch.Tensor  # bf16 [T, head_dim]
@@ -168,7 +147,7 @@ class Frame:
     poison_row: torch.Tensor  # uint8 [block_size * groups, qbs]: byte_poison of each unit row's value bytes
     poison_block: torch.Tensor  # uint8 [nd]: poison_at of each block's first byte
     padding: torch.Tensor  # int64 [P]: rows of k whose slot is negative (padding: written nowhere)
-    shown: torch.Tensor  # bool [nd]: blocks whose bytes' causes are kept (the first SHOWN_BLOCKS that differ, or picked)
+    shown: torch.Tensor  # bool [nd]: blocks whose bytes' causes are kept (the first SHOWN_BLOCKS differing, or picked)
     moves: tuple = (None, {})  # moved.byte_moves: the source of each value byte of a block, and the findings
 
     @property
@@ -190,11 +169,6 @@ class Frame:
         picked = region[self.block_i[units].view(-1, 1), self.runs[units % self.runs.shape[0]]]
         return picked.reshape(units.numel(), self.spec.quant_block_size)
 
-    def sample(self, phys: torch.Tensor, columns: torch.Tensor) -> torch.Tensor:
-        """uint8 [U, len(columns)]: the value bytes at these columns of every unit of base_phys or cand_phys."""
-        index = self.value_index.view(-1, self.spec.quant_block_size)[:, columns].reshape(-1)
-        return phys[:, index].view(-1, columns.numel())
-
     def value_flat(self, unit: torch.Tensor, column: torch.Tensor) -> torch.Tensor:
         """Flat cache index of value bytes (unit, column), any broadcastable shapes."""
         spec = self.spec
@@ -207,13 +181,12 @@ class Frame:
         return self.blocks[self.block_i[unit]] * spec.block_bytes + spec.scale_offset(self.token[unit],
                                                                                       self.group[unit])
 
-    def value_poison(self, unit: torch.Tensor, column: torch.Tensor) -> torch.Tensor:
+    def value_poison(self, unit: torch.Tensor, column: torch.Tensor | None = None) -> torch.Tensor:
+        """uint8: the poison fill under value bytes (unit, column), any broadcastable shapes; without a column,
+        [n, qbs]: under every value byte of units [n]."""
+        if column is None:
+            unit, column = unit.view(-1, 1), torch.arange(self.spec.quant_block_size, device=unit.device)
         return self.poison_row[unit % self.rows, column] + self.poison_block[self.block_i[unit]]
-
-    def sampled_poison(self, units: torch.Tensor, columns=slice(None)) -> torch.Tensor:
-        """uint8 [n, len(columns)]: the poison fill under the units' value bytes at these columns (or all)."""
-        rows = self.poison_row[:, columns].index_select(0, units % self.rows)
-        return rows + self.poison_block[self.block_i[units]].view(-1, 1)
 
     def block_poison(self, block_i: torch.Tensor, byte_in_block: torch.Tensor) -> torch.Tensor:
         """uint8: the poison fill at bytes of the differing blocks block_i."""
@@ -221,14 +194,14 @@ class Frame:
 
     def scale_poison(self, units: torch.Tensor) -> torch.Tensor:
         """uint8 [n, 4]: the poison fill under each unit's scale bytes."""
-        device = units.device
-        row = torch.arange(self.rows, device=device)
-        groups = self.spec.groups_per_token
-        offset = self.spec.scale_offset(row // groups, row % groups).view(-1, 1) + torch.arange(4, device=device)
-        return byte_poison(offset).index_select(0, units % self.rows) + self.poison_block[self.block_i[units]].view(-1, 1)
+        offset = self.spec.scale_offset(self.token[units], self.group[units]).view(-1, 1)
+        return self.block_poison(self.block_i[units].view(-1, 1), offset + torch.arange(4, device=units.device))
 
-    def x(self, unit: torch.Tensor, column: torch.Tensor) -> torch.Tensor:
-        """fp32 k values behind value bytes (unit, column) of mapped units."""
+    def x(self, unit: torch.Tensor, column: torch.Tensor | None = None) -> torch.Tensor:
+        """fp32 k values behind value bytes (unit, column) of mapped units; without a column, [n, qbs]: every
+        value of units [n]."""
+        if column is None:
+            unit, column = unit.view(-1, 1), torch.arange(self.spec.quant_block_size, device=unit.device)
         hd = self.spec.head_dim
         dim = self.group[unit] * self.spec.quant_block_size + column
         return self.k.view(-1)[self.source[unit].clamp(min=0) * hd + dim].float()
@@ -238,48 +211,32 @@ class Frame:
         cand, base = self.cand_w[unit], self.base_w[unit]
         return torch.where(torch.isfinite(cand) & (cand > 0), cand, base)
 
-    def unit_of(self, block: int, token: int, group: int) -> int:
-        """The unit of (cache block, token, group); the block must be one of `blocks`."""
-        block_i = int(torch.searchsorted(self.blocks, torch.tensor(block, device=self.blocks.device)))
-        return (block_i * self.spec.block_size + token) * self.spec.groups_per_token + group
-
-
-def _slot_sources(spec: CacheSpec, inputs: Inputs, blocks: torch.Tensor, block_i: torch.Tensor,
-                  token: torch.Tensor) -> torch.Tensor:
-    """int64 [U]: the row of k each unit's slot receives, -1 where no token maps to the slot."""
-    device = blocks.device
-    slot_token = torch.full((spec.num_slots,), -1, dtype=torch.int64, device=device)
-    slots = inputs.slot_mapping.to(device)
-    keep = (slots >= 0) & (slots < spec.num_slots)
-    slot_token[slots[keep]] = torch.arange(slots.numel(), device=device)[keep]
-    return slot_token[blocks[block_i] * spec.block_size + token]
-
 
 def build_frame(spec: CacheSpec, inputs: Inputs, blocks: torch.Tensor, a: torch.Tensor, b: torch.Tensor,
                 n_u: torch.Tensor, wdiff_u: torch.Tensor, runs, shown: tuple[int, ...] = ()) -> Frame:
-    """The frame of the differing blocks, from their bytes a, b [nd, block_bytes] (differing_units); `shown`:
-    the cache blocks whose bytes' causes are kept (default: the first SHOWN_BLOCKS that differ)."""
+    """The frame of the differing blocks' bytes a, b [nd, block_bytes] (differing_units); `shown` as diagnose's."""
     nd, groups = blocks.numel(), spec.groups_per_token
     num_units = nd * spec.block_size * groups
-    base_wb = spec.scale_words(a).reshape(num_units, 4)  # unit (t, g)'s word, in (token, group) order
-    cand_wb = spec.scale_words(b).reshape(num_units, 4)
+    base_wb, cand_wb = (spec.scale_words(x).reshape(num_units, 4) for x in (a, b))  # in (token, group) order
     unit = torch.arange(num_units, device=a.device)
     block_i = unit // (spec.block_size * groups)
     token = (unit // groups) % spec.block_size
-    source = _slot_sources(spec, inputs, blocks, block_i, token)
+    slot_token = torch.full((spec.num_slots,), -1, dtype=torch.int64, device=a.device)  # the row of k written there
+    slots = inputs.slot_mapping.to(a.device)
+    keep = (slots >= 0) & (slots < spec.num_slots)
+    slot_token[slots[keep]] = torch.arange(slots.numel(), device=a.device)[keep]
+    source = slot_token[blocks[block_i] * spec.block_size + token]
     value_index = spec.value_index(a.device)
     if shown:
         shown = torch.isin(blocks, torch.tensor(shown, dtype=blocks.dtype, device=blocks.device))
     else:
         differs = (n_u + wdiff_u).view(nd, -1).sum(dim=1) > 0
         shown = differs & (torch.cumsum(differs, dim=0) <= SHOWN_BLOCKS)
-    return Frame(
-        spec=spec, k=inputs.k.to(a.device).contiguous(), blocks=blocks, base_phys=a, cand_phys=b, n_u=n_u,
-        base_w=decode_scales(base_wb, spec.scale_fmt).view(-1),
-        cand_w=decode_scales(cand_wb, spec.scale_fmt).view(-1), base_wb=base_wb, cand_wb=cand_wb,
-        wdiff_u=wdiff_u, block_i=block_i, token=token, group=unit % groups, source=source,
-        block_mapped=(source >= 0).view(nd, -1).any(dim=1), value_index=value_index, run_length=runs[0],
-        runs=runs[1], poison_row=byte_poison(value_index).reshape(spec.block_size * groups, -1),
-        poison_block=poison_at(guard_bytes(spec) + blocks * spec.block_bytes),
-        padding=torch.nonzero(inputs.slot_mapping.to(a.device) < 0).view(-1), shown=shown,
-    )
+    return Frame(spec=spec, k=inputs.k.to(a.device).contiguous(), blocks=blocks, base_phys=a, cand_phys=b, n_u=n_u,
+                 base_w=decode_scales(base_wb, spec.scale_fmt).view(-1), base_wb=base_wb, cand_wb=cand_wb,
+                 cand_w=decode_scales(cand_wb, spec.scale_fmt).view(-1), wdiff_u=wdiff_u, block_i=block_i, token=token,
+                 group=unit % groups, source=source, block_mapped=(source >= 0).view(nd, -1).any(dim=1),
+                 value_index=value_index, run_length=runs[0], runs=runs[1], shown=shown,
+                 poison_row=byte_poison(value_index).reshape(spec.block_size * groups, -1),
+                 poison_block=poison_at(guard_bytes(spec) + blocks * spec.block_bytes),
+                 padding=torch.nonzero(slots < 0).view(-1))

@@ -1,9 +1,5 @@
-"""The diagnosis as pictures and tables (views.py): where each cause's bytes are, and what they are.
-
-Byte maps of the first differing blocks (a block's tokens by the bytes of a token's row: head_dim value
-bytes in dim order, then the scale words' bytes), each differing byte coloured by the one category the
-diagnosis attributed it to (Diagnosis.located); a heat map of every block when there are more than the maps
-show; the cause table and its example bytes with both bytes and both decoded values."""
+"""The diagnosis as pictures and tables (views.py): byte maps of the first differing blocks, each differing
+byte coloured by its cause (Diagnosis.located), a heat map of every block, the cause and example tables."""
 
 from __future__ import annotations
 
@@ -20,16 +16,10 @@ LEGEND = tuple(c.value for c in Category)  # colours follow this order in every 
 HEAT_COLUMNS = 128  # blocks per row of a heat map: 16384 blocks (1M tokens of block 64) are 128 x 128
 
 
-def row_order(spec: CacheSpec) -> torch.Tensor:
-    """int64 [block_size, row_bytes]: the byte in the block of each (token, byte of its row): the values by
-    dim, then the bytes of its scale words by group."""
-    scales = spec.scale_index().view(spec.block_size, 4 * spec.groups_per_token)
-    return torch.cat([spec.value_index(), scales], dim=1)
-
-
 def byte_maps(spec: CacheSpec, located: Located) -> tuple[CellMap, ...]:
-    """One map per block of `located.shown_blocks`, every cell one byte of the block."""
-    order = row_order(spec)
+    """One map per block of `located.shown_blocks`, every cell one byte of the block: a row per token, its
+    values by dim, then the bytes of its scale words by group."""
+    order = torch.cat([spec.value_index(), spec.scale_index().view(spec.block_size, -1)], dim=1)
     flat, codes = located.shown_bytes.cpu(), located.shown_codes.cpu()
     block_of = flat // spec.block_bytes
     maps = []
@@ -37,10 +27,9 @@ def byte_maps(spec: CacheSpec, located: Located) -> tuple[CellMap, ...]:
         cells = torch.zeros(spec.block_bytes, dtype=torch.uint8)
         mine = block_of == block
         cells[flat[mine] % spec.block_bytes] = codes[mine] + 1
-        grid = cells[order]
         maps.append(CellMap(
             name=f"block-{block}", title=f"block {block}: {spec.block_size} tokens x {spec.row_bytes} bytes",
-            legend=LEGEND, rows=spec.block_size, columns=spec.row_bytes, codes=grid.numpy().tobytes(),
+            legend=LEGEND, rows=spec.block_size, columns=spec.row_bytes, codes=cells[order].numpy().tobytes(),
             row_label="token in block", column_label="byte of the token's row: values by dim, then scale bytes",
             column_marks=((0, "values"), (spec.head_dim, "scales")),
             row_step=16 if spec.layout is Layout.SHUFFLE else 0,
@@ -55,10 +44,9 @@ def heat_map(spec: CacheSpec, located: Located) -> CellMap:
     main = torch.where(total > 0, per_block.argmax(dim=1) + 1, 0).to(torch.uint8)
     columns = min(spec.num_blocks, HEAT_COLUMNS)
     rows = math.ceil(spec.num_blocks / columns)
-    codes = torch.zeros(rows * columns, dtype=torch.uint8)
-    codes[: spec.num_blocks] = main
-    shade = torch.zeros(rows * columns, dtype=torch.float64)
-    shade[: spec.num_blocks] = total.double() / (spec.value_bytes + spec.scale_bytes)
+    pad = rows * columns - spec.num_blocks  # empty cells of the last row
+    codes = torch.cat([main, torch.zeros(pad, dtype=torch.uint8)])
+    shade = torch.cat([total.double() / (spec.value_bytes + spec.scale_bytes), torch.zeros(pad, dtype=torch.float64)])
     differing = int((total > 0).sum())
     return CellMap(
         name="blocks", title=f"all {spec.num_blocks} blocks, {columns} per row", legend=LEGEND, rows=rows,
@@ -82,14 +70,11 @@ def example_table(diagnosis: Diagnosis) -> Table:
     def value(v: float | None) -> str:
         return "" if v is None else f"{v:.9g}"
 
-    rows = []
-    for cause in diagnosis:
-        for e in cause.examples:
-            rows.append((cause.category.value, e.where(), f"0x{e.baseline_byte:02x}", value(e.baseline_value),
-                         f"0x{e.candidate_byte:02x}", value(e.candidate_value),
-                         example_note(cause.category, e) or ""))
+    rows = tuple((cause.category.value, e.where(), f"0x{e.baseline_byte:02x}", value(e.baseline_value),
+                  f"0x{e.candidate_byte:02x}", value(e.candidate_value), example_note(cause.category, e) or "")
+                 for cause in diagnosis for e in cause.examples)
     return Table("differing bytes, first of each cause",
-                 ("cause", "where", "baseline", "decoded", "candidate", "decoded", "what fits"), tuple(rows))
+                 ("cause", "where", "baseline", "decoded", "candidate", "decoded", "what fits"), rows)
 
 
 def diagnosis_views(spec: CacheSpec, diagnosis: Diagnosis) -> tuple:

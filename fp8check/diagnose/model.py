@@ -5,7 +5,6 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-
 from ..core.outcome import json_safe
 from ..core.spec import Coordinate
 
@@ -58,14 +57,12 @@ class Example:
 
     def to_dict(self) -> dict:
         c = self.coordinate
-        return {
-            "block": c.block if c else None, "token": c.token if c else None, "dim": c.dim if c else None,
-            "scale_group": c.group if c else None, "region": c.region.value if c else "guard",
-            "byte_in_block": c.byte_in_block if c else None, "guard_offset": self.guard_offset,
-            "baseline_byte": f"0x{self.baseline_byte:02x}", "candidate_byte": f"0x{self.candidate_byte:02x}",
-            "baseline_value": json_safe(self.baseline_value), "candidate_value": json_safe(self.candidate_value),
-            "facts": json_safe(self.facts),
-        }
+        return {"block": c.block if c else None, "token": c.token if c else None, "dim": c.dim if c else None,
+                "scale_group": c.group if c else None, "region": c.region.value if c else "guard",
+                "byte_in_block": c.byte_in_block if c else None, "guard_offset": self.guard_offset,
+                "baseline_byte": f"0x{self.baseline_byte:02x}", "candidate_byte": f"0x{self.candidate_byte:02x}",
+                "baseline_value": json_safe(self.baseline_value), "candidate_value": json_safe(self.candidate_value),
+                "facts": json_safe(self.facts)}
 
 
 @dataclass(frozen=True)

@@ -1,16 +1,13 @@
-"""Stage 1b: right bytes at the wrong place: rows, value rows or scale words shifted by k slots or k tokens
-(whole units), and value bytes moved within or across blocks the same way in every block (byte by byte).
-
-Found by matching, never by guessing: a probe is compared with the baseline at every offset of a window
-(shifts: whole quant groups, exact equality) or every run of RUN bytes (moves), the move that explains most
-of the probe is kept, and a byte is taken only when it is exactly what the moved writer leaves there.
-"""
+"""Stage 1b: right bytes at the wrong place: rows, value rows or scale words shifted by k slots or tokens
+(whole units), and value bytes moved the same way in every block (byte by byte). Found by matching, never by
+guessing: the move that explains most of a probe is kept, and a byte is taken only when it is exactly what
+the moved writer leaves there."""
 
 from __future__ import annotations
 
 import torch
 
-from .claims import Claim, note, unit_claim
+from .claims import Claim, unit_claim
 from .frame import Frame
 from .model import Category
 from ..core.spec import Layout
@@ -28,17 +25,15 @@ PROBE_BLOCKS = 16  # fully mapped differing blocks whose runs are matched
 def _slot_tables(frame: Frame) -> tuple[torch.Tensor, torch.Tensor]:
     """(first frame unit of each cache slot or -1 where its block is not in the frame, first frame unit of
     each token's slot or -1)."""
-    spec, groups = frame.spec, frame.spec.groups_per_token
-    device = frame.blocks.device
-    first = torch.arange(0, frame.n_u.numel(), groups, device=device)
+    spec, device = frame.spec, frame.blocks.device
+    first = torch.arange(0, frame.n_u.numel(), spec.groups_per_token, device=device)  # each slot's first unit
     slot = frame.blocks[frame.block_i[first]] * spec.block_size + frame.token[first]
     at_slot = torch.full((spec.num_slots,), -1, dtype=torch.int64, device=device)
     at_slot[slot] = first
-    tokens = int(frame.k.shape[0])
-    of_token = torch.full((tokens + 1,), -1, dtype=torch.int64, device=device)
+    of_token = torch.full((frame.k.shape[0],), -1, dtype=torch.int64, device=device)
     mapped = frame.source[first] >= 0
     of_token[frame.source[first][mapped]] = first[mapped]
-    return at_slot, of_token[:tokens]
+    return at_slot, of_token
 
 
 def _sources(frame: Frame, tables, units: torch.Tensor, by: str, k) -> tuple[torch.Tensor, torch.Tensor]:
@@ -47,7 +42,6 @@ def _sources(frame: Frame, tables, units: torch.Tensor, by: str, k) -> tuple[tor
     block the frame holds). k: an int, or an int64 [m, 1] of offsets: then [m, n] for all of them."""
     at_slot, of_token = tables
     spec = frame.spec
-    group = frame.group[units]
     if by == "slots":
         slot = frame.blocks[frame.block_i[units]] * spec.block_size + frame.token[units] - k
         inside = (slot >= 0) & (slot < spec.num_slots)
@@ -58,19 +52,8 @@ def _sources(frame: Frame, tables, units: torch.Tensor, by: str, k) -> tuple[tor
         token = frame.source[units] + k
         inside = (frame.source[units] >= 0) & (token >= 0) & (token < of_token.numel())
         first = of_token[token.clamp(0, of_token.numel() - 1)]
-        known = inside & (first >= 0)
-        moved_in = known
-    return torch.where(moved_in, first + group, -1), known
-
-
-def _predicted(frame: Frame, units: torch.Tensor, src: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(value rows [n, qbs], scale words [n, 4]) the moved writer leaves at `units` (src: _sources)."""
-    moved = src >= 0
-    source = src.clamp(min=0)
-    base_rows = frame.value_rows(frame.base_phys, source)
-    rows = torch.where(moved.view(-1, 1), base_rows, frame.sampled_poison(units))
-    words = torch.where(moved.view(-1, 1), frame.base_wb[source], frame.scale_poison(units))
-    return rows, words
+        moved_in = known = inside & (first >= 0)
+    return torch.where(moved_in, first + frame.group[units], -1), known
 
 
 def _fingerprints(rows: torch.Tensor) -> torch.Tensor:
@@ -79,12 +62,6 @@ def _fingerprints(rows: torch.Tensor) -> torch.Tensor:
     words = rows.contiguous().view(torch.int64) if rows.shape[1] % 8 == 0 else rows.long()
     odd = torch.arange(1, 2 * words.shape[1], 2, device=rows.device, dtype=torch.int64) * 0x2545F491
     return (words * odd).sum(dim=1)  # wraps around: fine for a fingerprint
-
-
-def _offsets(frame: Frame) -> list[int]:
-    """The window of offsets tried: every offset up to two blocks (16 slots at least), both ways."""
-    reach = min(max(2 * frame.spec.block_size + 1, 16), frame.spec.num_slots - 1)
-    return [k for k in range(-reach, reach + 1) if k]
 
 
 def shifted(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
@@ -99,34 +76,33 @@ def shifted(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
     probe = open_units[torch.linspace(0, open_units.numel() - 1, min(PROBE_UNITS, open_units.numel()),
                                       device=open_units.device).long().unique()]
     tables = _slot_tables(frame)
-    cand_rows, cand_words = frame.value_rows(frame.cand_phys, probe), frame.cand_wb[probe]
     word_differs = frame.wdiff_u[probe] > 0
-    offsets = _offsets(frame)
+    # the window of offsets tried: every offset up to two blocks (16 slots at least), both ways
+    reach = min(max(2 * frame.spec.block_size + 1, 16), frame.spec.num_slots - 1)
+    offsets = [k for k in range(-reach, reach + 1) if k]
     k = torch.tensor(offsets, device=probe.device).view(-1, 1)
     moves = {by: _sources(frame, tables, probe, by, k) for by in ("slots", "tokens")}  # [offsets, probe] each
     # the baseline rows of every source unit, gathered and fingerprinted once
     every = torch.unique(torch.cat([s[0].clamp(min=0).view(-1) for s in moves.values()]))
     base_prints = _fingerprints(frame.value_rows(frame.base_phys, every))
     base_words = frame.base_wb.contiguous().view(torch.int32).view(-1)
-    cand_prints = _fingerprints(cand_rows)
-    cand_word = cand_words.contiguous().view(torch.int32).view(-1)
-    rows_score, values_score, words_score = {}, {}, {}
+    cand_prints = _fingerprints(frame.value_rows(frame.cand_phys, probe))
+    cand_word = frame.cand_wb[probe].contiguous().view(torch.int32).view(-1)
+    scores = {"rows": {}, "values": {}, "scales": {}}  # what -> (by, k) -> probe units it explains
     for by, src in moves.items():
         real = src[0] >= 0  # a real row moved in (poison moved in proves nothing about k)
         source = src[0].clamp(min=0)
         same_values = real & (base_prints[torch.searchsorted(every, source)] == cand_prints) & (frame.n_u[probe] > 0)
         same_word = real & (base_words[source] == cand_word)
-        for i, (rows, values, words) in enumerate(zip((same_values & same_word).sum(dim=1).tolist(),
-                                                       same_values.sum(dim=1).tolist(),
-                                                       (same_word & word_differs).sum(dim=1).tolist())):
-            rows_score[by, offsets[i]], values_score[by, offsets[i]], words_score[by, offsets[i]] = rows, values, words
-    half = probe.numel() / 2
+        for what, hits in zip(scores, (same_values & same_word, same_values, same_word & word_differs)):
+            scores[what] |= {(by, offset): n for offset, n in zip(offsets, hits.sum(dim=1).tolist())}
+    half = max(probe.numel() / 2, MIN_UNITS)
     # the (by, k) with the most matches, slots before tokens and the smallest |k| on ties
-    for what, scores, minimum in (("rows", rows_score, max(half, MIN_UNITS)),
-                                  ("values", values_score, max(half, MIN_UNITS)),
-                                  ("scales", words_score, max(SCALE_SHARE * int(word_differs.sum()), MIN_WORDS))):
-        move = max(scores, key=lambda key: (scores[key], key[0] == "slots", -abs(key[1])), default=None)
-        if move is not None and scores[move] >= minimum:
+    for what, minimum in (("rows", half), ("values", half),
+                          ("scales", max(SCALE_SHARE * int(word_differs.sum()), MIN_WORDS))):
+        score = scores[what]
+        move = max(score, key=lambda key: (score[key], key[0] == "slots", -abs(key[1])), default=None)
+        if move is not None and score[move] >= minimum:
             return _take(frame, open_units, tables, what, *move)
     return [], taken
 
@@ -134,21 +110,20 @@ def shifted(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
 def _take(frame: Frame, units: torch.Tensor, tables, what: str, by: str, k: int) -> tuple[list[Claim], torch.Tensor]:
     """The claims of one move found by the probe, over every differing unit it explains exactly."""
     src, known = _sources(frame, tables, units, by, k)
-    rows, words = _predicted(frame, units, src)
+    # the value rows and scale words the moved writer leaves at `units`: the poison where it moves nothing in
+    moved, source = (src >= 0).view(-1, 1), src.clamp(min=0)
+    rows = torch.where(moved, frame.value_rows(frame.base_phys, source), frame.value_poison(units))
+    words = torch.where(moved, frame.base_wb[source], frame.scale_poison(units))
     same_values = (frame.value_rows(frame.cand_phys, units) == rows).all(dim=1)
     same_word = (frame.cand_wb[units] == words).all(dim=1)
-    if what == "rows":
-        fits = same_values & same_word
-    elif what == "values":  # units whose scale differs too are left to the scale causes, whole
-        fits = same_values & (frame.n_u[units] > 0) & (frame.wdiff_u[units] == 0)
-    else:
-        fits = same_word & (frame.wdiff_u[units] > 0)
-    fits &= known
+    # a value move leaves units whose scale differs too to the scale causes, whole
+    fits = known & {"rows": same_values & same_word,
+                    "values": same_values & (frame.n_u[units] > 0) & (frame.wdiff_u[units] == 0),
+                    "scales": same_word & (frame.wdiff_u[units] > 0)}[what]
     taken = frame.units_mask(units[fits])
     claim = unit_claim(frame, Category.SHIFT, taken, value=True, scale=what != "values")
-    found = {"moved": what, "by": by, "offset": k}
-    moved_in = int((fits & (src >= 0)).sum())
-    return [claim, Claim(Category.SHIFT, found=found), note(Category.SHIFT, units=moved_in)], taken
+    return [claim, Claim(Category.SHIFT, counts={"units": int((fits & (src >= 0)).sum())},
+                         found={"moved": what, "by": by, "offset": k})], taken
 
 
 # ---- value bytes moved within a block or into a neighbouring one ------------------------------------------
@@ -160,8 +135,7 @@ def _runs(rows: torch.Tensor, stride: int) -> tuple[torch.Tensor, torch.Tensor]:
     v = rows.shape[1]
     index = torch.arange(v, device=rows.device).view(-1, 1) + stride * torch.arange(RUN, device=rows.device)
     inside = ((index >= 0) & (index < v)).all(dim=1)
-    shift = 8 * torch.arange(RUN, device=rows.device)
-    return (rows[:, index.clamp(0, v - 1)].long() << shift).sum(dim=2), inside
+    return (rows[:, index.clamp(0, v - 1)].long() << 8 * torch.arange(RUN, device=rows.device)).sum(dim=2), inside
 
 
 def byte_moves(frame: Frame) -> tuple[torch.Tensor | None, dict]:
@@ -209,7 +183,8 @@ def byte_moves(frame: Frame) -> tuple[torch.Tensor | None, dict]:
 
 def _moves_found(moves: torch.Tensor, v: int, shuffle: bool) -> dict:
     """The findings: the moved positions, how many come from a neighbouring block, and the permutation of
-    the shuffle layout's 16 x 16 tiles where every move stays inside its own tile the same way."""
+    the shuffle layout's 16 x 16 tiles where every move stays inside its own tile the same way: `transposed`
+    (row and column of the tile exchanged), `rows reversed`, `columns reversed`, or `permuted`."""
     position = torch.nonzero(moves >= 0).view(-1)
     source = moves[position] - v
     tile = TILE * TILE
@@ -217,19 +192,12 @@ def _moves_found(moves: torch.Tensor, v: int, shuffle: bool) -> dict:
     perm[position % tile] = source % tile
     inside = bool((source // tile == position // tile).all() & (perm[position % tile] == source % tile).all())
     if shuffle and inside and position.numel() == (v // tile) * int((perm != torch.arange(tile)).sum()):
-        return {"permutation": _name(perm), "moved_positions": int((perm != torch.arange(tile)).sum())}
+        p = torch.arange(tile, device=perm.device)
+        r, c = p // TILE, p % TILE
+        named = {"transposed": c * TILE + r, "rows reversed": (TILE - 1 - r) * TILE + c,
+                 "columns reversed": r * TILE + (TILE - 1 - c)}
+        name = next((name for name, table in named.items() if torch.equal(perm, table)), "permuted")
+        return {"permutation": name, "moved_positions": int((perm != torch.arange(tile)).sum())}
     return {"permutation": "moved", "moved_positions": position.numel(),
             "from_neighbour": int(((source < 0) | (source >= v)).sum())}
 
-
-def _name(perm: torch.Tensor) -> str:
-    """`transposed` (row and column of the tile exchanged), `rows reversed`, `columns reversed`, or
-    `permuted`."""
-    p = torch.arange(TILE * TILE, device=perm.device)
-    r, c = p // TILE, p % TILE
-    named = {"transposed": c * TILE + r, "rows reversed": (TILE - 1 - r) * TILE + c,
-             "columns reversed": r * TILE + (TILE - 1 - c)}
-    for name, table in named.items():
-        if torch.equal(perm, table):
-            return name
-    return "permuted"

@@ -1,14 +1,10 @@
-"""Stage 2: the scale words of mapped slots. A pure function of the frame and the units still open; it
-returns its claims and the units whose value bytes it took (a wrong scale moves every value of its group).
-"""
+"""Stage 2: the scale words of mapped slots; a group's values take its scale's cause."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 
-from ..core.fp8 import decode_scales
+from ..core.fp8 import code_distance, decode_scales, encode
 from ..core.spec import SCALE_FLOOR, FP8Format, ScaleFormat
 from .amax import group_amax, implied_divisor, pow2_ceil, wrong_amax
 from .claims import Claim, note, unit_claim
@@ -25,41 +21,12 @@ RATIO_RESOLUTION = 2.0**-12  # log2 ratios this close are one ratio
 MIN_CLUSTER = 4  # words a constant ratio needs: one group's scale against another's is no divisor (a stray row)
 
 
-@dataclass(frozen=True)
-class _ScaleKinds:
-    """Per differing scale word of mapped units (`units`): which scale cause fits."""
-
-    units: torch.Tensor  # int64 [n]
-    unwritten: torch.Tensor  # bool [n] each
-    base_unwritten: torch.Tensor
-    ulp: torch.Tensor
-    ratio: torch.Tensor  # float64 [n]: candidate / baseline
-    bits: torch.Tensor  # int64 [n]: difference of the words as int32
-    in_cluster: torch.Tensor
-    pow2: torch.Tensor
-    mode_ratio: float | None  # the constant multiple, where one explains most words
-    floor: torch.Tensor  # amax below 1e-4 floored elsewhere (amax-floor)
-    rounded_down: torch.Tensor  # ue8m0 2^floor(log2 s) instead of 2^ceil (ue8m0-rounding)
-    swapped: torch.Tensor  # the word of a neighbouring token, and it has this one's (scale-swap)
-    floor_found: float | None  # the candidate's amax floor, where a group shows it
-    floor_bound: str  # "exact": floor_found is the floor; "range": in (found / 2, found]; "at_most": <= found
-    stored_other: torch.Tensor  # the right scale in the other word format (scale-format)
-    plain_fp32: torch.Tensor  # where ue8m0x4 was asked, the fp32 scale of --scale-fmt fp32 (scale-format)
-    amax: torch.Tensor  # the scale of another amax (amax.py: no abs, wrong range)
-    amax_found: dict
-    divisor_range: tuple[float, float] | None  # the DIV the ratio cluster's words imply
-
-
 def _on_boundary(frame: Frame, units: torch.Tensor) -> torch.Tensor:
     """bool: amax / DIV of each unit sits on the smaller of its two scales for some known DIV."""
-    if not units.numel():
-        return torch.zeros(0, dtype=torch.bool, device=units.device)
     amax = group_amax(frame, units).clamp(min=SCALE_FLOOR).double()
     low = torch.minimum(frame.base_w[units], frame.cand_w[units]).double()
-    near = torch.zeros_like(amax, dtype=torch.bool)
-    for divisor in KNOWN_DIVISORS:
-        near |= ((amax / (divisor * low)) - 1).abs() <= BOUNDARY_TOLERANCE
-    return near
+    divisors = torch.tensor(KNOWN_DIVISORS, dtype=torch.float64, device=units.device).view(-1, 1)
+    return ((amax / (divisors * low) - 1).abs() <= BOUNDARY_TOLERANCE).any(dim=0)
 
 
 def _cluster(log_ratio: torch.Tensor, ratio_units: torch.Tensor, plain: torch.Tensor) -> torch.Tensor:
@@ -78,88 +45,102 @@ def _cluster(log_ratio: torch.Tensor, ratio_units: torch.Tensor, plain: torch.Te
     return torch.zeros_like(ratio_units)
 
 
-def _classify(frame: Frame, units: torch.Tensor) -> _ScaleKinds:
+def _classify(frame: Frame, units: torch.Tensor) -> tuple[list[tuple[Category, torch.Tensor]], list[Claim]]:
+    """For the differing scale words of mapped `units` (int64 [n]): ([(scale cause, bool [n]: the words it
+    explains)], the notes: the causes' counts and findings)."""
+    spec = frame.spec
     base_w, cand_w = frame.base_w[units], frame.cand_w[units]
     poison = frame.scale_poison(units)
     cand_unwritten = (frame.cand_wb[units] == poison).all(dim=1)
     base_unwritten = (frame.base_wb[units] == poison).all(dim=1) & ~cand_unwritten
     unwritten = cand_unwritten | base_unwritten
     # the right scale in the other way of storing it: an fp32 word against four UE8M0 bytes (vLLM's mxfp8)
-    other = ScaleFormat.FP32 if frame.spec.scale_fmt is ScaleFormat.UE8M0X4 else ScaleFormat.UE8M0X4
+    other = ScaleFormat.FP32 if spec.scale_fmt is ScaleFormat.UE8M0X4 else ScaleFormat.UE8M0X4
     stored_other = ~unwritten & (decode_scales(frame.cand_wb[units], other).view(-1) == base_w)
     stored_other |= ~unwritten & (decode_scales(frame.base_wb[units], other).view(-1) == cand_w)
     # a writer that ignores ue8m0x4 (it knows ue8m0 and fp32 only) writes the plain fp32 scale, whose
     # power-of-two ceiling is the scale asked for (vLLM 0.33.0's ROCm writer, FlagGems)
     plain_fp32 = torch.zeros_like(stored_other)
-    if frame.spec.scale_fmt is ScaleFormat.UE8M0X4:
+    if spec.scale_fmt is ScaleFormat.UE8M0X4:
         as_fp32 = decode_scales(frame.cand_wb[units], ScaleFormat.FP32).view(-1).double()
         usable = ~unwritten & ~stored_other & torch.isfinite(as_fp32) & (as_fp32 > 0) & torch.isfinite(base_w)
         plain_fp32 = usable & (pow2_ceil(torch.where(usable, as_fp32, 1.0)) == base_w.double())
         stored_other |= plain_fp32
-    unwritten_or_other = unwritten | stored_other
-    finite = torch.isfinite(base_w) & torch.isfinite(cand_w) & (base_w > 0) & (cand_w > 0) & ~unwritten_or_other
+    finite = torch.isfinite(base_w) & torch.isfinite(cand_w) & (base_w > 0) & (cand_w > 0) & ~unwritten & ~stored_other
     bits = frame.base_wb[units].contiguous().view(torch.int32).view(-1).long() - \
         frame.cand_wb[units].contiguous().view(torch.int32).view(-1).long()
     ulp = finite & (bits.abs() <= ULP_LIMIT)
     ratio_units = finite & ~ulp
-    ratio = cand_w.double() / base_w.double()
-    log_ratio = torch.log2(ratio)
+    ratio = cand_w.double() / base_w.double()  # float64: candidate / baseline
     pow2 = torch.zeros_like(ratio_units)
-    if frame.spec.scale_fmt.power_of_two:
+    if spec.scale_fmt.power_of_two:
         doubled = ratio_units & ((ratio == 2.0) | (ratio == 0.5))
         pow2[doubled] = _on_boundary(frame, units[doubled])
-    wrong, amax_found = wrong_amax(frame, units, ratio_units & ~pow2)
+    wrong, amax_found = wrong_amax(frame, units, ratio_units & ~pow2)  # the scale of another amax (amax.py)
     ratio_units = ratio_units & ~wrong
+    # the word of a neighbouring token, and it has this one's
     swapped = _swapped(frame, units, ratio_units & ~pow2)
     swapped[swapped.clone()] = _values_follow(frame, units[swapped])
     floor, floor_found, floor_bound = _amax_floor(frame, units, ratio_units & ~pow2 & ~swapped)
-    rounded_down = torch.zeros_like(ratio_units)
-    if frame.spec.scale_fmt.power_of_two:
+    rounded_down = torch.zeros_like(ratio_units)  # ue8m0 2^floor(log2 s) instead of 2^ceil
+    if spec.scale_fmt.power_of_two:
         # a writer that rounds log2(s) down halves every group whose s is no power of two; a divisor change
         # halves at most log2(240/224) = 10% of them (docs/NUMERICS.md)
         halved = ratio_units & ~pow2 & ~swapped & ~floor & (ratio == 0.5)
         if 2 * int(halved.sum()) >= int(frame.mapped.sum()):
             rounded_down = halved
     plain = ratio_units & ~pow2 & ~swapped & ~floor & ~rounded_down
-    in_cluster = _cluster(log_ratio, ratio_units & ~swapped & ~floor & ~rounded_down, plain)
-    mode_ratio = float(torch.median(ratio[in_cluster])) if bool(in_cluster.any()) else None
-    divisor_range = implied_divisor(frame, units[in_cluster]) if mode_ratio is not None else None
-    return _ScaleKinds(units, unwritten, base_unwritten, ulp, ratio, bits, in_cluster, pow2 & ~in_cluster,
-                       mode_ratio, floor, rounded_down, swapped, floor_found, floor_bound, stored_other, plain_fp32,
-                       wrong, amax_found, divisor_range)
+    in_cluster = _cluster(torch.log2(ratio), ratio_units & ~swapped & ~floor & ~rounded_down, plain)
+    pow2 &= ~in_cluster
+    # the right amax with the other rounding is a ue8m0 rounding cause; any other amax is `amax`
+    amax_category = Category.UE8M0_ROUNDING if amax_found.get("rounding") else Category.AMAX
+    kinds = [(Category.UNWRITTEN, unwritten), (Category.SCALE_ULP, ulp), (Category.SCALE_RATIO, in_cluster),
+             (Category.SCALE_POW2, pow2), (Category.AMAX_FLOOR, floor), (Category.UE8M0_ROUNDING, rounded_down),
+             (Category.SCALE_SWAP, swapped), (Category.SCALE_FORMAT, stored_other), (amax_category, wrong)]
+    notes = [note(Category.UNWRITTEN, baseline_scale_words=int(base_unwritten.sum()),
+                  candidate_scale_words=int((unwritten & ~base_unwritten).sum()))]
+    if bool(in_cluster.any()):  # the constant multiple, and the DIV its words imply
+        notes.append(Claim(Category.SCALE_RATIO, found={"ratio": float(torch.median(ratio[in_cluster])),
+                                                        "divisor_range": implied_divisor(frame, units[in_cluster])}))
+    if bool(wrong.any()):
+        notes.append(Claim(amax_category, counts={"words": int(wrong.sum()), "groups": int(wrong.sum())},
+                           found=amax_found))
+    if bool(ulp.any()):
+        notes.append(Claim(Category.SCALE_ULP, found={"max_ulp": int(bits[ulp].abs().max())}))
+    notes.append(note(Category.SCALE_POW2, doubled=int((pow2 & (ratio > 1)).sum()),
+                      halved=int((pow2 & (ratio < 1)).sum())))
+    if bool(floor.any()):
+        notes.append(Claim(Category.AMAX_FLOOR, counts={"groups": int(floor.sum())},
+                           found={"floor_found": floor_found, "floor_bound": floor_bound}))
+    notes.append(note(Category.UE8M0_ROUNDING, groups=int(rounded_down.sum())))
+    notes.append(note(Category.SCALE_SWAP, words=int(swapped.sum())))
+    if bool(stored_other.any()):
+        found = ScaleFormat.FP32 if bool(plain_fp32.any()) else \
+            ScaleFormat.UE8M0 if spec.scale_fmt is ScaleFormat.UE8M0X4 else ScaleFormat.UE8M0X4
+        notes.append(Claim(Category.SCALE_FORMAT, counts={"words": int(stored_other.sum())},
+                           found={"format_found": found.value}))
+    return kinds, notes
 
 
 def _swapped(frame: Frame, units: torch.Tensor, open_w: torch.Tensor) -> torch.Tensor:
     """bool: the candidate's word is the baseline's word of the previous or next token of the block (same
     group), and that token's candidate word is this one's baseline word: two scales stored swapped."""
-    groups, per_block = frame.spec.groups_per_token, frame.rows
-    found = torch.zeros_like(open_w)
-    if not bool(open_w.any()):
-        return found
-    u = units
-    for step in (-groups, groups):
-        v = u + step
-        inside = (v >= 0) & (v < frame.n_u.numel())
-        v = v.clamp(0, frame.n_u.numel() - 1)
-        same_block = inside & (u // per_block == v // per_block) & frame.mapped[v]
-        mutual = ((frame.cand_wb[u] == frame.base_wb[v]).all(dim=1) & (frame.cand_wb[v] == frame.base_wb[u]).all(dim=1)
-                  & (frame.base_wb[u] != frame.base_wb[v]).any(dim=1))
-        found |= open_w & same_block & mutual
-    return found
+    v = units + frame.spec.groups_per_token * torch.tensor([[-1], [1]], device=units.device)  # [2, n]
+    inside = (v >= 0) & (v < frame.n_u.numel())
+    v = v.clamp(0, frame.n_u.numel() - 1)
+    same_block = inside & (units // frame.rows == v // frame.rows) & frame.mapped[v]
+    cand, base = frame.cand_wb, frame.base_wb
+    mutual = ((cand[units] == base[v]).all(dim=-1) & (cand[v] == base[units]).all(dim=-1)
+              & (base[units] != base[v]).any(dim=-1))
+    return open_w & (same_block & mutual).any(dim=0)
 
 
 def _values_follow(frame: Frame, units: torch.Tensor) -> torch.Tensor:
     """bool [n]: each unit's value bytes are the baseline's or x / s quantized with its own candidate scale
     (one code apart at most: x / s against x * (1/s)). A scale cause whose values are garbage is no cause
     of those bytes, only a coincidence of the words."""
-    from ..core.fp8 import code_distance, encode
-
-    if not units.numel():
-        return torch.zeros(0, dtype=torch.bool, device=units.device)
-    columns = torch.arange(frame.spec.quant_block_size, device=units.device).view(1, -1)
-    x = frame.x(units.view(-1, 1), columns)
     cand = frame.value_rows(frame.cand_phys, units)
-    own = encode(x / frame.cand_w[units].view(-1, 1), frame.spec.fp8)
+    own = encode(frame.x(units) / frame.cand_w[units].view(-1, 1), frame.spec.fp8)
     same = cand == frame.value_rows(frame.base_phys, units)
     return (same | (code_distance(cand, own, frame.spec.fp8) <= 1)).all(dim=1)
 
@@ -176,22 +157,17 @@ def _amax_floor(frame: Frame, units: torch.Tensor, open_w: torch.Tensor) -> tupl
     amax = group_amax(frame, units).double()
     base, cand = frame.base_w[units].double(), frame.cand_w[units].double()
     tiny = open_w & (amax < SCALE_FLOOR) & (cand < base)
-    if not bool(tiny.any()):
-        return none, None, "exact"
-    tracks, below, implied = none.clone(), none.clone(), torch.full_like(amax, float("inf"))
-    for divisor in sorted({spec.fp8.max, spec.fp8.vllm_divisor}):
-        exact = amax / divisor
-        wanted = pow2_ceil(exact) if spec.scale_fmt.power_of_two else exact
-        near = (cand - wanted).abs() <= ULP_LIMIT * torch.finfo(torch.float32).eps * wanted
-        tracks |= tiny & (amax > 0) & near
-        low = tiny & ~near & (cand * divisor < SCALE_FLOOR * (1 - 1e-6)) & (cand * divisor > amax)
-        below |= low
-        implied = torch.where(low, torch.minimum(implied, cand * divisor), implied)
+    divisors = torch.tensor(sorted({spec.fp8.max, spec.fp8.vllm_divisor}), dtype=torch.float64, device=amax.device)
+    exact, implied = amax / divisors.view(-1, 1), cand * divisors.view(-1, 1)  # [DIVs, n]
+    wanted = pow2_ceil(exact) if spec.scale_fmt.power_of_two else exact
+    near = (cand - wanted).abs() <= ULP_LIMIT * torch.finfo(torch.float32).eps * wanted
+    low = tiny & ~near & (implied < SCALE_FLOOR * (1 - 1e-6)) & (implied > amax)
+    tracks, below = (tiny & (amax > 0) & near).any(dim=0), low.any(dim=0)
     floor = tracks | below
     if not bool(floor.any()):
         return none, None, "exact"
     if bool(below.any()):
-        found = float(implied[below].min())
+        found = float(implied[low].min())
         if spec.scale_fmt.power_of_two:
             return floor, found, "range"  # F / DIV rounds up to the same power of two: F in (found / 2, found]
         return floor, float(f"{found:.3g}"), "exact"
@@ -205,56 +181,15 @@ def scales(frame: Frame, open_u: torch.Tensor) -> tuple[list[Claim], torch.Tenso
     taken = torch.zeros_like(open_u)
     if not bool(differs.any()):
         return [], taken
-    kinds = _classify(frame, torch.nonzero(differs).view(-1))
+    units = torch.nonzero(differs).view(-1)
+    kinds, notes = _classify(frame, units)
     claims: list[Claim] = []
-    for category, chosen in ((Category.UNWRITTEN, kinds.unwritten), (Category.SCALE_ULP, kinds.ulp),
-                             (Category.SCALE_RATIO, kinds.in_cluster), (Category.SCALE_POW2, kinds.pow2),
-                             (Category.AMAX_FLOOR, kinds.floor), (Category.UE8M0_ROUNDING, kinds.rounded_down),
-                             (Category.SCALE_SWAP, kinds.swapped), (Category.SCALE_FORMAT, kinds.stored_other),
-                             (_amax_category(kinds), kinds.amax)):
-        if not bool(chosen.any()):
-            continue
-        mask = frame.units_mask(kinds.units[chosen])
+    rest = differs.clone()  # scale words no cause explains: their bytes go through the byte-level fallback
+    for category, chosen in kinds:
+        mask = frame.units_mask(units[chosen])
+        rest &= ~mask
         claims.append(unit_claim(frame, category, mask, value=False, scale=True))
         if category is not Category.UNWRITTEN:
             claims.append(unit_claim(frame, category, mask & open_u & ~taken))
             taken |= mask
-    claims += _scale_notes(kinds, frame.spec)
-    # scale words no cause explains: their bytes go through the byte-level fallback
-    rest = differs.clone()
-    explained = kinds.unwritten | kinds.ulp | kinds.in_cluster | kinds.pow2 | kinds.floor | kinds.rounded_down
-    rest[kinds.units[explained | kinds.swapped | kinds.stored_other | kinds.amax]] = False
-    if bool(rest.any()):
-        claims.append(unit_claim(frame, Category.UNKNOWN, rest, value=False, scale=True))
-    return claims, taken
-
-
-def _amax_category(kinds: _ScaleKinds) -> Category:
-    """The right amax with the other rounding is a ue8m0 rounding cause; any other amax is `amax`."""
-    return Category.UE8M0_ROUNDING if kinds.amax_found.get("rounding") else Category.AMAX
-
-
-def _scale_notes(kinds: _ScaleKinds, spec) -> list[Claim]:
-    claims = [note(Category.UNWRITTEN, baseline_scale_words=int(kinds.base_unwritten.sum()),
-                   candidate_scale_words=int((kinds.unwritten & ~kinds.base_unwritten).sum()))]
-    if kinds.mode_ratio is not None:
-        claims.append(Claim(Category.SCALE_RATIO, found={"ratio": kinds.mode_ratio,
-                                                         "divisor_range": kinds.divisor_range}))
-    if bool(kinds.amax.any()):
-        counts = {"words": int(kinds.amax.sum()), "groups": int(kinds.amax.sum())}
-        claims.append(Claim(_amax_category(kinds), counts=counts, found=kinds.amax_found))
-    if bool(kinds.ulp.any()):
-        claims.append(Claim(Category.SCALE_ULP, found={"max_ulp": int(kinds.bits[kinds.ulp].abs().max())}))
-    claims.append(note(Category.SCALE_POW2, doubled=int((kinds.pow2 & (kinds.ratio > 1)).sum()),
-                       halved=int((kinds.pow2 & (kinds.ratio < 1)).sum())))
-    if bool(kinds.floor.any()):
-        claims.append(Claim(Category.AMAX_FLOOR, counts={"groups": int(kinds.floor.sum())},
-                            found={"floor_found": kinds.floor_found, "floor_bound": kinds.floor_bound}))
-    claims.append(note(Category.UE8M0_ROUNDING, groups=int(kinds.rounded_down.sum())))
-    claims.append(note(Category.SCALE_SWAP, words=int(kinds.swapped.sum())))
-    if bool(kinds.stored_other.any()):
-        found = ScaleFormat.FP32 if bool(kinds.plain_fp32.any()) else \
-            ScaleFormat.UE8M0 if spec.scale_fmt is ScaleFormat.UE8M0X4 else ScaleFormat.UE8M0X4
-        claims.append(Claim(Category.SCALE_FORMAT, counts={"words": int(kinds.stored_other.sum())},
-                            found={"format_found": found.value}))
-    return claims
+    return claims + notes + [unit_claim(frame, Category.UNKNOWN, rest, value=False, scale=True)], taken

@@ -1,101 +1,36 @@
-"""Stage 3: systemic value causes of dense units (many differing bytes), judged from a sample of columns.
-
-`layout_blocks` judges each block's order from a fixed grid of positions; `dense_units` judges each unit from
-SAMPLE_COLUMNS of its columns, cause by cause, the cause that fits most of a small probe first. Both are
-pure: they return claims and the units they took.
-"""
+"""Stage 3: systemic value causes: each block's order judged from a fixed grid of positions, each dense unit
+(many differing bytes) from SAMPLE_COLUMNS of its columns. Pure: they return claims and the units they took."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import torch
 
-from ..core import pairs
+from ..core import fp8, pairs
 from ..core.diff import count_true
 from ..core.spec import Layout
 from .claims import Claim, note, unit_claim
-from .frame import Frame, other_arrangement, other_layout
+from .frame import Frame, other_layout
 from .model import Category
 
 SAMPLE_COLUMNS = 8  # columns of each unit looked at to judge a systemic cause
 DENSE_SAMPLED = 6  # sampled differing bytes that make a unit judged by its sample
 SAMPLE_SHARE = 0.75  # share of the sampled differing bytes a systemic cause must explain
 PROBE_UNITS = 1024  # dense units tried with every cause first, to try the likely cause first on all
-FIRST_COLUMNS = 3  # sampled columns a dense judge tries first: 3 non-fitting differing bytes rule a unit out
+FIRST = slice(0, 3)  # sampled columns a dense judge tries first: 3 non-fitting differing bytes rule a unit out
 JUDGE_ROWS = 1 << 16  # dense units judged per step, so a step's temporaries stay in the CPU cache
 
 
-# ---- layout: which token's value the other order puts at a byte --------------------------------------------
-
-
-def layout_tables(frame: Frame, other: Layout) -> tuple[torch.Tensor, torch.Tensor]:
-    """(owner_token, source_byte) [block_size, head_dim]: for the cache byte of (t, d) in the spec's layout,
-    the token whose value the other layout puts there, and where the spec's layout keeps that value."""
-    spec = frame.spec
-    device = frame.value_index.device
-    other_index = spec.replace(layout=other).value_index(device).view(-1)
-    tokens = torch.arange(spec.block_size, device=device).view(-1, 1).expand(-1, spec.head_dim)
-    dims = torch.arange(spec.head_dim, device=device).view(1, -1).expand(spec.block_size, -1)
-    owner_t = torch.empty(spec.value_bytes, dtype=torch.int64, device=device)
-    owner_d = torch.empty_like(owner_t)
-    owner_t[other_index] = tokens.reshape(-1)
-    owner_d[other_index] = dims.reshape(-1)
-    owner_token = owner_t[frame.value_index]
-    return owner_token, frame.value_index[owner_token, owner_d[frame.value_index]]
-
-
-def layout_predicted(frame: Frame, tables, block_i: torch.Tensor, token: torch.Tensor,
-                     dim: torch.Tensor) -> torch.Tensor:
-    """uint8: the byte a writer using the other layout leaves at the spec's place of (token, dim): the
-    baseline's value of the token it puts there, or the poison fill where no token maps."""
-    spec = frame.spec
-    owner_token, source_byte = tables
-    slot_mapped = frame.source.view(-1, spec.block_size, spec.groups_per_token)[:, :, 0] >= 0
-    owner = owner_token[token, dim]
-    moved = frame.base_phys.view(-1)[block_i * spec.block_bytes + source_byte[token, dim]]
-    poison = frame.block_poison(block_i, frame.value_index[token, dim])
-    return torch.where(slot_mapped[block_i, owner], moved, poison)
-
-
-def layout_blocks(frame: Frame, open_u: torch.Tensor) -> tuple[list[Claim], torch.Tensor, torch.Tensor]:
-    """Judge each block's layout from a fixed grid of 8 x 8 (token, dim) positions; a re-ordered block gives
-    all its open units to `layout`. Returns (claims, units taken, bool [nd]: blocks whose layout question is
-    settled)."""
-    spec = frame.spec
-    nd = frame.blocks.numel()
-    device = frame.blocks.device
-    other = other_layout(spec)
-    if other is None:
-        return [], torch.zeros_like(open_u), torch.ones(nd, dtype=torch.bool, device=device)
-    tokens = torch.arange(0, spec.block_size, max(1, spec.block_size // 8), device=device)
-    dims = torch.arange(0, spec.head_dim, max(1, spec.head_dim // 8), device=device)
-    token = tokens.view(1, -1, 1).expand(1, -1, dims.numel()).reshape(1, -1)
-    dim = dims.view(1, 1, -1).expand(1, tokens.numel(), -1).reshape(1, -1)
-    byte = frame.value_index[token, dim].view(-1)
-    base, cand = frame.base_phys[:, byte], frame.cand_phys[:, byte]
-    block_i = torch.arange(nd, device=device).view(-1, 1)
-    differs = base != cand
-    predicted = layout_predicted(frame, layout_tables(frame, other), block_i, token, dim)
-    match = differs & (cand == predicted) & frame.block_mapped.view(-1, 1)
-    sampled, matched = differs.sum(dim=1), match.sum(dim=1)
-    settled = sampled >= DENSE_SAMPLED
-    moved = settled & (matched >= SAMPLE_SHARE * sampled)
-    chosen = open_u & moved[frame.block_i]
-    if not bool(chosen.any()):
-        return [], torch.zeros_like(open_u), settled
-    claims = [unit_claim(frame, Category.LAYOUT, chosen), Claim(Category.LAYOUT, found={"layout_found": other.value})]
-    return claims, chosen, settled
-
-
-# ---- interleaved against planar: whole tokens (values and scales) at other places ---------------------------
+# ---- another order of the same bytes: value layout, or interleaved against planar -------------------------
 
 ARRANGEMENT_SAMPLES = 256  # byte positions of a block looked at to judge its arrangement
 
 
-def arrangement_tables(spec, other: Layout, device) -> tuple[torch.Tensor, torch.Tensor]:
-    """(owner_token, source_byte) [block_bytes]: for each byte of a block written in the `other` arrangement,
-    the token whose byte lands there and where the spec's arrangement keeps that byte (all from CacheSpec)."""
+def other_tables(spec, other: Layout, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """(owner_token, source_byte) [block_bytes]: for each byte of a block written in the `other` layout, the
+    token whose byte lands there and where the spec's layout keeps that byte (all from CacheSpec)."""
     theirs = spec.replace(layout=other)
     owner = torch.full((spec.block_bytes,), -1, dtype=torch.int64, device=device)
     source = torch.full_like(owner, -1)
@@ -107,29 +42,59 @@ def arrangement_tables(spec, other: Layout, device) -> tuple[torch.Tensor, torch
     return owner, source
 
 
-def arrangement_blocks(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
-    """Blocks written token-interleaved where the spec is planar, or planar where it is interleaved: judged
-    from a fixed sample of byte positions, each compared with the byte the other arrangement puts there (the
-    baseline's byte of the token it puts there, the poison where no token maps). A re-arranged block gives all
-    its differing bytes, values and scales, to `layout`. Returns (claims, units taken: bool [U])."""
+def other_predicted(frame: Frame, tables, block_i: torch.Tensor, byte: torch.Tensor) -> torch.Tensor:
+    """uint8: the byte a writer using the other layout leaves at `byte` of the differing blocks block_i: the
+    baseline's byte of the token it puts there, or the poison fill where no token maps."""
     spec = frame.spec
-    other = other_arrangement(spec)
-    taken = torch.zeros_like(frame.n_u, dtype=torch.bool)
-    if other is None:
-        return [], taken
-    device = frame.blocks.device
-    owner, source = arrangement_tables(spec, other, device)
-    byte = torch.arange(0, spec.block_bytes, max(1, spec.block_bytes // ARRANGEMENT_SAMPLES), device=device)
-    byte = byte[owner[byte] >= 0]
-    nd = frame.blocks.numel()
-    block_i = torch.arange(nd, device=device).view(-1, 1)
+    owner, source = tables
+    slot_mapped = frame.source.view(-1, spec.block_size, spec.groups_per_token)[:, :, 0] >= 0
+    moved = frame.base_phys[block_i, source[byte]]
+    return torch.where(slot_mapped[block_i, owner[byte]], moved, frame.block_poison(block_i, byte))
+
+
+def _reordered(frame: Frame, tables, byte: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(settled, reordered), bool [nd]: the block has DENSE_SAMPLED differing bytes among `byte`, and the other
+    layout (tables: other_tables) explains SAMPLE_SHARE of them in a block some token maps into."""
+    block_i = torch.arange(frame.blocks.numel(), device=byte.device).view(-1, 1)
     base, cand = frame.base_phys[:, byte], frame.cand_phys[:, byte]
-    slot_mapped = frame.source.view(nd, spec.block_size, spec.groups_per_token)[:, :, 0] >= 0
-    moved = frame.base_phys[block_i, source[byte].view(1, -1)]
-    predicted = torch.where(slot_mapped[:, owner[byte]], moved, frame.block_poison(block_i, byte.view(1, -1)))
     differs = base != cand
-    sampled, matched = differs.sum(dim=1), (differs & (cand == predicted)).sum(dim=1)
-    rearranged = frame.block_mapped & (sampled >= DENSE_SAMPLED) & (matched >= SAMPLE_SHARE * sampled)
+    sampled = differs.sum(dim=1)
+    matched = (differs & (cand == other_predicted(frame, tables, block_i, byte.view(1, -1)))).sum(dim=1)
+    settled = sampled >= DENSE_SAMPLED
+    return settled, settled & frame.block_mapped & (matched >= SAMPLE_SHARE * sampled)
+
+
+def layout_blocks(frame: Frame, open_u: torch.Tensor) -> tuple[list[Claim], torch.Tensor, torch.Tensor]:
+    """Judge each block's layout from a fixed grid of 8 x 8 (token, dim) positions; a re-ordered block gives
+    all its open units to `layout`. Returns (claims, units taken, bool [nd]: blocks whose layout question is
+    settled)."""
+    spec, device = frame.spec, frame.blocks.device
+    other = other_layout(spec)
+    if other is None:
+        return [], torch.zeros_like(open_u), torch.ones(frame.blocks.numel(), dtype=torch.bool, device=device)
+    tokens = torch.arange(0, spec.block_size, max(1, spec.block_size // 8), device=device)
+    dims = torch.arange(0, spec.head_dim, max(1, spec.head_dim // 8), device=device)
+    byte = frame.value_index[tokens.view(-1, 1), dims.view(1, -1)].view(-1)
+    settled, moved = _reordered(frame, other_tables(spec, other, device), byte)
+    chosen = open_u & moved[frame.block_i]
+    if not bool(chosen.any()):
+        return [], torch.zeros_like(open_u), settled
+    claims = [unit_claim(frame, Category.LAYOUT, chosen), Claim(Category.LAYOUT, found={"layout_found": other.value})]
+    return claims, chosen, settled
+
+
+def arrangement_blocks(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
+    """Blocks written token-interleaved where the spec is planar, or planar where it is interleaved, judged from
+    a fixed sample of byte positions: a re-arranged block gives all its differing bytes, values and scales, to
+    `layout` (the two agree at block_size 1). Returns (claims, units taken: bool [U])."""
+    spec = frame.spec
+    taken = torch.zeros_like(frame.n_u, dtype=torch.bool)
+    if spec.block_size == 1:
+        return [], taken
+    other = Layout.LINEAR if spec.layout is Layout.INTERLEAVED else Layout.INTERLEAVED
+    tables = other_tables(spec, other, taken.device)
+    byte = torch.arange(0, spec.block_bytes, max(1, spec.block_bytes // ARRANGEMENT_SAMPLES), device=taken.device)
+    _, rearranged = _reordered(frame, tables, byte[tables[0][byte] >= 0])
     if not bool(rearranged.any()):
         return [], taken
     taken = rearranged[frame.block_i] & ((frame.n_u > 0) | (frame.wdiff_u > 0))
@@ -152,85 +117,70 @@ class _Sample:
     cand: torch.Tensor
     differs: torch.Tensor  # bool [n, C]
     sampled: torch.Tensor  # int64 [n]: differing sampled bytes
-    first: slice  # the columns a screen tries first
-    past_first: torch.Tensor  # int64 [n]: differing sampled bytes past them: the most a unit can still match
-    need: torch.Tensor  # float [n]: matching sampled bytes a cause needs (SAMPLE_SHARE of `sampled`)
 
 
 def _sample(frame: Frame, candidates: torch.Tensor, open_count: int) -> _Sample | None:
     """The sample of the candidate units (int64) that have enough differing sampled bytes; None if none."""
     qbs = frame.spec.quant_block_size
     columns = torch.arange(0, qbs, max(1, qbs // SAMPLE_COLUMNS), device=candidates.device)
+    both = (frame.base_phys, frame.cand_phys)
     if 4 * candidates.numel() < open_count:  # few: gather their rows rather than sampling every unit
-        base = frame.value_rows(frame.base_phys, candidates)[:, columns]
-        cand = frame.value_rows(frame.cand_phys, candidates)[:, columns]
-    else:
-        base, cand = frame.sample(frame.base_phys, columns)[candidates], frame.sample(frame.cand_phys, columns)[candidates]
+        base, cand = (frame.value_rows(phys, candidates)[:, columns] for phys in both)
+    else:  # the sampled columns of every unit, read where the bytes lie
+        index = frame.value_index.view(-1, qbs)[:, columns].reshape(-1)
+        base, cand = (phys[:, index].view(-1, columns.numel())[candidates] for phys in both)
     differs = base != cand
     sampled = count_true(differs)
     keep = sampled >= DENSE_SAMPLED
     if not bool(keep.any()):
         return None
     if not bool(keep.all()):
-        candidates, base, cand, differs, sampled = candidates[keep], base[keep], cand[keep], differs[keep], sampled[keep]
-    first = slice(0, min(FIRST_COLUMNS, columns.numel()))
-    return _Sample(frame, candidates, columns, base, cand, differs, sampled, first,
-                   sampled - differs[:, first].sum(dim=1), SAMPLE_SHARE * sampled)
+        candidates, base, cand, differs, sampled = (t[keep] for t in (candidates, base, cand, differs, sampled))
+    return _Sample(frame, candidates, columns, base, cand, differs, sampled)
 
 
-def _by_share(s: _Sample, match, rows: torch.Tensor, screen: bool, aux=None):
-    """(rows, per-row outputs of match on all columns) of the rows whose matching differing sampled bytes
-    reach SAMPLE_SHARE. screen: first drop, exactly, the rows that cannot reach it whatever their other
-    columns hold (random bytes: nearly all after 3 columns). match(s, rows, cols, aux) -> (bool [r, c], ...)."""
-    if screen and rows.numel():
-        matched = match(s, rows, s.first, aux)[0].sum(dim=1)
-        rows = rows[matched + s.past_first[rows] >= s.need[rows]]
+def _by_share(s: _Sample, rows: torch.Tensor, screen: bool, match, names=(), aux=None) -> tuple[torch.Tensor, dict]:
+    """(the rows whose matching differing sampled bytes reach SAMPLE_SHARE, {name: its count summed over them})
+    of match(s, rows, cols, aux) -> (bool [r, c], int64 [r] per name). screen: first drop, exactly, the rows that
+    cannot reach it whatever their other columns hold (random bytes: nearly all after 3 columns)."""
+    if screen and rows.numel():  # the most a row can still match: its matches in FIRST and every other byte
+        most = match(s, rows, FIRST, aux)[0].sum(dim=1) + s.sampled[rows] - s.differs[rows, FIRST].sum(dim=1)
+        rows = rows[most >= SAMPLE_SHARE * s.sampled[rows]]
     fits, counts = [], []
     for start in range(0, rows.numel(), JUDGE_ROWS):
         part = rows[start : start + JUDGE_ROWS]
         matched, *facts = match(s, part, slice(None), aux)
-        fits.append(count_true(matched) >= s.need[part])
+        fits.append(count_true(matched) >= SAMPLE_SHARE * s.sampled[part])
         counts.append(facts)
     if not fits:
-        return rows, []
+        return rows, {}
     fits = torch.cat(fits)
-    return rows[fits], [torch.cat(c)[fits] for c in zip(*counts)]
+    return rows[fits], {name: int(torch.cat(c)[fits].sum()) for name, c in zip(names, zip(*counts))}
 
 
 def _judge_unwritten(s: _Sample, rows: torch.Tensor, screen: bool) -> tuple[torch.Tensor, dict]:
     """Units whose every value byte in the candidate is still the poison fill."""
     frame = s.frame
-
-    def poisoned(r, cols):
-        return (s.cand[r, cols] == frame.sampled_poison(s.units[r], s.columns[cols])).all(dim=1)
-
-    if screen:
-        rows = rows[poisoned(rows, s.first)]
-    rows = rows[poisoned(rows, slice(None))]
+    for cols in (FIRST, slice(None)) if screen else (slice(None),):
+        rows = rows[(s.cand[rows, cols] == frame.value_poison(s.units[rows].view(-1, 1), s.columns[cols])).all(dim=1)]
     u = s.units[rows]
-    rows = rows[(frame.value_rows(frame.cand_phys, u) == frame.sampled_poison(u)).all(dim=1)]
+    rows = rows[(frame.value_rows(frame.cand_phys, u) == frame.value_poison(u)).all(dim=1)]
     return rows, {"units": rows.numel()}
 
 
-def _format_columns(s: _Sample, r: torch.Tensor, cols, table: torch.Tensor):
+def _format_columns(s: _Sample, r: torch.Tensor, cols, aux):
+    """The sampled bytes that encode the baseline's values in the other FP8 format."""
+    table = pairs.pair_table(pairs.format_match, s.frame.spec.fp8, s.base.device)  # cached
     return (pairs.lookup(table, s.base[r, cols], s.cand[r, cols]) & s.differs[r, cols],)
-
-
-def _judge_fp8_format(s: _Sample, rows: torch.Tensor, screen: bool) -> tuple[torch.Tensor, dict]:
-    """Units whose bytes encode the baseline's values in the other FP8 format."""
-    table = pairs.pair_table(pairs.format_match, s.frame.spec.fp8, s.base.device)
-    return _by_share(s, _format_columns, rows, screen, table)[0], {}
 
 
 def _cast_columns(s: _Sample, r: torch.Tensor, cols, k_sampled: torch.Tensor | None):
     """(matched, negatives wrapped, negatives to 0) of integer casts of x/s at the sampled columns of rows r."""
-    frame, qbs = s.frame, s.frame.spec.quant_block_size
-    units = s.units[r]
-    k_row = frame.source[units].clamp(min=0) * frame.spec.groups_per_token + frame.group[units]
-    if k_sampled is not None and cols == slice(None):  # all columns of many rows: the sampled columns of k, gathered once
-        x = k_sampled.index_select(0, k_row)
+    frame, units = s.frame, s.units[r]
+    if k_sampled is not None and cols == slice(None):  # all columns of many rows: k's sampled columns, gathered once
+        x = k_sampled[frame.source[units].clamp(min=0) * frame.spec.groups_per_token + frame.group[units]]
     else:
-        x = frame.k.view(-1, qbs)[k_row.view(-1, 1), s.columns[cols].view(1, -1)].float()
+        x = frame.x(units.view(-1, 1), s.columns[cols].view(1, -1))
     y = x / frame.quotient_scale(units).view(-1, 1)
     cand = s.cand[r, cols]
     matched, wrapped = pairs.cast_match_fp32(y, s.base[r, cols], cand)
@@ -241,12 +191,9 @@ def _cast_columns(s: _Sample, r: torch.Tensor, cols, k_sampled: torch.Tensor | N
 
 def _judge_integer_cast(s: _Sample, rows: torch.Tensor, screen: bool) -> tuple[torch.Tensor, dict]:
     """Units whose bytes are x/s converted to an integer (docs/NUMERICS.md)."""
-    k_sampled = None
-    if not screen and rows.numel() > PROBE_UNITS:  # most of them fit: gather k's sampled columns once
-        k_sampled = s.frame.k.view(-1, s.frame.spec.quant_block_size)[:, s.columns].float()
-    rows, facts = _by_share(s, _cast_columns, rows, screen, k_sampled)
-    wrap, zero = (int(f.sum()) for f in facts) if facts else (0, 0)
-    return rows, {"negative_wrap": wrap, "negative_zero": zero}
+    many = not screen and rows.numel() > PROBE_UNITS  # most of them fit: gather k's sampled columns once
+    k_sampled = s.frame.k.view(-1, s.frame.spec.quant_block_size)[:, s.columns].float() if many else None
+    return _by_share(s, rows, screen, _cast_columns, ("negative_wrap", "negative_zero"), k_sampled)
 
 
 # the values a writer computes instead of x / s: the scale multiplied, not divided; no division at all; every
@@ -256,39 +203,24 @@ QUOTIENTS = ("x * s", "x", "-max", "+max")
 
 def _quotient_columns(s: _Sample, r: torch.Tensor, cols, aux):
     """(matched, one count per QUOTIENTS entry) of the sampled bytes that are another quotient's FP8 code."""
-    from ..core import fp8
-
-    frame, qbs = s.frame, s.frame.spec.quant_block_size
-    units = s.units[r]
-    k_row = frame.source[units].clamp(min=0) * frame.spec.groups_per_token + frame.group[units]
-    x = frame.k.view(-1, qbs)[k_row.view(-1, 1), s.columns[cols].view(1, -1)].float()
-    scale = frame.quotient_scale(units).view(-1, 1)
+    frame, units = s.frame, s.units[r]
+    x = frame.x(units.view(-1, 1), s.columns[cols].view(1, -1))
     bound = torch.full_like(x, frame.spec.fp8.max)
-    cand, differs = s.cand[r, cols], s.differs[r, cols]
-    counts, matched = [], torch.zeros_like(differs)
-    for y in (x * scale, x, -bound, bound):
-        hit = (fp8.encode(y, frame.spec.fp8) == cand) & differs
-        counts.append(hit.sum(dim=1))
-        matched |= hit
-    return (matched, *counts)
+    quotients = torch.stack([x * frame.quotient_scale(units).view(-1, 1), x, -bound, bound])  # in QUOTIENTS' order
+    hit = (fp8.encode(quotients, frame.spec.fp8) == s.cand[r, cols]) & s.differs[r, cols]
+    return (hit.any(dim=0), *hit.sum(dim=2))
 
 
-def _judge_quotient(s: _Sample, rows: torch.Tensor, screen: bool) -> tuple[torch.Tensor, dict]:
-    """Units whose bytes are the FP8 codes of another quotient than x / s (QUOTIENTS)."""
-    rows, facts = _by_share(s, _quotient_columns, rows, screen)
-    return rows, {name: int(f.sum()) for name, f in zip(QUOTIENTS, facts)} if facts else {}
-
-
-JUDGES = {Category.UNWRITTEN: _judge_unwritten, Category.FP8_FORMAT: _judge_fp8_format,
+JUDGES = {Category.UNWRITTEN: _judge_unwritten, Category.FP8_FORMAT: partial(_by_share, match=_format_columns),
           Category.INTEGER_CAST: _judge_integer_cast,
-          Category.QUOTIENT: _judge_quotient}  # ties of the probe keep this order
+          Category.QUOTIENT: partial(_by_share, match=_quotient_columns, names=QUOTIENTS)}  # ties keep this order
 
 
 # ---- the stage -------------------------------------------------------------------------------------------
 
 
 def dense_units(frame: Frame, open_u: torch.Tensor,
-                layout_settled: torch.Tensor) -> tuple[list[Claim], torch.Tensor, torch.Tensor]:
+                layout_settled: torch.Tensor) -> tuple[list[Claim], torch.Tensor, torch.Tensor, torch.Tensor]:
     """Judge open units with many differing bytes from their sample, cause by cause, the cause that fits most
     of a small probe first. Returns (claims, units taken, units no systemic cause fits that byte-local causes
     may explain: to be split byte by byte, garbage units whose moved bytes are to be found byte by byte)."""
@@ -298,7 +230,7 @@ def dense_units(frame: Frame, open_u: torch.Tensor,
     open_u = open_u & ~stray
     # a unit with fewer differing bytes than DENSE_SAMPLED cannot have that many differing sampled bytes
     candidates = torch.nonzero(open_u & frame.mapped & (frame.n_u >= DENSE_SAMPLED)).view(-1)
-    s = _sample(frame, candidates, open_u.numel()) if candidates.numel() else None
+    s = _sample(frame, candidates, open_u.numel())
     if s is None:
         return claims, stray, torch.zeros_like(open_u), torch.zeros_like(open_u)
     n = s.units.numel()
@@ -311,9 +243,8 @@ def dense_units(frame: Frame, open_u: torch.Tensor,
             break
         # screen where the probe says most rows will not fit: it costs a pass over the first columns
         chosen, facts = JUDGES[category](s, rows, 2 * likely[category] < probe.numel())
-        if chosen.numel():
-            claims += [unit_claim(frame, category, frame.units_mask(s.units[chosen])), note(category, **facts)]
-            left[chosen] = False
+        claims += [unit_claim(frame, category, frame.units_mask(s.units[chosen])), note(category, **facts)]
+        left[chosen] = False
     split, garbage = _byte_local_split(s, torch.nonzero(left).view(-1))
     garbage = frame.units_mask(garbage)
     if frame.moves[0] is None:  # else their moved bytes are found byte by byte (bytewise)
@@ -328,11 +259,9 @@ def _byte_local_split(s: _Sample, rows: torch.Tensor) -> tuple[torch.Tensor, tor
     it one code from the baseline by chance is no rounding."""
     frame = s.frame
     u = s.units[rows]
-    poison = frame.sampled_poison(u, s.columns)
-    table = pairs.pair_table(pairs.byte_local, frame.spec.fp8, s.base.device)
+    poison = frame.value_poison(u.view(-1, 1), s.columns)
     base, cand = s.base[rows], s.cand[rows]
-    pair = pairs.lookup(table, base, cand)
-    same_scale = frame.wdiff_u[u].view(-1, 1) == 0
-    fits = (pair == 1) | ((pair == 2) & same_scale) | (cand == poison) | (base == poison)
+    pair = pairs.lookup(pairs.pair_table(pairs.byte_local, frame.spec.fp8, s.base.device), base, cand)
+    fits = (pair == 1) | ((pair == 2) & (frame.wdiff_u[u].view(-1, 1) == 0)) | (cand == poison) | (base == poison)
     split = 2 * count_true(fits & s.differs[rows]) >= s.sampled[rows]
     return u[split], u[~split]

@@ -1,6 +1,5 @@
 """Stage 1: where. Guard bytes and bytes of slots no token maps to are stray writes (value bytes of an
-unmapped slot in a block some token maps into are first offered to `layout`, later). Pure functions: they
-return claims and the units whose value bytes they took."""
+unmapped slot in a block some token maps into are first offered to `layout`); rows of real tokens overwritten."""
 
 from __future__ import annotations
 
@@ -10,6 +9,7 @@ import torch
 
 from ..core.cache import CacheBuffer, poison_at
 from ..core.fp8 import encode_scales
+from ..core.reference import AITER, quantize
 from .amax import scale_of
 from .claims import Claim, note, unit_claim
 from .frame import Frame
@@ -21,14 +21,12 @@ def guards(baseline: CacheBuffer, candidate: CacheBuffer, cache_bytes: int) -> l
     a, b = baseline.guards, candidate.guards  # [front guard | back guard]
     differs = a != b
     count = int(differs.sum())
-    if not count:
-        return []
     guard = baseline.guard_bytes
     offset = torch.arange(2 * guard, device=a.device) - guard  # Example.guard_offset
     position = torch.where(offset < 0, offset, offset + cache_bytes) + guard  # in the whole buffer
     examples = tuple(("guard", int(o)) for o in offset[differs][:EXAMPLES].tolist())
     counts = {"guard": count, "candidate_guard": int((differs & (b != poison_at(position))).sum())}
-    return [Claim(Category.STRAY_WRITE, count, None, examples, counts)]
+    return [Claim(Category.STRAY_WRITE, count, examples, counts)]
 
 
 def unmapped(frame: Frame, open_u: torch.Tensor) -> tuple[list[Claim], torch.Tensor]:
@@ -51,8 +49,6 @@ def non_finite(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
         special = ~torch.isfinite(groups).all(dim=-1)
     unit_row = frame.source.clamp(min=0) * spec.groups_per_token + frame.group
     hit = frame.mapped & special[unit_row] & ((frame.n_u > 0) | (frame.wdiff_u > 0))
-    if not bool(hit.any()):
-        return [], hit
     rows = groups[unit_row[hit]].float()
     nan, inf = torch.isnan(rows).any(dim=-1), torch.isinf(rows).any(dim=-1)
     claims = [unit_claim(frame, Category.NON_FINITE, hit, value=True, scale=True),
@@ -75,8 +71,8 @@ def zero_input(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
     units = torch.nonzero(frame.mapped & (frame.n_u > 0)).view(-1)
     hit = (frame.value_rows(frame.cand_phys, units) == 0).all(dim=1) & _zero_word(frame, frame.cand_wb[units])
     taken = frame.units_mask(units[hit])
-    claim = unit_claim(frame, Category.ZERO_INPUT, taken, value=True, scale=True)
-    return [claim, note(Category.ZERO_INPUT, groups=int(hit.sum()))], taken
+    return [unit_claim(frame, Category.ZERO_INPUT, taken, value=True, scale=True),
+            note(Category.ZERO_INPUT, groups=int(hit.sum()))], taken
 
 
 OVERWRITE_UNITS = 4096  # units tried against the padding rows: more is a systematic fault, not a stray row
@@ -86,14 +82,10 @@ OVERWRITE_SHARE = 0.9  # value bytes of a unit that must be a padding row's for 
 def overwritten(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
     """Units of real tokens whose scale word and value bytes are padding rows' (tokens with slot < 0) quantized
     by the reference: padding written over a real token. Stray writes, not scale causes."""
-    from ..core.reference import AITER, quantize
-    from ..core.fp8 import encode_scales
-
     spec = frame.spec
-    none = torch.zeros_like(frame.mapped)
     units = torch.nonzero(frame.mapped & (frame.wdiff_u > 0)).view(-1)
     if not frame.padding.numel() or not units.numel() or units.numel() > OVERWRITE_UNITS:
-        return [], none
+        return [], torch.zeros_like(frame.mapped)
     pad_k = frame.k.index_select(0, frame.padding[:OVERWRITE_UNITS])
     codes, scales = quantize(pad_k, profile=AITER, fmt=spec.fp8, scale_fmt=spec.scale_fmt,
                              quant_block_size=spec.quant_block_size)
@@ -105,13 +97,10 @@ def overwritten(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
     agree = (values.unsqueeze(1) == codes[:, group].transpose(0, 1)).sum(dim=-1)  # [n, P]
     # several padding rows on one slot race: the values of one of them may sit under another one's scale
     hit = same_word.any(dim=1) & (agree >= OVERWRITE_SHARE * spec.quant_block_size).any(dim=1)
-    if not bool(hit.any()):
-        return [], none
     taken = frame.units_mask(units[hit])
     claim = unit_claim(frame, Category.STRAY_WRITE, taken, value=True, scale=True)
     slots = torch.unique(frame.blocks[frame.block_i[units[hit]]] * spec.block_size + frame.token[units[hit]])
-    counts = {"overwritten": claim.bytes, "overwritten_slots": slots.numel()}
-    return [dataclasses.replace(claim, counts=counts)], taken
+    return [dataclasses.replace(claim, counts={"overwritten": claim.bytes, "overwritten_slots": slots.numel()})], taken
 
 
 FOREIGN_SLOTS = 2  # real tokens' slots a row of no token may overwrite: more is a systematic fault
@@ -144,7 +133,6 @@ def foreign_rows(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
     # another real token's row (values and scale word) copied there, or a row of no token at all
     others = torch.nonzero(frame.mapped).view(-1)
     rows = torch.cat([frame.value_rows(frame.base_phys, others), frame.base_wb[others]], dim=1)
-    mine = torch.cat([frame.value_rows(frame.cand_phys, units), frame.cand_wb[units]], dim=1)
+    mine = torch.cat([cand, frame.cand_wb[units]], dim=1)
     key = "copied" if bool((mine.unsqueeze(1) == rows).all(dim=2).any(dim=1).all()) else "foreign"
-    counts = {key: claim.bytes, f"{key}_slots": slots.numel()}
-    return [dataclasses.replace(claim, counts=counts)], differs
+    return [dataclasses.replace(claim, counts={key: claim.bytes, f"{key}_slots": slots.numel()})], differs

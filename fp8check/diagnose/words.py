@@ -1,8 +1,4 @@
-"""Causes in words: the explanation, the hint and the example notes of a diagnosis, from its typed facts.
-
-Pure functions of (category, facts, spec); the diagnosis itself holds no prose. Hints point at
-docs/NUMERICS.md, the user-facing page of the numeric facts.
-"""
+"""Causes in words, from their typed facts (the diagnosis holds no prose); hints point at docs/NUMERICS.md."""
 
 from __future__ import annotations
 
@@ -11,16 +7,12 @@ from .scales import E5M2_MAX
 from ..core.spec import CacheSpec, FP8Format, Layout
 from .example_words import describe_example, example_note, plural
 
-
 NUMERICS = "docs/NUMERICS.md"
 MOVED = " (the values of those groups move with their scale)"
-
-
-def divisor_names() -> dict[float, str]:
-    """What each DIV seen in real writers is (SPEC: the format's max, or vLLM's own e4m3fnuz divisor)."""
-    names = {fmt.max: f"{fmt.value}'s max" for fmt in FP8Format}
-    names |= {fmt.vllm_divisor: f"vLLM's {fmt.value} divisor" for fmt in FP8Format if fmt.vllm_divisor != fmt.max}
-    return names | {E5M2_MAX: "e5m2's max"}
+# what each DIV seen in real writers is: a format's max, or vLLM's own e4m3fnuz divisor
+DIVISOR_NAMES = {fmt.max: f"{fmt.value}'s max" for fmt in FP8Format} | {
+    fmt.vllm_divisor: f"vLLM's {fmt.value} divisor" for fmt in FP8Format if fmt.vllm_divisor != fmt.max} | {
+    E5M2_MAX: "e5m2's max"}
 
 
 def percent(part: int, whole: int) -> str:
@@ -54,8 +46,7 @@ def block_ranges(blocks: tuple[int, ...], limit: int = 6) -> str:
     return shown if len(blocks) == 1 else f"{shown} ({len(blocks)} blocks)"
 
 
-def _unwritten(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
-    f = cause.facts
+def _unwritten(f: dict, spec: CacheSpec) -> tuple[str, str]:
     groups, words = f.get("value_groups_unwritten", 0), f.get("scale_words_unwritten", 0)
     base_side = f["baseline_poison_bytes"] + f["baseline_poison_scales"]
     side = "; in some, the baseline left poison where the candidate wrote" if base_side else ""
@@ -85,8 +76,7 @@ STRAY_KINDS = (  # real tokens' slots overwritten: (facts key, by what, hint)
 )
 
 
-def _stray_write(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
-    f = cause.facts
+def _stray_write(f: dict, spec: CacheSpec) -> tuple[str, str]:
     outside = "guard bytes, or the buffer's other layers" if spec.layers > 1 else "guard bytes"
     where = [f"{f['guard_bytes']} outside the cache ({outside})"] if f["guard_bytes"] else []
     if f["slot_bytes"]:
@@ -106,16 +96,16 @@ CONVENTIONS = {
 }
 
 
-def _integer_cast(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
-    convention = CONVENTIONS[cause.facts["convention"]]
+def _integer_cast(f: dict, spec: CacheSpec) -> tuple[str, str]:
+    convention = CONVENTIONS[f["convention"]]
     return (f"Value bytes are x/s converted to an integer ({convention}), not FP8 codes: the value region was"
             " not viewed as FP8.",
             f"view the value region as {spec.fp8.torch_dtype()} before launching (a uint8 view turns the"
             " kernel's cast into a float -> uint8 conversion)")
 
 
-def _layout(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
-    found = cause.facts["layout_found"] or "another"
+def _layout(f: dict, spec: CacheSpec) -> tuple[str, str]:
+    found = f["layout_found"] or "another"
     if Layout.INTERLEAVED.value in (found, spec.layout.value):
         record = "each token as one [values | scales] record (interleaved)"
         planar = "all values of a block, then all its scales (planar)"
@@ -128,20 +118,19 @@ def _layout(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
             f" 1), or check with --layout {found} if that is what the reader expects")
 
 
-def _fp8_format(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
-    return (f"Value bytes encode the right values in {cause.facts['format_found']}, not {spec.fp8.value}.",
+def _fp8_format(f: dict, spec: CacheSpec) -> tuple[str, str]:
+    return (f"Value bytes encode the right values in {f['format_found']}, not {spec.fp8.value}.",
             f"cast to {spec.fp8.torch_dtype()}; vLLM picks e4m3fnuz only on gfx94* (MI300, MI325)")
 
 
-def _scale_ratio(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
-    ratio, pair = cause.facts["ratio"], cause.facts["divisors"]
-    names = divisor_names()
+def _scale_ratio(f: dict, spec: CacheSpec) -> tuple[str, str]:
+    ratio, pair = f["ratio"], f["divisors"]
     if pair:
         a, b = pair
-        hint = (f"s = amax / DIV: the ratio suggests DIV {a:g} ({names[a]}) in the baseline against {b:g}"
-                f" ({names[b]}) in the candidate")
-    elif cause.facts.get("divisor_range"):
-        low, high = cause.facts["divisor_range"]
+        hint = (f"s = amax / DIV: the ratio suggests DIV {a:g} ({DIVISOR_NAMES[a]}) in the baseline against {b:g}"
+                f" ({DIVISOR_NAMES[b]}) in the candidate")
+    elif f.get("divisor_range"):
+        low, high = f["divisor_range"]
         implied = f"DIV = {low:.6g}" if high <= low * (1 + 1e-4) else f"DIV in [{low:.6g}, {high:.6g})"
         hint = (f"s = max(amax, 1e-4) / DIV: the candidate's scales imply {implied}: check the divisor constant"
                 " (and the clamp bound that goes with it)")
@@ -150,22 +139,21 @@ def _scale_ratio(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
     return (f"Candidate scales are {ratio:.6g}x the baseline's{MOVED}.", f"{hint} ({NUMERICS}#writer-numerics)")
 
 
-def _scale_pow2(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
-    direction = "2x" if cause.facts["direction"] == "doubled" else "half"
+def _scale_pow2(f: dict, spec: CacheSpec) -> tuple[str, str]:
+    direction = "2x" if f["direction"] == "doubled" else "half"
     return (f"ue8m0 scales are exactly {direction} the baseline's on groups whose amax / DIV sits on a power of"
             f" two: the ceil flipped{MOVED}.",
             "compute s = amax / DIV with an exact division (tl.math.div_rn; Triton's `/` is approximate on"
             " NVIDIA) before ceil(log2(s))")
 
 
-def _scale_ulp(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
-    return (f"fp32 scales differ in their last bits (at most {cause.facts['max_ulp']} ulp){MOVED}.",
+def _scale_ulp(f: dict, spec: CacheSpec) -> tuple[str, str]:
+    return (f"fp32 scales differ in their last bits (at most {f['max_ulp']} ulp){MOVED}.",
             "compute s = max(amax, 1e-4) / DIV with one IEEE division, as the reference does (not"
             " amax * (1/DIV) or an approximate division)")
 
 
-def _rounding(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
-    f = cause.facts
+def _rounding(f: dict, spec: CacheSpec) -> tuple[str, str]:
     if f["ties_to_even"]:
         even = f["ties_to_even"]
         odd = "candidate" if even == "baseline" else "baseline"
@@ -179,22 +167,21 @@ def _rounding(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
             " scales both are exact)")
 
 
-def _saturation_nan(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
+def _saturation_nan(f: dict, spec: CacheSpec) -> tuple[str, str]:
     return (f"Value bytes are +-max on one side and NaN or an unclipped code on the other (the"
-            f" {cause.facts['nan_side']} has the NaNs).",
+            f" {f['nan_side']} has the NaNs).",
             f"clamp x/s to +-{spec.fp8.max:g} before the FP8 cast (torch before 2.13 and the Triton interpreter"
             " do not saturate)")
 
 
-def _signed_zero(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
+def _signed_zero(f: dict, spec: CacheSpec) -> tuple[str, str]:
     hint = ("a -0.0 encodes as 0x80 in e4m3fn: keep the sign bit of zero" if spec.fp8 is FP8Format.E4M3FN
             else "e4m3fnuz has no -0 (0x80 is its only NaN): a -0.0 must become 0x00")
-    return (f"Zeros differ in sign: 0x00 on one side, 0x80 on the other (the {cause.facts['negative_side']} has"
+    return (f"Zeros differ in sign: 0x00 on one side, 0x80 on the other (the {f['negative_side']} has"
             " 0x80).", hint)
 
 
-def _amax_floor(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
-    f = cause.facts
+def _amax_floor(f: dict, spec: CacheSpec) -> tuple[str, str]:
     found = f["floor_found"]
     if found is None:
         floor = "a lower floor"
@@ -211,25 +198,22 @@ def _amax_floor(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
             f" inputs with tiny rows (--inputs tiny) show it ({NUMERICS}#writer-numerics)")
 
 
-def _ue8m0_rounding(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
-    f = cause.facts
+def _ue8m0_rounding(f: dict, spec: CacheSpec) -> tuple[str, str]:
+    flag = "check the flag that selects it (the scale_fmt argument, an inverted condition)"
     if f["direction"] == "none":
         return (f"Scales on {plural(f['groups'], 'group')} are s = max(amax, 1e-4) / DIV not rounded to a power of"
                 f" two, where the spec's scales are ue8m0{MOVED}.",
-                "the ue8m0 rounding s = 2 ** ceil(log2(s)) is skipped: check the flag that selects it (the"
-                " scale_fmt argument, an inverted condition)")
+                f"the ue8m0 rounding s = 2 ** ceil(log2(s)) is skipped: {flag}")
     if f["direction"] == "ceil":
         return (f"Scales on {plural(f['groups'], 'group')} are rounded up to a power of two (ue8m0) where the spec's"
-                f" scales are plain fp32{MOVED}.",
-                "the ue8m0 rounding is applied where it must not be: check the flag that selects it (the scale_fmt"
-                " argument, an inverted condition)")
-    return (f"ue8m0 scales are half the baseline's on {plural(cause.facts['groups'], 'group')}: the candidate"
+                f" scales are plain fp32{MOVED}.", f"the ue8m0 rounding is applied where it must not be: {flag}")
+    return (f"ue8m0 scales are half the baseline's on {plural(f['groups'], 'group')}: the candidate"
             f" rounds log2(s) down (floor) where ue8m0 rounds it up (ceil){MOVED}.",
             "s = 2 ** ceil(log2(s)): with a floor x/s exceeds the format's max and saturates")
 
 
-def _scale_swap(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
-    return (f"{plural(cause.facts['words'], 'scale word')} hold the scale of the neighbouring token, which holds"
+def _scale_swap(f: dict, spec: CacheSpec) -> tuple[str, str]:
+    return (f"{plural(f['words'], 'scale word')} hold the scale of the neighbouring token, which holds"
             " theirs: scales stored swapped between tokens.",
             "store token t's scale at scale_offset(t, group): check the scale index of each token")
 
@@ -244,23 +228,20 @@ MOVED_HINT = {
 }
 
 
-def _shift(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
-    f = cause.facts
-    k, by = f["offset"], f["by"]
-    unit = "slot" if by == "slots" else "token"
-    if by == "slots":
+def _shift(f: dict, spec: CacheSpec) -> tuple[str, str]:
+    k = f["offset"]
+    if f["by"] == "slots":
         where = (f"stored {plural(abs(k), 'slot')} {'further on' if k > 0 else 'earlier'}: slot s holds what"
                  f" belongs at slot s{'-' if k > 0 else '+'}{abs(k)}")
         hint = MOVED_HINT[f["moved"]]
     else:
         where = (f"of the wrong token: the slot of token t holds token t{'+' if k > 0 else '-'}{abs(k)}'s"
                  f" {'scale' if f['moved'] == 'scales' else 'row'}")
-        hint = f"the token index of the load: check the program id and the row offset of k ({unit} t{k:+d})"
+        hint = f"the token index of the load: check the program id and the row offset of k (token t{k:+d})"
     return f"{MOVED_WHAT[f['moved']].capitalize()} are {where}.", hint
 
 
-def _permutation(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
-    f = cause.facts
+def _permutation(f: dict, spec: CacheSpec) -> tuple[str, str]:
     how = f["permutation"]
     if how == "moved":
         neighbour = f" ({f['from_neighbour']} from the neighbouring block)" if f["from_neighbour"] else ""
@@ -276,18 +257,17 @@ def _permutation(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
             " two terms (token row, dim column)")
 
 
+CLAMP_HINT = "the clamp of x / s: min(max(y, -max), max), with its min and max in that order"
 QUOTIENT_WORDS = {
     "x * s": ("fp8(x * s): the scale multiplied where it divides", "the value's quotient: x / s (or x * (1/s))"),
     "x": ("fp8(x): the input not divided by its scale at all", "the value's quotient: x / s before the FP8 cast"),
-    "-max": ("-max for every value: clamped to the lower bound", "the clamp of x / s: min(max(y, -max), max), with its"
-             " min and max in that order"),
-    "+max": ("+max for every value: clamped to the upper bound", "the clamp of x / s: min(max(y, -max), max), with its"
-             " min and max in that order"),
+    "-max": ("-max for every value: clamped to the lower bound", CLAMP_HINT),
+    "+max": ("+max for every value: clamped to the upper bound", CLAMP_HINT),
 }
 
 
-def _quotient(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
-    what, hint = QUOTIENT_WORDS[cause.facts["computed"]]
+def _quotient(f: dict, spec: CacheSpec) -> tuple[str, str]:
+    what, hint = QUOTIENT_WORDS[f["computed"]]
     return f"Value bytes are {what}, where they are fp8(x / s) (the scales are right).", hint
 
 
@@ -306,8 +286,7 @@ AMAX_WORDS = {
 }
 
 
-def _amax(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
-    f = cause.facts
+def _amax(f: dict, spec: CacheSpec) -> tuple[str, str]:
     if f["amax"] == "max(|x|) * DIV":
         return (f"{plural(f['words'], 'scale word')} are s = max(amax, 1e-4) * {f['divisor']:g}: the divisor"
                 f" multiplies{MOVED}.", "s = max(amax, 1e-4) / DIV: check the operator of the scale formula (or the"
@@ -321,8 +300,7 @@ STORED = {"fp32": "one fp32 word", "ue8m0": "one fp32 word (a power of two)",
           "ue8m0x4": "four equal UE8M0 bytes (vLLM's mxfp8)"}
 
 
-def _scale_format(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
-    f = cause.facts
+def _scale_format(f: dict, spec: CacheSpec) -> tuple[str, str]:
     if f["format_found"] == "fp32":
         return (f"{plural(f['words'], 'scale word')} hold a plain fp32 scale (not rounded to a power of two)"
                 f" where the spec stores {STORED[f['format_expected']]}: the writer ignored --scale-fmt"
@@ -334,21 +312,20 @@ def _scale_format(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
             f"check with --scale-fmt {f['format_found']} if that is what the reader expects")
 
 
-def _non_finite(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
-    f = cause.facts
+def _non_finite(f: dict, spec: CacheSpec) -> tuple[str, str]:
     return (f"Bytes of {plural(f['groups'], 'quant group')} whose input holds NaN ({f['nan_groups']}) or inf"
             f" ({f['inf_groups']}): the writers disagree on non-finite inputs, and no convention is shared.",
             "real writers differ here (aiter drops NaN from amax; others propagate it): leave inf and NaN out of"
             " the inputs (no --specials-inf-nan) unless this is what you check")
 
 
-def _zero_input(cause: Cause, spec: CacheSpec) -> tuple[str, str]:
-    return (f"{plural(cause.facts['groups'], 'quant group')} hold the quantization of an all-zero input (every code"
+def _zero_input(f: dict, spec: CacheSpec) -> tuple[str, str]:
+    return (f"{plural(f['groups'], 'quant group')} hold the quantization of an all-zero input (every code"
             " 0, the scale of amax 0) where k is not zero: the load of k returned zeros.",
             "the load of k: check its offsets (token row, dim column) and its mask (other=0.0 where it is off)")
 
 
-def _unknown(cause: Cause, spec: CacheSpec) -> tuple[str, None]:
+def _unknown(f: dict, spec: CacheSpec) -> tuple[str, None]:
     return "These bytes fit no known cause; the examples show both sides.", None
 
 
@@ -366,7 +343,7 @@ WORDS = {
 
 def explain(cause: Cause, spec: CacheSpec) -> tuple[str, str | None]:
     """(one sentence saying what was found, a hint or None); the bytes and blocks are the cause's own."""
-    return WORDS[cause.category](cause, spec)
+    return WORDS[cause.category](cause.facts, spec)
 
 
 def top_cause(diagnosis: Diagnosis, spec: CacheSpec) -> str | None:
