@@ -64,8 +64,7 @@ def block_defining(source: str, symbol: str, what: str) -> str:
     opening = source.rfind("\n#if", 0, at.start())
     closing = source.find("#endif", at.start())
     if opening < 0 or closing < 0 or "#endif" in source[opening + 1:at.start()]:
-        line_start = source.rfind("\n", 0, at.start()) + 1
-        return source[line_start:source.index(";", at.start()) + 1]
+        return source[source.rfind("\n", 0, at.start()) + 1:source.index(";", at.start()) + 1]  # the one line
     return source[opening + 1:closing + len("#endif")]
 
 

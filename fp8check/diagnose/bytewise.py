@@ -20,8 +20,7 @@ def _gate(keys: torch.Tensor, match: torch.Tensor, left: torch.Tensor, size: int
     """bool per byte: its key (unit or block) has >= minimum matching bytes and they are half its bytes left."""
     matches = torch.zeros(size, dtype=torch.int64, device=keys.device).index_add_(0, keys, (match & left).long())
     total = torch.zeros_like(matches).index_add_(0, keys, left.long())
-    ok = (matches >= minimum) & (2 * matches >= total)
-    return ok[keys] & match & left
+    return ((matches >= minimum) & (2 * matches >= total))[keys] & match & left
 
 
 def _layout_bytes(frame: Frame, b: Bytes, left: torch.Tensor, layout_settled: torch.Tensor,

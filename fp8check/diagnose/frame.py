@@ -159,9 +159,7 @@ class Frame:
         return self.poison_row.shape[0]
 
     def units_mask(self, units: torch.Tensor) -> torch.Tensor:
-        mask = torch.zeros_like(self.n_u, dtype=torch.bool)
-        mask[units] = True
-        return mask
+        return torch.zeros_like(self.n_u, dtype=torch.bool).index_fill_(0, units, True)
 
     def value_rows(self, phys: torch.Tensor, units: torch.Tensor) -> torch.Tensor:
         """uint8 [n, qbs]: the value bytes of units (int64 [n]) of base_phys or cand_phys, in (token, dim) order."""
@@ -177,9 +175,8 @@ class Frame:
 
     def scale_flat(self, unit: torch.Tensor) -> torch.Tensor:
         """Flat cache index of the first byte of each unit's scale."""
-        spec = self.spec
-        return self.blocks[self.block_i[unit]] * spec.block_bytes + spec.scale_offset(self.token[unit],
-                                                                                      self.group[unit])
+        offset = self.spec.scale_offset(self.token[unit], self.group[unit])
+        return self.blocks[self.block_i[unit]] * self.spec.block_bytes + offset
 
     def value_poison(self, unit: torch.Tensor, column: torch.Tensor | None = None) -> torch.Tensor:
         """uint8: the poison fill under value bytes (unit, column), any broadcastable shapes; without a column,
@@ -202,9 +199,7 @@ class Frame:
         value of units [n]."""
         if column is None:
             unit, column = unit.view(-1, 1), torch.arange(self.spec.quant_block_size, device=unit.device)
-        hd = self.spec.head_dim
-        dim = self.group[unit] * self.spec.quant_block_size + column
-        return self.k.view(-1)[self.source[unit].clamp(min=0) * hd + dim].float()
+        return self.k[self.source[unit].clamp(min=0), self.group[unit] * self.spec.quant_block_size + column].float()
 
     def quotient_scale(self, unit: torch.Tensor) -> torch.Tensor:
         """The s of a unit's x/s: the candidate's scale where it is a positive finite number."""

@@ -68,11 +68,10 @@ def shifted(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
     """Whole rows, value rows or scale words stored k slots (or k tokens) away from where the baseline stores
     them. Takes every differing byte of a unit the move explains (a unit with a moved scale: its values too,
     as a wrong scale moves every value of its group). Returns (claims, units taken: bool [U])."""
-    taken = torch.zeros_like(frame.n_u, dtype=torch.bool)
     differs = (frame.n_u > 0) | (frame.wdiff_u > 0)
     open_units = torch.nonzero(differs).view(-1)
     if open_units.numel() < MIN_UNITS:
-        return [], taken
+        return [], torch.zeros_like(differs)
     probe = open_units[torch.linspace(0, open_units.numel() - 1, min(PROBE_UNITS, open_units.numel()),
                                       device=open_units.device).long().unique()]
     tables = _slot_tables(frame)
@@ -104,7 +103,7 @@ def shifted(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
         move = max(score, key=lambda key: (score[key], key[0] == "slots", -abs(key[1])), default=None)
         if move is not None and score[move] >= minimum:
             return _take(frame, open_units, tables, what, *move)
-    return [], taken
+    return [], torch.zeros_like(differs)
 
 
 def _take(frame: Frame, units: torch.Tensor, tables, what: str, by: str, k: int) -> tuple[list[Claim], torch.Tensor]:

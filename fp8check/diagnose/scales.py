@@ -139,10 +139,9 @@ def _values_follow(frame: Frame, units: torch.Tensor) -> torch.Tensor:
     """bool [n]: each unit's value bytes are the baseline's or x / s quantized with its own candidate scale
     (one code apart at most: x / s against x * (1/s)). A scale cause whose values are garbage is no cause
     of those bytes, only a coincidence of the words."""
-    cand = frame.value_rows(frame.cand_phys, units)
-    own = encode(frame.x(units) / frame.cand_w[units].view(-1, 1), frame.spec.fp8)
-    same = cand == frame.value_rows(frame.base_phys, units)
-    return (same | (code_distance(cand, own, frame.spec.fp8) <= 1)).all(dim=1)
+    cand, fmt = frame.value_rows(frame.cand_phys, units), frame.spec.fp8
+    own = encode(frame.x(units) / frame.cand_w[units].view(-1, 1), fmt)
+    return ((cand == frame.value_rows(frame.base_phys, units)) | (code_distance(cand, own, fmt) <= 1)).all(dim=1)
 
 
 def _amax_floor(frame: Frame, units: torch.Tensor, open_w: torch.Tensor) -> tuple[torch.Tensor, float | None, str]:
