@@ -92,3 +92,18 @@ def test_a_server_that_died_is_started_again(monkeypatch):
     server.wait()
     _served(name)  # a new server: the dead one's socket is not reused
     assert _ServedChild._server[0].pid != server.pid and _ServedChild._server[1] is not channel
+
+
+def test_a_served_child_prints_to_the_stderr_its_parent_has_now(tmp_path):
+    printer = f"file:{ROOT / 'tests' / 'hostile' / 'prints_a_verdict.py'}:writer"
+    _served(printer)  # the server is running, with the stderr it was started with
+    now = tmp_path / "stderr"
+    saved = os.dup(2)
+    try:
+        with now.open("wb") as redirected:
+            os.dup2(redirected.fileno(), 2)
+            _served(printer)
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+    assert now.read_text().splitlines() == ["IDENTICAL: 0 of 2176 bytes differ in 2 blocks"]

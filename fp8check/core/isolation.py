@@ -129,12 +129,11 @@ def parse_frames(data: bytes) -> tuple[list[dict], bytes]:
 class _ServedChild:
     """A child the start server forked, answering what the parent asks of a multiprocessing.Process.
 
-    The server (`python -m fp8check.core.isolated_child --serve`, one per parent process, started on the
-    first run that needs it) is a fresh interpreter that imported torch once and never touches CUDA: each
-    CUDA child then costs a fork instead of an interpreter's start (importing torch alone takes about 4 s on
-    an H200 machine), and it is never the user's `__main__`. Arguments travel pickled with torch's reductions
-    (CUDA tensors by IPC, CPU tensors in shared memory by file descriptor through multiprocessing's resource
-    sharer, hence the authkey); the server answers the child's pid, waits for it, then answers its exit code."""
+    The server (`python -m fp8check.core.isolated_child --serve`, one per parent process) imported torch
+    once and never touches CUDA: a CUDA child costs a fork, not an interpreter's start (importing torch
+    alone takes about 4 s on an H200 machine). Arguments go pickled with torch's reductions (CUDA tensors by
+    IPC, CPU tensors by fd through multiprocessing's resource sharer, hence the authkey), with the parent's
+    stderr; the server answers the pid, then the exit code."""
 
     _server: tuple | None = None  # (the server process, the parent's end of its socket)
     _last: "_ServedChild | None" = None  # the latest child: its exit code is read before the next request
@@ -194,7 +193,7 @@ class _ServedChild:
         if cls._last is not None and cls._last._code is None:  # answers come in order: pid, exit code
             cls._last._answer(None)
         channel = cls.channel()
-        socket.send_fds(channel, [b"%08x" % len(head) + head + payload.getvalue()], [send_fd])
+        socket.send_fds(channel, [b"%08x" % len(head) + head + payload.getvalue()], [send_fd, 2])
         if not select.select([channel], [], [], START_LIMIT_S)[0]:
             raise IsolatedError(f"fp8check's start server did not fork a child within {START_LIMIT_S:g} s")
         pid = channel.recv(64)
@@ -219,16 +218,18 @@ def serve(fd: int) -> None:
     channel = socket.socket(fileno=fd)
     while True:
         try:
-            message, fds, _, _ = socket.recv_fds(channel, 1 << 24, 1)
+            message, fds, _, _ = socket.recv_fds(channel, 1 << 24, 2)
         except OSError:
             return
-        if not message or not fds:
+        if not message or len(fds) != 2:
             return
         pid = os.fork()
         if pid == 0:  # the child: never returns into this loop
             code = 1
             try:
                 channel.close()
+                os.dup2(fds[1], 2)  # its output goes where the parent's stderr goes now, not the server's
+                os.close(fds[1])
                 size = int(message[:8], 16)
                 head = json.loads(message[8:8 + size])
                 os.chdir(head["cwd"])
@@ -242,7 +243,8 @@ def serve(fd: int) -> None:
                 code = 0
             finally:
                 os._exit(code)  # a forked child leaves as multiprocessing's do: no cleanup of the server's state
-        os.close(fds[0])
+        for fd in fds:
+            os.close(fd)
         channel.send(b"%d" % pid)
         _, status = os.waitpid(pid, 0)
         channel.send(b"%d" % os.waitstatus_to_exitcode(status))
@@ -295,9 +297,8 @@ def _collect(child, fd: int, timeout_s: float, label: str, snapshot) -> tuple[di
     """(the child's final status or None, its last phase, `snapshot()` taken when the status came) once the
     child has ended; a hang is killed here. The child's end is seen by polling its exit status: its pipe
     and its sentinel stay open as long as anything it forked lives."""
-    # The timeout counts from the child's first phase (it is loading the user's code): its own start
-    # (the start server's own start, importing torch and Triton: seconds on a GPU machine) is fp8check's, and
-    # has a limit of its own.
+    # The timeout counts from the child's first phase (loading the user's code): its start (the start
+    # server's too, importing torch and Triton: seconds on a GPU machine) is fp8check's, with its own limit.
     deadline, started = time.monotonic() + max(timeout_s, START_LIMIT_S), False
     status, where, rest, taken, eof = None, "starting", b"", None, False
     while True:
