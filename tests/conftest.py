@@ -9,8 +9,18 @@ import sys
 import tempfile
 
 import pytest
-import torch
-from hypothesis import settings
+
+# pytest-xdist: N workers, each with torch's default of one thread per core, oversubscribe the machine
+# N times over; each worker takes its share of the cores, and the processes it starts inherit it.
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+if _WORKERS > 1:
+    os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // _WORKERS))
+
+import torch  # noqa: E402 - after the thread count it reads at import
+from hypothesis import settings  # noqa: E402
+
+if _WORKERS > 1:
+    torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))  # if a plugin imported torch before this file
 
 # The cache folder (disk_cache.py) of the whole session, subprocesses included: a fresh one, never the
 # developer's; tests of the caches themselves point it elsewhere.
