@@ -45,7 +45,10 @@ def test_the_operators_make_the_mutants_they_name():
 @pytest.mark.parametrize("before, after, verdict, top", [
     ("tl.reduce(tl.abs(x)", "tl.reduce(x,", "killed", "amax"),
     ("values = values.view(fp8_dtype)", "values = values", "killed", "integer-cast"),
-    ("in_range = token < num_tokens", "in_range = token <= num_tokens", "killed", "stray-write"),
+    # on CUDA, 16 tokens per program divide compare's 192: no program holds token 192 and the mutant is
+    # equivalent there; the interpreter's 256 do, and it reads the guard rows past the inputs
+    pytest.param("in_range = token < num_tokens", "in_range = token <= num_tokens", "killed", "stray-write",
+                 marks=pytest.mark.cpu),
     ("y.to(value_ptr.dtype.element_ty)", "y.to(tl.uint8)", "crashed", None),
 ])
 def test_mutants_are_killed_and_named_through_compare(tmp_path, before, after, verdict, top):

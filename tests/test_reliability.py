@@ -22,6 +22,7 @@ from safetensors.torch import load_file, save_file
 from fp8check.producers import golden
 from fp8check.core import inputs
 from fp8check.core.budget import MAX_CODE_DISTANCE, Budget, check
+from fp8check.core.reference import aiter_writer
 from fp8check.core.cache import CacheBuffer, buffer_bytes, fill_poison, guard_bytes, poison, poison_at
 from fp8check.cli import main
 from fp8check.run.compare import compare
@@ -139,6 +140,29 @@ def test_a_process_left_behind_cannot_change_the_bytes_after_the_run():
     written = producers.run(producers.resolve(hostile("tamper.py:writes_later")), SMALL_SPEC, data, CPU)
     time.sleep(0.8)  # the plugin's grandchild zeroes the shared cache 0.3 s after the run
     assert torch.equal(written.buffer, reference.buffer)
+
+
+@pytest.mark.parametrize("slots", [inputs.SlotPattern.SPARSE, inputs.SlotPattern.SEQUENTIAL])
+def test_a_read_past_the_inputs_finds_guard_rows_not_whatever_memory_follows(slots):
+    data = inputs.generate(SMALL_SPEC, seed=0, slots=slots)
+    past = producers.resolve(f"file:{ROOT / 'tests' / 'plugins' / 'reads_past_the_end.py'}:writer")
+    written = producers.run(past, SMALL_SPEC, data, CPU).buffer
+    # by hand: one token more, K of ones, at the first slot no token maps (every slot mapped: token 0's)
+    taken = set(data.slot_mapping.tolist())
+    free = next((s for s in range(SMALL_SPEC.num_slots) if s not in taken), int(data.slot_mapping[0]))
+    expected = CacheBuffer.allocate(SMALL_SPEC, CPU)
+    aiter_writer(torch.cat([data.k, torch.ones_like(data.k[:1])]), expected.cache,
+                 torch.cat([data.slot_mapping, torch.tensor([free])]), SMALL_SPEC.quant_block_size,
+                 SMALL_SPEC.scale_fmt.writer_arg, layout=SMALL_SPEC.layout.value)
+    assert torch.equal(written, expected.buffer)
+    assert not torch.equal(written, producers.run(producers.resolve("reference"), SMALL_SPEC, data, CPU).buffer)
+
+
+def test_an_off_by_one_token_mask_is_a_stray_write(capsys):
+    code, out, err = against_reference(capsys, f"file:{ROOT / 'tests' / 'plugins' / 'reads_past_the_end.py'}:writer",
+                                       "--slots", "sparse")
+    assert code == 1, err
+    assert "stray-write" in out and "DIFFERENT: 68 of 2176 bytes differ" in out  # one token: 64 values, 4 scale
 
 
 def test_what_a_plugin_prints_never_reaches_stdout(capfd):

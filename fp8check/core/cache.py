@@ -195,6 +195,26 @@ def padded_slots(slot_mapping: torch.Tensor, pad_slot: int) -> torch.Tensor:
     return torch.where(slot_mapping < 0, torch.full_like(slot_mapping, pad_slot), slot_mapping)
 
 
+OVER_READ_TOKENS = 64  # past the last token: more than a kernel's tokens per program, minus one
+
+
+def guarded_inputs(spec: CacheSpec, k: torch.Tensor, slot_mapping: torch.Tensor,
+                   pad_slot: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Copies of K and the slot mapping whose storage runs OVER_READ_TOKENS tokens past their end: K rows of
+    1.0 mapped to the first slot of the cache no token maps (none: -1). A kernel whose mask lets a token past
+    the last one through (`token <= num_tokens`) then writes bytes the diff sees, the same on every machine,
+    where it would read whatever memory follows the inputs."""
+    n = slot_mapping.numel()
+    slots = torch.arange(spec.num_slots, device=slot_mapping.device)
+    free = torch.cat([slots[~torch.isin(slots, slot_mapping) & (slots != pad_slot)], slot_mapping[slot_mapping >= 0]])[:1]
+    k_all = torch.ones((n + OVER_READ_TOKENS, *k.shape[1:]), dtype=k.dtype, device=k.device)
+    k_all[:n] = k
+    slots_all = torch.full((n + OVER_READ_TOKENS,), -1, dtype=slot_mapping.dtype, device=slot_mapping.device)
+    slots_all[n:] = free if free.numel() else -1
+    slots_all[:n] = slot_mapping
+    return k_all[:n], slots_all[:n]
+
+
 def forget_slot(buffer: CacheBuffer, slot: int) -> None:
     """Put the poison fill back under one slot's value bytes and scale words: a dummy slot's bytes are the
     writer's own business (whichever padding token wrote last), never compared."""

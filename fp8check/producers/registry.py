@@ -19,7 +19,7 @@ import torch
 from ..code.load import load_function, load_writer, prepare_to_run
 from ..code.names import CODE_KINDS, Kind, forms, parse
 from ..code.projects.table import admit_release
-from ..core.cache import SKIP_PADDING, CacheBuffer, forget_slot, padded_slots, write_in_layer
+from ..core.cache import SKIP_PADDING, CacheBuffer, forget_slot, guarded_inputs, padded_slots, write_in_layer
 from ..core.device import require_triton_format
 from ..core.errors import CheckerError, ProducerError, failure, one_line
 from ..core.inputs import Inputs, check_slots
@@ -332,7 +332,7 @@ def run_producer(producer: Producer, spec: CacheSpec, inputs: Inputs, device: to
     check_slots(spec, inputs.slot_mapping, inputs.source)
     buffer = CacheBuffer.allocate(spec, device)
     given = padded_slots(inputs.slot_mapping, pad_slot)
-    k, slot_mapping = inputs.k.clone(), given.clone()
+    k, slot_mapping = guarded_inputs(spec, inputs.k, given, pad_slot)
     producer.check(spec, device)  # isolated: the parent's own (a preset's declared specs), no code under test
     if producer.isolation is not None:
         try:
