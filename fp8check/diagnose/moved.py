@@ -187,16 +187,17 @@ def _moves_found(moves: torch.Tensor, v: int, shuffle: bool) -> dict:
     position = torch.nonzero(moves >= 0).view(-1)
     source = moves[position] - v
     tile = TILE * TILE
-    perm = torch.arange(tile, device=moves.device)
+    p = torch.arange(tile, device=moves.device)
+    perm = p.clone()
     perm[position % tile] = source % tile
+    moved = int((perm != p).sum())
     inside = bool((source // tile == position // tile).all() & (perm[position % tile] == source % tile).all())
-    if shuffle and inside and position.numel() == (v // tile) * int((perm != torch.arange(tile)).sum()):
-        p = torch.arange(tile, device=perm.device)
+    if shuffle and inside and position.numel() == (v // tile) * moved:
         r, c = p // TILE, p % TILE
         named = {"transposed": c * TILE + r, "rows reversed": (TILE - 1 - r) * TILE + c,
                  "columns reversed": r * TILE + (TILE - 1 - c)}
         name = next((name for name, table in named.items() if torch.equal(perm, table)), "permuted")
-        return {"permutation": name, "moved_positions": int((perm != torch.arange(tile)).sum())}
+        return {"permutation": name, "moved_positions": moved}
     return {"permutation": "moved", "moved_positions": position.numel(),
             "from_neighbour": int(((source < 0) | (source >= v)).sum())}
 
