@@ -332,8 +332,13 @@ def test_gate_cases_run_as_pytest_items_spread_by_xdist(tmp_path):
         "import pytest\nfrom fp8check.pytest_plugin import fp8check_gate_cases\n\n"
         f"@pytest.mark.parametrize('case', fp8check_gate_cases({CI_CONFIG!r}))\n"
         "def test_case(fp8check, case):\n    fp8check.check_case(case)\n")
+    from importlib import metadata
+
+    # a checkout on PYTHONPATH (a GPU image's torch environment) has no entry point: the plugin by name
+    registered = any(ep.value.startswith("fp8check") for ep in metadata.entry_points(group="pytest11"))
+    plugin = () if registered else ("-p", "fp8check.pytest_plugin")
     done = subprocess.run([sys.executable, "-m", "pytest", str(tmp_path / "test_eco.py"), "-n", "2", "-v",
-                           "-p", "no:cacheprovider", "-rs"], capture_output=True, text=True, cwd=HERE.parent)
+                           "-p", "no:cacheprovider", *plugin, "-rs"], capture_output=True, text=True, cwd=HERE.parent)
     assert done.returncode == 0, done.stdout[-3000:]
     assert "12 passed, 1 skipped" in done.stdout
     workers = {line.split("]")[0] for line in done.stdout.splitlines() if " PASSED " in line}
