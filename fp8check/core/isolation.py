@@ -144,12 +144,11 @@ class _ServedChild:
 
     @property
     def exitcode(self) -> int | None:
-        if self._code is None:
-            self._answer(0)
+        self._answer(0)
         return self._code
 
-    def _answer(self, timeout: float) -> None:
-        if select.select([self._channel], [], [], timeout)[0]:
+    def _answer(self, timeout: float | None) -> None:
+        if self._code is None and select.select([self._channel], [], [], timeout)[0]:
             data = self._channel.recv(64)  # b"": the server itself ended; the child is reported killed
             self._code = int(data) if data else -signal.SIGKILL
 
@@ -157,8 +156,7 @@ class _ServedChild:
         os.kill(self.pid, signal.SIGKILL)
 
     def join(self, timeout: float) -> None:
-        if self._code is None:
-            self._answer(timeout)
+        self._answer(timeout)
 
     @classmethod
     def channel(cls):
@@ -191,7 +189,7 @@ class _ServedChild:
         env = {key: value for key, value in os.environ.items() if key not in SECRETS}
         head = json.dumps({"authkey": bytes(multiprocessing.current_process().authkey).hex(), "cwd": os.getcwd(),
                            "env": env}).encode()
-        if cls._last is not None and cls._last._code is None:  # answers come in order: pid, exit code
+        if cls._last is not None:  # answers come in order: pid, exit code
             cls._last._answer(None)
         channel = cls.channel()
         socket.send_fds(channel, [b"%08x" % len(head) + head + payload.getvalue()], [send_fd])
