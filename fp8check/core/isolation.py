@@ -31,6 +31,7 @@ import os
 import resource
 import select
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -161,8 +162,6 @@ class _ServedChild:
     @classmethod
     def channel(cls):
         """The parent's end of the running server's socket, starting the server when there is none."""
-        import socket
-
         if cls._server is not None and cls._server[0].poll() is None:
             return cls._server[1]
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -179,7 +178,6 @@ class _ServedChild:
     def start(cls, target: str, args: tuple, memory: int | None, send_fd: int) -> "_ServedChild":
         import io
         import multiprocessing
-        import socket
         from multiprocessing.reduction import ForkingPickler
 
         import torch.multiprocessing  # noqa: F401 - registers torch's tensor reductions with ForkingPickler
@@ -209,7 +207,6 @@ def serve(fd: int) -> None:
     parent closes its end. It imports torch and Triton but never touches CUDA, so its forks can."""
     import multiprocessing
     import pickle
-    import socket
 
     import torch.multiprocessing  # noqa: F401 - torch's rebuild functions for the tensors in the pickle
     import triton  # noqa: F401 - what every child loads; importing it initialises no GPU
