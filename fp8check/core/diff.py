@@ -151,7 +151,7 @@ def _block_counts(spec: CacheSpec, a: torch.Tensor, b: torch.Tensor):
         scale_diff = count_true(spec.scale_words(differs).reshape(differs.shape[0], -1))
     # argmax returns the first maximal element: the first differing byte of each block (0 in an equal
     # block, which is never looked at)
-    first = torch.argmax(differs.view(torch.uint8), dim=1) if a.shape[1] else value_diff
+    first = torch.argmax(differs.view(torch.uint8), dim=1)
     return value_diff, scale_diff, first
 
 
@@ -179,13 +179,12 @@ def diff_caches(spec: CacheSpec, baseline: CacheBuffer, candidate: CacheBuffer) 
     guard = (baseline.guards != candidate.guards).sum()
     # the first differing block and byte, and 4-byte windows of both caches there (the byte itself, or
     # the whole fp32 scale word it belongs to), all in the same transfer as the totals
-    block = torch.argmax(differing.to(torch.uint8)) if spec.num_blocks else per_block.new_zeros(())
-    offset = first[block] if spec.num_blocks else block
+    block = torch.argmax(differing.to(torch.uint8))
+    offset = first[block]
     word = spec.word_start(offset)
-    at = (block * spec.block_bytes + word + torch.arange(4, device=a.device)).clamp(max=max(a.numel() - 1, 0))
-    window = torch.cat([a.reshape(-1)[at], b.reshape(-1)[at]]).to(torch.int64) if a.numel() else at.new_zeros(8)
-    totals = torch.stack([per_block.sum(), differing.sum(), guard.to(torch.int64), block.to(torch.int64),
-                          offset.to(torch.int64)])
+    at = (block * spec.block_bytes + word + torch.arange(4, device=a.device)).clamp(max=a.numel() - 1)
+    window = torch.cat([a.reshape(-1)[at], b.reshape(-1)[at]]).to(torch.int64)
+    totals = torch.stack([per_block.sum(), differing.sum(), guard, block, offset])  # all int64
     return from_summary(spec, value_diff, scale_diff, torch.cat([totals, window]).tolist())
 
 
