@@ -143,16 +143,13 @@ def _block_counts(spec: CacheSpec, a: torch.Tensor, b: torch.Tensor):
     """(value_diff, scale_diff, first differing offset per block): the vectorized byte-lane count (the
     CPU, and a GPU without Triton)."""
     differs = a != b
-    if spec.layout.planar:
-        value_diff = count_true(differs[:, : spec.value_bytes])
-        scale_diff = count_true(differs[:, spec.value_bytes : spec.value_bytes + spec.scale_bytes])
-    else:
-        value_diff = count_true(spec.value_part(differs))
-        scale_diff = count_true(spec.scale_words(differs).reshape(differs.shape[0], -1))
+    # planar: the scale region as a strided view, which scale_words' reshape to [*, 4] would copy
+    scales = (differs[:, spec.value_bytes : spec.value_bytes + spec.scale_bytes] if spec.layout.planar
+              else spec.scale_words(differs).reshape(differs.shape[0], -1))
     # argmax returns the first maximal element: the first differing byte of each block (0 in an equal
     # block, which is never looked at)
     first = torch.argmax(differs.view(torch.uint8), dim=1)
-    return value_diff, scale_diff, first
+    return count_true(spec.value_part(differs)), count_true(scales), first
 
 
 def diff_caches(spec: CacheSpec, baseline: CacheBuffer, candidate: CacheBuffer) -> DiffResult:
