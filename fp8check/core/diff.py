@@ -92,8 +92,7 @@ class DiffResult:
     def rows(self, indices) -> list[BlockDiff]:
         """Records of the given blocks (one host transfer for all of them)."""
         index = torch.as_tensor(list(indices), dtype=torch.int64)
-        values = self.value_diff.cpu()[index].tolist()
-        scales = self.scale_diff.cpu()[index].tolist()
+        values, scales = (counts.cpu()[index].tolist() for counts in (self.value_diff, self.scale_diff))
         return [BlockDiff(int(i), v, self.spec.value_bytes, s, self.spec.scale_bytes)
                 for i, v, s in zip(index.tolist(), values, scales)]
 
@@ -188,8 +187,7 @@ def diff_caches(spec: CacheSpec, baseline: CacheBuffer, candidate: CacheBuffer) 
 def from_summary(spec: CacheSpec, value_diff: torch.Tensor, scale_diff: torch.Tensor, numbers: list[int]) -> DiffResult:
     """The DiffResult from the per-block counts and the 13 numbers of the one transfer (see diff_kernel.summary)."""
     cache_diff, differing_blocks, guard_diff, block, offset = numbers[:5]
-    first_mismatch = None
-    if cache_diff:
-        first_mismatch = _mismatch_from(spec, block * spec.block_bytes + offset, numbers[5:9], numbers[9:13])
+    first_mismatch = (_mismatch_from(spec, block * spec.block_bytes + offset, numbers[5:9], numbers[9:13])
+                      if cache_diff else None)
     return DiffResult(spec, value_diff, scale_diff, guard_diff, cache_diff, differing_blocks, first_mismatch)
 
