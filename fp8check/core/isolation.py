@@ -176,21 +176,19 @@ class _ServedChild:
 
     @classmethod
     def start(cls, target: str, args: tuple, memory: int | None, send_fd: int) -> "_ServedChild":
-        import io
         import multiprocessing
         from multiprocessing.reduction import ForkingPickler
 
         import torch.multiprocessing  # noqa: F401 - registers torch's tensor reductions with ForkingPickler
 
-        payload = io.BytesIO()
-        ForkingPickler(payload).dump((target, args, memory))
+        payload = ForkingPickler.dumps((target, args, memory))
         env = {key: value for key, value in os.environ.items() if key not in SECRETS}
         head = json.dumps({"authkey": bytes(multiprocessing.current_process().authkey).hex(), "cwd": os.getcwd(),
                            "env": env}).encode()
         if cls._last is not None:  # answers come in order: pid, exit code
             cls._last._answer(None)
         channel = cls.channel()
-        socket.send_fds(channel, [b"%08x" % len(head) + head + payload.getvalue()], [send_fd])
+        socket.send_fds(channel, [b"%08x" % len(head) + head + payload], [send_fd])
         if not select.select([channel], [], [], START_LIMIT_S)[0]:
             raise IsolatedError(f"fp8check's start server did not fork a child within {START_LIMIT_S:g} s")
         pid = channel.recv(64)
