@@ -167,11 +167,10 @@ class _ServedChild:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         env = {key: value for key, value in os.environ.items() if key not in SECRETS}
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)  # the modules this process imports
-        server = subprocess.Popen([sys.executable, "-m", "fp8check.core.isolated_child", "--serve",
-                                   str(theirs.fileno())], pass_fds=(theirs.fileno(),), env=env,
-                                  stdin=subprocess.DEVNULL, start_new_session=True)
+        cls._server = (subprocess.Popen([sys.executable, "-m", "fp8check.core.isolated_child", "--serve",
+                                         str(theirs.fileno())], pass_fds=(theirs.fileno(),), env=env,
+                                        stdin=subprocess.DEVNULL, start_new_session=True), ours)
         theirs.close()
-        cls._server = (server, ours)
         return ours
 
     @classmethod
