@@ -78,9 +78,7 @@ class BudgetVerdict:
             parts["max-diff-bytes" if b.max_diff_bytes else "max-diff-fraction"] = counted
         if self.within:
             return "; ".join(parts.values())
-        shown = [text for name, text in parts.items() if name in self.failed
-                 or (name == "max-diff-bytes" and "max-diff-fraction" in self.failed)]
-        return "exceeds " + "; ".join(shown)
+        return "exceeds " + "; ".join(text for name, text in parts.items() if name in self.failed)
 
 
 def _value_distances(diff: DiffResult, baseline: CacheBuffer, candidate: CacheBuffer, limit: int) -> tuple[int, int]:

@@ -160,9 +160,8 @@ def write_in_layer(buffer: CacheBuffer, write) -> None:
     if spec.layers == 1:
         write(buffer.cache)
         return
-    layers = torch.empty((spec.num_blocks, spec.layers, spec.block_bytes), dtype=torch.uint8,
-                         device=buffer.buffer.device)
-    fill_poison(layers.view(-1))
+    layers = poison(spec.num_blocks * spec.layers * spec.block_bytes, buffer.buffer.device)
+    layers = layers.view(spec.num_blocks, spec.layers, spec.block_bytes)
     layers[:, spec.layer] = buffer.flat
     before = layers.clone()
     write(layers[:, spec.layer].view(spec.num_blocks, spec.block_size, spec.row_bytes))

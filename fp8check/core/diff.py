@@ -92,8 +92,7 @@ class DiffResult:
     def rows(self, indices) -> list[BlockDiff]:
         """Records of the given blocks (one host transfer for all of them)."""
         index = torch.as_tensor(list(indices), dtype=torch.int64)
-        values = self.value_diff.cpu()[index].tolist()
-        scales = self.scale_diff.cpu()[index].tolist()
+        values, scales = (counts.cpu()[index].tolist() for counts in (self.value_diff, self.scale_diff))
         return [BlockDiff(int(i), v, self.spec.value_bytes, s, self.spec.scale_bytes)
                 for i, v, s in zip(index.tolist(), values, scales)]
 
@@ -143,16 +142,13 @@ def _block_counts(spec: CacheSpec, a: torch.Tensor, b: torch.Tensor):
     """(value_diff, scale_diff, first differing offset per block): the vectorized byte-lane count (the
     CPU, and a GPU without Triton)."""
     differs = a != b
-    if spec.layout.planar:
-        value_diff = count_true(differs[:, : spec.value_bytes])
-        scale_diff = count_true(differs[:, spec.value_bytes : spec.value_bytes + spec.scale_bytes])
-    else:
-        value_diff = count_true(spec.value_part(differs))
-        scale_diff = count_true(spec.scale_words(differs).reshape(differs.shape[0], -1))
+    # planar: the scale region as a strided view, which scale_words' reshape to [*, 4] would copy
+    scales = (differs[:, spec.value_bytes : spec.value_bytes + spec.scale_bytes] if spec.layout.planar
+              else spec.scale_words(differs).reshape(differs.shape[0], -1))
     # argmax returns the first maximal element: the first differing byte of each block (0 in an equal
     # block, which is never looked at)
-    first = torch.argmax(differs.view(torch.uint8), dim=1) if a.shape[1] else value_diff
-    return value_diff, scale_diff, first
+    first = torch.argmax(differs.view(torch.uint8), dim=1)
+    return count_true(spec.value_part(differs)), count_true(scales), first
 
 
 def diff_caches(spec: CacheSpec, baseline: CacheBuffer, candidate: CacheBuffer) -> DiffResult:
@@ -179,21 +175,19 @@ def diff_caches(spec: CacheSpec, baseline: CacheBuffer, candidate: CacheBuffer) 
     guard = (baseline.guards != candidate.guards).sum()
     # the first differing block and byte, and 4-byte windows of both caches there (the byte itself, or
     # the whole fp32 scale word it belongs to), all in the same transfer as the totals
-    block = torch.argmax(differing.to(torch.uint8)) if spec.num_blocks else per_block.new_zeros(())
-    offset = first[block] if spec.num_blocks else block
+    block = torch.argmax(differing.to(torch.uint8))
+    offset = first[block]
     word = spec.word_start(offset)
-    at = (block * spec.block_bytes + word + torch.arange(4, device=a.device)).clamp(max=max(a.numel() - 1, 0))
-    window = torch.cat([a.reshape(-1)[at], b.reshape(-1)[at]]).to(torch.int64) if a.numel() else at.new_zeros(8)
-    totals = torch.stack([per_block.sum(), differing.sum(), guard.to(torch.int64), block.to(torch.int64),
-                          offset.to(torch.int64)])
+    at = (block * spec.block_bytes + word + torch.arange(4, device=a.device)).clamp(max=a.numel() - 1)
+    window = torch.cat([a.reshape(-1)[at], b.reshape(-1)[at]]).to(torch.int64)
+    totals = torch.stack([per_block.sum(), differing.sum(), guard, block, offset])  # all int64
     return from_summary(spec, value_diff, scale_diff, torch.cat([totals, window]).tolist())
 
 
 def from_summary(spec: CacheSpec, value_diff: torch.Tensor, scale_diff: torch.Tensor, numbers: list[int]) -> DiffResult:
     """The DiffResult from the per-block counts and the 13 numbers of the one transfer (see diff_kernel.summary)."""
     cache_diff, differing_blocks, guard_diff, block, offset = numbers[:5]
-    first_mismatch = None
-    if cache_diff:
-        first_mismatch = _mismatch_from(spec, block * spec.block_bytes + offset, numbers[5:9], numbers[9:13])
+    first_mismatch = (_mismatch_from(spec, block * spec.block_bytes + offset, numbers[5:9], numbers[9:13])
+                      if cache_diff else None)
     return DiffResult(spec, value_diff, scale_diff, guard_diff, cache_diff, differing_blocks, first_mismatch)
 

@@ -50,9 +50,8 @@ def block_diff(a: torch.Tensor, b: torch.Tensor, value_bytes: int, scale_bytes: 
     caches; first_offset is block_bytes where a block has no differing byte."""
     num_blocks, block_bytes = a.shape
     value, scale, first = (torch.empty(num_blocks, dtype=torch.int64, device=a.device) for _ in range(3))
-    if num_blocks:
-        _kernel(_block_diff, a.device)[(num_blocks,)](a, b, value, scale, first, block_bytes, value_bytes,
-                                                      value_bytes + scale_bytes, CHUNK=CHUNK, num_warps=4)
+    _kernel(_block_diff, a.device)[(num_blocks,)](a, b, value, scale, first, block_bytes, value_bytes,
+                                                  value_bytes + scale_bytes, CHUNK=CHUNK, num_warps=4)
     return value, scale, first
 
 

@@ -50,7 +50,7 @@ def decode_table(fmt: FP8Format) -> tuple[float, ...]:
     for code in range(256):
         sign = -1.0 if code & 0x80 else 1.0
         exp_field, mantissa = (code >> 3) & 0xF, code & 0x7
-        nan = code & 0x7F == 0x7F if fmt is FP8Format.E4M3FN else code == 0x80
+        nan = is_nan_code(code, fmt)
         significand = 8 + mantissa if exp_field else mantissa  # subnormals: no implicit 1, the exponent of 1
         values.append(math.nan if nan else sign * significand * 2.0 ** (max(exp_field, 1) - fmt.bias - 3))
     return tuple(values)
@@ -66,9 +66,7 @@ def decode_byte(code: int, fmt: FP8Format) -> float:
 
 
 def is_nan_code(codes: torch.Tensor, fmt: FP8Format) -> torch.Tensor:
-    if fmt is FP8Format.E4M3FN:
-        return (codes & 0x7F) == 0x7F
-    return codes == 0x80
+    return (codes & 0x7F) == 0x7F if fmt is FP8Format.E4M3FN else codes == 0x80
 
 
 def code_distance(a: torch.Tensor, b: torch.Tensor, fmt: FP8Format) -> torch.Tensor:

@@ -55,6 +55,5 @@ def launch(num_tokens: int, head_dim: int, keys: tuple[int, int], device, *, int
         from triton.runtime.interpreter import InterpretedFunction
 
         kernel = InterpretedFunction(_hashed_k)
-    if total:
-        kernel[(triton.cdiv(total, BLOCK),)](out.view(torch.int16), total, head_dim, keys[0], keys[1], BLOCK=BLOCK)
+    kernel[(triton.cdiv(total, BLOCK),)](out.view(torch.int16), total, head_dim, *keys, BLOCK=BLOCK)
     return out

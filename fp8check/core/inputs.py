@@ -215,9 +215,7 @@ def generate(spec: CacheSpec, *, seed: int, slots: SlotPattern = SlotPattern.SEQ
     else:  # the generator's next draws, after the slot mapping's
         k = make_k(slot_mapping.numel(), spec.head_dim, distribution, generator,
                    quant_block_size=spec.quant_block_size, fp8=spec.fp8, inf_nan=inf_nan)
-    if device is not None:
-        k, slot_mapping = k.to(device), slot_mapping.to(device)
-    return Inputs(k, slot_mapping, source)
+    return Inputs(k, slot_mapping, source).to(device or "cpu")
 
 
 def load(path: Path) -> dict[str, torch.Tensor]:

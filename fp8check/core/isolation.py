@@ -31,6 +31,7 @@ import os
 import resource
 import select
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -143,12 +144,11 @@ class _ServedChild:
 
     @property
     def exitcode(self) -> int | None:
-        if self._code is None:
-            self._answer(0)
+        self._answer(0)
         return self._code
 
-    def _answer(self, timeout: float) -> None:
-        if select.select([self._channel], [], [], timeout)[0]:
+    def _answer(self, timeout: float | None) -> None:
+        if self._code is None and select.select([self._channel], [], [], timeout)[0]:
             data = self._channel.recv(64)  # b"": the server itself ended; the child is reported killed
             self._code = int(data) if data else -signal.SIGKILL
 
@@ -156,44 +156,37 @@ class _ServedChild:
         os.kill(self.pid, signal.SIGKILL)
 
     def join(self, timeout: float) -> None:
-        if self._code is None:
-            self._answer(timeout)
+        self._answer(timeout)
 
     @classmethod
     def channel(cls):
         """The parent's end of the running server's socket, starting the server when there is none."""
-        import socket
-
         if cls._server is not None and cls._server[0].poll() is None:
             return cls._server[1]
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         env = {key: value for key, value in os.environ.items() if key not in SECRETS}
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)  # the modules this process imports
-        server = subprocess.Popen([sys.executable, "-m", "fp8check.core.isolated_child", "--serve",
-                                   str(theirs.fileno())], pass_fds=(theirs.fileno(),), env=env,
-                                  stdin=subprocess.DEVNULL, start_new_session=True)
+        cls._server = (subprocess.Popen([sys.executable, "-m", "fp8check.core.isolated_child", "--serve",
+                                         str(theirs.fileno())], pass_fds=(theirs.fileno(),), env=env,
+                                        stdin=subprocess.DEVNULL, start_new_session=True), ours)
         theirs.close()
-        cls._server = (server, ours)
         return ours
 
     @classmethod
     def start(cls, target: str, args: tuple, memory: int | None, send_fd: int) -> "_ServedChild":
-        import io
         import multiprocessing
-        import socket
         from multiprocessing.reduction import ForkingPickler
 
         import torch.multiprocessing  # noqa: F401 - registers torch's tensor reductions with ForkingPickler
 
-        payload = io.BytesIO()
-        ForkingPickler(payload).dump((target, args, memory))
+        payload = ForkingPickler.dumps((target, args, memory))
         env = {key: value for key, value in os.environ.items() if key not in SECRETS}
         head = json.dumps({"authkey": bytes(multiprocessing.current_process().authkey).hex(), "cwd": os.getcwd(),
                            "env": env}).encode()
-        if cls._last is not None and cls._last._code is None:  # answers come in order: pid, exit code
+        if cls._last is not None:  # answers come in order: pid, exit code
             cls._last._answer(None)
         channel = cls.channel()
-        socket.send_fds(channel, [b"%08x" % len(head) + head + payload.getvalue()], [send_fd, 2])
+        socket.send_fds(channel, [b"%08x" % len(head) + head + payload], [send_fd, 2])
         if not select.select([channel], [], [], START_LIMIT_S)[0]:
             raise IsolatedError(f"fp8check's start server did not fork a child within {START_LIMIT_S:g} s")
         pid = channel.recv(64)
@@ -210,7 +203,6 @@ def serve(fd: int) -> None:
     parent closes its end. It imports torch and Triton but never touches CUDA, so its forks can."""
     import multiprocessing
     import pickle
-    import socket
 
     import torch.multiprocessing  # noqa: F401 - torch's rebuild functions for the tensors in the pickle
     import triton  # noqa: F401 - what every child loads; importing it initialises no GPU

@@ -72,8 +72,7 @@ def recall_at_k(candidate: torch.Tensor, truth: torch.Tensor, k: int) -> tuple[i
 def positional_at_k(candidate: torch.Tensor, truth: torch.Tensor, k: int) -> tuple[int, int]:
     """(agreeing positions, k) of the two ascending-sorted top-k index lists of one query row."""
     kk = min(k, truth.numel())
-    mine = torch.sort(torch.topk(candidate, kk).indices).values
-    theirs = torch.sort(torch.topk(truth, kk).indices).values
+    mine, theirs = (torch.sort(torch.topk(logits, kk).indices).values for logits in (candidate, truth))
     return int((mine == theirs).sum()), kk
 
 

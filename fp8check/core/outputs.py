@@ -64,7 +64,5 @@ def write_output(path: Path, text: str, *, reading: Iterable[Path | str] = (), o
                  append: bool = False) -> None:
     """Check `path` (check_output), then write `text` to it whole; `append` keeps what it held before."""
     check_output(path, option=option, reading=tuple(reading))
-    before = b""
-    if append and path.exists():
-        before = read_regular(path, error=UsageError, what=option)
+    before = read_regular(path, error=UsageError, what=option) if append and path.exists() else b""
     replace_atomically(path, lambda temporary: temporary.write_bytes(before + text.encode("utf-8")), option=option)

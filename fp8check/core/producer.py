@@ -23,7 +23,6 @@ DEFAULT_WRITER = "indexer_k_quant_and_cache_triton"  # the function `vllm-file:P
 
 def no_check(spec: CacheSpec, device: torch.device) -> None:
     """The check of a writer (or reader) that can run any spec on any device."""
-    return None
 
 
 @dataclass(frozen=True)

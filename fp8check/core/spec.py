@@ -234,12 +234,8 @@ class CacheSpec:
 
     def word_start(self, byte_in_block):
         """First byte of the scale word a scale byte belongs to; a value byte's own offset (ints or tensors)."""
-        import torch
-
         rel = byte_in_block - self.value_bytes if self.layout.planar else byte_in_block % self.row_bytes - self.head_dim
-        if isinstance(byte_in_block, int):
-            return byte_in_block - rel % 4 if rel >= 0 else byte_in_block
-        return torch.where(rel >= 0, byte_in_block - rel % 4, byte_in_block)
+        return byte_in_block - rel % 4 * (rel >= 0)
 
     def to_dict(self) -> dict[str, Any]:
         out = {key: v.value if isinstance(v, enum.Enum) else v for key, v in dataclasses.asdict(self).items()}
