@@ -189,11 +189,8 @@ def _restore(state: dict) -> None:
             for name in [n for n in current if n not in saved]:
                 delattr(owner, name)
         for name, value in saved.items():
-            if current.get(name, _MISSING) is not value:
+            if name not in current or current[name] is not value:
                 setattr(owner, name, value)
-
-
-_MISSING = object()
 
 
 def _scalar_index_fix(original):
