@@ -210,12 +210,8 @@ def cpu_kernels():
     """Within the block: kernels launched on CPU tensors run in the exact interpreter (run_on_cpu), those on
     GPU tensors compile as usual. Re-entrant; on exit Triton is as it was. ExactConversionError where
     Triton's internals are not the ones read."""
-    if _SCOPE["depth"]:
-        _SCOPE["depth"] += 1
-        try:
-            yield
-        finally:
-            _SCOPE["depth"] -= 1
+    if _SCOPE["depth"]:  # an enclosing block has patched Triton and restores it
+        yield
         return
     tl, interpreter, jit_function, interpreted = _internals()
     builder, handle_cls = interpreter.InterpreterBuilder, interpreter.TensorHandle
