@@ -234,9 +234,7 @@ def load(name: str, role: str, *, checkout=None, spec=None) -> LoadedFunction:
 def check_declared(name: str, role: str, spec) -> None:
     """NotRunnableHere (a skip in a gate) when `name` is a preset whose table declares `spec` unsupported."""
     preset = named(name, role)
-    if preset is None:
-        return
-    reason = preset.unsupported(block_size=spec.block_size, layout=spec.layout.value, fp8=spec.fp8.value,
-                                scale_fmt=spec.scale_fmt.value)
+    reason = preset and preset.unsupported(block_size=spec.block_size, layout=spec.layout.value,
+                                           fp8=spec.fp8.value, scale_fmt=spec.scale_fmt.value)
     if reason is not None:
         raise NotRunnableHere(f"{PRESET_PREFIX}{reason}")
