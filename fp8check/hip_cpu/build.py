@@ -143,16 +143,14 @@ def runtime_digest() -> str:
     h = hashlib.sha256()
     for path in [*sorted(RUNTIME.rglob("*")), Path(__file__), Path(asm_rewrite.__file__)]:
         if path.is_file():
-            h.update(path.name.encode())
-            h.update(path.read_bytes())
+            h.update(path.name.encode() + path.read_bytes())
     return h.hexdigest()
 
 
 def unit_digest(unit: Unit) -> str:
     h = hashlib.sha256()
     for rel in sorted(unit.files):
-        h.update(rel.encode())
-        h.update((unit.root / rel).read_bytes())
+        h.update(rel.encode() + (unit.root / rel).read_bytes())
     h.update(repr((unit.main, unit.include_dirs, unit.defines, unit.extra_text, unit.system_includes,
                    unit.link_flags, unit.key_extra)).encode())
     return h.hexdigest()
