@@ -119,13 +119,11 @@ def definitions(tree: ast.Module, source: str, filename: str) -> dict[str, list[
                 _scope_globals(table) if table else set())
             defs.setdefault(stmt.name, []).append(Definition(stmt.name, stmt, "def", frozenset(needs)))
         elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
-            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-            for target in targets:
+            for target in stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]:
                 if isinstance(target, ast.Name):
                     defs.setdefault(target.id, []).append(
                         Definition(target.id, stmt, "assign", frozenset(_loaded_names([stmt.value]))))
-        elif isinstance(stmt, (ast.Import, ast.ImportFrom)) and not (
-                isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__"):
+        elif isinstance(stmt, ast.Import) or isinstance(stmt, ast.ImportFrom) and stmt.module != "__future__":
             for alias in stmt.names:
                 name = alias.asname or alias.name.split(".")[0]
                 defs.setdefault(name, []).append(Definition(name, stmt, "import", frozenset()))
