@@ -174,9 +174,8 @@ def check_checkouts(checkouts: dict[str, str], named_presets: list[tuple[str, st
     used = {project_of(name, role) for name, role in named_presets} - {None}
     unknown = sorted(set(checkouts) - used)
     if unknown:
-        runs = ", ".join(sorted(used)) or "none"
         raise ConfigError(f"--checkout {unknown[0]}: {where} runs no preset of a project named {unknown[0]!r}"
-                          f" (the projects of its presets: {runs})")
+                          f" (the projects of its presets: {', '.join(sorted(used)) or 'none'})")
 
 
 def fetch(name: str, role: str, checkout) -> None:
