@@ -80,8 +80,7 @@ class Built:
             if _sha256(path) != built:
                 raise BuildError(f"{path} is not the library that was built (sha256 {built}): refused; the next"
                                  " run rebuilds it")
-        host = ctypes.CDLL(str(self.host_library))
-        device = ctypes.CDLL(str(self.device_library))
+        host, device = (ctypes.CDLL(str(path)) for path in (self.host_library, self.device_library))
         device.hipcpu_error.restype = ctypes.c_char_p
         device.hipcpu_undefined_reads.restype = ctypes.c_uint64
         device.hipcpu_instruction_counts.restype = ctypes.POINTER(ctypes.c_uint64)
