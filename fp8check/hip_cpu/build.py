@@ -246,7 +246,6 @@ def _compile_passes(compiler: Compiler, unit: Unit, arch: str, work: Path) -> No
     includes = ["-include", "hipcpu/prelude.hpp", "-I", str(RUNTIME / "include"), "-I", str(gen)]
     includes += [arg for d in unit.include_dirs for arg in ("-I", str(staged / d))]
     includes += [arg for d in unit.system_includes for arg in ("-isystem", d)]
-    defines = [f"-D{d}" for d in unit.defines]
     (work / "empty.bin").write_bytes(b"")
     passes = {"host": ["-fcuda-include-gpubinary", str(work / "empty.bin")],
               "device": ["-fcuda-is-device", "-fvisibility=hidden", f"-D__{arch}__", "-D__GFX9__"]}
@@ -259,7 +258,7 @@ def _compile_passes(compiler: Compiler, unit: Unit, arch: str, work: Path) -> No
         command += ["-dependency-file", str(work / f"{name}.d"), "-MT", f"{name}.o", "-sys-header-deps"]
         position = command.index("-x")
         command[position:position] = [*COMMON_FLAGS, "-aux-triple", command[command.index("-triple") + 1],
-                                      *extra, *includes, *defines]
+                                      *extra, *includes, *(f"-D{d}" for d in unit.defines)]
         procs.append((name, subprocess.Popen(command, cwd=work, stderr=subprocess.PIPE, text=True)))
     for name, proc in procs:  # the two passes run side by side
         _, err = proc.communicate()
