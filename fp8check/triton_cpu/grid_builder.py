@@ -111,8 +111,7 @@ def _cache_arguments(method, fixed: int) -> int:
 def _make_builder_class(interpreter):
     """InterpreterBuilder with a leading program axis on every value."""
     import triton.language as tl
-    base = interpreter.InterpreterBuilder
-    handle_cls = interpreter.TensorHandle
+    base, handle_cls = interpreter.InterpreterBuilder, interpreter.TensorHandle
     np_dtype = interpreter._get_np_dtype
     load_cache = (None,) * _cache_arguments(base.create_masked_load, 5)
 
