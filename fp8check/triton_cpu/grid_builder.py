@@ -221,9 +221,8 @@ def _make_builder_class(interpreter):
             first = arg.data.reshape(len(arg.data), -1)[:, 0]
             return handle_cls(first.astype(np_dtype(arg.dtype)), arg.dtype.scalar)
 
-        def create_make_range(self, *args):
-            start, stop = args[-2:]
-            return handle_cls(np.arange(start, stop, dtype=np.int32)[None], tl.int32)
+        def create_make_range(self, *args):  # the last two: start, stop
+            return handle_cls(np.arange(*args[-2:], dtype=np.int32)[None], tl.int32)
 
         def create_assert(self, condition, message):
             if not bool(np.asarray(condition.data).all()):
