@@ -63,8 +63,7 @@ def _tensors(args, kwargs):
 
 
 def run_on_cpu(fn, args: tuple, kwargs: dict, *, grid):
-    """Run the Python function `fn` of a Triton kernel over `grid` on CPU tensors, in cpu_kernels(): the
-    one place a kernel runs on the CPU."""
+    """Run a Triton kernel's `fn` over `grid` in cpu_kernels(): the one place a kernel runs on the CPU."""
     _, interpreter, _, interpreted = _internals()
     dtypes = {t.dtype for t in _tensors(args, kwargs) if isinstance(t, torch.Tensor)}
     fnuz = torch.float8_e4m3fnuz in dtypes
