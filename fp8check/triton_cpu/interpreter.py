@@ -171,10 +171,8 @@ def _language_state() -> dict:
     """The attributes of triton.language's modules and their classes: what the interpreter leaves patched."""
     modules = [m for name, m in list(sys.modules.items()) if m is not None and name.startswith("triton.language")]
     owners = {id(m): m for m in modules}
-    for module in modules:
-        for value in list(vars(module).values()):
-            if isinstance(value, type) and getattr(value, "__module__", "").startswith("triton.language"):
-                owners[id(value)] = value
+    owners.update((id(v), v) for m in modules for v in list(vars(m).values())
+                  if isinstance(v, type) and getattr(v, "__module__", "").startswith("triton.language"))
     return {owner: dict(vars(owner)) for owner in owners.values()}
 
 
