@@ -262,8 +262,7 @@ def preset(key: str, role: str) -> Preset:
 
 
 def pinned(name: str, version: str) -> Package:
-    """NAME==VERSION with the pin of the project table that binds NAME, if its version is VERSION; any other
-    version is unpinned."""
+    """NAME==VERSION with the pin of NAME's project table where its version is VERSION, else unpinned."""
     found = for_package(name)
     if found is not None and found.version == version and found.sha256 is not None:
         return Package(name, version, found.sha256, found.wheel)
