@@ -148,7 +148,6 @@ class Resolver:
 
     def __init__(self, defs: dict[str, list[Definition]], table: BindTable):
         self.defs, self.table = defs, table
-        self.fallbacks = table.fallbacks
         self.plan = Plan()
         self.done: set[str] = set()
 
@@ -167,7 +166,7 @@ class Resolver:
                 raise Missing(name, chain)
             self._take(definition, chain + (name,))
         except Missing:
-            if name not in self.fallbacks:
+            if name not in self.table.fallbacks:
                 raise
             self.plan.bound[name] = "fallback"
 
@@ -201,7 +200,7 @@ class Resolver:
             return
         shim_names = self.table.shims.get(module, ())
         provided = alias.name if isinstance(stmt, ast.ImportFrom) else None
-        if provided in shim_names and provided == name or name in self.fallbacks:
+        if provided in shim_names and provided == name or name in self.table.fallbacks:
             self.plan.bound[name] = "fallback"
             return
         raise Missing(name, chain, f"imported from {module}")
