@@ -172,8 +172,7 @@ class Resolver:
 
     def _take(self, definition: Definition, chain: tuple[str, ...]) -> None:
         if definition.kind == "import":
-            self._import(definition, chain)
-            return
+            return self._import(definition, chain)
         # What this definition pulled in is dropped again if it turns out unusable (a fallback may replace it).
         plan, done = self.plan.snapshot(), set(self.done)
         try:
