@@ -119,13 +119,11 @@ def definitions(tree: ast.Module, source: str, filename: str) -> dict[str, list[
                 _scope_globals(table) if table else set())
             defs.setdefault(stmt.name, []).append(Definition(stmt.name, stmt, "def", frozenset(needs)))
         elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
-            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-            for target in targets:
+            for target in stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]:
                 if isinstance(target, ast.Name):
                     defs.setdefault(target.id, []).append(
                         Definition(target.id, stmt, "assign", frozenset(_loaded_names([stmt.value]))))
-        elif isinstance(stmt, (ast.Import, ast.ImportFrom)) and not (
-                isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__"):
+        elif isinstance(stmt, ast.Import) or isinstance(stmt, ast.ImportFrom) and stmt.module != "__future__":
             for alias in stmt.names:
                 name = alias.asname or alias.name.split(".")[0]
                 defs.setdefault(name, []).append(Definition(name, stmt, "import", frozenset()))
@@ -150,7 +148,6 @@ class Resolver:
 
     def __init__(self, defs: dict[str, list[Definition]], table: BindTable):
         self.defs, self.table = defs, table
-        self.fallbacks = table.fallbacks
         self.plan = Plan()
         self.done: set[str] = set()
 
@@ -169,14 +166,13 @@ class Resolver:
                 raise Missing(name, chain)
             self._take(definition, chain + (name,))
         except Missing:
-            if name not in self.fallbacks:
+            if name not in self.table.fallbacks:
                 raise
             self.plan.bound[name] = "fallback"
 
     def _take(self, definition: Definition, chain: tuple[str, ...]) -> None:
         if definition.kind == "import":
-            self._import(definition, chain)
-            return
+            return self._import(definition, chain)
         # What this definition pulled in is dropped again if it turns out unusable (a fallback may replace it).
         plan, done = self.plan.snapshot(), set(self.done)
         try:
@@ -203,7 +199,7 @@ class Resolver:
             return
         shim_names = self.table.shims.get(module, ())
         provided = alias.name if isinstance(stmt, ast.ImportFrom) else None
-        if provided in shim_names and provided == name or name in self.fallbacks:
+        if provided in shim_names and provided == name or name in self.table.fallbacks:
             self.plan.bound[name] = "fallback"
             return
         raise Missing(name, chain, f"imported from {module}")

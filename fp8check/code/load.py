@@ -164,14 +164,12 @@ def prepare_to_run(loaded: LoadedFunction, fp8: FP8Format, device: torch.device)
     run only in the proven exact interpreter, else ExactConversionError (a ProducerError, one line)."""
     if loaded.rebind is not None:
         loaded.rebind(fp8, device=device)
-    if not loaded.uses_triton:
-        return
-    if device.type != "cpu":
+    if loaded.uses_triton and device.type != "cpu":
         require_triton_format(fp8, device)
-        return
-    from ..triton_cpu.known_answers import require_any_kernel
+    elif loaded.uses_triton:
+        from ..triton_cpu.known_answers import require_any_kernel
 
-    require_any_kernel(fp8)
+        require_any_kernel(fp8)
 
 
 def load_writer(text: str, *, fp8: FP8Format | None = None, repo: Path | None = None) -> Producer:

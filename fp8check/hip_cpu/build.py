@@ -80,8 +80,7 @@ class Built:
             if _sha256(path) != built:
                 raise BuildError(f"{path} is not the library that was built (sha256 {built}): refused; the next"
                                  " run rebuilds it")
-        host = ctypes.CDLL(str(self.host_library))
-        device = ctypes.CDLL(str(self.device_library))
+        host, device = (ctypes.CDLL(str(path)) for path in (self.host_library, self.device_library))
         device.hipcpu_error.restype = ctypes.c_char_p
         device.hipcpu_undefined_reads.restype = ctypes.c_uint64
         device.hipcpu_instruction_counts.restype = ctypes.POINTER(ctypes.c_uint64)
@@ -143,16 +142,14 @@ def runtime_digest() -> str:
     h = hashlib.sha256()
     for path in [*sorted(RUNTIME.rglob("*")), Path(__file__), Path(asm_rewrite.__file__)]:
         if path.is_file():
-            h.update(path.name.encode())
-            h.update(path.read_bytes())
+            h.update(path.name.encode() + path.read_bytes())
     return h.hexdigest()
 
 
 def unit_digest(unit: Unit) -> str:
     h = hashlib.sha256()
     for rel in sorted(unit.files):
-        h.update(rel.encode())
-        h.update((unit.root / rel).read_bytes())
+        h.update(rel.encode() + (unit.root / rel).read_bytes())
     h.update(repr((unit.main, unit.include_dirs, unit.defines, unit.extra_text, unit.system_includes,
                    unit.link_flags, unit.key_extra)).encode())
     return h.hexdigest()
@@ -249,7 +246,6 @@ def _compile_passes(compiler: Compiler, unit: Unit, arch: str, work: Path) -> No
     includes = ["-include", "hipcpu/prelude.hpp", "-I", str(RUNTIME / "include"), "-I", str(gen)]
     includes += [arg for d in unit.include_dirs for arg in ("-I", str(staged / d))]
     includes += [arg for d in unit.system_includes for arg in ("-isystem", d)]
-    defines = [f"-D{d}" for d in unit.defines]
     (work / "empty.bin").write_bytes(b"")
     passes = {"host": ["-fcuda-include-gpubinary", str(work / "empty.bin")],
               "device": ["-fcuda-is-device", "-fvisibility=hidden", f"-D__{arch}__", "-D__GFX9__"]}
@@ -262,7 +258,7 @@ def _compile_passes(compiler: Compiler, unit: Unit, arch: str, work: Path) -> No
         command += ["-dependency-file", str(work / f"{name}.d"), "-MT", f"{name}.o", "-sys-header-deps"]
         position = command.index("-x")
         command[position:position] = [*COMMON_FLAGS, "-aux-triple", command[command.index("-triple") + 1],
-                                      *extra, *includes, *defines]
+                                      *extra, *includes, *(f"-D{d}" for d in unit.defines)]
         procs.append((name, subprocess.Popen(command, cwd=work, stderr=subprocess.PIPE, text=True)))
     for name, proc in procs:  # the two passes run side by side
         _, err = proc.communicate()

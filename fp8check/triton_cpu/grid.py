@@ -103,15 +103,13 @@ def _check_independent(batch: _Batch) -> None:
     """Raise Unsupported unless the programs were independent: no stored byte loaded, none stored twice."""
     if not batch.stores:
         return
-    starts = np.array([st.low for st in batch.stores], dtype=np.int64)
-    ends = np.array([st.high for st in batch.stores], dtype=np.int64)
+    starts, ends = np.array([(st.low, st.high) for st in batch.stores], dtype=np.int64).T
     if batch.load_ranges:
         order = np.argsort(starts)
         starts_sorted, ends_running = starts[order], np.maximum.accumulate(ends[order])
         loads = np.array(batch.load_ranges, dtype=np.int64)
         index = np.searchsorted(starts_sorted, loads[:, 1], side="left") - 1
-        hit = (index >= 0) & (ends_running[np.maximum(index, 0)] > loads[:, 0])
-        if hit.any():
+        if ((index >= 0) & (ends_running[np.maximum(index, 0)] > loads[:, 0])).any():
             raise Unsupported("a program loads bytes that the grid stores (programs not independent)")
     by_storage: dict[int | None, list[_Stored]] = {}
     for stored in batch.stores:  # distinct storages share no byte: each is checked on its own

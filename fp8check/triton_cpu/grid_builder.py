@@ -111,8 +111,7 @@ def _cache_arguments(method, fixed: int) -> int:
 def _make_builder_class(interpreter):
     """InterpreterBuilder with a leading program axis on every value."""
     import triton.language as tl
-    base = interpreter.InterpreterBuilder
-    handle_cls = interpreter.TensorHandle
+    base, handle_cls = interpreter.InterpreterBuilder, interpreter.TensorHandle
     np_dtype = interpreter._get_np_dtype
     load_cache = (None,) * _cache_arguments(base.create_masked_load, 5)
 
@@ -222,9 +221,8 @@ def _make_builder_class(interpreter):
             first = arg.data.reshape(len(arg.data), -1)[:, 0]
             return handle_cls(first.astype(np_dtype(arg.dtype)), arg.dtype.scalar)
 
-        def create_make_range(self, *args):
-            start, stop = args[-2:]
-            return handle_cls(np.arange(start, stop, dtype=np.int32)[None], tl.int32)
+        def create_make_range(self, *args):  # the last two: start, stop
+            return handle_cls(np.arange(*args[-2:], dtype=np.int32)[None], tl.int32)
 
         def create_assert(self, condition, message):
             if not bool(np.asarray(condition.data).all()):

@@ -140,7 +140,10 @@ def _per_program(op, data: np.ndarray, axis, keep_dims: bool) -> np.ndarray:
     return np.stack([np.asarray(op(data[p], axis=axis, keepdims=keep_dims)) for p in range(len(data))])
 
 
-def _make_reduce(interpreter, tl):
+def _reduce_and_scan(interpreter, tl):
+    """tl.reduce, and tl.associative_scan for the interpreter's own fast cases (cumsum, cumprod): numpy's
+    accumulate along the block axis, which adds in order whatever the layout; other combine functions run
+    sequentially."""
     def to_tensor(result: np.ndarray, dtype):
         result = result.astype(interpreter._get_np_dtype(dtype))
         shape = list(result.shape[1:])
@@ -163,12 +166,6 @@ def _make_reduce(interpreter, tl):
             return tuple(results)
         return results[0]
 
-    return reduce
-
-
-def _make_scan(interpreter, tl):
-    """tl.associative_scan for the interpreter's own fast cases (cumsum, cumprod): numpy's accumulate along
-    the block axis, which adds in order whatever the layout; other combine functions run sequentially."""
     def scan(input, axis, combine_fn, reverse=False, **kwargs):
         if isinstance(input, tuple):
             if len(input) != 1:
@@ -179,12 +176,9 @@ def _make_scan(interpreter, tl):
             raise Unsupported(f"tl.associative_scan with {getattr(combine_fn, '__name__', combine_fn)}")
         data_axis = axis if axis < 0 else axis + 1
         flip = (lambda a: np.ascontiguousarray(np.flip(a, axis=data_axis))) if reverse else (lambda a: a)
-        result = op(flip(input.handle.data), axis=data_axis).astype(interpreter._get_np_dtype(input.dtype))
-        result = flip(result)
-        handle = interpreter.TensorHandle(result, input.dtype.scalar)
-        return tl.core.tensor(handle, tl.block_type(input.dtype, list(result.shape[1:])))
+        return to_tensor(flip(op(flip(input.handle.data), axis=data_axis)), input.dtype)
 
-    return scan
+    return reduce, scan
 
 
 def _tensor_values(tensor) -> np.ndarray:
@@ -265,7 +259,7 @@ def _batched_language(interpreter, builder):
         if hasattr(tl.core, "tensor_descriptor_base"):
             patch_builtins(tl.core.tensor_descriptor_base)
         semantic = interpreter.interpreter_semantic
-        reduce, scan = _make_reduce(interpreter, tl), _make_scan(interpreter, tl)
+        reduce, scan = _reduce_and_scan(interpreter, tl)
         ours = [(semantic, "builder", builder), *_semantic_patches(type(semantic), interpreter, tl)]
         ours += [(lang, name, value) for lang in (tl, tl.core)
                  for name, value in (("reduce", reduce), ("associative_scan", scan))]

@@ -63,8 +63,7 @@ def _tensors(args, kwargs):
 
 
 def run_on_cpu(fn, args: tuple, kwargs: dict, *, grid):
-    """Run the Python function `fn` of a Triton kernel over `grid` on CPU tensors, in cpu_kernels(): the
-    one place a kernel runs on the CPU."""
+    """Run a Triton kernel's `fn` over `grid` in cpu_kernels(): the one place a kernel runs on the CPU."""
     _, interpreter, _, interpreted = _internals()
     dtypes = {t.dtype for t in _tensors(args, kwargs) if isinstance(t, torch.Tensor)}
     fnuz = torch.float8_e4m3fnuz in dtypes
@@ -172,10 +171,8 @@ def _language_state() -> dict:
     """The attributes of triton.language's modules and their classes: what the interpreter leaves patched."""
     modules = [m for name, m in list(sys.modules.items()) if m is not None and name.startswith("triton.language")]
     owners = {id(m): m for m in modules}
-    for module in modules:
-        for value in list(vars(module).values()):
-            if isinstance(value, type) and getattr(value, "__module__", "").startswith("triton.language"):
-                owners[id(value)] = value
+    owners.update((id(v), v) for m in modules for v in list(vars(m).values())
+                  if isinstance(v, type) and getattr(v, "__module__", "").startswith("triton.language"))
     return {owner: dict(vars(owner)) for owner in owners.values()}
 
 
@@ -189,11 +186,8 @@ def _restore(state: dict) -> None:
             for name in [n for n in current if n not in saved]:
                 delattr(owner, name)
         for name, value in saved.items():
-            if current.get(name, _MISSING) is not value:
+            if name not in current or current[name] is not value:
                 setattr(owner, name, value)
-
-
-_MISSING = object()
 
 
 def _scalar_index_fix(original):
@@ -213,12 +207,8 @@ def cpu_kernels():
     """Within the block: kernels launched on CPU tensors run in the exact interpreter (run_on_cpu), those on
     GPU tensors compile as usual. Re-entrant; on exit Triton is as it was. ExactConversionError where
     Triton's internals are not the ones read."""
-    if _SCOPE["depth"]:
-        _SCOPE["depth"] += 1
-        try:
-            yield
-        finally:
-            _SCOPE["depth"] -= 1
+    if _SCOPE["depth"]:  # an enclosing block has patched Triton and restores it
+        yield
         return
     tl, interpreter, jit_function, interpreted = _internals()
     builder, handle_cls = interpreter.InterpreterBuilder, interpreter.TensorHandle

@@ -50,9 +50,6 @@ def _writer_args(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, fp8_dty
     groups = head_dim // quant_block_size
     live = slot_mapping >= 0
 
-    def values4d():
-        return kv_cache.reshape(-1).view(fp8_dtype).as_strided((nb, bs, 1, head_dim), (bs * row, head_dim, head_dim, 1))
-
     def scales4d():  # fp32 [num_blocks, block_size, 1, groups]: each block's scale region
         flat = kv_cache.reshape(-1).view(torch.float32)
         return flat.as_strided((nb, bs, 1, groups), (bs * row // 4, groups, groups, 1),
@@ -65,7 +62,8 @@ def _writer_args(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, fp8_dty
         "cache": lambda: kv_cache,
         "cache.pages": lambda: kv_cache.view(nb, bs * row),
         "cache.4d": lambda: kv_cache.view(nb, bs, 1, row),
-        "cache.values4d": values4d,
+        "cache.values4d": lambda: kv_cache.reshape(-1).view(fp8_dtype).as_strided(
+            (nb, bs, 1, head_dim), (bs * row, head_dim, head_dim, 1)),
         "cache.scales4d": scales4d,
         "slot_mapping": lambda: slot_mapping,
         "slot_mapping.live": lambda: slot_mapping[live].contiguous(),
@@ -174,9 +172,8 @@ def check_checkouts(checkouts: dict[str, str], named_presets: list[tuple[str, st
     used = {project_of(name, role) for name, role in named_presets} - {None}
     unknown = sorted(set(checkouts) - used)
     if unknown:
-        runs = ", ".join(sorted(used)) or "none"
         raise ConfigError(f"--checkout {unknown[0]}: {where} runs no preset of a project named {unknown[0]!r}"
-                          f" (the projects of its presets: {runs})")
+                          f" (the projects of its presets: {', '.join(sorted(used)) or 'none'})")
 
 
 def fetch(name: str, role: str, checkout) -> None:
@@ -234,9 +231,7 @@ def load(name: str, role: str, *, checkout=None, spec=None) -> LoadedFunction:
 def check_declared(name: str, role: str, spec) -> None:
     """NotRunnableHere (a skip in a gate) when `name` is a preset whose table declares `spec` unsupported."""
     preset = named(name, role)
-    if preset is None:
-        return
-    reason = preset.unsupported(block_size=spec.block_size, layout=spec.layout.value, fp8=spec.fp8.value,
-                                scale_fmt=spec.scale_fmt.value)
+    reason = preset and preset.unsupported(block_size=spec.block_size, layout=spec.layout.value,
+                                           fp8=spec.fp8.value, scale_fmt=spec.scale_fmt.value)
     if reason is not None:
         raise NotRunnableHere(f"{PRESET_PREFIX}{reason}")

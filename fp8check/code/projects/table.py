@@ -113,7 +113,6 @@ class Project:
 def _binding(where: str, name: str, spec) -> Bound:
     if not isinstance(spec, dict) or sum(k in spec for k in BINDING_KINDS) != 1:
         raise ConfigError(f"{where}: {name} must be a table with one of {', '.join(BINDING_KINDS)}")
-    call = bool(spec.get("call", False))
     attributes = None
     if "value" in spec:
         value = spec["value"]
@@ -150,7 +149,7 @@ def _binding(where: str, name: str, spec) -> Bound:
         def describe(members=members):
             return "fp8check stand-in object: " + ", ".join(f"{k} = {b.describe()}" for k, b in members.items())
         attributes = tuple(members)
-    if call:
+    if spec.get("call", False):
         inner, inner_describe = make, describe
         make = lambda facts, sibling, inner=inner: (lambda *a, **k: inner(facts, sibling))  # noqa: E731
         describe = lambda: f"a function returning {inner_describe()}"  # noqa: E731
@@ -162,8 +161,7 @@ def _tuple(value) -> tuple:
 
 
 def _step(where: str, raw: dict) -> Step:
-    unknown = set(raw) - {"file", "call", "args", "kwargs", "out"}
-    if unknown or "file" not in raw or "call" not in raw:
+    if set(raw) - {"file", "call", "args", "kwargs", "out"} or "file" not in raw or "call" not in raw:
         raise ConfigError(f"{where}: a step needs file and call (and may have args, kwargs, out); got {sorted(raw)}")
     kwargs = raw.get("kwargs", {})
     return Step(raw["file"], raw["call"], tuple(raw.get("args", [])), tuple(kwargs.items()), _tuple(raw.get("out", [])))
@@ -264,8 +262,7 @@ def preset(key: str, role: str) -> Preset:
 
 
 def pinned(name: str, version: str) -> Package:
-    """NAME==VERSION with the pin of the project table that binds NAME, if its version is VERSION; any other
-    version is unpinned."""
+    """NAME==VERSION with the pin of NAME's project table where its version is VERSION, else unpinned."""
     found = for_package(name)
     if found is not None and found.version == version and found.sha256 is not None:
         return Package(name, version, found.sha256, found.wheel)
