@@ -199,9 +199,8 @@ def _expand(entry: dict, defaults: dict, where: str, base: Path) -> list[Case]:
     for k in swept:
         if not merged[k]:
             raise ConfigError(f"{where}: {k} is an empty list")
-        bad = [p for p in merged[k] if k == "pairs" and (not isinstance(p, dict)
-                                                         or set(p) - {"baseline", "candidate"})]
-        if bad:
+        bad = [p for p in merged[k] if not isinstance(p, dict) or set(p) - {"baseline", "candidate"}]
+        if k == "pairs" and bad:
             raise ConfigError(f"{where}: pairs must hold tables of baseline and candidate, got {bad[0]!r}")
     cases = []
     for combo in itertools.product(*(merged[k] for k in swept)):
@@ -274,9 +273,8 @@ def _relative_to(values: dict, base: Path) -> dict:
             return name.with_path(str(base / name.path))
         return text
 
-    for key in ("baseline", "candidate", "buggy", "fixed", "reader"):
-        if key in out:
-            out[key] = resolve(out[key])  # (a golden baseline was resolved by _case)
+    out.update({key: resolve(out[key]) for key in ("baseline", "candidate", "buggy", "fixed", "reader")
+                if key in out})  # (a golden baseline was resolved by _case)
     if "writers" in out:
         out["writers"] = type(out["writers"])(resolve(w) for w in out["writers"])
     if out.get("input") is not None and not is_git(str(out["input"])) and not Path(out["input"]).is_absolute():
