@@ -176,14 +176,13 @@ ORIGINS = _table(  # where named code comes from; never swept by a gate
 )
 
 
-def checkouts(items, where: str = "") -> dict[str, str]:
+def checkouts(items) -> dict[str, str]:
     """`checkout` values (`PROJECT=PATH` each) -> {project: path}; a ConfigError names a malformed one."""
     out: dict[str, str] = {}
     for item in items or ():
         name, sep, path = (part.strip() for part in str(item).partition("="))
         if not sep or not name or not path:
-            label = "--checkout" if where == "" else f"{where}: checkout"
-            raise ConfigError(f"{label} {item!r}: expected PROJECT=PATH, e.g. flaggems=../FlagGems")
+            raise ConfigError(f"--checkout {item!r}: expected PROJECT=PATH, e.g. flaggems=../FlagGems")
         if name in out and out[name] != path:
             raise ConfigError(f"--checkout {name}: given twice ({out[name]} and {path})")
         out[name] = path
