@@ -116,12 +116,6 @@ def shown(value) -> str:
     return ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
 
 
-def golden_key() -> bytes | None:
-    """FP8CHECK_GOLDEN_KEY: when set, golden files are signed (record) and must be signed (replay)."""
-    from ..producers.golden import trusted_key
-    return trusted_key()
-
-
 def prepare(request: Request, *, isolation="default", given_inputs=None, producers: dict | None = None) -> Prepared:
     """Spec, inputs, device and the producers of the command's roles. `given_inputs`: K and slots from the
     caller (the API); `producers`: roles already resolved (the API's writer functions)."""
