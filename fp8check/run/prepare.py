@@ -122,8 +122,7 @@ def prepare(request: Request, *, isolation="default", given_inputs=None, produce
     v = request.values
     producers = dict(producers or {})
     if parse(v.get("baseline", "")).kind is Kind.GOLDEN:
-        spec, data, device, base = _golden(request)
-        producers["baseline"] = base
+        spec, data, device, producers["baseline"] = _golden(request)
     else:
         device = resolve_device(v["device"])
         spec, data = _spec_and_inputs(request, given_inputs, device)
