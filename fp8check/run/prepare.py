@@ -103,9 +103,8 @@ def run_id(command: str, v: dict, *, candidate: bool = True) -> str:
     if command == "parity":
         return "parity:" + ":".join(f"{k}={shown(v[k])}" for k in options.PARITY_CASE_KEYS if k in v)
     baseline = parse(v["baseline"])
-    budget = "-".join(f"{name}{v[key]:g}" for key, name in (("max_diff_bytes", "bytes"),
-                                                           ("max_diff_fraction", "frac"),
-                                                           ("max_code_distance", "dist")) if v[key])
+    names = {"max_diff_bytes": "bytes", "max_diff_fraction": "frac", "max_code_distance": "dist"}
+    budget = "-".join(f"{name}{v[key]:g}" for key, name in names.items() if v[key])
     against = (f"golden:{Path(baseline.path).name}" if baseline.kind is Kind.GOLDEN
                else f"{v['baseline']}:{_spec_part(v)}") + (f":budget-{budget}" if budget else "")
     return f"compare:{v['candidate']}~{against}" if candidate else f"vs-{against}"
