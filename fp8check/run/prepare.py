@@ -208,12 +208,9 @@ CODE_KEYS = {"baseline": "writer", "candidate": "writer", "buggy": "writer", "fi
 
 def named_code(values: dict) -> list[tuple[str, str]]:
     """(name, role) of every writer and reader the values name (a request's, a gate case's)."""
-    found = []
-    for key, role in CODE_KEYS.items():
-        value = values.get(key)
-        found += [(name, role) for name in (value if isinstance(value, (list, tuple)) else (value,))
-                  if isinstance(name, str)]
-    return found
+    given = {key: values.get(key) for key in CODE_KEYS}
+    listed = {key: value if isinstance(value, (list, tuple)) else (value,) for key, value in given.items()}
+    return [(name, role) for key, role in CODE_KEYS.items() for name in listed[key] if isinstance(name, str)]
 
 
 def checkouts_of(v: dict, command: str) -> dict[str, str]:
