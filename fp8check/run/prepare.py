@@ -17,7 +17,6 @@ from ..core.spec import CacheSpec, FP8Format, Layout, ScaleFormat, default_quant
 
 DEFAULT_NUM_BLOCKS = 3
 KNOWN_BAD = ("triton-buggy",)  # the seed's uint8 wrapper: parity's default columns expect it to fail
-KEYS = options.COMMAND_KEYS
 ROLES = {"compare": ("baseline", "candidate"), "table": ("baseline", "buggy", "fixed"), "record": ("producer",)}
 INPUT_FILE_EXCLUDES = ("seed", "slots", "inputs", "specials_inf_nan")  # --input replays its own inputs
 # with a golden baseline the recording holds the spec and the inputs: stated spec keys must agree with it,
@@ -35,7 +34,7 @@ class Request:
     @classmethod
     def of(cls, command: str, given: dict[str, Any], *, where: str, stated=None) -> "Request":
         """Validate `given` (config keys) against the command's options; the rest take their defaults."""
-        keys = KEYS[command]
+        keys = options.COMMAND_KEYS[command]
         values = {**options.defaults(keys, command), **options.validate(given, keys, where, command)}
         return cls(command, values, frozenset(given if stated is None else stated))
 
