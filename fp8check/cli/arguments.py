@@ -17,7 +17,9 @@ def command_options(command: str):
 
     def decorate(fn):
         fn = click.option("--debug", is_flag=True, help="Show tracebacks.")(fn)
-        return isolation_options(options.click_options(options.COMMAND_KEYS[command], command)(fn))
+        for key in reversed(options.COMMAND_KEYS[command]):  # added last to first: --help lists them in order
+            fn = options.option(key, command).click_option()(fn)
+        return isolation_options(fn)
 
     return decorate
 

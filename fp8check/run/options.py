@@ -264,14 +264,3 @@ def validate(values: dict[str, Any], known: tuple[str, ...], where: str, command
     if unknown:
         raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(known)}")
     return {key: option(key, command).validate(value, where) for key, value in values.items()}
-
-
-def click_options(keys, command: str = ""):
-    """A decorator adding the click options of `keys`, in order."""
-
-    def decorate(fn):
-        for key in reversed(list(keys)):
-            fn = option(key, command).click_option()(fn)
-        return fn
-
-    return decorate
