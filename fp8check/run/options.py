@@ -73,14 +73,12 @@ class Option:
         return click.Path(path_type=Path) if self.kind is Path else click.STRING
 
     def click_option(self):
-        if self.many:
-            default = None if self.default is None else ",".join(str(v) for v in self.default)
-            return click.option(self.flag, self.dest, type=click.STRING, default=default,
-                                show_default=self.show_default and default is not None, help=self.help)
         if self.kind is bool:
             return click.option(self.flag, self.dest, is_flag=True, default=False, help=self.help)
-        return click.option(self.flag, self.dest, type=self.click_type(), default=self.default, metavar=self.metavar,
-                            show_default=self.show_default and self.default is not None, help=self.help)
+        default = ",".join(map(str, self.default)) if self.many and self.default is not None else self.default
+        kind = click.STRING if self.many else self.click_type()  # a list: comma-separated, validated later
+        return click.option(self.flag, self.dest, type=kind, default=default, metavar=self.metavar,
+                            show_default=self.show_default and default is not None, help=self.help)
 
     def label(self, where: str, value: Any) -> str:
         """`--ctx '64,abc'` for the command line; `FILE [case]: ctx` for a config."""
