@@ -9,11 +9,14 @@ from pathlib import Path
 from typing import Any
 
 from ..core import inputs as inputs_mod
-from . import options
+from . import options, parity_inputs
+from ..code.projects.compose import check_checkouts, check_declared, checkout_of
+from ..core.cache import input_bytes, require_memory, run_bytes
 from ..core.device import resolve_device
 from ..core.errors import UsageError
 from ..code.names import Kind, materialize, parse
 from ..core.spec import CacheSpec, FP8Format, Layout, ScaleFormat, default_quant_block_size
+from ..producers import golden, registry
 
 DEFAULT_NUM_BLOCKS = 3
 KNOWN_BAD = ("triton-buggy",)  # the seed's uint8 wrapper: parity's default columns expect it to fail
@@ -165,8 +168,6 @@ def _spec_and_inputs(request: Request, given_inputs, device):
 
 def _golden(request: Request):
     """(spec, inputs, device, baseline Side) of golden:FILE: the recorded spec, inputs and bytes."""
-    from ..producers import golden
-
     v = request.values
     path_text = parse(v["baseline"]).path
     if not path_text:
@@ -187,8 +188,6 @@ def _golden(request: Request):
 
 def _check_memory(spec: CacheSpec, num_tokens: int, device, request: Request, replay) -> None:
     """Refuse a run whose caches, diff and inputs cannot fit, naming the options, before allocating them."""
-    from ..core.cache import input_bytes, require_memory, run_bytes
-
     sizes = (f"--num-blocks {spec.num_blocks}, --block {spec.block_size}, --head-dim {spec.head_dim}"
              + (f", --layers {spec.layers}" if spec.layers > 1 else ""))
     v = request.values
@@ -214,8 +213,6 @@ def named_code(values: dict) -> list[tuple[str, str]]:
 
 def checkouts_of(v: dict, command: str) -> dict[str, str]:
     """The request's `checkout` values as {project: clone}, each the project of a preset the run names."""
-    from ..code.projects.compose import check_checkouts
-
     found = options.checkouts(v.get("checkout"))
     if found:
         check_checkouts(found, named_code(v), f"this {command}")
@@ -228,9 +225,6 @@ def resolve_producers(device, names: dict[str, str], spec: CacheSpec, repo: Path
     """Producers by role. Code from files runs in a child under `isolation` (Limits; "default": the registry's;
     None: in this process). A preset runs from its project's clone in `checkouts` (else `repo`, else its
     release); a spec its table declares unsupported is NotRunnableHere before anything runs."""
-    from ..producers import registry
-    from ..code.projects.compose import check_declared, checkout_of
-
     limits = registry.DEFAULT_ISOLATION if isolation == "default" else isolation
     for name in names.values():
         check_declared(name, "writer", spec)
@@ -244,11 +238,6 @@ def resolve_producers(device, names: dict[str, str], spec: CacheSpec, repo: Path
 def prepare_parity(request: Request, *, isolation="default") -> Prepared:
     """A parity run: the cache the contexts need, K/Q/weights drawn or read, the baseline, writers and reader.
     Its memory is checked, naming its sizes, before anything is drawn or allocated."""
-    from . import parity_inputs
-    from ..code.projects.compose import checkout_of
-    from ..core.cache import require_memory
-    from ..producers import registry
-
     v = dict(request.values)
     if not {"writers", "expect_fail"} & request.stated:  # the default columns: the seed's buggy and fixed wrappers,
         v["expect_fail"] = tuple(name for name in v["writers"] if name in KNOWN_BAD)  # the buggy one expected to fail
