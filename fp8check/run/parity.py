@@ -400,7 +400,6 @@ def check_reader(reader_for: Callable[[CacheSpec], Reader], *, cases=READER_CASE
         spec = cache_spec(config, CacheSpec(block_size=case.block_size, head_dim=head_dim, quant_block_size=head_dim,
                                             fp8=fp8, scale_fmt=scale_fmt, layout=case.layout))
         inputs = generate(spec, config, heads=heads, seed=seed, shuffled=True)
-        reference = producers.resolve("reference")
-        results.append((case, run_parity(spec, config, baseline=reference, writers=[], reader=reader_for(spec),
-                                         inputs=inputs, device=device)))
+        results.append((case, run_parity(spec, config, baseline=producers.resolve("reference"), writers=[],
+                                         reader=reader_for(spec), inputs=inputs, device=device)))
     return results
