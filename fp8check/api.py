@@ -32,10 +32,9 @@ class Result:
 
     def summary(self) -> str:
         """The verdict, the first mismatch and every cause with its hint."""
-        detail = self.check.detail()
-        head = f"{self.check.result.baseline.name} vs {self.check.result.candidate.name}" \
-               f" ({self.check.result.spec.summary()}; {self.check.result.inputs.source})"
-        return "\n".join(part for part in (self.verdict, head, detail) if part)
+        r = self.check.result
+        head = f"{r.baseline.name} vs {r.candidate.name} ({r.spec.summary()}; {r.inputs.source})"
+        return "\n".join(part for part in (self.verdict, head, self.check.detail()) if part)
 
 
 def as_producer(writer: Callable, role: str):

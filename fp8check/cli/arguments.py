@@ -13,12 +13,13 @@ from ..run import options
 
 
 def command_options(command: str):
-    """The click options of a command's keys (prepare.KEYS), from the one option table, plus --debug and
-    the isolation options."""
+    """The click options of a command's keys (options.COMMAND_KEYS), --debug and the isolation options."""
 
     def decorate(fn):
         fn = click.option("--debug", is_flag=True, help="Show tracebacks.")(fn)
-        return isolation_options(options.click_options(options.COMMAND_KEYS[command], command)(fn))
+        for key in reversed(options.COMMAND_KEYS[command]):  # added last to first: --help lists them in order
+            fn = options.option(key, command).click_option()(fn)
+        return isolation_options(fn)
 
     return decorate
 
@@ -42,17 +43,13 @@ def isolation_limits(opts: dict):
 def request(command: str, opts: dict, config_path: Path | None = None):
     """The command's Request: its options under their config keys, a [section] of `--config` filling the
     ones left at their default; stated = typed on the command line or set in the config."""
-    from ..run.prepare import KEYS, Request
+    from ..run.prepare import Request
 
     ctx = click.get_current_context()
     defaults = (click.core.ParameterSource.DEFAULT, click.core.ParameterSource.DEFAULT_MAP)
-    values, stated = {}, set()
-    for key in KEYS[command]:
-        dest = options.option(key, command).dest
-        values[key] = opts.pop(dest)
-        if ctx.get_parameter_source(dest) not in defaults:
-            stated.add(key)
-    where = options.COMMAND_LINE
+    dests = {key: options.option(key, command).dest for key in options.COMMAND_KEYS[command]}
+    values = {key: opts.pop(dest) for key, dest in dests.items()}
+    stated = {key for key, dest in dests.items() if ctx.get_parameter_source(dest) not in defaults}
     if config_path is not None:
         from ..core.config import find, load_toml
 
@@ -60,10 +57,10 @@ def request(command: str, opts: dict, config_path: Path | None = None):
         section = load_toml(path).get(command)
         if not isinstance(section, dict):
             raise ConfigError(f"{path}: needs a [{command}] section")
-        checked = options.validate(section, KEYS[command], f"{path} [{command}]", command)
+        checked = options.validate(section, options.COMMAND_KEYS[command], f"{path} [{command}]", command)
         values.update({key: value for key, value in checked.items() if key not in stated})
         stated |= set(checked)
-    return Request.of(command, values, where=where, stated=stated)
+    return Request.of(command, values, where=options.COMMAND_LINE, stated=stated)
 
 
 def prepared(command: str, opts: dict, config_path: Path | None = None):

@@ -1,5 +1,5 @@
-"""What every command shares on its way out: fail(message, code), `handled` (errors to exit codes), printing
-(`show`), the report formats and `--quiet`, and the interpreter's progress bar."""
+"""What every command shares on its way out: `handled` (errors to exit codes, one printable line on stderr),
+printing (`show`), the report formats and `--quiet`, and the interpreter's progress bar."""
 
 from __future__ import annotations
 
@@ -19,12 +19,6 @@ from ..core.errors import ExitCode, UsageError, UserError, printable
 from ..core.outcome import Outcome, Outcomes, single
 from ..core.outputs import check_output, write_output
 from ..report.formats import BY_NAME, FORMATS
-
-
-def fail(message: str, code: ExitCode) -> int:
-    """The one way out with an error: one printable line on stderr (errors.printable), the exit code."""
-    click.echo(f"fp8check: {printable(message)}", err=True)
-    return code
 
 
 def handled(fn):
@@ -121,7 +115,8 @@ def _failed(message: str, code: ExitCode, targets: dict[str, Path], kwargs: dict
     piped = [name for name in BY_NAME if kwargs.get(f"{name}_path") == "-"]
     if len(piped) == 1:  # `--json -`: a CI step parsing stdout gets the error record, as a file would
         to_stdout(lambda: click.echo(BY_NAME[piped[0]].render(run), nl=False))
-    return fail(("error: " if code == ExitCode.USAGE else "") + message, code)
+    click.echo(f"fp8check: {printable(('error: ' if code == ExitCode.USAGE else '') + message)}", err=True)
+    return code
 
 
 def show(renderable, **print_options) -> None:

@@ -38,12 +38,11 @@ def compare(all_blocks, debug, **opts):
 def record(out_path, debug, **opts):
     """Run one writer and save its inputs and cache bytes (a golden file)."""
     from ..producers import golden
-    from ..run.prepare import golden_key
     from ..run.record import record as record_run
 
     out = outputs_of(opts)
     golden.check_output_path(out_path, "--out")
     _, run = prepared("record", opts)
     with progress(run.device, run.sides.values()):
-        recorded = record_run(run, out_path, key=golden_key())
+        recorded = record_run(run, out_path, key=golden.trusted_key())
     return finish(out, f"record:{recorded.producer}", recorded, recorded.verdict_line(), soft_wrap=True)

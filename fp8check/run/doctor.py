@@ -9,6 +9,7 @@ import platform as pyplatform
 from dataclasses import dataclass
 
 from ..core.errors import first_line
+from ..producers import registry as producers
 from ..producers.adapters.platform import Platform, probe
 from ..core.spec import FP8Format
 
@@ -91,13 +92,10 @@ class DoctorReport:
 
 
 def requirable() -> list[str]:
-    from ..producers import registry as producers
     return [*producers.names(), GPU, TRITON_EXACT, *(f"{TRITON_EXACT}:{fmt.value}" for fmt in FP8Format)]
 
 
 def producer_checks() -> tuple[Check, ...]:
-    from ..producers import registry as producers
-
     checks = []
     for name in producers.names():
         try:

@@ -14,6 +14,7 @@ from .gate_config import Case
 from .options import checkouts
 from .prepare import Request, named_code, prepare, prepare_parity, spec_of
 from ..code.names import Kind, parse
+from ..code.projects import compose
 from ..core.errors import ExitCode, NotRunnableHere, UserError, first_line
 from ..core.outcome import Checked, Differs, Outcome, Outcomes
 
@@ -22,18 +23,15 @@ CASE_ONLY = ("expect", "golden_check")  # a case's keys that are not options of 
 
 def presets_of(case: Case) -> list[tuple[str, str, str | None]]:
     """(name, role, checkout) of every preset a case runs."""
-    from ..code.projects.compose import checkout_of, named
     clones = checkouts(case.values.get("checkout"))
-    return [(name, role, checkout_of(name, role, clones)) for name, role in named_code(case.values)
-            if named(name, role) is not None]
+    return [(name, role, compose.checkout_of(name, role, clones)) for name, role in named_code(case.values)
+            if compose.named(name, role) is not None]
 
 
 def fetch(cases: tuple[Case, ...]) -> dict[tuple, str]:
     """Each preset's files fetched once, before any case runs (downloads and hash checks; a second run
     reads them from the cache folder): (name, role, checkout) -> why they could not be, for those that
     failed. A case that names one is then an error with that line, not one failed download per case."""
-    from ..code.projects.compose import fetch as fetch_files
-
     named = []
     for case in cases:
         try:
@@ -43,7 +41,7 @@ def fetch(cases: tuple[Case, ...]) -> dict[tuple, str]:
     failed = {}
     for key in dict.fromkeys(named):
         try:
-            fetch_files(*key)
+            compose.fetch(*key)
         except UserError as exc:
             failed[key] = str(exc).splitlines()[0] if str(exc) else first_line(exc)
     return failed
@@ -51,15 +49,13 @@ def fetch(cases: tuple[Case, ...]) -> dict[tuple, str]:
 
 def check_declared(case: Case) -> None:
     """NotRunnableHere when a preset of the case declares its spec unsupported (before any fetch counts)."""
-    from ..code.projects.compose import check_declared
-
     presets = presets_of(case)
     if not presets or parse(case.values.get("baseline", "")).kind is Kind.GOLDEN:
         return
     request = Request.of(case.kind, {k: v for k, v in case.values.items() if k not in CASE_ONLY}, where=case.source)
     spec = spec_of(request.values, 1)
     for name, role, _ in presets:
-        check_declared(name, role, spec)
+        compose.check_declared(name, role, spec)
 
 
 def run_request(kind: str, values: dict, *, where: str, reason: str | None = None, isolation="default") -> Checked:

@@ -21,6 +21,7 @@ from . import gate_expect, options
 from .gate_expect import CASE_KEYS, EXPECT, EXPECTS, KINDS
 from .prepare import GOLDEN_INPUT_KEYS, GOLDEN_SPEC_KEYS, named_code, run_id, shown, spec_of
 from ..code.names import GOLDEN_PREFIX as GOLDEN, SOURCE_KINDS, Kind, is_git, parse
+from ..code.projects.compose import check_checkouts, named, project_of
 from ..core.config import find, load_toml
 from ..core.errors import ConfigError, SpecError, UsageError, UserError
 
@@ -118,8 +119,6 @@ def _checkouts(items: tuple[str, ...]) -> tuple[str, ...]:
 
 def _with_checkouts(cases: list[Case], checkouts: tuple[str, ...], path: Path) -> list[Case]:
     """Each case with the checkouts of its own presets' projects only; a checkout no case uses is an error."""
-    from ..code.projects.compose import check_checkouts, project_of
-
     given = options.checkouts(checkouts)
     check_checkouts(given, [pair for case in cases for pair in named_code(case.values)], str(path))
     out = []
@@ -132,8 +131,6 @@ def _with_checkouts(cases: list[Case], checkouts: tuple[str, ...], path: Path) -
 
 def _with_candidate(entry: dict, defaults: dict, name: str) -> dict:
     """The entry with `name` where fp8check's writer stands, and its preset's padding convention."""
-    from ..code.projects.compose import named
-
     kind = entry.get("kind", "compare")
     preset = named(name, "writer")
     out = dict(entry)
@@ -199,9 +196,8 @@ def _expand(entry: dict, defaults: dict, where: str, base: Path) -> list[Case]:
     for k in swept:
         if not merged[k]:
             raise ConfigError(f"{where}: {k} is an empty list")
-        bad = [p for p in merged[k] if k == "pairs" and (not isinstance(p, dict)
-                                                         or set(p) - {"baseline", "candidate"})]
-        if bad:
+        bad = [p for p in merged[k] if not isinstance(p, dict) or set(p) - {"baseline", "candidate"}]
+        if k == "pairs" and bad:
             raise ConfigError(f"{where}: pairs must hold tables of baseline and candidate, got {bad[0]!r}")
     cases = []
     for combo in itertools.product(*(merged[k] for k in swept)):
@@ -274,9 +270,8 @@ def _relative_to(values: dict, base: Path) -> dict:
             return name.with_path(str(base / name.path))
         return text
 
-    for key in ("baseline", "candidate", "buggy", "fixed", "reader"):
-        if key in out:
-            out[key] = resolve(out[key])  # (a golden baseline was resolved by _case)
+    out.update({key: resolve(out[key]) for key in ("baseline", "candidate", "buggy", "fixed", "reader")
+                if key in out})  # (a golden baseline was resolved by _case)
     if "writers" in out:
         out["writers"] = type(out["writers"])(resolve(w) for w in out["writers"])
     if out.get("input") is not None and not is_git(str(out["input"])) and not Path(out["input"]).is_absolute():

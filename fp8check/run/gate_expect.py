@@ -33,10 +33,8 @@ class ExpectRow:
     fields: tuple[tuple[str, tuple], ...]  # (case key, the values it may have)
 
     def matches(self, kind: str, values: dict[str, Any], ignore: tuple[str, ...] = ()) -> bool:
-        if self.kind is not None and kind != self.kind:
-            return False
-        return all(values.get(key, options.option(key, kind).default) in allowed for key, allowed in self.fields
-                   if key not in ignore)
+        return self.kind in (None, kind) and all(values.get(key, options.option(key, kind).default) in allowed
+                                                 for key, allowed in self.fields if key not in ignore)
 
 
 def parse(rows: Any, where: str) -> tuple[ExpectRow, ...]:
@@ -82,16 +80,13 @@ def _allowed(key: str, value: Any, kind: str, where: str) -> tuple:
 def apply(rows: tuple[ExpectRow, ...], cases: list) -> list:
     """Each case a row matches, with the row's `expect` and reason; a case that states its own expectation
     keeps it. A row that matches no case is a ConfigError: it would hide a typo."""
-    used = set()
-    out = []
+    used, out = set(), []
     for case in cases:
         # `gate --device` may put any case on any device: a row naming another device is still in use
         used.update(r.where for r in rows if r.matches(case.kind, case.values, ignore=("device",)))
         row = next((r for r in rows if r.matches(case.kind, case.values)), None)
-        if row is not None:
-            if case.values.get("expect", "same") == "same":
-                case = dataclasses.replace(case, values={**case.values, "expect": row.expect},
-                                           reason=row.reason)
+        if row is not None and case.values.get("expect", "same") == "same":
+            case = dataclasses.replace(case, values={**case.values, "expect": row.expect}, reason=row.reason)
         out.append(case)
     unused = [r.where for r in rows if r.where not in used]
     if unused:

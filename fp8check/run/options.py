@@ -73,14 +73,12 @@ class Option:
         return click.Path(path_type=Path) if self.kind is Path else click.STRING
 
     def click_option(self):
-        if self.many:
-            default = None if self.default is None else ",".join(str(v) for v in self.default)
-            return click.option(self.flag, self.dest, type=click.STRING, default=default,
-                                show_default=self.show_default and default is not None, help=self.help)
         if self.kind is bool:
             return click.option(self.flag, self.dest, is_flag=True, default=False, help=self.help)
-        return click.option(self.flag, self.dest, type=self.click_type(), default=self.default, metavar=self.metavar,
-                            show_default=self.show_default and self.default is not None, help=self.help)
+        default = ",".join(map(str, self.default)) if self.many and self.default is not None else self.default
+        kind = click.STRING if self.many else self.click_type()  # a list: comma-separated, validated later
+        return click.option(self.flag, self.dest, type=kind, default=default, metavar=self.metavar,
+                            show_default=self.show_default and default is not None, help=self.help)
 
     def label(self, where: str, value: Any) -> str:
         """`--ctx '64,abc'` for the command line; `FILE [case]: ctx` for a config."""
@@ -176,14 +174,13 @@ ORIGINS = _table(  # where named code comes from; never swept by a gate
 )
 
 
-def checkouts(items, where: str = "") -> dict[str, str]:
+def checkouts(items) -> dict[str, str]:
     """`checkout` values (`PROJECT=PATH` each) -> {project: path}; a ConfigError names a malformed one."""
     out: dict[str, str] = {}
     for item in items or ():
         name, sep, path = (part.strip() for part in str(item).partition("="))
         if not sep or not name or not path:
-            label = "--checkout" if where == "" else f"{where}: checkout"
-            raise ConfigError(f"{label} {item!r}: expected PROJECT=PATH, e.g. flaggems=../FlagGems")
+            raise ConfigError(f"--checkout {item!r}: expected PROJECT=PATH, e.g. flaggems=../FlagGems")
         if name in out and out[name] != path:
             raise ConfigError(f"--checkout {name}: given twice ({out[name]} and {path})")
         out[name] = path
@@ -265,14 +262,3 @@ def validate(values: dict[str, Any], known: tuple[str, ...], where: str, command
     if unknown:
         raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(known)}")
     return {key: option(key, command).validate(value, where) for key, value in values.items()}
-
-
-def click_options(keys, command: str = ""):
-    """A decorator adding the click options of `keys`, in order."""
-
-    def decorate(fn):
-        for key in reversed(list(keys)):
-            fn = option(key, command).click_option()(fn)
-        return fn
-
-    return decorate

@@ -335,8 +335,7 @@ def run_parity(spec: CacheSpec, config: ParityConfig, *, baseline: Producer, wri
         spec, batch.q_codes, base.flat, *batch.args))
     if not torch.isfinite(truth.masked_fill(truth == float("-inf"), 0)).all():
         raise InputError(f"the baseline {baseline.name!r} wrote bytes that decode to inf/NaN logits: no truth to rank by")
-    columns, ran = [], reader  # `ran`: the reader as it ran (an isolated one: with what its child reported)
-    findings = Findings()
+    ran, findings = reader, Findings()  # `ran`: the reader as it ran (isolated: with what its child reported)
 
     def read(label: str, cache):
         nonlocal ran, findings
@@ -346,10 +345,9 @@ def run_parity(spec: CacheSpec, config: ParityConfig, *, baseline: Producer, wri
             findings = findings + Findings(*leaks(logits, batch.context_lens, config.next_n), *outside)
         return logits
 
-    for writer, cache in zip(writers, caches):
-        logits = read(f"read {writer.name}", cache)
-        columns.append(Column(writer.name, writer.description, writer.emulated, writer.name in config.expect_fail,
-                              score(config, logits, truth), cache.faults(f"writer {writer.name!r}")))
+    columns = [Column(w.name, w.description, w.emulated, w.name in config.expect_fail,
+                      score(config, read(f"read {w.name}", cache), truth), cache.faults(f"writer {w.name!r}"))
+               for w, cache in zip(writers, caches)]
     check, read_as = None, None
     if not reader.exact:
         logits = read(f"read {baseline.name} (reader check)", base)
@@ -402,7 +400,6 @@ def check_reader(reader_for: Callable[[CacheSpec], Reader], *, cases=READER_CASE
         spec = cache_spec(config, CacheSpec(block_size=case.block_size, head_dim=head_dim, quant_block_size=head_dim,
                                             fp8=fp8, scale_fmt=scale_fmt, layout=case.layout))
         inputs = generate(spec, config, heads=heads, seed=seed, shuffled=True)
-        reference = producers.resolve("reference")
-        results.append((case, run_parity(spec, config, baseline=reference, writers=[], reader=reader_for(spec),
-                                         inputs=inputs, device=device)))
+        results.append((case, run_parity(spec, config, baseline=producers.resolve("reference"), writers=[],
+                                         reader=reader_for(spec), inputs=inputs, device=device)))
     return results

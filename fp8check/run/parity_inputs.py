@@ -14,13 +14,12 @@ from ..core.inputs import Distribution, load, make_k
 from ..core.metrics import DEFAULT_ATOL, DEFAULT_RTOL, is_vacuous, visible_tokens
 from ..core.spec import CacheSpec
 
-DEFAULT_CTX = options.PARITY["ctx"].default  # the seed's rows
 DEFAULT_HEADS = 64  # DeepSeek-V3.2's indexer
 
 
 @dataclass(frozen=True)
 class ParityConfig:
-    ctx: tuple[int, ...] = DEFAULT_CTX
+    ctx: tuple[int, ...] = options.PARITY["ctx"].default  # the seed's rows
     topk: int = 2048
     next_n: int = 1
     rtol: float = DEFAULT_RTOL

@@ -9,15 +9,17 @@ from pathlib import Path
 from typing import Any
 
 from ..core import inputs as inputs_mod
-from . import options
+from . import options, parity_inputs
+from ..code.projects.compose import check_checkouts, check_declared, checkout_of
+from ..core.cache import input_bytes, require_memory, run_bytes
 from ..core.device import resolve_device
 from ..core.errors import UsageError
 from ..code.names import Kind, materialize, parse
 from ..core.spec import CacheSpec, FP8Format, Layout, ScaleFormat, default_quant_block_size
+from ..producers import golden, registry
 
 DEFAULT_NUM_BLOCKS = 3
 KNOWN_BAD = ("triton-buggy",)  # the seed's uint8 wrapper: parity's default columns expect it to fail
-KEYS = options.COMMAND_KEYS
 ROLES = {"compare": ("baseline", "candidate"), "table": ("baseline", "buggy", "fixed"), "record": ("producer",)}
 INPUT_FILE_EXCLUDES = ("seed", "slots", "inputs", "specials_inf_nan")  # --input replays its own inputs
 # with a golden baseline the recording holds the spec and the inputs: stated spec keys must agree with it,
@@ -35,7 +37,7 @@ class Request:
     @classmethod
     def of(cls, command: str, given: dict[str, Any], *, where: str, stated=None) -> "Request":
         """Validate `given` (config keys) against the command's options; the rest take their defaults."""
-        keys = KEYS[command]
+        keys = options.COMMAND_KEYS[command]
         values = {**options.defaults(keys, command), **options.validate(given, keys, where, command)}
         return cls(command, values, frozenset(given if stated is None else stated))
 
@@ -103,9 +105,8 @@ def run_id(command: str, v: dict, *, candidate: bool = True) -> str:
     if command == "parity":
         return "parity:" + ":".join(f"{k}={shown(v[k])}" for k in options.PARITY_CASE_KEYS if k in v)
     baseline = parse(v["baseline"])
-    budget = "-".join(f"{name}{v[key]:g}" for key, name in (("max_diff_bytes", "bytes"),
-                                                           ("max_diff_fraction", "frac"),
-                                                           ("max_code_distance", "dist")) if v[key])
+    names = {"max_diff_bytes": "bytes", "max_diff_fraction": "frac", "max_code_distance": "dist"}
+    budget = "-".join(f"{name}{v[key]:g}" for key, name in names.items() if v[key])
     against = (f"golden:{Path(baseline.path).name}" if baseline.kind is Kind.GOLDEN
                else f"{v['baseline']}:{_spec_part(v)}") + (f":budget-{budget}" if budget else "")
     return f"compare:{v['candidate']}~{against}" if candidate else f"vs-{against}"
@@ -116,20 +117,13 @@ def shown(value) -> str:
     return ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
 
 
-def golden_key() -> bytes | None:
-    """FP8CHECK_GOLDEN_KEY: when set, golden files are signed (record) and must be signed (replay)."""
-    from ..producers.golden import trusted_key
-    return trusted_key()
-
-
 def prepare(request: Request, *, isolation="default", given_inputs=None, producers: dict | None = None) -> Prepared:
     """Spec, inputs, device and the producers of the command's roles. `given_inputs`: K and slots from the
     caller (the API); `producers`: roles already resolved (the API's writer functions)."""
     v = request.values
     producers = dict(producers or {})
     if parse(v.get("baseline", "")).kind is Kind.GOLDEN:
-        spec, data, device, base = _golden(request)
-        producers["baseline"] = base
+        spec, data, device, producers["baseline"] = _golden(request)
     else:
         device = resolve_device(v["device"])
         spec, data = _spec_and_inputs(request, given_inputs, device)
@@ -174,8 +168,6 @@ def _spec_and_inputs(request: Request, given_inputs, device):
 
 def _golden(request: Request):
     """(spec, inputs, device, baseline Side) of golden:FILE: the recorded spec, inputs and bytes."""
-    from ..producers import golden
-
     v = request.values
     path_text = parse(v["baseline"]).path
     if not path_text:
@@ -196,8 +188,6 @@ def _golden(request: Request):
 
 def _check_memory(spec: CacheSpec, num_tokens: int, device, request: Request, replay) -> None:
     """Refuse a run whose caches, diff and inputs cannot fit, naming the options, before allocating them."""
-    from ..core.cache import input_bytes, require_memory, run_bytes
-
     sizes = (f"--num-blocks {spec.num_blocks}, --block {spec.block_size}, --head-dim {spec.head_dim}"
              + (f", --layers {spec.layers}" if spec.layers > 1 else ""))
     v = request.values
@@ -216,18 +206,13 @@ CODE_KEYS = {"baseline": "writer", "candidate": "writer", "buggy": "writer", "fi
 
 def named_code(values: dict) -> list[tuple[str, str]]:
     """(name, role) of every writer and reader the values name (a request's, a gate case's)."""
-    found = []
-    for key, role in CODE_KEYS.items():
-        value = values.get(key)
-        found += [(name, role) for name in (value if isinstance(value, (list, tuple)) else (value,))
-                  if isinstance(name, str)]
-    return found
+    given = {key: values.get(key) for key in CODE_KEYS}
+    listed = {key: value if isinstance(value, (list, tuple)) else (value,) for key, value in given.items()}
+    return [(name, role) for key, role in CODE_KEYS.items() for name in listed[key] if isinstance(name, str)]
 
 
 def checkouts_of(v: dict, command: str) -> dict[str, str]:
     """The request's `checkout` values as {project: clone}, each the project of a preset the run names."""
-    from ..code.projects.compose import check_checkouts
-
     found = options.checkouts(v.get("checkout"))
     if found:
         check_checkouts(found, named_code(v), f"this {command}")
@@ -240,9 +225,6 @@ def resolve_producers(device, names: dict[str, str], spec: CacheSpec, repo: Path
     """Producers by role. Code from files runs in a child under `isolation` (Limits; "default": the registry's;
     None: in this process). A preset runs from its project's clone in `checkouts` (else `repo`, else its
     release); a spec its table declares unsupported is NotRunnableHere before anything runs."""
-    from ..producers import registry
-    from ..code.projects.compose import check_declared, checkout_of
-
     limits = registry.DEFAULT_ISOLATION if isolation == "default" else isolation
     for name in names.values():
         check_declared(name, "writer", spec)
@@ -256,11 +238,6 @@ def resolve_producers(device, names: dict[str, str], spec: CacheSpec, repo: Path
 def prepare_parity(request: Request, *, isolation="default") -> Prepared:
     """A parity run: the cache the contexts need, K/Q/weights drawn or read, the baseline, writers and reader.
     Its memory is checked, naming its sizes, before anything is drawn or allocated."""
-    from . import parity_inputs
-    from ..code.projects.compose import checkout_of
-    from ..core.cache import require_memory
-    from ..producers import registry
-
     v = dict(request.values)
     if not {"writers", "expect_fail"} & request.stated:  # the default columns: the seed's buggy and fixed wrappers,
         v["expect_fail"] = tuple(name for name in v["writers"] if name in KNOWN_BAD)  # the buggy one expected to fail

@@ -62,14 +62,11 @@ class SeedTable:
         return "\n".join([*self.faults, *first, *causes_text(causes, column.spec)])
 
     def to_json(self) -> dict:
-        def column(result: CompareResult, causes: Diagnosis) -> dict:
-            payload = result.to_json(causes)
-            return {key: payload[key] for key in COLUMN_KEYS}
-
-        base = self.buggy.to_json()
-        base["interpreter_note"] = self.fixed.interpreter_caveat or self.buggy.interpreter_caveat
-        return {**{key: base[key] for key in SHARED_KEYS}, "buggy": column(self.buggy, self.buggy_causes),
-                "fixed": column(self.fixed, self.fixed_causes), "passed": self.passed}
+        buggy, fixed = self.buggy.to_json(self.buggy_causes), self.fixed.to_json(self.fixed_causes)
+        shared = {key: buggy[key] for key in SHARED_KEYS}
+        shared["interpreter_note"] = fixed["interpreter_note"] or buggy["interpreter_note"]
+        return {**shared, "buggy": {key: buggy[key] for key in COLUMN_KEYS},
+                "fixed": {key: fixed[key] for key in COLUMN_KEYS}, "passed": self.passed}
 
     def views(self) -> tuple:
         """The maps and tables of the column that decides (the fixed one when it differs)."""
