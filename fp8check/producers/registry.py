@@ -357,8 +357,7 @@ def run_producer(producer: Producer, spec: CacheSpec, inputs: Inputs, device: to
         producer = dataclasses.replace(producer, triton=report.get("triton") is True)
     else:
         grids = _write(producer, spec, k, slot_mapping, buffer)
-        if grids:
-            producer = dataclasses.replace(producer, provenance=with_grids(producer.provenance, grids))
+        producer = dataclasses.replace(producer, provenance=with_grids(producer.provenance, grids))
     # bit for bit (NaN payloads included), on tensors a producer may have re-shaped or re-typed
     changed = tuple(name for name, a, b in (("k", inputs.k, k), ("slot_mapping", given, slot_mapping))
                     if (a.shape, a.dtype, a.device) != (b.shape, b.dtype, b.device)
