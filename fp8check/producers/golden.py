@@ -63,8 +63,7 @@ def write(path: Path, *, spec: CacheSpec, producer: str, emulated: bool, inputs:
     written next to `path` under a temporary name, then moved over it in one step (outputs.py)."""
     from safetensors.torch import save_file
     check_output_path(path)
-    stray = buffer.guard_writes()
-    if stray:
+    if stray := buffer.guard_writes():
         raise GoldenError(f"producer {producer!r} wrote {stray} bytes outside the cache; not recorded")
     if buffer.cache_untouched():
         raise GoldenError(f"producer {producer!r} wrote nothing into the cache; not recorded")
@@ -84,8 +83,7 @@ def _metadata(data: bytes, path: Path) -> dict[str, str]:
     try:
         if not 0 < length <= len(data) - 8:
             raise ValueError("header length out of range")
-        header = json.loads(data[8:8 + length])
-        metadata = header.get("__metadata__") or {}
+        metadata = json.loads(data[8:8 + length]).get("__metadata__") or {}
         if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
             raise ValueError("metadata is not a table of strings")
     except (ValueError, AttributeError) as exc:

@@ -5,18 +5,16 @@ never a verdict. Readers from files run in a child process (isolation.py), exact
 
 from __future__ import annotations
 
-import dataclasses
 import json
 
 import torch
 
-from ..core.device import require_triton_format
-from ..core.errors import ProducerError, failure, one_line
-from ..core.isolation import IsolatedError, phase, run_isolated
-from ..core.producer import Reader, reported_provenance
+from ..core.errors import ProducerError, failure
+from ..core.isolation import phase
+from ..core.producer import Reader
 from ..core.spec import CacheSpec
 from .obligations import GuardedOutput
-from .registry import resolve_reader
+from .registry import resolve_reader, run_child
 
 
 def _checked_output(reader: Reader, logits, rows: int, max_model_len: int, device: torch.device) -> torch.Tensor:
@@ -97,19 +95,11 @@ def run_reader_guarded(reader: Reader, q_fp8: torch.Tensor, kv_cache: torch.Tens
     out = torch.full((rows, max_model_len), float("nan"), dtype=torch.float64, device=kv_cache.device)
     guarded = GuardedOutput.allocate(rows, max_model_len, kv_cache.device)
     shared = (reader.name, reader.spec.to_json(), reader.repo, *args, max_model_len, out, guarded.buffer)
-    try:
-        report = run_isolated(f"{__name__}:read_in_child", shared, limits=reader.isolation,
-                              label=f"reader {reader.name!r}")
-    except IsolatedError as exc:
-        if exc.not_here:  # a skip only where fp8check itself finds the format not runnable here
-            require_triton_format(reader.spec.fp8, kv_cache.device)
-        raise
+    report, ran = run_child(reader, f"{__name__}:read_in_child", shared, reader.spec.fp8, kv_cache.device)
     dtype = LOGIT_DTYPES.get(str(report.get("dtype")))
     if dtype is None:
         raise ProducerError(f"reader {reader.name!r}: its child reported logits of dtype"
                             f" {str(report.get('dtype'))[:40]!r}")
-    ran = dataclasses.replace(reader, description=one_line(report.get("description", reader.description), 1000),
-                              provenance=reported_provenance(report.get("provenance")))
     logits = _checked_output(ran, out.to(dtype), rows, max_model_len, kv_cache.device)
     return logits, ran, guarded.outside_writes()
 

@@ -323,6 +323,22 @@ def with_grids(provenance: dict, grids: list) -> dict:
     return {**provenance, "interpreter": "; ".join(run.note() for run in grids)[:1000]} if grids else provenance
 
 
+def run_child(side: Producer | Reader, target: str, args: tuple, fmt: FP8Format,
+              device: torch.device) -> tuple[dict, Producer | Reader]:
+    """`side` (an isolated writer or reader) run in a child under its limits (isolation.run_isolated
+    `target`): the child's report, and `side` with the description and provenance the child reported."""
+    what = "producer" if isinstance(side, Producer) else "reader"
+    try:
+        report = run_isolated(target, args, limits=side.isolation, label=f"{what} {side.name!r}")
+    except IsolatedError as exc:
+        if exc.not_here:  # a skip only where fp8check itself finds the format not runnable here
+            require_triton_format(fmt, device)
+        raise
+    description = one_line(report.get("description", side.description), 1000)
+    return report, dataclasses.replace(side, description=description,
+                                       provenance=reported_provenance(report.get("provenance")))
+
+
 def run_producer(producer: Producer, spec: CacheSpec, inputs: Inputs, device: torch.device,
                  pad_slot: int = SKIP_PADDING) -> tuple[CacheBuffer, Producer]:
     """A fresh poisoned cache written by the producer on clones of the inputs, the clones it changed in place
@@ -335,21 +351,13 @@ def run_producer(producer: Producer, spec: CacheSpec, inputs: Inputs, device: to
     k, slot_mapping = guarded_inputs(spec, inputs.k, given, pad_slot)
     producer.check(spec, device)  # isolated: the parent's own (a preset's declared specs), no code under test
     if producer.isolation is not None:
-        try:
-            report = run_isolated(f"{__name__}:run_in_child", (producer.name, spec.to_json(), producer.repo, k,
-                                  slot_mapping, buffer.buffer, producer.interpreter), limits=producer.isolation,
-                                  label=f"producer {producer.name!r}")
-        except IsolatedError as exc:
-            if exc.not_here:  # a skip only where fp8check itself finds the format not runnable here
-                require_triton_format(spec.fp8, device)
-            raise
-        producer = dataclasses.replace(
-            producer, description=one_line(report.get("description", producer.description), 1000),
-            provenance=reported_provenance(report.get("provenance")), triton=report.get("triton") is True)
+        report, producer = run_child(producer, f"{__name__}:run_in_child", (producer.name, spec.to_json(),
+                                     producer.repo, k, slot_mapping, buffer.buffer, producer.interpreter),
+                                     spec.fp8, device)
+        producer = dataclasses.replace(producer, triton=report.get("triton") is True)
     else:
         grids = _write(producer, spec, k, slot_mapping, buffer)
-        if grids:
-            producer = dataclasses.replace(producer, provenance=with_grids(producer.provenance, grids))
+        producer = dataclasses.replace(producer, provenance=with_grids(producer.provenance, grids))
     # bit for bit (NaN payloads included), on tensors a producer may have re-shaped or re-typed
     changed = tuple(name for name, a, b in (("k", inputs.k, k), ("slot_mapping", given, slot_mapping))
                     if (a.shape, a.dtype, a.device) != (b.shape, b.dtype, b.device)

@@ -26,6 +26,7 @@ from ..core.reference import spec_of_call
 TOKENS_PER_PROGRAM = {"cpu": 256, "cuda": 16}  # cuda: the fastest tiling on an H200 (docs/PERFORMANCE.md)
 
 
+@triton.jit
 def _quant_and_cache(
     k_ptr,  # bf16 [num_tokens, HEAD_DIM]
     value_ptr,  # value region of block 0; element type: the spec's FP8 (fixed) or uint8 (buggy)
@@ -68,10 +69,8 @@ def _quant_and_cache(
     tl.store(scale_ptr + scale_index, scale, mask=write)
 
 
-_kernel = triton.jit(_quant_and_cache)
-
-
 # One kernel body, the aiter numerics step by step, so that it reads like core/reference.py.
+@triton.jit
 def _aiter_quant_and_cache(
     k_ptr,  # bf16 [num_tokens, HEAD_DIM]
     value_ptr,  # value region of block 0, viewed as the FP8 dtype
@@ -127,9 +126,6 @@ def _aiter_quant_and_cache(
     tl.store(scale_ptr + scale_index, scale, mask=write)
 
 
-_aiter_kernel = triton.jit(_aiter_quant_and_cache)
-
-
 def check(spec, device: torch.device) -> None:
     from ..triton_cpu.known_answers import require
     if not hasattr(tl.standard, "_elementwise_max"):
@@ -157,7 +153,7 @@ def launch(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *, fp8_dtype=
         values = values.view(fp8_dtype)
     scales = kv_cache.view(-1).view(torch.float32)
     tokens = tokens or TOKENS_PER_PROGRAM["cpu" if k.device.type == "cpu" else "cuda"]
-    _run(_kernel, (triton.cdiv(num_tokens, tokens),), k, values, scales, slot_mapping, num_tokens,
+    _run(_quant_and_cache, (triton.cdiv(num_tokens, tokens),), k, values, scales, slot_mapping, num_tokens,
          spec.num_slots, spec.block_size, spec.block_bytes, HEAD_DIM=spec.head_dim, TOKENS=tokens,
          DIV=spec.fp8.vllm_divisor, UE8M0=spec.scale_fmt is ScaleFormat.UE8M0,
          SHUFFLE=spec.layout is Layout.SHUFFLE)
@@ -174,7 +170,7 @@ def launch_reference(spec: CacheSpec, k: torch.Tensor, kv_cache: torch.Tensor, s
         return
     values = kv_cache.view(spec.num_blocks, spec.block_bytes)[:, : spec.value_bytes].view(spec.fp8.torch_dtype())
     tokens = TOKENS_PER_PROGRAM["cpu" if k.device.type == "cpu" else "cuda"]
-    _run(_aiter_kernel, (triton.cdiv(k.shape[0], tokens), spec.groups_per_token), k, values,
+    _run(_aiter_quant_and_cache, (triton.cdiv(k.shape[0], tokens), spec.groups_per_token), k, values,
          kv_cache.view(-1).view(torch.float32), slot_mapping, k.shape[0], spec.block_size, spec.block_bytes,
          HEAD_DIM=spec.head_dim, QBS=spec.quant_block_size, GROUPS=spec.groups_per_token,
          BLOCK_Q=triton.next_power_of_2(spec.quant_block_size), TOKENS=tokens, DIV=spec.fp8.max,

@@ -160,12 +160,11 @@ def _known_answer(op) -> None:
 FETCH_HINT = "pip download --no-deps --no-binary :all: vllm==VERSION fetches it (only the sdist is needed)"
 
 
-def require_here(name: Name | None = None) -> toolchains.Toolchain:
+def require_here(name: Name) -> None:
     """nvcc, an NVIDIA GPU and the named source, or NotRunnableHere with the reason (a gate skips the case)."""
-    found = toolchains.require()
-    if name is not None and not Path(name.body).exists():
+    toolchains.require()
+    if not Path(name.body).exists():
         raise NotRunnableHere(f"{name.text}: the vLLM source is not here ({FETCH_HINT})")
-    return found
 
 
 @dataclass
@@ -176,7 +175,7 @@ class Writer:
 
     def op(self):
         if self.built is None:
-            self.built = build.build(unit(self.source), require_here())
+            self.built = build.build(unit(self.source), toolchains.require())
             _known_answer(self.built.module.indexer_k_quant_and_cache)
             self.provenance.update(build_key=self.built.key, build_s=round(self.built.seconds, 1),
                                    build_cached=self.built.cached)
