@@ -33,9 +33,8 @@ def unmapped(frame: Frame, open_u: torch.Tensor) -> tuple[list[Claim], torch.Ten
     """Scale words of unmapped slots, and whole units of blocks no token maps into: stray writes."""
     free = ~frame.mapped
     empty_block = free & ~frame.block_mapped[frame.block_i]
-    claims = [unit_claim(frame, Category.STRAY_WRITE, free, value=False, scale=True),
-              unit_claim(frame, Category.STRAY_WRITE, empty_block & open_u)]
-    return claims, empty_block
+    return [unit_claim(frame, Category.STRAY_WRITE, free, value=False, scale=True),
+            unit_claim(frame, Category.STRAY_WRITE, empty_block & open_u)], empty_block
 
 
 def non_finite(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
@@ -51,10 +50,9 @@ def non_finite(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
     hit = frame.mapped & special[unit_row] & ((frame.n_u > 0) | (frame.wdiff_u > 0))
     rows = groups[unit_row[hit]].float()
     nan, inf = torch.isnan(rows).any(dim=-1), torch.isinf(rows).any(dim=-1)
-    claims = [unit_claim(frame, Category.NON_FINITE, hit, value=True, scale=True),
-              note(Category.NON_FINITE, groups=int(hit.sum()), nan_groups=int(nan.sum()),
-                   inf_groups=int((inf & ~nan).sum()))]
-    return claims, hit
+    return [unit_claim(frame, Category.NON_FINITE, hit, value=True, scale=True),
+            note(Category.NON_FINITE, groups=int(hit.sum()), nan_groups=int(nan.sum()),
+                 inf_groups=int((inf & ~nan).sum()))], hit
 
 
 def _zero_word(frame: Frame, words: torch.Tensor) -> torch.Tensor:
