@@ -98,9 +98,8 @@ def arrangement_blocks(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
     if not bool(rearranged.any()):
         return [], taken
     taken = rearranged[frame.block_i] & ((frame.n_u > 0) | (frame.wdiff_u > 0))
-    claims = [unit_claim(frame, Category.LAYOUT, taken, value=True, scale=True),
-              Claim(Category.LAYOUT, found={"layout_found": other.value})]
-    return claims, taken
+    return [unit_claim(frame, Category.LAYOUT, taken, value=True, scale=True),
+            Claim(Category.LAYOUT, found={"layout_found": other.value})], taken
 
 
 # ---- the sample of dense units, and one judge per cause ------------------------------------------------------
