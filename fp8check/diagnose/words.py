@@ -349,9 +349,7 @@ def explain(cause: Cause, spec: CacheSpec) -> tuple[str, str | None]:
 def top_cause(diagnosis: Diagnosis, spec: CacheSpec) -> str | None:
     """`category (N bytes): explanation` of the cause with the most bytes, or None."""
     cause = diagnosis.top
-    if cause is None:
-        return None
-    return f"{cause.category.value} ({cause.bytes} bytes): {explain(cause, spec)[0]}"
+    return cause and f"{cause.category.value} ({cause.bytes} bytes): {explain(cause, spec)[0]}"
 
 
 def causes_text(diagnosis: Diagnosis, spec: CacheSpec) -> list[str]:
