@@ -80,12 +80,8 @@ def implied_divisor(frame: Frame, units: torch.Tensor) -> tuple[float, float] | 
     """The DIV range consistent with every unit's written scale and its max(|x|): fp32 scales pin it (the
     median of amax / s, as an interval of the spread), ue8m0 scales bound it (2^ceil(log2(a / DIV)) = s holds
     for DIV in [a / s, 2 a / s)); None where the units disagree."""
-    if not units.numel():
-        return None
-    amax = torch.clamp(group_amax(frame, units), min=SCALE_FLOOR).double()
-    s = frame.cand_w[units].double()
+    implied = torch.clamp(group_amax(frame, units), min=SCALE_FLOOR).double() / frame.cand_w[units].double()
     if frame.spec.scale_fmt.power_of_two:
-        low, high = float((amax / s).max()), float((2 * amax / s).min())
+        low, high = float(implied.max()), float(2 * implied.min())
         return (low, high) if low < high else None
-    implied = amax / s
     return float(implied.min()), float(implied.max())
