@@ -226,8 +226,7 @@ def dense_units(frame: Frame, open_u: torch.Tensor,
     # unmapped units of blocks whose layout is settled: plain stray writes
     stray = open_u & ~frame.mapped & layout_settled[frame.block_i]
     claims = [unit_claim(frame, Category.STRAY_WRITE, stray)]
-    open_u = open_u & ~stray
-    # a unit with fewer differing bytes than DENSE_SAMPLED cannot have that many differing sampled bytes
+    # mapped, so no stray unit; a unit with fewer differing bytes than DENSE_SAMPLED has fewer sampled ones
     candidates = torch.nonzero(open_u & frame.mapped & (frame.n_u >= DENSE_SAMPLED)).view(-1)
     s = _sample(frame, candidates, open_u.numel())
     if s is None:
