@@ -236,10 +236,8 @@ def dense_units(frame: Frame, open_u: torch.Tensor,
     likely = {category: judge(s, probe, False)[0].numel() for category, judge in JUDGES.items()}
     left = torch.ones(n, dtype=torch.bool, device=s.units.device)
     for category in sorted(JUDGES, key=lambda c: -likely[c]):  # stable: ties keep the documented order
-        rows = torch.nonzero(left).view(-1)
-        if not rows.numel():
-            break
         # screen where the probe says most rows will not fit: it costs a pass over the first columns
+        rows = torch.nonzero(left).view(-1)
         chosen, facts = JUDGES[category](s, rows, 2 * likely[category] < probe.numel())
         claims += [unit_claim(frame, category, frame.units_mask(s.units[chosen])), note(category, **facts)]
         left[chosen] = False
