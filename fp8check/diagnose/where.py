@@ -84,9 +84,8 @@ def overwritten(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
     units = torch.nonzero(frame.mapped & (frame.wdiff_u > 0)).view(-1)
     if not frame.padding.numel() or not units.numel() or units.numel() > OVERWRITE_UNITS:
         return [], torch.zeros_like(frame.mapped)
-    pad_k = frame.k.index_select(0, frame.padding[:OVERWRITE_UNITS])
-    codes, scales = quantize(pad_k, profile=AITER, fmt=spec.fp8, scale_fmt=spec.scale_fmt,
-                             quant_block_size=spec.quant_block_size)
+    codes, scales = quantize(frame.k.index_select(0, frame.padding[:OVERWRITE_UNITS]), profile=AITER,
+                             fmt=spec.fp8, scale_fmt=spec.scale_fmt, quant_block_size=spec.quant_block_size)
     words = encode_scales(scales, spec.scale_fmt)  # [P, groups, 4]
     codes = codes.view(codes.shape[0], spec.groups_per_token, spec.quant_block_size)
     group = frame.group[units]
