@@ -71,8 +71,7 @@ def _value_counts(spec: CacheSpec, mask: torch.Tensor, runs: tuple[int, torch.Te
         lanes = lanes.permute(0, 1, 3, 2).reshape(-1)  # in unit order
         # add up each word's lanes (their total, a unit's count, is <= qbs < 2**15: int16 is exact and cheap)
         return lanes.view(torch.uint8).view(-1, 8).sum(dim=1, dtype=torch.int16).long()
-    gathered = mask.reshape(n, -1, length)[:, run_index.view(-1)]
-    return count_true(gathered.reshape(-1, qbs))
+    return count_true(mask.reshape(n, -1, length)[:, run_index.view(-1)].reshape(-1, qbs))
 
 
 def _unit_counts(spec: CacheSpec, a: torch.Tensor, b: torch.Tensor, runs) -> tuple[torch.Tensor, torch.Tensor]:
