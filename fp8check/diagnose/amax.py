@@ -36,9 +36,8 @@ def hypotheses(frame: Frame, units: torch.Tensor) -> dict[str, torch.Tensor]:
 
 def pow2_ceil(x: torch.Tensor) -> torch.Tensor:
     """2 ** ceil(log2(x)) of positive float64 x."""
-    mantissa, exponent = torch.frexp(x)
-    one = torch.ones_like(x)
-    return torch.where(mantissa == 0.5, torch.ldexp(one, exponent - 1), torch.ldexp(one, exponent))
+    mantissa, exponent = torch.frexp(x)  # mantissa in [0.5, 1): x is a power of two where it is 0.5
+    return torch.ldexp(torch.ones_like(x), exponent - (mantissa == 0.5).to(exponent.dtype))
 
 
 def scale_of(amax: torch.Tensor, divisor: float, floor: bool, rounded: bool) -> torch.Tensor:
