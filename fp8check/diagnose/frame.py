@@ -101,10 +101,9 @@ def differing_units(spec: CacheSpec, baseline: CacheBuffer, candidate: CacheBuff
     carrying identical blocks along, whose units have no byte to attribute."""
     a, b = baseline.flat, candidate.flat
     counts = None if diff is not None else _unit_counts(spec, a, b, runs)
-    if counts is None:
-        blocks = torch.nonzero(diff.block_diff()).view(-1).to(a.device)
-    else:
-        blocks = torch.nonzero((counts[0] + counts[1]).view(spec.num_blocks, -1).sum(dim=1)).view(-1)
+    per_block = (diff.block_diff() if counts is None
+                 else (counts[0] + counts[1]).view(spec.num_blocks, -1).sum(dim=1))
+    blocks = torch.nonzero(per_block).view(-1).to(a.device)
     if 2 * blocks.numel() > spec.num_blocks:
         return torch.arange(spec.num_blocks, device=a.device), a, b, *(counts or _unit_counts(spec, a, b, runs))
     a, b = a.index_select(0, blocks), b.index_select(0, blocks)
