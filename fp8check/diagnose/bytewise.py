@@ -42,8 +42,7 @@ def _layout_bytes(frame: Frame, b: Bytes, left: torch.Tensor, layout_settled: to
 def _poisoned_units(frame: Frame, b: Bytes, left: torch.Tensor) -> tuple[list[Claim], torch.Tensor]:
     """Units whose every value byte still holds the poison fill: unwritten."""
     poison = left & (b.cand == frame.value_poison(b.unit, b.column))
-    whole = torch.zeros_like(frame.n_u, dtype=torch.bool)
-    whole[b.unit[poison]] = True
+    whole = frame.units_mask(b.unit[poison])
     whole[b.unit[left & ~poison]] = False
     index = torch.nonzero(whole).view(-1)
     whole[index] = (frame.value_rows(frame.cand_phys, index) == frame.value_poison(index)).all(dim=1)
