@@ -57,12 +57,9 @@ def heat_map(spec: CacheSpec, located: Located) -> CellMap:
 
 
 def cause_table(spec: CacheSpec, diagnosis: Diagnosis, total: int) -> Table:
-    rows = []
-    for cause in diagnosis:
-        explanation, hint = explain(cause, spec)
-        rows.append((cause.category.value, str(cause.bytes), percent(cause.bytes, total), block_ranges(cause.blocks),
-                     explanation + (f" Fix: {hint}" if hint else "")))
-    return Table("causes", ("cause", "bytes", "share", "blocks", "what fits"), tuple(rows))
+    rows = tuple((c.category.value, str(c.bytes), percent(c.bytes, total), block_ranges(c.blocks),
+                  " Fix: ".join(filter(None, explain(c, spec)))) for c in diagnosis)  # the hint if any
+    return Table("causes", ("cause", "bytes", "share", "blocks", "what fits"), rows)
 
 
 def example_table(diagnosis: Diagnosis) -> Table:
