@@ -49,8 +49,7 @@ def wrong_amax(frame: Frame, units: torch.Tensor, open_w: torch.Tensor) -> tuple
     """(bool [n]: the open words one amax hypothesis explains, its findings {amax, divisor}); none where no
     hypothesis explains SHARE of the open words."""
     none = torch.zeros_like(open_w)
-    count = int(open_w.sum())
-    if count < MIN_WORDS:
+    if (count := int(open_w.sum())) < MIN_WORDS:
         return none, {}
     cand = frame.cand_w[units]
     divisors = sorted({frame.spec.fp8.max, frame.spec.fp8.vllm_divisor}, reverse=True)

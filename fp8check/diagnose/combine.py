@@ -129,8 +129,7 @@ def attribute(spec: CacheSpec, baseline: CacheBuffer, candidate: CacheBuffer, in
         expected += int(frame.n_u.sum() + frame.wdiff_u.sum())
         claims += _value_stages(frame)
     tally = _tally(claims)
-    found = sum(tally.bytes.values())
-    if found != expected:
+    if (found := sum(tally.bytes.values())) != expected:
         by_category = {c.value: n for c, n in tally.bytes.items()}
         raise CheckerError(f"diagnosis accounts for {found} bytes but {expected} differ: {by_category}")
     located = None if frame is None else _located(spec, tally, frame, shown)

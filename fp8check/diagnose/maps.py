@@ -77,8 +77,7 @@ def example_table(diagnosis: Diagnosis) -> Table:
 def diagnosis_views(spec: CacheSpec, diagnosis: Diagnosis) -> tuple:
     """The maps (a heat map when some blocks have no byte map), the cause table and the examples."""
     views: list = []
-    located = diagnosis.located
-    if located is not None:
+    if (located := diagnosis.located) is not None:
         if spec.num_blocks > len(located.shown_blocks):
             views.append(heat_map(spec, located))
         views += byte_maps(spec, located)

@@ -69,8 +69,7 @@ def layout_blocks(frame: Frame, open_u: torch.Tensor) -> tuple[list[Claim], torc
     all its open units to `layout`. Returns (claims, units taken, bool [nd]: blocks whose layout question is
     settled)."""
     spec, device = frame.spec, frame.blocks.device
-    other = other_layout(spec)
-    if other is None:
+    if (other := other_layout(spec)) is None:
         return [], torch.zeros_like(open_u), torch.ones(frame.blocks.numel(), dtype=torch.bool, device=device)
     tokens = torch.arange(0, spec.block_size, max(1, spec.block_size // 8), device=device)
     dims = torch.arange(0, spec.head_dim, max(1, spec.head_dim // 8), device=device)
@@ -228,8 +227,7 @@ def dense_units(frame: Frame, open_u: torch.Tensor,
     claims = [unit_claim(frame, Category.STRAY_WRITE, stray)]
     # mapped, so no stray unit; a unit with fewer differing bytes than DENSE_SAMPLED has fewer sampled ones
     candidates = torch.nonzero(open_u & frame.mapped & (frame.n_u >= DENSE_SAMPLED)).view(-1)
-    s = _sample(frame, candidates, open_u.numel())
-    if s is None:
+    if (s := _sample(frame, candidates, open_u.numel())) is None:
         return claims, stray, torch.zeros_like(open_u), torch.zeros_like(open_u)
     n = s.units.numel()
     probe = torch.arange(0, n, max(1, n // PROBE_UNITS), device=s.units.device)
