@@ -51,8 +51,8 @@ def non_finite(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
     rows = groups[unit_row[hit]].float()
     nan, inf = torch.isnan(rows).any(dim=-1), torch.isinf(rows).any(dim=-1)
     return [unit_claim(frame, Category.NON_FINITE, hit, value=True, scale=True),
-            note(Category.NON_FINITE, groups=int(hit.sum()), nan_groups=int(nan.sum()),
-                 inf_groups=int((inf & ~nan).sum()))], hit
+            note(Category.NON_FINITE, groups=hit.sum(), nan_groups=nan.sum(),
+                 inf_groups=(inf & ~nan).sum())], hit
 
 
 def _zero_word(frame: Frame, words: torch.Tensor) -> torch.Tensor:
@@ -70,7 +70,7 @@ def zero_input(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
     hit = (frame.value_rows(frame.cand_phys, units) == 0).all(dim=1) & _zero_word(frame, frame.cand_wb[units])
     taken = frame.units_mask(units[hit])
     return [unit_claim(frame, Category.ZERO_INPUT, taken, value=True, scale=True),
-            note(Category.ZERO_INPUT, groups=int(hit.sum()))], taken
+            note(Category.ZERO_INPUT, groups=hit.sum())], taken
 
 
 OVERWRITE_UNITS = 4096  # units tried against the padding rows: more is a systematic fault, not a stray row
