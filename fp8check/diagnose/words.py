@@ -94,9 +94,8 @@ CONVENTIONS = {
 
 
 def _integer_cast(f: dict, spec: CacheSpec) -> tuple[str, str]:
-    convention = CONVENTIONS[f["convention"]]
-    return (f"Value bytes are x/s converted to an integer ({convention}), not FP8 codes: the value region was"
-            " not viewed as FP8.",
+    return (f"Value bytes are x/s converted to an integer ({CONVENTIONS[f['convention']]}), not FP8 codes:"
+            " the value region was not viewed as FP8.",
             f"view the value region as {spec.fp8.torch_dtype()} before launching (a uint8 view turns the"
             " kernel's cast into a float -> uint8 conversion)")
 
