@@ -112,8 +112,7 @@ def _causes(spec: CacheSpec, tally: _Tally, frame: Frame | None, baseline: Cache
         examples = tuple(example(spec, category, locus, frame, baseline, candidate, tally.found[category])
                          for locus in tally.examples[category][:EXAMPLES])
         causes.append(Cause(category, count, blocks, facts, examples))
-    order = list(Category)
-    return tuple(sorted(causes, key=lambda c: (-c.bytes, order.index(c.category))))
+    return tuple(sorted(causes, key=lambda c: (-c.bytes, list(Category).index(c.category))))
 
 
 def attribute(spec: CacheSpec, baseline: CacheBuffer, candidate: CacheBuffer, inputs: Inputs, *,
