@@ -36,9 +36,8 @@ def hypotheses(frame: Frame, units: torch.Tensor) -> dict[str, torch.Tensor]:
 
 def pow2_ceil(x: torch.Tensor) -> torch.Tensor:
     """2 ** ceil(log2(x)) of positive float64 x."""
-    mantissa, exponent = torch.frexp(x)
-    one = torch.ones_like(x)
-    return torch.where(mantissa == 0.5, torch.ldexp(one, exponent - 1), torch.ldexp(one, exponent))
+    mantissa, exponent = torch.frexp(x)  # mantissa in [0.5, 1): x is a power of two where it is 0.5
+    return torch.ldexp(torch.ones_like(x), exponent - (mantissa == 0.5).to(exponent.dtype))
 
 
 def scale_of(amax: torch.Tensor, divisor: float, floor: bool, rounded: bool) -> torch.Tensor:
@@ -50,8 +49,7 @@ def wrong_amax(frame: Frame, units: torch.Tensor, open_w: torch.Tensor) -> tuple
     """(bool [n]: the open words one amax hypothesis explains, its findings {amax, divisor}); none where no
     hypothesis explains SHARE of the open words."""
     none = torch.zeros_like(open_w)
-    count = int(open_w.sum())
-    if count < MIN_WORDS:
+    if (count := int(open_w.sum())) < MIN_WORDS:
         return none, {}
     cand = frame.cand_w[units]
     divisors = sorted({frame.spec.fp8.max, frame.spec.fp8.vllm_divisor}, reverse=True)
@@ -80,12 +78,8 @@ def implied_divisor(frame: Frame, units: torch.Tensor) -> tuple[float, float] | 
     """The DIV range consistent with every unit's written scale and its max(|x|): fp32 scales pin it (the
     median of amax / s, as an interval of the spread), ue8m0 scales bound it (2^ceil(log2(a / DIV)) = s holds
     for DIV in [a / s, 2 a / s)); None where the units disagree."""
-    if not units.numel():
-        return None
-    amax = torch.clamp(group_amax(frame, units), min=SCALE_FLOOR).double()
-    s = frame.cand_w[units].double()
+    implied = torch.clamp(group_amax(frame, units), min=SCALE_FLOOR).double() / frame.cand_w[units].double()
     if frame.spec.scale_fmt.power_of_two:
-        low, high = float((amax / s).max()), float((2 * amax / s).min())
+        low, high = float(implied.max()), float(2 * implied.min())
         return (low, high) if low < high else None
-    implied = amax / s
     return float(implied.min()), float(implied.max())

@@ -42,12 +42,11 @@ def _layout_bytes(frame: Frame, b: Bytes, left: torch.Tensor, layout_settled: to
 def _poisoned_units(frame: Frame, b: Bytes, left: torch.Tensor) -> tuple[list[Claim], torch.Tensor]:
     """Units whose every value byte still holds the poison fill: unwritten."""
     poison = left & (b.cand == frame.value_poison(b.unit, b.column))
-    whole = torch.zeros_like(frame.n_u, dtype=torch.bool)
-    whole[b.unit[poison]] = True
+    whole = frame.units_mask(b.unit[poison])
     whole[b.unit[left & ~poison]] = False
     index = torch.nonzero(whole).view(-1)
     whole[index] = (frame.value_rows(frame.cand_phys, index) == frame.value_poison(index)).all(dim=1)
-    return b.claim(frame, Category.UNWRITTEN, whole[b.unit], left, units=int(whole.sum()))
+    return b.claim(frame, Category.UNWRITTEN, whole[b.unit], left, units=whole.sum())
 
 
 def _integer_cast_bytes(frame: Frame, b: Bytes, left: torch.Tensor, mapped: torch.Tensor,
@@ -56,9 +55,8 @@ def _integer_cast_bytes(frame: Frame, b: Bytes, left: torch.Tensor, mapped: torc
     cast, wrapped = pairs.cast_match(y, b.base, b.cand)
     chosen = _gate(b.unit, cast & mapped, left, frame.n_u.numel(), minimum)
     negative = chosen & (y <= -1)  # trunc(y) < 0, without the trunc
-    return b.claim(frame, Category.INTEGER_CAST, chosen, left,
-                   negative_wrap=int(torch.count_nonzero(wrapped & negative)),
-                   negative_zero=int(torch.count_nonzero(negative & (b.cand == 0))))
+    return b.claim(frame, Category.INTEGER_CAST, chosen, left, negative_wrap=(wrapped & negative).sum(),
+                   negative_zero=(negative & (b.cand == 0)).sum())
 
 
 def byte_by_byte(frame: Frame, units: torch.Tensor, layout_settled: torch.Tensor,
@@ -102,8 +100,8 @@ def _saturation(frame: Frame, b: Bytes, left: torch.Tensor) -> tuple[list[Claim]
     base_max, cand_max, base_nan, cand_nan = pairs.extreme(b.base, b.cand, fmt)
     nan_vs_max = ((base_nan & cand_max) | (cand_nan & base_max)) & left
     claims, left = b.claim(frame, Category.SATURATION_NAN, nan_vs_max, left,
-                           candidate_nan=int(torch.count_nonzero(nan_vs_max & cand_nan)),
-                           baseline_nan=int(torch.count_nonzero(nan_vs_max & base_nan)))
+                           candidate_nan=torch.count_nonzero(nan_vs_max & cand_nan),
+                           baseline_nan=torch.count_nonzero(nan_vs_max & base_nan))
     maybe = left & (base_max ^ cand_max) & ~base_nan & ~cand_nan & (((b.base ^ b.cand) & 0x80) == 0)
     maybe &= (frame.wdiff_u[b.unit] == 0) & (frame.source[b.unit] >= 0)
     unit, column, index = b.entries(maybe)
@@ -125,9 +123,9 @@ def _rounding(frame: Frame, b: Bytes, left: torch.Tensor) -> tuple[list[Claim], 
     pair_base, pair_cand = b.base.reshape(-1)[index], b.cand.reshape(-1)[index]
     tie = (2 * y == fp8.decode(pair_base, fmt).double() + fp8.decode(pair_cand, fmt).double())
     tie &= ((x / s).double() == y) & ((x * (1 / s)).double() == y) & (frame.source[unit] >= 0)
-    return b.claim(frame, Category.ROUNDING, rounding, left, ties=int(tie.sum()),
-                   ties_candidate_even=int((tie & (pair_cand % 2 == 0)).sum()),
-                   ties_baseline_even=int((tie & (pair_base % 2 == 0)).sum()))
+    return b.claim(frame, Category.ROUNDING, rounding, left, ties=tie.sum(),
+                   ties_candidate_even=(tie & (pair_cand % 2 == 0)).sum(),
+                   ties_baseline_even=(tie & (pair_base % 2 == 0)).sum())
 
 
 def _poison_bytes(frame: Frame, b: Bytes, left: torch.Tensor) -> tuple[list[Claim], torch.Tensor]:
@@ -146,7 +144,7 @@ def _poison_bytes(frame: Frame, b: Bytes, left: torch.Tensor) -> tuple[list[Clai
     pattern |= _gate(column, flat_poison, flat_left, frame.spec.head_dim, MIN_MATCHES)
     pattern = pattern.view_as(left)
     return b.claim(frame, Category.UNWRITTEN, pattern, left,
-                   baseline_bytes=int(torch.count_nonzero(base_poison & pattern)))
+                   baseline_bytes=torch.count_nonzero(base_poison & pattern))
 
 
 def _moved(frame: Frame, b: Bytes, left: torch.Tensor) -> tuple[list[Claim], torch.Tensor]:
@@ -174,8 +172,8 @@ def byte_local(frame: Frame, b: Bytes, left: torch.Tensor, local: bool = True) -
     claims, left = _moved(frame, b, left)
     zero = pairs.zero_pair(b.base, b.cand) & left & local
     more, left = b.claim(frame, Category.SIGNED_ZERO, zero, left,
-                         candidate_negative=int(torch.count_nonzero(zero & (b.cand == 0x80))),
-                         baseline_negative=int(torch.count_nonzero(zero & (b.base == 0x80))))
+                         candidate_negative=torch.count_nonzero(zero & (b.cand == 0x80)),
+                         baseline_negative=torch.count_nonzero(zero & (b.base == 0x80)))
     claims += more
     for stage in (_saturation, _rounding, _poison_bytes) if local else ():
         more, left = stage(frame, b, left)

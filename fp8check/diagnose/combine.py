@@ -112,8 +112,7 @@ def _causes(spec: CacheSpec, tally: _Tally, frame: Frame | None, baseline: Cache
         examples = tuple(example(spec, category, locus, frame, baseline, candidate, tally.found[category])
                          for locus in tally.examples[category][:EXAMPLES])
         causes.append(Cause(category, count, blocks, facts, examples))
-    order = list(Category)
-    return tuple(sorted(causes, key=lambda c: (-c.bytes, order.index(c.category))))
+    return tuple(sorted(causes, key=lambda c: (-c.bytes, list(Category).index(c.category))))
 
 
 def attribute(spec: CacheSpec, baseline: CacheBuffer, candidate: CacheBuffer, inputs: Inputs, *,
@@ -129,8 +128,7 @@ def attribute(spec: CacheSpec, baseline: CacheBuffer, candidate: CacheBuffer, in
         expected += int(frame.n_u.sum() + frame.wdiff_u.sum())
         claims += _value_stages(frame)
     tally = _tally(claims)
-    found = sum(tally.bytes.values())
-    if found != expected:
+    if (found := sum(tally.bytes.values())) != expected:
         by_category = {c.value: n for c, n in tally.bytes.items()}
         raise CheckerError(f"diagnosis accounts for {found} bytes but {expected} differ: {by_category}")
     located = None if frame is None else _located(spec, tally, frame, shown)

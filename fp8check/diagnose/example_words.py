@@ -22,8 +22,7 @@ def scale_pair(f: dict) -> str:
         return f"{base:g} vs {cand:g}"
     text = f"{base:.9g} ({base_word}) vs {cand:.9g} ({cand_word})"
     if math.isfinite(base) and math.isfinite(cand) and (base > 0) == (cand > 0):
-        ulps = abs(int(base_word, 16) - int(cand_word, 16))
-        text += f", {plural(ulps, 'ulp')} apart"
+        text += f", {plural(abs(int(base_word, 16) - int(cand_word, 16)), 'ulp')} apart"
     return text
 
 

@@ -71,8 +71,7 @@ def _value_counts(spec: CacheSpec, mask: torch.Tensor, runs: tuple[int, torch.Te
         lanes = lanes.permute(0, 1, 3, 2).reshape(-1)  # in unit order
         # add up each word's lanes (their total, a unit's count, is <= qbs < 2**15: int16 is exact and cheap)
         return lanes.view(torch.uint8).view(-1, 8).sum(dim=1, dtype=torch.int16).long()
-    gathered = mask.reshape(n, -1, length)[:, run_index.view(-1)]
-    return count_true(gathered.reshape(-1, qbs))
+    return count_true(mask.reshape(n, -1, length)[:, run_index.view(-1)].reshape(-1, qbs))
 
 
 def _unit_counts(spec: CacheSpec, a: torch.Tensor, b: torch.Tensor, runs) -> tuple[torch.Tensor, torch.Tensor]:
@@ -102,10 +101,9 @@ def differing_units(spec: CacheSpec, baseline: CacheBuffer, candidate: CacheBuff
     carrying identical blocks along, whose units have no byte to attribute."""
     a, b = baseline.flat, candidate.flat
     counts = None if diff is not None else _unit_counts(spec, a, b, runs)
-    if counts is None:
-        blocks = torch.nonzero(diff.block_diff()).view(-1).to(a.device)
-    else:
-        blocks = torch.nonzero((counts[0] + counts[1]).view(spec.num_blocks, -1).sum(dim=1)).view(-1)
+    per_block = (diff.block_diff() if counts is None
+                 else (counts[0] + counts[1]).view(spec.num_blocks, -1).sum(dim=1))
+    blocks = torch.nonzero(per_block).view(-1).to(a.device)
     if 2 * blocks.numel() > spec.num_blocks:
         return torch.arange(spec.num_blocks, device=a.device), a, b, *(counts or _unit_counts(spec, a, b, runs))
     a, b = a.index_select(0, blocks), b.index_select(0, blocks)

@@ -57,12 +57,9 @@ def heat_map(spec: CacheSpec, located: Located) -> CellMap:
 
 
 def cause_table(spec: CacheSpec, diagnosis: Diagnosis, total: int) -> Table:
-    rows = []
-    for cause in diagnosis:
-        explanation, hint = explain(cause, spec)
-        rows.append((cause.category.value, str(cause.bytes), percent(cause.bytes, total), block_ranges(cause.blocks),
-                     explanation + (f" Fix: {hint}" if hint else "")))
-    return Table("causes", ("cause", "bytes", "share", "blocks", "what fits"), tuple(rows))
+    rows = tuple((c.category.value, str(c.bytes), percent(c.bytes, total), block_ranges(c.blocks),
+                  " Fix: ".join(filter(None, explain(c, spec)))) for c in diagnosis)  # the hint if any
+    return Table("causes", ("cause", "bytes", "share", "blocks", "what fits"), rows)
 
 
 def example_table(diagnosis: Diagnosis) -> Table:
@@ -80,8 +77,7 @@ def example_table(diagnosis: Diagnosis) -> Table:
 def diagnosis_views(spec: CacheSpec, diagnosis: Diagnosis) -> tuple:
     """The maps (a heat map when some blocks have no byte map), the cause table and the examples."""
     views: list = []
-    located = diagnosis.located
-    if located is not None:
+    if (located := diagnosis.located) is not None:
         if spec.num_blocks > len(located.shown_blocks):
             views.append(heat_map(spec, located))
         views += byte_maps(spec, located)

@@ -97,28 +97,24 @@ def _classify(frame: Frame, units: torch.Tensor) -> tuple[list[tuple[Category, t
     kinds = [(Category.UNWRITTEN, unwritten), (Category.SCALE_ULP, ulp), (Category.SCALE_RATIO, in_cluster),
              (Category.SCALE_POW2, pow2), (Category.AMAX_FLOOR, floor), (Category.UE8M0_ROUNDING, rounded_down),
              (Category.SCALE_SWAP, swapped), (Category.SCALE_FORMAT, stored_other), (amax_category, wrong)]
-    notes = [note(Category.UNWRITTEN, baseline_scale_words=int(base_unwritten.sum()),
-                  candidate_scale_words=int((unwritten & ~base_unwritten).sum()))]
+    found = ScaleFormat.FP32 if bool(plain_fp32.any()) else \
+        ScaleFormat.UE8M0 if spec.scale_fmt is ScaleFormat.UE8M0X4 else ScaleFormat.UE8M0X4
+    notes = [note(Category.UNWRITTEN, baseline_scale_words=base_unwritten.sum(),
+                  candidate_scale_words=cand_unwritten.sum()),
+             Claim(amax_category, counts={"words": int(wrong.sum()), "groups": int(wrong.sum())},
+                   found=amax_found),
+             note(Category.SCALE_POW2, doubled=(pow2 & (ratio > 1)).sum(), halved=(pow2 & (ratio < 1)).sum()),
+             Claim(Category.AMAX_FLOOR, counts={"groups": int(floor.sum())},
+                   found={"floor_found": floor_found, "floor_bound": floor_bound}),
+             note(Category.UE8M0_ROUNDING, groups=rounded_down.sum()),
+             note(Category.SCALE_SWAP, words=swapped.sum()),
+             Claim(Category.SCALE_FORMAT, counts={"words": int(stored_other.sum())},
+                   found={"format_found": found.value})]
     if bool(in_cluster.any()):  # the constant multiple, and the DIV its words imply
         notes.append(Claim(Category.SCALE_RATIO, found={"ratio": float(torch.median(ratio[in_cluster])),
                                                         "divisor_range": implied_divisor(frame, units[in_cluster])}))
-    if bool(wrong.any()):
-        notes.append(Claim(amax_category, counts={"words": int(wrong.sum()), "groups": int(wrong.sum())},
-                           found=amax_found))
     if bool(ulp.any()):
         notes.append(Claim(Category.SCALE_ULP, found={"max_ulp": int(bits[ulp].abs().max())}))
-    notes.append(note(Category.SCALE_POW2, doubled=int((pow2 & (ratio > 1)).sum()),
-                      halved=int((pow2 & (ratio < 1)).sum())))
-    if bool(floor.any()):
-        notes.append(Claim(Category.AMAX_FLOOR, counts={"groups": int(floor.sum())},
-                           found={"floor_found": floor_found, "floor_bound": floor_bound}))
-    notes.append(note(Category.UE8M0_ROUNDING, groups=int(rounded_down.sum())))
-    notes.append(note(Category.SCALE_SWAP, words=int(swapped.sum())))
-    if bool(stored_other.any()):
-        found = ScaleFormat.FP32 if bool(plain_fp32.any()) else \
-            ScaleFormat.UE8M0 if spec.scale_fmt is ScaleFormat.UE8M0X4 else ScaleFormat.UE8M0X4
-        notes.append(Claim(Category.SCALE_FORMAT, counts={"words": int(stored_other.sum())},
-                           found={"format_found": found.value}))
     return kinds, notes
 
 

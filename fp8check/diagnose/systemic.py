@@ -69,8 +69,7 @@ def layout_blocks(frame: Frame, open_u: torch.Tensor) -> tuple[list[Claim], torc
     all its open units to `layout`. Returns (claims, units taken, bool [nd]: blocks whose layout question is
     settled)."""
     spec, device = frame.spec, frame.blocks.device
-    other = other_layout(spec)
-    if other is None:
+    if (other := other_layout(spec)) is None:
         return [], torch.zeros_like(open_u), torch.ones(frame.blocks.numel(), dtype=torch.bool, device=device)
     tokens = torch.arange(0, spec.block_size, max(1, spec.block_size // 8), device=device)
     dims = torch.arange(0, spec.head_dim, max(1, spec.head_dim // 8), device=device)
@@ -98,9 +97,8 @@ def arrangement_blocks(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
     if not bool(rearranged.any()):
         return [], taken
     taken = rearranged[frame.block_i] & ((frame.n_u > 0) | (frame.wdiff_u > 0))
-    claims = [unit_claim(frame, Category.LAYOUT, taken, value=True, scale=True),
-              Claim(Category.LAYOUT, found={"layout_found": other.value})]
-    return claims, taken
+    return [unit_claim(frame, Category.LAYOUT, taken, value=True, scale=True),
+            Claim(Category.LAYOUT, found={"layout_found": other.value})], taken
 
 
 # ---- the sample of dense units, and one judge per cause ------------------------------------------------------
@@ -227,21 +225,17 @@ def dense_units(frame: Frame, open_u: torch.Tensor,
     # unmapped units of blocks whose layout is settled: plain stray writes
     stray = open_u & ~frame.mapped & layout_settled[frame.block_i]
     claims = [unit_claim(frame, Category.STRAY_WRITE, stray)]
-    open_u = open_u & ~stray
-    # a unit with fewer differing bytes than DENSE_SAMPLED cannot have that many differing sampled bytes
+    # mapped, so no stray unit; a unit with fewer differing bytes than DENSE_SAMPLED has fewer sampled ones
     candidates = torch.nonzero(open_u & frame.mapped & (frame.n_u >= DENSE_SAMPLED)).view(-1)
-    s = _sample(frame, candidates, open_u.numel())
-    if s is None:
+    if (s := _sample(frame, candidates, open_u.numel())) is None:
         return claims, stray, torch.zeros_like(open_u), torch.zeros_like(open_u)
     n = s.units.numel()
     probe = torch.arange(0, n, max(1, n // PROBE_UNITS), device=s.units.device)
     likely = {category: judge(s, probe, False)[0].numel() for category, judge in JUDGES.items()}
     left = torch.ones(n, dtype=torch.bool, device=s.units.device)
     for category in sorted(JUDGES, key=lambda c: -likely[c]):  # stable: ties keep the documented order
-        rows = torch.nonzero(left).view(-1)
-        if not rows.numel():
-            break
         # screen where the probe says most rows will not fit: it costs a pass over the first columns
+        rows = torch.nonzero(left).view(-1)
         chosen, facts = JUDGES[category](s, rows, 2 * likely[category] < probe.numel())
         claims += [unit_claim(frame, category, frame.units_mask(s.units[chosen])), note(category, **facts)]
         left[chosen] = False

@@ -33,9 +33,8 @@ def unmapped(frame: Frame, open_u: torch.Tensor) -> tuple[list[Claim], torch.Ten
     """Scale words of unmapped slots, and whole units of blocks no token maps into: stray writes."""
     free = ~frame.mapped
     empty_block = free & ~frame.block_mapped[frame.block_i]
-    claims = [unit_claim(frame, Category.STRAY_WRITE, free, value=False, scale=True),
-              unit_claim(frame, Category.STRAY_WRITE, empty_block & open_u)]
-    return claims, empty_block
+    return [unit_claim(frame, Category.STRAY_WRITE, free, value=False, scale=True),
+            unit_claim(frame, Category.STRAY_WRITE, empty_block & open_u)], empty_block
 
 
 def non_finite(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
@@ -51,10 +50,9 @@ def non_finite(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
     hit = frame.mapped & special[unit_row] & ((frame.n_u > 0) | (frame.wdiff_u > 0))
     rows = groups[unit_row[hit]].float()
     nan, inf = torch.isnan(rows).any(dim=-1), torch.isinf(rows).any(dim=-1)
-    claims = [unit_claim(frame, Category.NON_FINITE, hit, value=True, scale=True),
-              note(Category.NON_FINITE, groups=int(hit.sum()), nan_groups=int(nan.sum()),
-                   inf_groups=int((inf & ~nan).sum()))]
-    return claims, hit
+    return [unit_claim(frame, Category.NON_FINITE, hit, value=True, scale=True),
+            note(Category.NON_FINITE, groups=hit.sum(), nan_groups=nan.sum(),
+                 inf_groups=(inf & ~nan).sum())], hit
 
 
 def _zero_word(frame: Frame, words: torch.Tensor) -> torch.Tensor:
@@ -72,7 +70,7 @@ def zero_input(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
     hit = (frame.value_rows(frame.cand_phys, units) == 0).all(dim=1) & _zero_word(frame, frame.cand_wb[units])
     taken = frame.units_mask(units[hit])
     return [unit_claim(frame, Category.ZERO_INPUT, taken, value=True, scale=True),
-            note(Category.ZERO_INPUT, groups=int(hit.sum()))], taken
+            note(Category.ZERO_INPUT, groups=hit.sum())], taken
 
 
 OVERWRITE_UNITS = 4096  # units tried against the padding rows: more is a systematic fault, not a stray row
@@ -86,9 +84,8 @@ def overwritten(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
     units = torch.nonzero(frame.mapped & (frame.wdiff_u > 0)).view(-1)
     if not frame.padding.numel() or not units.numel() or units.numel() > OVERWRITE_UNITS:
         return [], torch.zeros_like(frame.mapped)
-    pad_k = frame.k.index_select(0, frame.padding[:OVERWRITE_UNITS])
-    codes, scales = quantize(pad_k, profile=AITER, fmt=spec.fp8, scale_fmt=spec.scale_fmt,
-                             quant_block_size=spec.quant_block_size)
+    codes, scales = quantize(frame.k.index_select(0, frame.padding[:OVERWRITE_UNITS]), profile=AITER,
+                             fmt=spec.fp8, scale_fmt=spec.scale_fmt, quant_block_size=spec.quant_block_size)
     words = encode_scales(scales, spec.scale_fmt)  # [P, groups, 4]
     codes = codes.view(codes.shape[0], spec.groups_per_token, spec.quant_block_size)
     group = frame.group[units]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from itertools import groupby, islice
+
 from .model import Category, Cause, Diagnosis
 from .scales import E5M2_MAX
 from ..core.spec import CacheSpec, FP8Format, Layout
@@ -32,16 +34,11 @@ def block_ranges(blocks: tuple[int, ...], limit: int = 6) -> str:
     """Block ids as ranges: (0, 1, 2, 5) -> '0-2, 5'; long lists end with the count."""
     if not blocks:
         return "outside the cache"
-    ranges: list[list[int]] = []
-    for block in blocks:
-        if ranges and block == ranges[-1][1] + 1:
-            ranges[-1][1] = block
-        elif len(ranges) > limit:  # enough to print: the rest only adds "..."
-            break
-        else:
-            ranges.append([block, block])
-    shown = ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in ranges[:limit])
-    if len(ranges) > limit:
+    # runs of consecutive ids share block - position; past limit + 1 runs the rest only adds "..."
+    runs = [[b for _, b in run]
+            for _, run in islice(groupby(enumerate(blocks), lambda p: p[1] - p[0]), limit + 1)]
+    shown = ", ".join(str(run[0]) if len(run) == 1 else f"{run[0]}-{run[-1]}" for run in runs[:limit])
+    if len(runs) > limit:
         shown += ", ..."
     return shown if len(blocks) == 1 else f"{shown} ({len(blocks)} blocks)"
 
@@ -97,9 +94,8 @@ CONVENTIONS = {
 
 
 def _integer_cast(f: dict, spec: CacheSpec) -> tuple[str, str]:
-    convention = CONVENTIONS[f["convention"]]
-    return (f"Value bytes are x/s converted to an integer ({convention}), not FP8 codes: the value region was"
-            " not viewed as FP8.",
+    return (f"Value bytes are x/s converted to an integer ({CONVENTIONS[f['convention']]}), not FP8 codes:"
+            " the value region was not viewed as FP8.",
             f"view the value region as {spec.fp8.torch_dtype()} before launching (a uint8 view turns the"
             " kernel's cast into a float -> uint8 conversion)")
 
@@ -349,9 +345,7 @@ def explain(cause: Cause, spec: CacheSpec) -> tuple[str, str | None]:
 def top_cause(diagnosis: Diagnosis, spec: CacheSpec) -> str | None:
     """`category (N bytes): explanation` of the cause with the most bytes, or None."""
     cause = diagnosis.top
-    if cause is None:
-        return None
-    return f"{cause.category.value} ({cause.bytes} bytes): {explain(cause, spec)[0]}"
+    return cause and f"{cause.category.value} ({cause.bytes} bytes): {explain(cause, spec)[0]}"
 
 
 def causes_text(diagnosis: Diagnosis, spec: CacheSpec) -> list[str]:

@@ -25,9 +25,8 @@ def _title(result: ParityResult) -> Text:
                          "truth: ", (side_label(result.baseline.name, result.baseline.emulated), "bold"),
                          "'s bytes through fp8check's reference reader (float64); reader: ",
                          (result.reader.name, "bold"))
-    ran = describe_provenance(result.reader.provenance)  # a reader from a file: what ran (its child reported it)
-    if ran:
-        text.append(f"\nreader: {ran}", style="dim")
+    if ran := describe_provenance(result.reader.provenance):
+        text.append(f"\nreader: {ran}", style="dim")  # a reader from a file: what ran (its child reported it)
     return text
 
 

@@ -79,8 +79,7 @@ def block_table(result: CompareResult, *, all_blocks: bool = False) -> Table | P
         style = "red" if b.diff else "green"
         table.add_row(str(b.block), Text(f"{b.value_diff} / {b.value_total}", style=style),
                       percent(b.value_diff, b.value_total), Text(f"{b.scale_diff} / {b.scale_total}", style=style))
-    hidden = result.diff.num_blocks - len(shown)
-    if hidden:
+    if hidden := result.diff.num_blocks - len(shown):
         differ = result.diff.differing_blocks - sum(1 for b in shown if b.diff)
         table.add_row("...", f"{hidden} more blocks, {differ} differ", "", "")
         table.caption = (f"the first {MAX_ROWS // 2} and the {MAX_ROWS // 2} worst differing blocks (--all-blocks: all)"
@@ -115,8 +114,7 @@ def describe_provenance(provenance: dict) -> str:
     if "wheel_sha256" in provenance:  # released code: its wheel, and whether a project table pinned that hash
         pinned = "pinned" if provenance.get("wheel_pinned") == "yes" else "UNPINNED: recorded, not checked"
         text += f", from {provenance.get('wheel', '?')} sha256 {provenance['wheel_sha256']} ({pinned})"
-    bound = provenance.get("bound")
-    if bound:
+    if bound := provenance.get("bound"):
         text += "; bound: " + ", ".join(f"{name} = {what}" for name, what in bound.items())
     return text
 
@@ -125,8 +123,7 @@ def provenance_lines(pairs) -> Text:
     """One dim line per side that came from a file: `role: what ran`."""
     text = Text()
     for role, side in pairs:
-        described = describe_provenance(side.provenance)
-        if described:
+        if described := describe_provenance(side.provenance):
             text.append(f"\n{role}: {described}", style="dim")
     return text
 
