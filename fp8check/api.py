@@ -82,7 +82,7 @@ def compare_writers(candidate: str | Callable, baseline: str | Callable = "auto"
         require_any_kernel(run.spec.fp8)
     checked = check_compare(run.spec, baseline=run.sides["baseline"], candidate=run.sides["candidate"],
                             inputs=run.inputs, device=run.device, budget=request.budget(),
-                            pad_slot=request.values["pad_slot"])
+                            pad_slot=request.values["pad_slot"], map_blocks=tuple(request.values["map_blocks"]))
     d = checked.result.diff
     return Result(passed=checked.passed, identical=checked.result.identical, diff_bytes=d.diff_bytes,
                   total_bytes=d.total_bytes, value_diff=tuple(d.value_diff.cpu().tolist()),

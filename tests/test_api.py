@@ -16,7 +16,7 @@ import pytest
 import torch
 
 import fp8check
-from fp8check.core.errors import ConfigError, GoldenError, ProducerError
+from fp8check.core.errors import ConfigError, GoldenError, InputError, ProducerError
 from fp8check.testing import assert_same_cache_bytes
 from fp8check.core.reference import aiter_writer
 
@@ -56,6 +56,13 @@ def test_compare_writers_with_a_callable_and_a_budget():
     within = fp8check.compare_writers(aiter_writer, "reference-vllm", scale_fmt="fp32", max_code_distance=1,
                                       device="cpu")
     assert within.passed and within.verdict == "PASS within budget: 7 of 25344 bytes differ (max code distance 1 <= 1)"
+
+
+def test_compare_writers_maps_the_blocks_it_is_asked_for():
+    shown = fp8check.compare_writers("triton-buggy", "reference", map_blocks=(2,), device="cpu")
+    assert shown.diagnosis.located.shown_blocks == (2,)
+    with pytest.raises(InputError, match=r"--map-blocks 7: the cache has 3 blocks \(0-2\)"):
+        fp8check.compare_writers("triton-buggy", "reference", map_blocks=(7,), device="cpu")
 
 
 def test_compare_writers_takes_k_and_slots():
