@@ -249,7 +249,7 @@ def prepare_parity(request: Request, *, isolation="default") -> Prepared:
     needed = parity_inputs.memory_bytes(spec, config, heads=heads, writers=len(v["writers"]))
     sizes = (f"--ctx {','.join(map(str, config.ctx))}, --heads {heads}, --head-dim {spec.head_dim}, --block"
              f" {spec.block_size}, --next-n {config.next_n}, --topk {config.topk}, {len(v['writers'])} writer(s)")
-    for where in {device.type, "cpu"}:  # inputs are drawn on the CPU, then copied
+    for where in dict.fromkeys((device.type, "cpu")):  # inputs are drawn on the CPU, then copied; in order
         require_memory(needed, where if where == "cpu" else device, f"{sizes} (caches, K, Q, logits)")
     if v["input"] is not None:
         data = parity_inputs.read(Path(v["input"]), spec, config, heads=v["heads"], seed=v["seed"], shuffled=shuffled)
