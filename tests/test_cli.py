@@ -142,9 +142,11 @@ def test_plugin_that_fails_to_import(capsys):
     assert_one_line_error(code, err, "failed to import", "ImportError: this plugin is deliberately broken")
 
 
-def test_plugin_with_wrong_signature(capsys):
-    code, _, err = run(capsys, "compare", *BASELINE, "--candidate", plugin("wrong_signature.py"))
-    assert_one_line_error(code, err, "must take (k, kv_cache, slot_mapping, quant_block_size, scale_fmt)")
+@pytest.mark.parametrize("func, has", [("writer", "has writer(k, kv_cache)"),
+                                       ("unreadable", "has no signature Python can read")])
+def test_plugin_with_wrong_signature(capsys, func, has):
+    code, _, err = run(capsys, "compare", *BASELINE, "--candidate", plugin("wrong_signature.py", func))
+    assert_one_line_error(code, err, "must take (k, kv_cache, slot_mapping, quant_block_size, scale_fmt)", has)
 
 
 def test_plugin_without_the_function(capsys):

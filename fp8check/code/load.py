@@ -176,12 +176,14 @@ def load_writer(text: str, *, fp8: FP8Format | None = None, repo: Path | None = 
     """A Producer around a writer function from code (see load_function)."""
     loaded = load_function(text, fp8=fp8, repo=repo)
     fn, func_name = loaded.fn, loaded.provenance["function"]
+    signature = None
     try:
         signature = inspect.signature(fn)
         signature.bind(None, None, None, None, None)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError):  # ValueError: a builtin without a signature Python can read
+        has = f"has {func_name}{signature}" if signature is not None else "has no signature Python can read"
         raise ProducerError(f"producer {text!r}: {func_name} must take (k, kv_cache, slot_mapping, quant_block_size,"
-                            f" scale_fmt), has {func_name}{inspect.signature(fn)}") from None
+                            f" scale_fmt), {has}") from None
     keywords = frozenset(k for k in EXTRA_KEYWORDS if k in signature.parameters or any(
         p.kind is inspect.Parameter.VAR_KEYWORD for p in signature.parameters.values()))
     where = loaded.provenance["file"]

@@ -3,3 +3,6 @@
 
 def writer(k, kv_cache):
     pass
+
+
+unreadable = min  # a builtin whose signature Python cannot read
