@@ -120,6 +120,23 @@ def test_an_sdist_is_unpacked_once_and_named_by_version_and_hashes(tmp_path, mon
     assert vllm_src.locate(str(archive)).root == source.root
 
 
+def test_an_unpacked_copy_is_staged_beside_its_cache_entry(tmp_path, monkeypatch):
+    from fp8check.code.released import unpacked_once
+
+    monkeypatch.setenv("FP8CHECK_CACHE_DIR", str(tmp_path / "cache"))
+    staged = []
+
+    def extract(staging):
+        staged.append(staging)
+        (staging / "kept").mkdir()
+        (staging / "kept" / "DONE").write_text("")
+        return staging / "kept"
+
+    target = unpacked_once("sdist", "k1", "DONE", extract)
+    assert (target / "DONE").exists() and staged[0].parent == target.parent  # one file system: the move holds
+    assert not staged[0].exists() and unpacked_once("sdist", "k1", "DONE", extract) == target and len(staged) == 1
+
+
 def test_the_unit_is_the_kernel_the_launch_geometry_and_fp8checks_binding(tmp_path):
     unit = vllm_src.unit(vllm_src.locate(str(_tree(tmp_path / "vllm-0.33.0"))))
     assert "constexpr float kFp8ScaleDivisor = 448.f;" in unit.kernel

@@ -136,15 +136,15 @@ def fetch_wheel(package: Package) -> tuple[Path, str]:
 def unpacked_once(kind: str, key: str, done: str, extract: Callable[[Path], Path]) -> Path:
     """A folder holding `done`, unpacked once per `key` into the cache folder (a private temporary folder
     without one): `extract(staging)` fills a fresh folder and returns the part to keep, moved into place in
-    one step, so that no process sees a half-unpacked copy."""
+    one step, so that no process sees a half-unpacked copy. It stages beside the entry: a rename across
+    file systems (a temporary folder elsewhere) fails."""
     target = disk_cache.entry(kind, key)
     if target is not None and (target / done).exists():
         return target
-    staging = Path(tempfile.mkdtemp(prefix=f"fp8check-{kind}-"))
+    staging = Path(tempfile.mkdtemp(prefix=f"{key}.", dir=None if target is None else target.parent))
     unpacked = extract(staging)
     if target is None:
         return unpacked
-    target.parent.mkdir(parents=True, exist_ok=True)
     with contextlib.suppress(OSError):  # unpacked by another process first
         os.replace(unpacked, target)
     shutil.rmtree(staging, ignore_errors=True)
