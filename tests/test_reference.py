@@ -15,6 +15,7 @@ from fp8check.producers import registry as producers
 from fp8check.core.cache import CacheBuffer, poison
 from fp8check.run.compare import compare
 from fp8check.core.reference import AITER, VLLM
+from fp8check.core.errors import SpecError
 from fp8check.core.spec import CacheSpec, FP8Format, Layout, ScaleFormat
 from conftest import aiter_shuffle
 
@@ -328,3 +329,12 @@ def test_profiles_differ_in_every_block_on_e4m3fnuz():
     ])  # sequential slots: token i sits at slot i
     assert bool(window.any())
     assert torch.equal(differs, window)
+
+
+def test_a_writer_called_with_another_fp8_dtype_names_the_formats():
+    spec = CacheSpec(num_blocks=1, block_size=16, head_dim=64, quant_block_size=64)
+    cache = torch.zeros(spec.num_blocks, spec.block_bytes, dtype=torch.uint8)
+    k, slots = torch.ones(16, 64, dtype=torch.bfloat16), torch.arange(16)
+    with pytest.raises(SpecError, match=r"^fp8_dtype torch.float8_e5m2: the formats are torch.float8_e4m3fn,"
+                                        r" torch.float8_e4m3fnuz$"):
+        reference.aiter_writer(k, cache, slots, 64, "ue8m0", fp8_dtype=torch.float8_e5m2)

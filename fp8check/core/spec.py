@@ -46,7 +46,10 @@ class FP8Format(enum.Enum):
 
     @classmethod
     def from_torch_dtype(cls, dtype) -> "FP8Format":
-        return next(fmt for fmt in cls if fmt.torch_dtype() == dtype)
+        for fmt in cls:
+            if fmt.torch_dtype() == dtype:
+                return fmt
+        raise SpecError(f"fp8_dtype {dtype}: the formats are {', '.join(str(f.torch_dtype()) for f in cls)}")
 
 
 class ScaleFormat(enum.Enum):
