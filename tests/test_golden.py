@@ -236,3 +236,18 @@ def test_an_edited_spec_that_keeps_the_shapes_fails_the_checksum(capsys, tmp_pat
     save_file(load_file(str(golden)), str(path), metadata=metadata)
     code, _, err = compare_against(capsys, path)
     assert_one_line_error(code, err, "checksum mismatch")
+
+
+def test_an_edited_producer_provenance_fails_the_checksum(capsys, tmp_path):
+    from safetensors import safe_open
+
+    writer = Path(__file__).parent / "plugins" / "corrupt_one_byte.py"
+    golden = record(capsys, tmp_path / "file.safetensors", *SPEC_OPTIONS, producer=f"file:{writer}:writer")
+    with safe_open(str(golden), framework="pt") as f:
+        metadata = dict(f.metadata())
+    provenance = json.loads(metadata["producer_provenance"])
+    metadata["producer_provenance"] = json.dumps({**provenance, "function": "another"}, sort_keys=True)
+    path = tmp_path / "edited.safetensors"
+    save_file(load_file(str(golden)), str(path), metadata=metadata)
+    code, _, err = compare_against(capsys, path)
+    assert_one_line_error(code, err, "checksum mismatch")
