@@ -83,6 +83,15 @@ def test_the_shipped_tables_declare_the_surveyed_presets():
     assert all(len(p.sha256) == 64 and p.wheel.startswith(p.package.replace("-", "_")) for p in projects().values())
 
 
+def test_a_table_with_a_misspelt_section_or_project_key_is_refused():
+    import tomllib
+
+    with pytest.raises(ConfigError, match=r"^demo.toml: the table: unknown key\(s\) writers; known: project, bind, "):
+        parse(tomllib.loads(TABLE + '\n[[writers]]\nname = "w"\n'), "demo.toml")
+    with pytest.raises(ConfigError, match=r"^demo.toml: \[project\]: unknown key\(s\) sha265; known: name, "):
+        parse(tomllib.loads(TABLE.replace('root = "demo"', 'root = "demo"\nsha265 = "0"')), "demo.toml")
+
+
 def test_a_preset_with_an_unknown_key_or_a_bad_padding_slot_is_refused():
     import tomllib
 

@@ -189,11 +189,20 @@ def _preset(where: str, project: str, role: str, raw: dict) -> Preset:
                   pad_slot=pad_slot, **given)
 
 
+TABLE_KEYS = ("project", "bind", "fallback", "shims", "writer", "reader")
+PROJECT_KEYS = ("name", "package", "version", "root", "repository", "wheel", "sha256", "bindings_from", "local",
+                "checkout_prefix")
+
+
 def parse(data: dict, where: str, folder: Path | None = None) -> Project:
     """A project table's contents (`folder`: where a table file lies, for its `local` folder)."""
     head = data.get("project")
     if not isinstance(head, dict) or not {"name", "package", "version", "root"} <= set(head):
         raise ConfigError(f"{where}: [project] needs name, package, version and root")
+    for section, given, known in (("the table", data, TABLE_KEYS), ("[project]", head, PROJECT_KEYS)):
+        unknown = sorted(set(given) - set(known))
+        if unknown:  # a misspelt key would otherwise be a default, silently
+            raise ConfigError(f"{where}: {section}: unknown key(s) {', '.join(unknown)}; known: {', '.join(known)}")
     name = head["name"]
     always = {k: _binding(where, k, v) for k, v in data.get("bind", {}).items()}
     fallbacks = {k: _binding(where, k, v) for k, v in data.get("fallback", {}).items()}
