@@ -159,8 +159,10 @@ corpus-sources: $(STAMP)
 	git -C $(FLAGGEMS_DIR) checkout -q $(FLAGGEMS_REV)
 
 corpus-test: corpus-sources
-	$(PY) -m pytest -n auto -p no:cacheprovider tests/test_compiled_corpus.py --wheels $(CORPUS_WHEELS) \
-	  --flaggems-checkout $(FLAGGEMS_DIR)
+	# --opt=VALUE: pytest reads a bare VALUE after an option it does not know yet as a folder to load
+	# conftests from (FlagGems' own, which needs its test requirements)
+	$(PY) -m pytest -n auto -p no:cacheprovider tests/test_compiled_corpus.py --wheels=$(CORPUS_WHEELS) \
+	  --flaggems-checkout=$(FLAGGEMS_DIR)
 
 corpus-gpu: corpus-sources
 	$(PY) tests/corpus/record.py --out tests/corpus --flaggems-checkout $(FLAGGEMS_DIR)
