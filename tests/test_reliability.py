@@ -142,14 +142,17 @@ def test_a_process_left_behind_cannot_change_the_bytes_after_the_run():
     assert torch.equal(written.buffer, reference.buffer)
 
 
-@pytest.mark.parametrize("slots", [inputs.SlotPattern.SPARSE, inputs.SlotPattern.SEQUENTIAL])
-def test_a_read_past_the_inputs_finds_guard_rows_not_whatever_memory_follows(slots):
-    data = inputs.generate(SMALL_SPEC, seed=0, slots=slots)
+@pytest.mark.parametrize("slots, seed", [(inputs.SlotPattern.SPARSE, 0), (inputs.SlotPattern.SEQUENTIAL, 0),
+                                         (inputs.SlotPattern.PADDED, 14)])  # seed 14: token 0 is padding
+def test_a_read_past_the_inputs_finds_guard_rows_not_whatever_memory_follows(slots, seed):
+    data = inputs.generate(SMALL_SPEC, seed=seed, slots=slots)
     past = producers.resolve(f"file:{ROOT / 'tests' / 'plugins' / 'reads_past_the_end.py'}:writer")
     written = producers.run(past, SMALL_SPEC, data, CPU).buffer
-    # by hand: one token more, K of ones, at the first slot no token maps (every slot mapped: token 0's)
+    # by hand: one token more, K of ones, at the first slot no token maps (every slot mapped: the first
+    # mapped token's)
     taken = set(data.slot_mapping.tolist())
-    free = next((s for s in range(SMALL_SPEC.num_slots) if s not in taken), int(data.slot_mapping[0]))
+    first_mapped = next(s for s in data.slot_mapping.tolist() if s >= 0)
+    free = next((s for s in range(SMALL_SPEC.num_slots) if s not in taken), first_mapped)
     expected = CacheBuffer.allocate(SMALL_SPEC, CPU)
     aiter_writer(torch.cat([data.k, torch.ones_like(data.k[:1])]), expected.cache,
                  torch.cat([data.slot_mapping, torch.tensor([free])]), SMALL_SPEC.quant_block_size,

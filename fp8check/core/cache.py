@@ -200,16 +200,21 @@ OVER_READ_TOKENS = 64  # past the last token: more than a kernel's tokens per pr
 def guarded_inputs(spec: CacheSpec, k: torch.Tensor, slot_mapping: torch.Tensor,
                    pad_slot: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Copies of K and the slot mapping whose storage runs OVER_READ_TOKENS tokens past their end: K rows of
-    1.0 mapped to the first slot of the cache no token maps (none: -1). A kernel whose mask lets a token past
-    the last one through (`token <= num_tokens`) then writes bytes the diff sees, the same on every machine,
-    where it would read whatever memory follows the inputs."""
-    n = slot_mapping.numel()
-    slots = torch.arange(spec.num_slots, device=slot_mapping.device)
-    free = torch.cat([slots[~torch.isin(slots, slot_mapping) & (slots != pad_slot)], slot_mapping[slot_mapping >= 0]])[:1]
+    1.0 mapped to the first slot of the cache no token maps (every slot mapped: the first mapped token's).
+    A kernel whose mask lets a token past the last one through (`token <= num_tokens`) then writes bytes
+    the diff sees, the same on every machine, where it would read whatever memory follows the inputs. One
+    scatter, no host synchronisation: it runs before every writer."""
+    n, device = slot_mapping.numel(), slot_mapping.device
+    taken = torch.zeros(spec.num_slots + 1, dtype=torch.bool, device=device)
+    taken[torch.where((slot_mapping >= 0) & (slot_mapping < spec.num_slots), slot_mapping, spec.num_slots)] = True
+    if 0 <= pad_slot < spec.num_slots:
+        taken[pad_slot] = True  # the dummy slot's bytes are put back to poison: an over-read there would hide
+    free = ~taken[:-1]
+    mapped = slot_mapping[torch.argmax((slot_mapping >= 0).to(torch.uint8))]
     k_all = torch.ones((n + OVER_READ_TOKENS, *k.shape[1:]), dtype=k.dtype, device=k.device)
     k_all[:n] = k
-    slots_all = torch.full((n + OVER_READ_TOKENS,), -1, dtype=slot_mapping.dtype, device=slot_mapping.device)
-    slots_all[n:] = free if free.numel() else -1
+    slots_all = torch.empty(n + OVER_READ_TOKENS, dtype=slot_mapping.dtype, device=device)
+    slots_all[n:] = torch.where(free.any(), torch.argmax(free.to(torch.uint8)), mapped)
     slots_all[:n] = slot_mapping
     return k_all[:n], slots_all[:n]
 
