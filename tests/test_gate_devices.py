@@ -101,46 +101,34 @@ def _gate_of(candidate: str, formats: str, device: str) -> str:
             f'device = "{device}"\n[[case]]\nfp8 = {formats}\n')
 
 
-def test_a_writer_from_a_file_cannot_make_its_case_a_skip(capsys, tmp_path):
+def _parity_gate_of(reader: str, more: str = "") -> str:
+    return ('[[case]]\nkind = "parity"\nbaseline = "reference"\nwriters = []\nblock = 16\nctx = [64]\ntopk = 16\n'
+            f'heads = 4\n{more}reader = "{reader}"\n')
+
+
+@pytest.mark.parametrize("config", [
+    _gate_of(f"file:{ROOT / 'tests' / 'hostile' / 'user_errors.py'}:claims_a_skip", '["e4m3fn"]', "cpu"),
+    _parity_gate_of(f"file:{ROOT / 'tests' / 'hostile' / 'readers.py'}:claims_a_skip"),
+], ids=["writer", "reader"])
+def test_code_from_a_file_cannot_make_its_case_a_skip(capsys, tmp_path, config):
     # a skip is fp8check's finding about this machine, never the code under test's claim
-    config = tmp_path / "gate.toml"
-    config.write_text(_gate_of(f"file:{ROOT / 'tests' / 'hostile' / 'user_errors.py'}:claims_a_skip", '["e4m3fn"]',
-                               "cpu"))
-    code, out, _ = run(capsys, "gate", str(config))
+    (tmp_path / "gate.toml").write_text(config)
+    code, out, _ = run(capsys, "gate", str(tmp_path / "gate.toml"))
     assert code == 2 and "SKIP" not in out
     assert "this machine cannot run me" in out and "FAIL: 0 passed, 0 failed, 1 errors of 1 cases" in out
 
 
 @pytest.mark.cuda
-def test_a_triton_writer_from_a_file_at_e4m3fnuz_on_nvidia_is_skipped_like_the_built_in_one(capsys, tmp_path):
+@pytest.mark.parametrize("config", [
+    _gate_of(f"file:{ROOT / 'examples' / 'my_kernels.py'}:indexer_k_quant_and_cache", '["e4m3fn", "e4m3fnuz"]',
+             "cuda"),
+    _parity_gate_of(f"preset:{ROOT}/tests/projects/standins.toml/vllm-style-triton",
+                    'layout = "linear"\ndevice = "cuda"\nfp8 = ["e4m3fn", "e4m3fnuz"]\n'),
+], ids=["writer", "reader"])
+def test_triton_code_at_e4m3fnuz_on_nvidia_is_skipped_like_the_built_in_writer(capsys, tmp_path, config):
     if torch.version.hip is not None:
         pytest.skip("AMD GPUs run e4m3fnuz")
-    config = tmp_path / "gate.toml"
-    config.write_text(_gate_of(f"file:{ROOT / 'examples' / 'my_kernels.py'}:indexer_k_quant_and_cache",
-                               '["e4m3fn", "e4m3fnuz"]', "cuda"))
-    code, out, err = run(capsys, "gate", str(config))
+    (tmp_path / "gate.toml").write_text(config)
+    code, out, err = run(capsys, "gate", str(tmp_path / "gate.toml"))
     assert code == 0, out + err
     assert "SKIP " in out and "1 skipped of 2 cases" in out and "e4m3fnuz (fp8e4b8) is not supported" in out
-
-
-def test_a_reader_from_a_file_cannot_make_its_case_a_skip(capsys, tmp_path):
-    # the reader's side of the rule above: only fp8check's own check of the format makes a skip
-    config = tmp_path / "gate.toml"
-    config.write_text('[[case]]\nkind = "parity"\nbaseline = "reference"\nwriters = []\nblock = 16\nctx = [64]\n'
-                      f'topk = 16\nheads = 4\nreader = "file:{ROOT / "tests" / "hostile" / "readers.py"}:claims_a_skip"\n')
-    code, out, _ = run(capsys, "gate", str(config))
-    assert code == 2 and "SKIP" not in out
-    assert "this machine cannot run me" in out and "FAIL: 0 passed, 0 failed, 1 errors of 1 cases" in out
-
-
-@pytest.mark.cuda
-def test_a_triton_reader_at_e4m3fnuz_on_nvidia_is_skipped_like_a_writer(capsys, tmp_path):
-    if torch.version.hip is not None:
-        pytest.skip("AMD GPUs run e4m3fnuz")
-    config = tmp_path / "gate.toml"
-    config.write_text('[[case]]\nkind = "parity"\nbaseline = "reference"\nwriters = []\nblock = 16\nlayout = "linear"\n'
-                      'ctx = [64]\ntopk = 16\nheads = 4\ndevice = "cuda"\nfp8 = ["e4m3fn", "e4m3fnuz"]\n'
-                      f'reader = "preset:{ROOT}/tests/projects/standins.toml/vllm-style-triton"\n')
-    code, out, err = run(capsys, "gate", str(config))
-    assert code == 0, out + err
-    assert "1 skipped of 2 cases" in out and "e4m3fnuz (fp8e4b8) is not supported" in out

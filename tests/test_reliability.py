@@ -37,6 +37,7 @@ HOSTILE = Path(__file__).parent / "hostile"
 CPU = torch.device("cpu")
 SMALL = ("--block", "16", "--head-dim", "64", "--num-blocks", "2")  # 2 x 16 x (64 + 4) = 2176 bytes
 SMALL_SPEC = CacheSpec(num_blocks=2, block_size=16, head_dim=64, quant_block_size=64)
+PAST_THE_END = f"file:{ROOT / 'tests' / 'plugins' / 'reads_past_the_end.py'}:writer"  # an off-by-one token mask
 
 
 def hostile(target: str) -> str:
@@ -146,7 +147,7 @@ def test_a_process_left_behind_cannot_change_the_bytes_after_the_run():
                                          (inputs.SlotPattern.PADDED, 14)])  # seed 14: token 0 is padding
 def test_a_read_past_the_inputs_finds_guard_rows_not_whatever_memory_follows(slots, seed):
     data = inputs.generate(SMALL_SPEC, seed=seed, slots=slots)
-    past = producers.resolve(f"file:{ROOT / 'tests' / 'plugins' / 'reads_past_the_end.py'}:writer")
+    past = producers.resolve(PAST_THE_END)
     written = producers.run(past, SMALL_SPEC, data, CPU).buffer
     # by hand: one token more, K of ones, at the first slot no token maps (every slot mapped: the first
     # mapped token's)
@@ -162,8 +163,7 @@ def test_a_read_past_the_inputs_finds_guard_rows_not_whatever_memory_follows(slo
 
 
 def test_an_off_by_one_token_mask_is_a_stray_write(capsys):
-    code, out, err = against_reference(capsys, f"file:{ROOT / 'tests' / 'plugins' / 'reads_past_the_end.py'}:writer",
-                                       "--slots", "sparse")
+    code, out, err = against_reference(capsys, PAST_THE_END, "--slots", "sparse")
     assert code == 1, err
     assert "stray-write" in out and "DIFFERENT: 68 of 2176 bytes differ" in out  # one token: 64 values, 4 scale
 
