@@ -265,6 +265,7 @@ def test_an_exported_deepgemm_tree_inside_another_repository_takes_its_commit_fr
         (root / relative).parent.mkdir(parents=True, exist_ok=True)
         (root / relative).mkdir() if relative != deepgemm_src.API else (root / relative).write_text("// api\n")
     (root / "COMMIT").write_text("54e2261e\n")
+    (root / "CUTLASS").write_text("\n")  # an empty stamp says no more than a missing one
     subprocess.run(["git", "init", "-q", str(tmp_path / "repo")], check=True)
     subprocess.run(["git", "-C", str(tmp_path / "repo"), "-c", "user.email=a@b", "-c", "user.name=a", "commit", "-q",
                     "--allow-empty", "-m", "x"], check=True)

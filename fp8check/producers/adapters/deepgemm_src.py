@@ -61,13 +61,13 @@ def locate(name: Name | str) -> Checkout:
     tree = (_git(root, "ls-tree", "HEAD", "third-party/cutlass") if own else "").split()  # mode, type, commit, path
     cutlass = (tree[2] if len(tree) > 2 else "") or _stamp(root, "CUTLASS")
     api = hashlib.sha256((root / API).read_bytes()).hexdigest()
-    return Checkout(root, name.body, commit or "unknown", cutlass, api)
+    return Checkout(root, name.body, commit, cutlass, api)
 
 
 def _stamp(root: Path, what: str) -> str:
-    """A commit written beside an exported tree (no .git): `COMMIT` / `CUTLASS` files, else unknown."""
+    """A commit written beside an exported tree (no .git): `COMMIT` / `CUTLASS` files, else (or empty) unknown."""
     path = root / what
-    return path.read_text().strip() if path.is_file() else "unknown"
+    return (path.read_text().strip() if path.is_file() else "") or "unknown"
 
 
 def _digest(checkout: Checkout, found: toolchains.Toolchain) -> str:
