@@ -59,6 +59,19 @@ def test_a_changed_source_line_is_caught(capsys, tmp_path):
     assert code == 1
 
 
+def test_an_op_edited_between_two_runs_in_one_process_is_built_again(capsys, tmp_path):
+    # in-process the built library stays loaded: the second run must see the edited text, not the first build
+    mutant = tmp_path / "edited"
+    shutil.copytree(FAKE, mutant)
+    args = ("compare", "--baseline", f"aiter-src:{mutant}", "--candidate", "reference", "--device", "cpu",
+            "--in-process", "--quiet")
+    assert run(capsys, *args)[0] == 0
+    op = mutant / "csrc" / "kernels" / "cache_kernels.cu"
+    op.write_text(op.read_text().replace("exp2f(ceilf(log2f(scale)))", "exp2f(roundf(log2f(scale)))"))
+    code, out, _ = run(capsys, *args)
+    assert (code, out.splitlines()[-1].split(":")[0]) == (1, "DIFFERENT")
+
+
 def test_reads_of_returned_lanes_refuse_the_result(capsys):
     # qbs 64: odd rows' lanes 4-7 return early and lanes 0-3 read them through row_half_mirror
     code, _, err = run(capsys, "compare", "--baseline", f"aiter-src:{FAKE}", "--candidate", "reference",

@@ -187,9 +187,12 @@ _LIBRARIES: dict[tuple[str, str], Library] = {}
 
 
 def library_for(checkout: Checkout, fmt: FP8Format) -> Library:
-    key = (str(checkout.root), ARCH[fmt])
+    """The op built from the checkout's sources as they are now: loaded once per process for each content
+    (an edited op or header is built and loaded again, never answered by the library of its old text)."""
+    source = unit(checkout)
+    key = (build.unit_digest(source), ARCH[fmt])
     if key not in _LIBRARIES:
-        library = Library(build.build(unit(checkout), ARCH[fmt], compilers.require()))
+        library = Library(build.build(source, ARCH[fmt], compilers.require()))
         _known_answer(library, fmt)
         _LIBRARIES[key] = library
     return _LIBRARIES[key]
