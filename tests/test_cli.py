@@ -37,6 +37,8 @@ def test_default_compare_is_identical_exit_0(capsys):
     assert code == 0, err
     assert "IDENTICAL: 0 of 25344 bytes differ in 3 blocks" in out  # 3 * 64 * (128 + 4)
     assert err == ""
+    # built-in writers came from no file: no `candidate: ? from ?` line, though the JSON says how grids ran
+    assert not [line for line in out.splitlines() if line.startswith(("baseline:", "candidate:"))]
 
 
 def test_default_compare_on_fnuz_differs_exit_1(capsys):

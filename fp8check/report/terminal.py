@@ -102,8 +102,9 @@ def cause_table(diagnosis: Diagnosis, spec: CacheSpec, *, title: str = "causes")
 
 
 def describe_provenance(provenance: dict) -> str:
-    """What ran, from a side's provenance: function, file, git revision and commit, sha256, bound names."""
-    if not provenance:
+    """What ran, from a side's provenance: function, file, git revision and commit, sha256, bound names ("" for
+    built-in code, whose provenance at most says how its interpreted grids ran)."""
+    if not provenance.keys() - {"interpreter"}:
         return ""
     text = f"{provenance.get('function', '?')} from {provenance.get('file', '?')}"
     if "revision" in provenance:  # a file read with git show
