@@ -17,7 +17,7 @@ STAMP := $(VENV)/.fp8check-installed
 FP8CHECK := $(VENV)/bin/fp8check
 endif
 
-.PHONY: env-check compare test test-install test-triton-matrix torch-plan gate gate-gpu bench table parity doctor clean vllm-wheel-table ecosystem aiter-src-table corpus-sources corpus-test corpus-gpu mutation
+.PHONY: env-check compare test test-install test-triton-matrix torch-plan gate gate-gpu bench table parity doctor clean vllm-wheel-table ecosystem aiter-src-table corpus-sources corpus-test corpus-gpu mutation docs-picture
 
 # Which torch build: the machine decides, TORCH_INDEX=cpu|cu126|cu128|rocm6.4|... overrides. No NVIDIA or
 # AMD GPU here: PyTorch's CPU-only index and a `+cpu` pin, so no CUDA package is ever downloaded (a plain
@@ -132,6 +132,14 @@ aiter-src-table: $(STAMP)
 MUTANTS ?= 30
 mutation: $(STAMP)
 	$(PY) bench/mutation.py $(if $(MUTANTS),--limit $(MUTANTS)) --json out/mutation.json --markdown out/mutation.md
+
+# Not part of `make test`: the picture of the HTML report in README.md and docs/html.md, drawn again from
+# this tree (needs Chromium and Playwright, as the browser tests do).
+docs-picture: $(STAMP)
+	mkdir -p build
+	$(FP8CHECK) compare --baseline reference --candidate file:tests/faults/transposed_tile.py:writer --quiet \
+	  --html build/transposed-tile.html; test $$? -eq 1
+	$(PY) tests/browser.py build/transposed-tile.html docs/html-transposed-tile.png
 
 clean:
 	rm -rf $(VENV) .venv-triton-* .pytest_cache .hypothesis *.egg-info

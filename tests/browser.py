@@ -81,3 +81,20 @@ class Opened:
 
     def close(self) -> None:
         self.page.close()
+
+
+def picture(report: Path, png: Path, width: int = 1200, height: int = 900) -> None:
+    """The top of an HTML report as the browser shows it (`width` x `height`): the pictures in the docs."""
+    with browser() as launched:
+        opened = Opened(launched, report, width)
+        opened.page.set_viewport_size({"width": width, "height": height})
+        if opened.errors:
+            raise SystemExit(f"{report}: the page raised {opened.errors[0]}")
+        opened.page.screenshot(path=str(png))
+        opened.close()
+
+
+if __name__ == "__main__":  # python tests/browser.py REPORT.html PICTURE.png (make docs-picture)
+    import sys
+
+    picture(Path(sys.argv[1]), Path(sys.argv[2]))
