@@ -4,6 +4,7 @@ nothing is dropped, identical caches have no causes, and the CLI shows and write
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -309,6 +310,13 @@ def test_integer_cast_names_both_conventions():
     assert nvidia.top.facts["negative_to_zero"] > nvidia.top.facts["negative_wrapped"]
     assert "negatives wrapped mod 256" in said(spec, wrap.top)[0]
     assert "negatives to 0" in said(spec, nvidia.top)[0]
+    # each example byte is explained by the conversion it shows, computed here from its own quotient
+    for found, rule in ((wrap, lambda y: math.trunc(y) % 256), (nvidia, lambda y: max(math.trunc(y), 0) % 256)):
+        for example in found.top.examples:
+            y, note = example.facts["quotient"], describe_example(Category.INTEGER_CAST, example)
+            assert example.candidate_byte == rule(y)
+            assert (note.endswith("gives 0 (NVIDIA's conversion)") if example.candidate_byte == 0 and y <= -1
+                    else note.endswith(f"trunc {math.trunc(y)} = 0x{example.candidate_byte:02x} mod 256")), note
     assert "torch.float8_e4m3fn" in said(spec, wrap.top)[1]
 
 

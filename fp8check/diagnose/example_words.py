@@ -44,9 +44,7 @@ def example_note(category: Category, example: Example) -> str | None:
         shown = base and math.isfinite(base) and math.isfinite(cand) and f"{base:g}" != f"{cand:g}"
         return f"scales {scale_pair(f)}" + (f", x{cand / base:.6g}" if shown else "")
     if category is Category.INTEGER_CAST:
-        y = f["quotient"]
-        whole = math.trunc(y) if math.isfinite(y) else None
-        return f"x/s = {y:.6g}" + (f", trunc {whole} = 0x{whole % 256:02x} mod 256" if whole is not None else "")
+        return f"x/s = {f['quotient']:.6g}" + _integer_of(f["quotient"], example.candidate_byte)
     if category is Category.LAYOUT:
         what = f"dim {f['dim']}" if f.get("dim") is not None else f"scale group {f.get('scale_group')}"
         return f"the {f['layout']} layout puts token {f['token']}, {what} at this byte"
@@ -58,6 +56,20 @@ def example_note(category: Category, example: Example) -> str | None:
         return (f"x = {f['x']:g}, x/s = {f['quotient']!r} exactly; in fp32 x / s = {f['quotient_fp32']!r},"
                 f" x * (1/s) = {f['quotient_reciprocal_fp32']!r}")
     return f"x = {f['x']:g}, x/s = {f['quotient']!r}"
+
+
+def _integer_of(y: float, byte: int) -> str:
+    """How the candidate byte follows from the quotient under the conversion it shows (cast_match's)."""
+    if not math.isfinite(y):
+        return ""
+    whole, low = math.trunc(y), f"0x{math.trunc(y) % 256:02x} mod 256"
+    if byte == whole % 256:
+        return f", trunc {whole} = {low}"
+    if whole < 0 and byte == 0:
+        return f", trunc {whole} < 0 gives 0 (NVIDIA's conversion)"
+    if whole > 255 and byte == 255:
+        return f", trunc {whole} saturates to 0xff"
+    return f", floor {math.floor(y)} = 0x{math.floor(y) % 256:02x} mod 256" if byte == math.floor(y) % 256 else ""
 
 
 def describe_example(category: Category, example: Example) -> str:
