@@ -426,3 +426,10 @@ def test_golden_baselines_replay_their_recording(capsys, tmp_path):
     path.write_text('[[case]]\nbaseline = "golden:aiter.safetensors"\nseed = 1\n')
     code, _, err = run(capsys, "gate", str(path), "--list")
     assert code == 2 and "[[case]] #1: seed cannot be combined with baseline = 'golden:aiter.safetensors'" in err
+
+
+@pytest.mark.parametrize("config, command", [("seed-table", "table"), ("seed-parity", "parity")])
+def test_a_seed_config_given_to_the_gate_names_its_command(capsys, config, command):
+    code, out, err = run(capsys, "gate", config)
+    assert (code, out) == (2, "")
+    assert err.strip().endswith(f"a [{command}] section is a config of `fp8check {command} --config`, not a gate")

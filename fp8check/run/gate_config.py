@@ -69,6 +69,9 @@ def load(text: str | Path, *, device: str | None = None, checkouts: tuple[str, .
     if "ecosystem" in unknown:
         raise ConfigError(f"{path}: an [ecosystem] section is the old matrix format: write its writers and readers as"
                           " [[case]] tables and its expectations as [[expect]] rows (docs/gate.md)")
+    command = next((name for name in ("table", "parity") if name in unknown), None)
+    if command:  # a seed config given to the gate
+        raise ConfigError(f"{path}: a [{command}] section is a config of `fp8check {command} --config`, not a gate")
     if unknown:
         raise ConfigError(f"{path}: unknown table(s) {', '.join(unknown)}; known: defaults, matrix, case, expect")
     rows = gate_expect.parse(data.get("expect", []), str(path))
