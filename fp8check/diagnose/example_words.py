@@ -62,14 +62,14 @@ def _integer_of(y: float, byte: int) -> str:
     """How the candidate byte follows from the quotient under the conversion it shows (cast_match's)."""
     if not math.isfinite(y):
         return ""
-    whole, low = math.trunc(y), f"0x{math.trunc(y) % 256:02x} mod 256"
+    whole, floor = math.trunc(y), math.floor(y)
     if byte == whole % 256:
-        return f", trunc {whole} = {low}"
+        return f", trunc {whole} = 0x{byte:02x} mod 256"
     if whole < 0 and byte == 0:
         return f", trunc {whole} < 0 gives 0 (NVIDIA's conversion)"
     if whole > 255 and byte == 255:
         return f", trunc {whole} saturates to 0xff"
-    return f", floor {math.floor(y)} = 0x{math.floor(y) % 256:02x} mod 256" if byte == math.floor(y) % 256 else ""
+    return f", floor {floor} = 0x{byte:02x} mod 256" if byte == floor % 256 else ""
 
 
 def describe_example(category: Category, example: Example) -> str:
