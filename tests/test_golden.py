@@ -238,6 +238,20 @@ def test_an_edited_spec_that_keeps_the_shapes_fails_the_checksum(capsys, tmp_pat
     assert_one_line_error(code, err, "checksum mismatch")
 
 
+@pytest.mark.parametrize("producer, shown", [
+    ("triton", None),  # built in: no code from a file, though the golden file keeps how its grid ran
+    (f"file:{Path(__file__).parent / 'plugins' / 'corrupt_one_byte.py'}:writer", "recorded by writer from "),
+])
+def test_a_golden_baseline_names_the_code_that_recorded_it(capsys, tmp_path, producer, shown):
+    golden = record(capsys, tmp_path / "g.safetensors", *SPEC_OPTIONS, producer=producer)
+    page = tmp_path / "r.html"
+    _, out, err = run(capsys, "compare", "--baseline", f"golden:{golden}", "--candidate", "reference",
+                      "--html", str(page))
+    lines = [line for line in out.splitlines() if line.startswith("baseline:")]
+    assert [line.startswith(f"baseline: {shown}") for line in lines] == ([] if shown is None else [True]), lines
+    assert "{'" not in page.read_text()  # nested provenance flattened, never a Python dict on the page
+
+
 def test_an_edited_producer_provenance_fails_the_checksum(capsys, tmp_path):
     from safetensors import safe_open
 

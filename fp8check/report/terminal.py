@@ -106,6 +106,9 @@ def describe_provenance(provenance: dict) -> str:
     built-in code, whose provenance at most says how its interpreted grids ran)."""
     if not provenance.keys() - {"interpreter"}:
         return ""
+    if "recorded_by" in provenance:  # a golden file: what wrote its bytes, when that was code from a file
+        recorded = describe_provenance(provenance["recorded_by"])
+        return f"recorded by {recorded}" if recorded else ""
     text = f"{provenance.get('function', '?')} from {provenance.get('file', '?')}"
     if "revision" in provenance:  # a file read with git show
         text += f" at git {provenance['revision']} = {provenance['commit']}"

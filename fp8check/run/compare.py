@@ -208,7 +208,7 @@ class CompareCheck:
         first = r.diff.first_mismatch
         rows = [
             *((role, f"{side.name}{' (emulated)' if side.emulated else ''}",
-               ", ".join(f"{key}: {value}" for key, value in (side.provenance or {}).items()))
+               ", ".join(_flat(side.provenance or {})))
               for role, side in (("baseline", r.baseline), ("candidate", r.candidate))),
             ("cache", r.spec.summary(), ""), ("inputs", r.inputs.source, ""), ("device", r.device, ""),
             *(("fault", f, "") for f in self.result.faults),
@@ -216,6 +216,15 @@ class CompareCheck:
             *((("note", r.interpreter_caveat, ""),) if r.interpreter_caveat else ()),
         ]
         return (Table("run", ("", "", "provenance"), tuple(rows)), *diagnosis_views(r.spec, self.diagnosis))
+
+
+def _flat(provenance: dict, prefix: str = ""):
+    """`key: value` of a provenance, nested ones (a golden file's `recorded_by`) under their key."""
+    for key, value in provenance.items():
+        if isinstance(value, dict):
+            yield from _flat(value, f"{prefix}{key} ")
+        else:
+            yield f"{prefix}{key}: {value}"
 
 
 def check_compare(spec: CacheSpec, *, baseline: Producer | Side, candidate: Producer, inputs: Inputs,
