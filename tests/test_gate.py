@@ -433,3 +433,26 @@ def test_a_seed_config_given_to_the_gate_names_its_command(capsys, config, comma
     code, out, err = run(capsys, "gate", config)
     assert (code, out) == (2, "")
     assert err.strip().endswith(f"a [{command}] section is a config of `fp8check {command} --config`, not a gate")
+
+
+def test_layers_and_the_padding_slot_are_part_of_a_case_id(capsys, tmp_path):
+    # cases that differ only there are different runs: not duplicates, and not one JUnit name for two verdicts
+    path = tmp_path / "g.toml"
+    path.write_text('[defaults]\nblock = 16\nhead_dim = 64\nnum_blocks = 2\ncandidate = "reference-vllm"\n'
+                    'baseline = "reference"\n\n[[case]]\nlayers = [1, 2]\n\n[[case]]\nslots = "padded"\n\n'
+                    '[[case]]\nslots = "padded"\npad_slot = 0\n')
+    code, out, err = run(capsys, "gate", str(path), "--list")
+    assert (code, err) == (0, "")
+    ids = out.split()
+    assert len(ids) == len(set(ids)) == 4
+    assert [i.split(":")[3].endswith("-L2") for i in ids] == [False, True, False, False]
+    assert [i.endswith("-pad0") for i in ids] == [False, False, False, True]
+
+
+def test_a_single_parity_run_id_names_only_the_values_it_has(capsys, tmp_path):
+    junit = tmp_path / "p.xml"
+    code, _, err = run(capsys, "parity", "--ctx", "256,512", "--topk", "64", "--heads", "4", "--quiet",
+                       "--junit", str(junit))
+    assert code == 0, err
+    names = [case.get("name") for case in ET.parse(junit).iter("testcase")]
+    assert names and all(name.startswith("parity:ctx=256,512:") and "None" not in name for name in names)

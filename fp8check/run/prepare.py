@@ -87,7 +87,9 @@ def _spec_part(v: dict) -> str:
         return f"{v['fp8']}-{v['scale_fmt']}:{shape}-{v['layout'] or 'auto'}:input={Path(v['input']).name}"
     spec = spec_of(v)
     shape = f"b{spec.block_size}-h{spec.head_dim}-q{spec.quant_block_size}-n{spec.num_blocks}-{spec.layout.value}"
+    shape += f"-L{spec.layers}" if spec.layers > 1 else ""
     inputs = f"{v['inputs']}{'+infnan' if v['specials_inf_nan'] else ''}-{v['slots']}-s{v['seed']}"
+    inputs += f"-pad{v['pad_slot']}" if v.get("pad_slot", -1) >= 0 else ""
     device = "" if v["device"] == "auto" else f":{v['device']}"
     return f"{spec.fp8.value}-{spec.scale_fmt.value}:{shape}:{inputs}{device}"
 
@@ -95,7 +97,7 @@ def _spec_part(v: dict) -> str:
 def run_id(command: str, v: dict, *, candidate: bool = True) -> str:
     """The id of a compare, table or parity run, from its parameters only: a gate case's id, and the
     name of a single command's case in JSON and JUnit.
-    - `compare:CANDIDATE~BASELINE:FP8-SCALES:SHAPE:INPUTS[:BUDGET]`; a golden baseline's recording brings
+    - `compare:CANDIDATE~BASELINE:FP8-SCALES:SHAPE[-L<layers>]:INPUTS[-pad<slot>][:BUDGET]`; a golden baseline's recording brings
       its spec and inputs: `compare:CANDIDATE~golden:NAME[:BUDGET]`; without the candidate (a pytest
       test's own writer stands there): `vs-BASELINE:...`;
     - `table:BUGGY+FIXED~BASELINE:FP8-SCALES:SHAPE:INPUTS`;
@@ -103,7 +105,7 @@ def run_id(command: str, v: dict, *, candidate: bool = True) -> str:
     if command == "table":
         return f"table:{v['buggy']}+{v['fixed']}~{v['baseline']}:{_spec_part(v)}"
     if command == "parity":
-        return "parity:" + ":".join(f"{k}={shown(v[k])}" for k in options.PARITY_CASE_KEYS if k in v)
+        return "parity:" + ":".join(f"{k}={shown(v[k])}" for k in options.PARITY_CASE_KEYS if v.get(k) is not None)
     baseline = parse(v["baseline"])
     names = {"max_diff_bytes": "bytes", "max_diff_fraction": "frac", "max_code_distance": "dist"}
     budget = "-".join(f"{name}{v[key]:g}" for key, name in names.items() if v[key])
