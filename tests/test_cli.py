@@ -322,3 +322,18 @@ def run_version():
 
     done = subprocess.run([sys.executable, "-m", "fp8check", "--version"], capture_output=True, text=True, timeout=120)
     return done.returncode, done.stdout, done.stderr
+
+
+def test_the_interpreters_floating_point_warnings_never_reach_stderr():
+    # NaN and inf inputs make numpy warn inside interpreted kernels (0/0, inf/inf): the kernel's own
+    # arithmetic, not the checker's to print; a fresh process, since Python shows a warning once per place
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-m", "fp8check", "compare", "--inputs", "specials", "--specials-inf-nan",
+                           "--device", "cpu", "--quiet"], capture_output=True, text=True, cwd=root,
+                          env={**os.environ, "PYTHONPATH": str(root)}, timeout=300)
+    assert (done.returncode, done.stderr) == (1, ""), done.stderr
+    assert done.stdout.startswith("DIFFERENT: ")
