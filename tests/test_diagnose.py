@@ -659,7 +659,7 @@ def test_one_overwritten_token_is_a_stray_write_not_a_divisor():
     assert "DIV" not in explanation + hint
     owner = int(torch.nonzero(run_fault(fault_named("pads_to_slot_zero"))[1].inputs.slot_mapping == 0))
     note = describe_example(found.top.category, found.top.examples[0])
-    assert f"token {owner} owns this slot; a padding token was written over it" in note
+    assert f"token {owner} owns this slot; another row was written over it" in note
 
 
 def test_amax_floor_names_the_floor_found():

@@ -33,7 +33,7 @@ def example_note(category: Category, example: Example) -> str | None:
         return "outside the cache handed to the writer"
     if category is Category.STRAY_WRITE:
         if f.get("slot_owner") is not None:
-            return f"token {f['slot_owner']} owns this slot; a padding token was written over it"
+            return f"token {f['slot_owner']} owns this slot; another row was written over it"
         return "no token maps to this slot"
     if category is Category.UNWRITTEN:
         return "the poison fill is still there"
