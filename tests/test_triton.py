@@ -230,3 +230,17 @@ def test_table_reads_the_seed_config(tmp_path):
 def test_table_exits_1_when_the_fixed_column_differs():
     # With fnuz the fixed Triton writer (DIV 224) and aiter's op (DIV 240) disagree: the table must fail.
     assert main(["table", "--fp8", "e4m3fnuz", "--device", "cpu"]) == 1
+
+
+@pytest.mark.parametrize("options, named", [
+    (("--layers", "2"), "--layers 2"),
+    (("--scale-fmt", "ue8m0x4"), "--scale-fmt ue8m0x4"),
+    (("--layout", "interleaved", "--scale-fmt", "ue8m0x4"), "--layout interleaved --scale-fmt ue8m0x4"),
+])
+def test_a_cache_the_triton_writer_cannot_write_is_refused_naming_only_that(capsys, options, named):
+    # one line naming the options it cannot write (never those it can), not a torch error from inside it
+    code = main(["compare", "--device", "cpu", "--baseline", "reference", "--candidate", "triton", *options])
+    out, err = capsys.readouterr()
+    assert (code, out) == (2, "")
+    assert err == ("fp8check: error: fp8check's Triton writer (vLLM's ROCm semantics) writes one planar layer with"
+                   f" fp32 scale words; it cannot write {named}\n")

@@ -130,11 +130,14 @@ def check(spec, device: torch.device) -> None:
     from ..triton_cpu.known_answers import require
     if not hasattr(tl.standard, "_elementwise_max"):
         raise ProducerError(f"Triton {triton.__version__} has no tl.standard._elementwise_max; this writer needs it")
-    if not spec.layout.planar or spec.scale_fmt is ScaleFormat.UE8M0X4:
-        raise ProducerError(f"the vLLM Triton writer writes planar caches with fp32 scale words; it cannot write"
-                            f" --layout {spec.layout.value} --scale-fmt {spec.scale_fmt.value}")
+    wrong = [*([f"--layout {spec.layout.value}"] if not spec.layout.planar else []),
+             *(["--scale-fmt ue8m0x4"] if spec.scale_fmt is ScaleFormat.UE8M0X4 else []),
+             *([f"--layers {spec.layers}"] if spec.layers > 1 else [])]
+    if wrong:
+        raise ProducerError(f"fp8check's Triton writer (vLLM's ROCm semantics) writes one planar layer with fp32 scale"
+                            f" words; it cannot write {' '.join(wrong)}")
     if spec.quant_block_size != spec.head_dim:
-        raise ProducerError(f"the vLLM Triton writer computes one scale per token over all head_dim; it needs"
+        raise ProducerError(f"fp8check's Triton writer computes one scale per token over all head_dim; it needs"
                             f" --qbs {spec.head_dim} (got {spec.quant_block_size})")
     if device.type == "cuda":
         require_triton_format(spec.fp8, device)
