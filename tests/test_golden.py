@@ -132,6 +132,7 @@ def test_vllm_numerics_on_fnuz_replayed_against_reference_differ_by_the_expected
     ("--fp8", "e4m3fnuz", "fp8 e4m3fn"),
     ("--scale-fmt", "fp32", "scale_fmt ue8m0"),
     ("--layout", "linear", "layout shuffle"),
+    ("--layers", "2", "layers 1"),  # a single-layer recording; its spec's JSON leaves layers out
 ])
 def test_spec_option_contradicting_the_file_is_named(capsys, golden, option, value, recorded):
     code, out, err = run(capsys, "compare", "--baseline", f"golden:{golden}", "--candidate", "reference",

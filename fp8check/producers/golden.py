@@ -5,6 +5,7 @@ FP8CHECK_GOLDEN_KEY); the format is in docs/GOLDEN.md. safetensors holds raw byt
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import hmac
 import json
@@ -165,7 +166,7 @@ def read(path: Path, key: bytes | None = None, *, data: bytes | None = None) -> 
 def check_options(path: Path, spec: CacheSpec, given: dict[str, tuple[str, object]]) -> None:
     """Spec options typed on the command line must agree with the spec the golden file was recorded with.
     `given`: spec field -> (flag, value) for each option given explicitly; enum fields as their values."""
-    recorded = spec.to_dict()
+    recorded = {**dataclasses.asdict(spec), **spec.to_dict()}  # to_dict leaves out layers = 1
     for field, (flag, value) in given.items():
         if value != recorded[field]:
             raise GoldenError(f"{flag} {value} contradicts {path}, recorded with {field} {recorded[field]}")

@@ -24,7 +24,7 @@ ROLES = {"compare": ("baseline", "candidate"), "table": ("baseline", "buggy", "f
 INPUT_FILE_EXCLUDES = ("seed", "slots", "inputs", "specials_inf_nan")  # --input replays its own inputs
 # with a golden baseline the recording holds the spec and the inputs: stated spec keys must agree with it,
 # input keys cannot be stated at all
-GOLDEN_SPEC_KEYS = ("num_blocks", "block", "head_dim", "qbs", "fp8", "scale_fmt", "layout")
+GOLDEN_SPEC_KEYS = ("num_blocks", "block", "head_dim", "qbs", "fp8", "scale_fmt", "layout", "layers")
 GOLDEN_INPUT_KEYS = (*INPUT_FILE_EXCLUDES, "input")
 
 
