@@ -456,3 +456,12 @@ def test_a_single_parity_run_id_names_only_the_values_it_has(capsys, tmp_path):
     assert code == 0, err
     names = [case.get("name") for case in ET.parse(junit).iter("testcase")]
     assert names and all(name.startswith("parity:ctx=256,512:") and "None" not in name for name in names)
+
+
+def test_list_with_a_report_is_bad_usage(capsys, tmp_path):
+    # --list runs nothing: a report of it would look like a run; the error goes where the report would
+    report = tmp_path / "g.json"
+    code, out, err = run(capsys, "gate", "ci", "--list", "--json", str(report))
+    assert (code, out) == (2, "")
+    assert err == "fp8check: error: --list prints the case ids and runs nothing: it writes no report (--json)\n"
+    assert json.loads(report.read_text())["exit_code"] == 2

@@ -51,6 +51,9 @@ def gate(config_path, shard, fail_fast, list_only, patterns, device, strict, che
     if where is not None:
         cases = gate_config.shard(cases, *where)
     if list_only:
+        if out["paths"]:  # nothing runs, so there is nothing to report: never a file that looks like a run
+            raise UsageError(f"--list prints the case ids and runs nothing: it writes no report"
+                             f" ({', '.join('--' + name for name in out['paths'])})")
         show("\n".join(case.id for case in cases), soft_wrap=True, highlight=False, markup=False)
         return ExitCode.OK
     columns = (TextColumn("gate"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("{task.description}"))
