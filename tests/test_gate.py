@@ -185,6 +185,14 @@ def test_fail_fast_stops_at_the_first_case_that_does_not_pass(capsys, small):
     assert payload["counts"]["selected"] == 6 and payload["counts"]["ran"] == 5
 
 
+def test_every_summary_of_a_fail_fast_gate_says_it_stopped(capsys, small, tmp_path):
+    summary = tmp_path / "s.md"
+    code, out, _ = run(capsys, "gate", str(small), "--fail-fast", "--markdown", str(summary))
+    assert code == 1
+    assert "(stopped after 5: --fail-fast)" in out.splitlines()[-1]
+    assert summary.read_text().splitlines()[2].endswith("(stopped after 5: --fail-fast)")
+
+
 # ---- case ids, --list, -k, --shard ------------------------------------------------------------------------
 
 

@@ -154,20 +154,20 @@ class Outcomes:
         return sum(1 for o in self.outcomes if o.status is status)
 
     def tally(self) -> str:
-        """`40 passed, 0 failed, 0 errors of 40 cases in 12.3 s` (and `, N skipped` after the errors)."""
+        """`40 passed, 0 failed, 0 errors of 40 cases in 12.3 s` (and `, N skipped` after the errors), and why
+        fewer ran (--fail-fast) or none did."""
         passed, failed, errors, skipped = map(self.count, Status)
         more = f", {skipped} skipped" if skipped else ""
+        stopped = f" (stopped after {len(self.outcomes)}: --fail-fast)" if len(self.outcomes) < self.selected else ""
+        none = " (no case ran: a gate that runs nothing never passes)" if self.nothing_ran else ""
         return (f"{passed} passed, {failed} failed, {errors} errors{more} of {self.selected} cases"
-                f" in {self.seconds:.1f} s")
+                f" in {self.seconds:.1f} s{stopped}{none}")
 
     def verdict_line(self) -> str:
         """A single command's own verdict; a gate's `PASS: 40 passed, 0 failed, 0 errors of 40 cases in 12.3 s`."""
         if not self.batch and len(self.outcomes) == 1:
             return self.outcomes[0].verdict_line()
-        head = "PASS" if self.exit_code == ExitCode.OK else "FAIL"
-        stopped = f" (stopped after {len(self.outcomes)}: --fail-fast)" if len(self.outcomes) < self.selected else ""
-        none = " (no case ran: a gate that runs nothing never passes)" if self.nothing_ran else ""
-        return f"{head}: {self.tally()}{stopped}{none}"
+        return f"{'PASS' if self.exit_code == ExitCode.OK else 'FAIL'}: {self.tally()}"
 
 
 def single(case_id: str, result: Checked, seconds: float) -> Outcomes:
