@@ -211,7 +211,7 @@ def test_a_gate_whose_every_case_is_skipped_does_not_pass(tmp_path):
     code, out, _ = _gate(tmp_path, f'[[case]]\ncandidate = "preset:{STANDINS}/two-step"\nfp8 = "e4m3fnuz"\n'
                                    'block = 16\nlayout = "linear"\n', "--quiet")
     assert code == 2
-    assert out.startswith("FAIL: 0 passed, 0 failed, 0 errors, 1 skipped of 1 cases in ")
+    assert out.startswith("FAIL: 0 passed, 0 failed, 0 errors, 1 skipped of 1 case in ")
     assert out.endswith(" s (no case ran: a gate that runs nothing never passes)\n")
 
 

@@ -134,7 +134,7 @@ def test_json_on_stdout_is_the_only_output_there_and_strict(capsys, small):
 def test_quiet_prints_the_verdict_line_only(capsys, small):
     code, out, _ = run(capsys, "gate", str(small), "--quiet", "-k", "ties")
     assert code == 0
-    assert out.splitlines() == [out.strip()] and out.startswith("PASS: 1 passed, 0 failed, 0 errors of 1 cases in ")
+    assert out.splitlines() == [out.strip()] and out.startswith("PASS: 1 passed, 0 failed, 0 errors of 1 case in ")
 
 
 def test_markdown_goes_to_the_github_step_summary(capsys, small, tmp_path, monkeypatch):

@@ -93,7 +93,7 @@ def test_a_format_this_interpreter_cannot_run_is_skipped_with_its_reason(capsys,
 
     code, out, _ = run(capsys, "gate", str(config), "--strict")
     assert code == 2
-    assert "FAIL: 1 passed, 0 failed, 1 errors of 2 cases" in out
+    assert "FAIL: 1 passed, 0 failed, 1 error of 2 cases" in out
 
 
 def _gate_of(candidate: str, formats: str, device: str) -> str:
@@ -115,7 +115,7 @@ def test_code_from_a_file_cannot_make_its_case_a_skip(capsys, tmp_path, config):
     (tmp_path / "gate.toml").write_text(config)
     code, out, _ = run(capsys, "gate", str(tmp_path / "gate.toml"))
     assert code == 2 and "SKIP" not in out
-    assert "this machine cannot run me" in out and "FAIL: 0 passed, 0 failed, 1 errors of 1 cases" in out
+    assert "this machine cannot run me" in out and "FAIL: 0 passed, 0 failed, 1 error of 1 case" in out
 
 
 @pytest.mark.cuda

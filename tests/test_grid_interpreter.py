@@ -410,9 +410,9 @@ def test_the_json_says_how_each_grid_of_a_side_ran(capsys):
     report = json.loads(out)
     assert code == 0
     assert report["candidate_provenance"]["interpreter"] == (
-        "_quant_and_cache_kernel: 192 programs run grid-at-once in 1 batches")
+        "_quant_and_cache_kernel: 192 programs run grid-at-once in 1 batch")
     assert report["baseline_provenance"] == {
-        "interpreter": "_quant_and_cache: 1 programs run sequentially: a grid of one program runs as it is"}
+        "interpreter": "_quant_and_cache: 1 program runs sequentially: a grid of one program runs as it is"}
 
 
 def test_interpreter_sequential_writes_the_same_bytes_and_says_so(capsys):

@@ -46,9 +46,10 @@ class GridRun:
     sequential_reason: str | None
 
     def note(self) -> str:
+        many = f"{self.programs} program{'s run' if self.programs != 1 else ' runs'}"
         if self.sequential_reason is None:
-            return f"{self.kernel}: {self.programs} programs run grid-at-once in {self.batches} batches"
-        return f"{self.kernel}: {self.programs} programs run sequentially: {self.sequential_reason}"
+            return f"{self.kernel}: {many} grid-at-once in {self.batches} batch{'es' if self.batches != 1 else ''}"
+        return f"{self.kernel}: {many} sequentially: {self.sequential_reason}"
 
 
 def available() -> tuple[bool, str]:
