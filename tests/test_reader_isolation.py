@@ -156,6 +156,16 @@ def test_a_reader_that_ends_or_crashes_the_process_is_exit_2_saying_how(capsys, 
     assert_one_line_error(code, out, err, f"reader {name!r} {what}")
 
 
+@pytest.mark.parametrize("target, what", [
+    ("readers.py:exit0", "called sys.exit(0) while reading, before returning"),
+    ("exit_at_import.py:writer", "called sys.exit(0) while loading its code"),
+])
+def test_in_process_a_readers_sys_exit_is_exit_2_in_the_same_words(capsys, target, what):
+    name = hostile(target)
+    code, out, err = run(capsys, "parity", *SMALL, "--reader", name, "--in-process")
+    assert_one_line_error(code, out, err, f"reader {name!r} {what}")
+
+
 @pytest.mark.parametrize("func", ["sleeps", "spins"])
 def test_a_reader_that_hangs_is_killed_after_the_timeout(func):
     spec, name = spec_for(), hostile(f"readers.py:{func}")

@@ -86,6 +86,21 @@ def test_a_writer_that_ends_the_process_is_exit_2_saying_how(capsys, func, what)
     assert out == ""
 
 
+@pytest.mark.parametrize("func, code", [("exit0", 0), ("exit1", 1), ("write_then_exit0", 0)])
+def test_in_process_a_writers_sys_exit_is_its_error_not_fp8checks_exit(capsys, tmp_path, func, code):
+    # --in-process gives up the isolation, but a writer's exit never ends fp8check with a verdict's code
+    name, report = hostile(f"exits.py:{func}"), tmp_path / "r.json"
+    exit_code, out, err = against_reference(capsys, name, "--in-process", "--json", str(report))
+    assert_one_line_error(exit_code, err, f"producer {name!r} called sys.exit({code}) while writing, before returning")
+    assert out == "" and json.loads(report.read_text())["exit_code"] == 2
+
+
+def test_in_process_a_sys_exit_at_import_is_exit_2(capsys):
+    name = hostile("exit_at_import.py")
+    code, _, err = against_reference(capsys, name, "--in-process")
+    assert_one_line_error(code, err, f"producer {name!r} called sys.exit(0) while loading its code")
+
+
 @pytest.mark.parametrize("func, what", [
     ("abort", "aborted (SIGABRT) while writing"),
     ("segfault", "crashed (SIGSEGV) while writing"),

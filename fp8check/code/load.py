@@ -117,6 +117,8 @@ def import_source(source: Source, label: str, role: str = "producer") -> types.M
     sys.modules[module_name] = module
     try:
         exec(compile(source.data, filename, "exec"), module.__dict__)
+    except SystemExit as exc:  # --in-process: worded as a child's exit would be
+        raise ProducerError(f"{role} {label!r} called sys.exit({one_line(exc.code)}) while loading its code") from exc
     except Exception as exc:  # the plugin's own code failed: name it and where, keep the cause for --debug
         at = (one_line(f"{exc.filename}:{exc.lineno}: {(exc.text or '').strip()}")
               if isinstance(exc, SyntaxError) and exc.lineno else None)

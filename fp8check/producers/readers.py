@@ -9,7 +9,7 @@ import json
 
 import torch
 
-from ..core.errors import ProducerError, failure
+from ..core.errors import ProducerError, failure, one_line
 from ..core.isolation import phase
 from ..core.producer import Reader
 from ..core.spec import CacheSpec
@@ -52,6 +52,9 @@ def _read(reader: Reader, args: list[torch.Tensor], max_model_len: int,
             torch.cuda.synchronize(device)
     except ProducerError:
         raise
+    except SystemExit as exc:  # --in-process: the reader's exit is its error, worded as a child's would be
+        raise ProducerError(f"reader {reader.name!r} called sys.exit({one_line(exc.code)}) while reading, before"
+                            " returning") from exc
     except Exception as exc:
         raise ProducerError(f"reader {reader.name!r} raised {failure(exc)}") from exc
     outside = guarded.outside_writes() if reader.fills_output else (0, ())

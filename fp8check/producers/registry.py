@@ -293,6 +293,9 @@ def _write(producer: Producer, spec: CacheSpec, k: torch.Tensor, slot_mapping: t
                 torch.cuda.synchronize(cache.device)
         except ProducerError:
             raise
+        except SystemExit as exc:  # --in-process: the writer's exit is its error, worded as a child's would be
+            raise ProducerError(f"producer {producer.name!r} called sys.exit({one_line(exc.code)}) while writing,"
+                                " before returning") from exc
         except Exception as exc:
             cast = fp8_integer_cast(exc)
             reason = f": {cast}" if cast is not None else f" raised {failure(exc)}"
