@@ -156,3 +156,12 @@ def test_cli_rejects_bad_budgets_naming_the_option(capsys, option, value):
     code, _, err = run(capsys, *REFERENCES, option, value)
     assert code == 2
     assert option in err
+
+
+def test_a_nan_against_a_number_is_named_not_shown_as_a_distance(capsys):
+    # the integer conversion writes FP8 NaN codes (0x7f, 0xff) where the baseline has numbers: no two codes
+    # are NAN_DISTANCE apart, so the verdict says what the worst pair is
+    code, out, err = run(capsys, "compare", "--baseline", "reference", "--candidate", "triton-buggy",
+                         "--max-code-distance", "8", "--quiet")
+    assert code == 1, err
+    assert "(exceeds max code distance NaN against a number > 8, " in out and " 255 " not in out

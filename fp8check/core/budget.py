@@ -12,7 +12,7 @@ import torch
 
 from .cache import CacheBuffer
 from .diff import DiffResult
-from .fp8 import code_distance
+from .fp8 import NAN_DISTANCE, code_distance
 from .spec import MAX_CODE_DISTANCE
 from .errors import BudgetError
 
@@ -67,7 +67,8 @@ class BudgetVerdict:
         parts: dict[str, str] = {}
         if b.max_code_distance:
             worst = self.worst_distance or 0
-            text = f"max code distance {worst} {'<=' if worst <= b.max_code_distance else '>'} {b.max_code_distance}"
+            shown = "NaN against a number" if worst == NAN_DISTANCE else str(worst)  # no two codes are that far
+            text = f"max code distance {shown} {'<=' if worst <= b.max_code_distance else '>'} {b.max_code_distance}"
             if not (b.max_diff_bytes or b.max_diff_fraction) and self.counted:
                 text += f", {self.counted} bytes not excused"
             parts["max-code-distance"] = text
