@@ -730,6 +730,11 @@ def test_a_writer_that_ignores_ue8m0x4_and_writes_fp32_scales_is_named():
     assert found.top.bytes == result.diff.diff_bytes  # its scales and the values they moved
     assert found.top.facts == {"words": 192, "format_found": "fp32", "format_expected": "ue8m0x4"}
     assert "the writer ignored --scale-fmt ue8m0x4" in said(spec, found.top)[0]
+    # the example reads the candidate's word as what it holds: the fp32 scale of its group, never "nan"
+    for example in found.top.examples:
+        word = int(example.facts["candidate_scale_word"], 16)
+        scale = torch.tensor([word], dtype=torch.int64).to(torch.int32).view(torch.float32).item()
+        assert describe_example(Category.SCALE_FORMAT, example).endswith(f"is the fp32 scale {scale:g}")
 
 
 def test_small_shares_keep_two_significant_digits():

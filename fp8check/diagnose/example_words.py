@@ -4,6 +4,7 @@ and what the cause says about them."""
 from __future__ import annotations
 
 import math
+import struct
 
 from .model import Category, Example
 from ..core.spec import Region
@@ -39,6 +40,8 @@ def example_note(category: Category, example: Example) -> str | None:
         return "the poison fill is still there"
     if not f:
         return None
+    if category is Category.SCALE_FORMAT and f.get("candidate_scale_word"):
+        return f"the candidate's word {f['candidate_scale_word']} is {_word(int(f['candidate_scale_word'], 16))}"
     if example.coordinate.region is Region.SCALE and category is not Category.LAYOUT:
         base, cand = f["baseline_scale"], f["candidate_scale"]
         shown = base and math.isfinite(base) and math.isfinite(cand) and f"{base:g}" != f"{cand:g}"
@@ -56,6 +59,14 @@ def example_note(category: Category, example: Example) -> str | None:
         return (f"x = {f['x']:g}, x/s = {f['quotient']!r} exactly; in fp32 x / s = {f['quotient_fp32']!r},"
                 f" x * (1/s) = {f['quotient_reciprocal_fp32']!r}")
     return f"x = {f['x']:g}, x/s = {f['quotient']!r}"
+
+
+def _word(word: int) -> str:
+    """A scale word as what it holds: four equal UE8M0 bytes, or an fp32 scale."""
+    low = word & 0xFF
+    if word == low * 0x01010101:
+        return f"four UE8M0 bytes 0x{low:02x} (scale {2.0 ** (low - 127):g})"
+    return f"the fp32 scale {struct.unpack('<f', word.to_bytes(4, 'little'))[0]:g}"
 
 
 def _integer_of(y: float, byte: int) -> str:
