@@ -337,3 +337,10 @@ def test_the_interpreters_floating_point_warnings_never_reach_stderr():
                           env={**os.environ, "PYTHONPATH": str(root)}, timeout=300)
     assert (done.returncode, done.stderr) == (1, ""), done.stderr
     assert done.stdout.startswith("DIFFERENT: ")
+
+
+def test_records_json_gives_the_spec_as_compare_does(capsys, tmp_path):
+    code, out, err = run(capsys, "record", *SMALL, "--producer", "reference", "--out", str(tmp_path / "g.safetensors"),
+                         "--json", "-")
+    assert code == 0, err
+    assert json.loads(out)["spec"] == CacheSpec(num_blocks=2, block_size=16, head_dim=64, quant_block_size=64).to_dict()

@@ -9,19 +9,20 @@ from ..producers import golden
 from .compare import run_side
 from ..core.device import versions
 from ..core.errors import GoldenError
+from ..core.spec import CacheSpec
 
 
 @dataclass(frozen=True)
 class Recorded:
     producer: str
-    spec_summary: str
+    spec: CacheSpec
     source: str
     path: Path
     kind = "record"
     passed = True
 
     def verdict_line(self) -> str:
-        return f"recorded {self.producer} ({self.spec_summary}, {self.source}) to {self.path}"
+        return f"recorded {self.producer} ({self.spec.summary()}, {self.source}) to {self.path}"
 
     def top_cause(self) -> None:
         return None
@@ -30,7 +31,8 @@ class Recorded:
         return ""
 
     def to_json(self) -> dict:
-        return {"producer": self.producer, "spec": self.spec_summary, "inputs": self.source, "path": str(self.path)}
+        # the spec as an object, as compare and table give it
+        return {"producer": self.producer, "spec": self.spec.to_dict(), "inputs": self.source, "path": str(self.path)}
 
     def run_json(self) -> dict:
         return {}
@@ -48,4 +50,4 @@ def record(prepared, out_path: Path, *, key: bytes | None) -> Recorded:
                           " in place; not recorded")
     golden.write(out_path, spec=spec, producer=side.name, emulated=side.emulated, inputs=data,
                  buffer=side.buffer, versions=versions(), key=key, provenance=side.provenance)
-    return Recorded(side.name, spec.summary(), data.source, out_path)
+    return Recorded(side.name, spec, data.source, out_path)
