@@ -3,6 +3,7 @@ computation, reader plugins and faults, MTP masking, inputs, and the seed config
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import struct
@@ -530,3 +531,16 @@ def test_a_narrow_log_gets_every_column(capsys):
         assert max(len(line) for line in text.splitlines()) <= width
         # two writers, each with its max_rel and bad/N columns, and the legend naming both once
         assert text.count("max_rel") == 3 and text.count("bad/N") == 3 and "triton-buggy" in text
+
+
+def test_a_writer_from_a_file_says_what_ran_as_compare_does(capsys):
+    path = HERE / "faults" / "transposed_tile.py"
+    name = f"file:{path}:writer"
+    code, out, err = run(capsys, "parity", *SWEEP, "--writers", f"reference-vllm,{name}", "--expect-fail", name,
+                         "--json", "-")
+    assert code == 0, err
+    writers = json.loads(out)["writers"]
+    sha = hashlib.sha256(path.read_bytes()).hexdigest()
+    assert [w["provenance"].get("sha256") for w in writers] == [None, sha]
+    code, out, _ = run(capsys, "parity", *SWEEP, "--writers", f"reference-vllm,{name}", "--expect-fail", name)
+    assert f"writer: writer from {path}, sha256 {sha}" in " ".join(out.split())

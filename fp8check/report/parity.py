@@ -25,8 +25,11 @@ def _title(result: ParityResult) -> Text:
                          "truth: ", (side_label(result.baseline.name, result.baseline.emulated), "bold"),
                          "'s bytes through fp8check's reference reader (float64); reader: ",
                          (result.reader.name, "bold"))
-    if ran := describe_provenance(result.reader.provenance):
-        text.append(f"\nreader: {ran}", style="dim")  # a reader from a file: what ran (its child reported it)
+    # code from files: what ran (an isolated one's child reported it)
+    for role, provenance in (("baseline", result.baseline.provenance), ("reader", result.reader.provenance),
+                             *(("writer", col.provenance) for col in result.columns)):
+        if ran := describe_provenance(provenance):
+            text.append(f"\n{role}: {ran}", style="dim")
     return text
 
 

@@ -39,6 +39,7 @@ class Column:
     expect_fail: bool
     rows: tuple[Metrics, ...]
     faults: tuple[str, ...] = ()  # stray writes, modified inputs (CacheBuffer.faults): a failure either way
+    provenance: dict = field(default_factory=dict)  # what ran, for a writer from a file (compare's provenance)
 
     def failing(self, config: ParityConfig) -> list[tuple[int, float]]:
         """(ctx, recall) of the non-vacuous rows below --min-recall."""
@@ -222,9 +223,10 @@ class ParityResult:
             "config": c.to_dict(),
             "faults": list(self.faults),
             "baseline": {"name": self.baseline.name, "description": self.baseline.description,
-                         "emulated": self.baseline.emulated},
+                         "emulated": self.baseline.emulated, "provenance": self.baseline.provenance},
             "writers": [{"name": col.name, "description": col.description, "emulated": col.emulated,
-                         "expect_fail": col.expect_fail, "passed": not col.failing(c)} for col in self.columns],
+                         "expect_fail": col.expect_fail, "passed": not col.failing(c), "provenance": col.provenance}
+                        for col in self.columns],
             "reader": {"name": self.reader.name, "description": self.reader.description,
                        "exact": self.reader.exact, "provenance": self.reader.provenance},
             "records": [record(ctx, col.name, m) for col in self.columns for ctx, m in zip(c.ctx, col.rows)],
@@ -346,7 +348,8 @@ def run_parity(spec: CacheSpec, config: ParityConfig, *, baseline: Producer, wri
         return logits
 
     columns = [Column(w.name, w.description, w.emulated, w.name in config.expect_fail,
-                      score(config, read(f"read {w.name}", cache), truth), cache.faults(f"writer {w.name!r}"))
+                      score(config, read(f"read {w.name}", cache), truth), cache.faults(f"writer {w.name!r}"),
+                      w.provenance)
                for w, cache in zip(writers, caches)]
     check, read_as = None, None
     if not reader.exact:
