@@ -141,3 +141,15 @@ def test_gate_grid_shows_skips_and_their_reasons():
     assert page.count('<td class="cell skipped">') == 2
     assert "<li>2 skipped: no GPU here</li>" in page
     assert 'href="#case-0"' in page and 'id="case-0"' in page and 'id="case-1"' in page
+
+
+def test_a_table_page_maps_each_column_that_differs_under_its_name(capsys, tmp_path):
+    # e4m3fnuz: both wrappers differ from aiter's numerics (integer-cast, and the divisor's scale-ratio)
+    page = tmp_path / "t.html"
+    code, _, err = run(capsys, "table", "--fp8", "e4m3fnuz", "--html", str(page), "--quiet")
+    assert code == 1, err
+    text = page.read_text()
+    assert re.findall(r'<caption>(\w+) column: causes', text) == ["BUGGY", "FIXED"]
+    assert re.findall(r'class="cellmap" id="case-0-(\w+)-block-0"', text) == ["buggy", "fixed"]
+    buggy, fixed = text.split('<caption>FIXED column: causes')
+    assert "integer-cast" in buggy.split("<caption>BUGGY column: causes")[1] and "scale-ratio" in fixed

@@ -3,6 +3,7 @@ run (written once, diffed twice); rows are blocks."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import torch
@@ -69,10 +70,17 @@ class SeedTable:
                 "fixed": {key: fixed[key] for key in COLUMN_KEYS}, "passed": self.passed}
 
     def views(self) -> tuple:
-        """The maps and tables of the column that decides (the fixed one when it differs)."""
+        """The maps and tables of each column whose bytes differ, each titled with its column."""
         from ..diagnose.maps import diagnosis_views
-        column, causes = self._deciding()
-        return diagnosis_views(column.spec, causes)
+        from ..core.views import CellMap
+
+        def titled(label: str, view):
+            named = {"name": f"{label.lower()}-{view.name}"} if isinstance(view, CellMap) else {}
+            return dataclasses.replace(view, title=f"{label} column: {view.title}", **named)
+
+        return tuple(titled(label, view) for label, column, causes in (("BUGGY", self.buggy, self.buggy_causes),
+                                                                       ("FIXED", self.fixed, self.fixed_causes))
+                     if not column.diff.identical for view in diagnosis_views(column.spec, causes))
 
     def run_json(self) -> dict:
         columns = (("buggy", self.buggy), ("fixed", self.fixed))
