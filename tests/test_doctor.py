@@ -105,6 +105,14 @@ def test_require_an_unavailable_producer_exits_1_naming_it(capsys):
     assert "required aiter is not met: aiter is not installed" in " ".join(out.split())
 
 
+def test_an_unmet_requirement_is_no_byte_verdict_in_junit(capsys, tmp_path):
+    import xml.etree.ElementTree as ET
+
+    report = tmp_path / "d.xml"
+    assert run(capsys, "doctor", "--require", "aiter", "--quiet", "--junit", str(report))[0] == 1
+    assert [f.get("type") for f in ET.parse(report).iter("failure")] == ["Requirement"]
+
+
 def test_require_what_is_here_exits_0(capsys, tmp_path):
     code, payload = doctor_json(capsys, tmp_path, "--require", "reference", "--require", "reference-vllm")
     assert code == 0

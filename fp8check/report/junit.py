@@ -24,7 +24,8 @@ def render(run: Outcomes) -> str:
         message = printable(outcome.error) if outcome.error else verdict
         if outcome.status is Status.FAILED:
             cause = outcome.top_cause() and f"; {printable(outcome.top_cause())}"
-            failure = ET.SubElement(case_el, "failure", {"message": verdict + (cause or ""), "type": "ByteVerdict"})
+            kind = {"parity": "ParityVerdict", "doctor": "Requirement"}.get(outcome.kind, "ByteVerdict")  # what failed
+            failure = ET.SubElement(case_el, "failure", {"message": verdict + (cause or ""), "type": kind})
             failure.text = printable(outcome.detail(), newlines=True)
         elif outcome.status is Status.SKIPPED:
             ET.SubElement(case_el, "skipped", {"message": message})
