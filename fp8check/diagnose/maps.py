@@ -70,7 +70,7 @@ def example_table(diagnosis: Diagnosis) -> Table:
     rows = tuple((cause.category.value, e.where(), f"0x{e.baseline_byte:02x}", value(e.baseline_value),
                   f"0x{e.candidate_byte:02x}", value(e.candidate_value), example_note(cause.category, e) or "")
                  for cause in diagnosis for e in cause.examples)
-    return Table("differing bytes, first of each cause",
+    return Table("differing bytes, examples of each cause",
                  ("cause", "where", "baseline", "decoded", "candidate", "decoded", "what fits"), rows)
 
 
