@@ -216,11 +216,14 @@ def _shuffle_weight(checkout: Checkout):
     return namespace["shuffle_weight"]
 
 
-def writer_for(checkout: Checkout):
+def writer_for(checkout: Checkout, built: dict[FP8Format, Library]):
+    """The writer of one located checkout; `built`: its libraries by format, filled as calls need them (the
+    sources are read and hashed once per format for this checkout, not at every call)."""
     def writer(k, kv_cache, slot_mapping, quant_block_size, scale_fmt, *, fp8_dtype=torch.float8_e4m3fn, layout=None):
         if k.device.type != "cpu" or kv_cache.device.type != "cpu":
             raise ProducerError("aiter-src runs on the CPU: give --device cpu")
-        library = library_for(checkout, FP8Format.from_torch_dtype(fp8_dtype))
+        fmt = FP8Format.from_torch_dtype(fp8_dtype)
+        library = built[fmt] if fmt in built else built.setdefault(fmt, library_for(checkout, fmt))
         shuffle = (layout or Layout.SHUFFLE.value) == Layout.SHUFFLE.value
         slots, preshuffle = slot_mapping.to(torch.int64).contiguous(), shuffle and checkout.form.preshuffle
         write = functools.partial(library.run, k.to(torch.bfloat16).contiguous(), kv_cache, slots, quant_block_size,
@@ -252,9 +255,8 @@ def provenance(checkout: Checkout, fmt: FP8Format | None) -> dict:
 def load(name: Name, *, fp8: FP8Format | None = None):
     """The Producer for `aiter-src:...`; with `fp8` the op is built (or taken from the cache) and checked now."""
     checkout = locate(name)
-    if fp8 is not None:
-        library_for(checkout, fp8)
+    built = {fp8: library_for(checkout, fp8)} if fp8 is not None else {}
     description = (f"aiter's C++ indexer_k_quant_and_cache ({checkout.revision}) built for the CPU"
                    f" ({'preshuffle' if checkout.form.preshuffle else 'row-major + shuffle_weight'})")
-    return Producer(name.text, description, writer_for(checkout), keywords=frozenset(EXTRA_KEYWORDS),
+    return Producer(name.text, description, writer_for(checkout, built), keywords=frozenset(EXTRA_KEYWORDS),
                     provenance=provenance(checkout, fp8))
