@@ -19,6 +19,7 @@ import torch
 
 from ..core.device import require_triton_format
 from ..core.errors import ProducerError, failure, one_line
+from ..core.isolation import exited
 from ..core.producer import DEFAULT_WRITER, EXTRA_KEYWORDS, Producer
 from ..core.spec import FP8Format, Layout
 from .names import CODE_KINDS, Kind, Name, Source, forms, parse, read_source
@@ -118,7 +119,7 @@ def import_source(source: Source, label: str, role: str = "producer") -> types.M
     try:
         exec(compile(source.data, filename, "exec"), module.__dict__)
     except SystemExit as exc:  # --in-process: worded as a child's exit would be
-        raise ProducerError(f"{role} {label!r} called sys.exit({one_line(exc.code)}) while loading its code") from exc
+        raise ProducerError(exited(f"{role} {label!r}", exc.code, "loading")) from exc
     except Exception as exc:  # the plugin's own code failed: name it and where, keep the cause for --debug
         at = (one_line(f"{exc.filename}:{exc.lineno}: {(exc.text or '').strip()}")
               if isinstance(exc, SyntaxError) and exc.lineno else None)

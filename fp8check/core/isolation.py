@@ -330,6 +330,13 @@ def _end(child) -> None:
     child.join(5)
 
 
+def exited(label: str, code: object, where: str) -> str:
+    """The line for code under test that called sys.exit(code) in phase `where`: from a child's report, and
+    for --in-process runs, where the SystemExit is caught as it is raised."""
+    returning = ", before returning" if where in ("writing", "reading") else ""
+    return f"{label} called sys.exit({one_line(code)}) {PHASES.get(where, '')}{returning}"
+
+
 def _outcome(status: dict | None, where: str, exitcode: int | None, label: str, limits: Limits) -> dict:
     during = PHASES.get(where, "")
     status = status or {}
@@ -338,8 +345,7 @@ def _outcome(status: dict | None, where: str, exitcode: int | None, label: str, 
         report = status.get("report")
         return report if isinstance(report, dict) else {}
     if kind == "exit":
-        returning = ", before returning" if where in ("writing", "reading") else ""
-        raise IsolatedError(f"{label} called sys.exit({one_line(status.get('code'))}) {during}{returning}")
+        raise IsolatedError(exited(label, status.get("code"), where))
     text, where_raised = one_line(status.get("message", "")), one_line(status.get("where", ""))
     child_traceback = str(status.get("traceback", ""))
     if kind == "error":  # a ProducerError's line already says where

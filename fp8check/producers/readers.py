@@ -9,8 +9,8 @@ import json
 
 import torch
 
-from ..core.errors import ProducerError, failure, one_line
-from ..core.isolation import phase
+from ..core.errors import ProducerError, failure
+from ..core.isolation import exited, phase
 from ..core.producer import Reader
 from ..core.spec import CacheSpec
 from .obligations import GuardedOutput
@@ -53,8 +53,7 @@ def _read(reader: Reader, args: list[torch.Tensor], max_model_len: int,
     except ProducerError:
         raise
     except SystemExit as exc:  # --in-process: the reader's exit is its error, worded as a child's would be
-        raise ProducerError(f"reader {reader.name!r} called sys.exit({one_line(exc.code)}) while reading, before"
-                            " returning") from exc
+        raise ProducerError(exited(f"reader {reader.name!r}", exc.code, "reading")) from exc
     except Exception as exc:
         raise ProducerError(f"reader {reader.name!r} raised {failure(exc)}") from exc
     outside = guarded.outside_writes() if reader.fills_output else (0, ())

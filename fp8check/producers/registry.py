@@ -23,7 +23,7 @@ from ..core.cache import SKIP_PADDING, CacheBuffer, forget_slot, guarded_inputs,
 from ..core.device import require_triton_format
 from ..core.errors import CheckerError, ProducerError, failure, one_line
 from ..core.inputs import Inputs, check_slots
-from ..core.isolation import IsolatedError, Limits, phase, run_isolated
+from ..core.isolation import IsolatedError, Limits, exited, phase, run_isolated
 from ..core.producer import EXTRA_KEYWORDS, Producer, Reader, reported_provenance
 from ..core.spec import CacheSpec, FP8Format
 
@@ -294,8 +294,7 @@ def _write(producer: Producer, spec: CacheSpec, k: torch.Tensor, slot_mapping: t
         except ProducerError:
             raise
         except SystemExit as exc:  # --in-process: the writer's exit is its error, worded as a child's would be
-            raise ProducerError(f"producer {producer.name!r} called sys.exit({one_line(exc.code)}) while writing,"
-                                " before returning") from exc
+            raise ProducerError(exited(f"producer {producer.name!r}", exc.code, "writing")) from exc
         except Exception as exc:
             cast = fp8_integer_cast(exc)
             reason = f": {cast}" if cast is not None else f" raised {failure(exc)}"
