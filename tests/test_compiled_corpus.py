@@ -80,15 +80,21 @@ def _sources_missing(key: str, request) -> str | None:
     return None
 
 
-@pytest.mark.parametrize("name", [name for name in _cases() if not name.startswith("reader-")])
-def test_a_cpu_replay_writes_the_bytes_the_gpu_wrote(name, tmp_path, request, capsys):
-    key = name.split("-")[0]
+def _recording(name: str, key: str, request, tmp_path: Path) -> Path:
+    """The recording `name` extracted into tmp_path; a skip when the sources of project `key` are not given."""
     missing = _sources_missing(key, request)
     if missing:
         pytest.skip(missing)
     with tarfile.open(CORPUS / "compiled-nvidia.tar.xz") as archive:
         archive.extract(name, tmp_path, filter="data")
-    args = ["compare", "--baseline", f"golden:{tmp_path / name}", "--candidate", record.WRITERS[key][0],
+    return tmp_path / name
+
+
+@pytest.mark.parametrize("name", [name for name in _cases() if not name.startswith("reader-")])
+def test_a_cpu_replay_writes_the_bytes_the_gpu_wrote(name, tmp_path, request, capsys):
+    key = name.split("-")[0]
+    golden = _recording(name, key, request, tmp_path)
+    args = ["compare", "--baseline", f"golden:{golden}", "--candidate", record.WRITERS[key][0],
             "--device", "cpu", "--quiet"]
     if key == "flaggems":
         args += ["--repo", request.config.getoption("--flaggems-checkout")]
@@ -107,12 +113,7 @@ def test_a_cpu_replay_of_a_reader_ranks_the_tokens_the_gpu_ranked(name, tmp_path
     from fp8check.core.metrics import DEFAULT_ATOL, DEFAULT_RTOL
 
     key = name.split("-")[1]
-    missing = _sources_missing(key, request)
-    if missing:
-        pytest.skip(missing)
-    with tarfile.open(CORPUS / "compiled-nvidia.tar.xz") as archive:
-        archive.extract(name, tmp_path, filter="data")
-    with safe_open(tmp_path / name, "pt") as recording:
+    with safe_open(_recording(name, key, request, tmp_path), "pt") as recording:
         meta, recorded = recording.metadata(), {k: recording.get_tensor(k) for k in recording.keys()}
     spec, batch, cache = record.reader_inputs(recorded["q_codes"].shape[1], "cpu")
     # the recorded inputs are the ones record.py makes here, the reference's bytes included
