@@ -4,10 +4,10 @@ and what the cause says about them."""
 from __future__ import annotations
 
 import math
-import struct
 
 from .model import Category, Example
-from ..core.spec import Region
+from ..core.fp8 import decode_scale_word
+from ..core.spec import Region, ScaleFormat
 
 
 def plural(n: int, word: str) -> str:
@@ -63,10 +63,10 @@ def example_note(category: Category, example: Example) -> str | None:
 
 def _word(word: int) -> str:
     """A scale word as what it holds: four equal UE8M0 bytes, or an fp32 scale."""
-    low = word & 0xFF
-    if word == low * 0x01010101:
-        return f"four UE8M0 bytes 0x{low:02x} (scale {2.0 ** (low - 127):g})"
-    return f"the fp32 scale {struct.unpack('<f', word.to_bytes(4, 'little'))[0]:g}"
+    raw = word.to_bytes(4, "little")
+    if len(set(raw)) == 1:
+        return f"four UE8M0 bytes 0x{raw[0]:02x} (scale {decode_scale_word(raw, ScaleFormat.UE8M0X4):g})"
+    return f"the fp32 scale {decode_scale_word(raw, ScaleFormat.FP32):g}"
 
 
 def _integer_of(y: float, byte: int) -> str:
