@@ -7,7 +7,6 @@ import contextlib
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 
 ENV = "FP8CHECK_CACHE_DIR"
@@ -27,7 +26,7 @@ def key_of(fields: dict) -> str:
     return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
 
 
-def entry(kind: str, key: str, suffix: str = "") -> Path | None:
+def entry(kind: str, key: str) -> Path | None:
     """Where the entry `key` of `kind` lives, its folder made; None when caching is off or the folder cannot
     be made or written (a regular file where the cache folder should be, no permission): the same as no
     cache, never an error."""
@@ -37,23 +36,5 @@ def entry(kind: str, key: str, suffix: str = "") -> Path | None:
     with contextlib.suppress(OSError):
         (folder / kind).mkdir(parents=True, exist_ok=True)
         if os.access(folder / kind, os.W_OK | os.X_OK):
-            return folder / kind / f"{key}{suffix}"
+            return folder / kind / key
     return None
-
-
-def write(path: Path, fill) -> bool:
-    """Write an entry atomically: `fill(file)` writes the bytes to an open binary file. False when the
-    folder cannot be written (the caller goes on without the cache)."""
-    tmp = None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
-        with os.fdopen(fd, "wb") as out:
-            fill(out)
-        os.replace(tmp, path)
-        return True
-    except OSError:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-        return False
