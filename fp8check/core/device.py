@@ -24,12 +24,10 @@ def resolve_device(name: str) -> torch.device:
 
 
 def versions() -> dict[str, str]:
-    out = {}
-    for name in ("torch", "triton", "fp8check"):
-        try:
+    out = dict.fromkeys(("torch", "triton", "fp8check"), "not installed")
+    for name in out:
+        with contextlib.suppress(metadata.PackageNotFoundError):
             out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            out[name] = "not installed"
     with contextlib.suppress(ImportError):  # the imported torch may not be the installed one (a source build)
         import torch
 
