@@ -103,7 +103,7 @@ def parse_frames(data: bytes) -> tuple[list[dict], bytes]:
     while True:
         start = data.find(FRAME_MARK)
         if start < 0:  # keep a tail that may be the start of a marker
-            return messages, data[-(len(FRAME_MARK) - 1):] if data else data
+            return messages, data[-(len(FRAME_MARK) - 1):]
         body = data[start + len(FRAME_MARK):]
         if len(body) < 8:
             return messages, data[start:]
