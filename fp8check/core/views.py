@@ -90,12 +90,12 @@ class Grid:
     def of(cls, name: str, cases: list[tuple[dict[str, str], Cell]], notes: tuple[str, ...] = ()) -> "Grid | None":
         """The grid of cases given as (parameters, cell); None where no parameter varies."""
         axes = [a for a, _ in cases]
-        keys = list(dict.fromkeys(k for a in axes for k in a))
+        values = {k: {a[k] for a in axes if k in a} for k in dict.fromkeys(k for a in axes for k in a)}
         # a parameter that only some kinds of case have, always alike, says no more than the kind
-        varying = [k for k in keys if len({a[k] for a in axes if k in a}) > 1]
+        varying = [k for k, seen in values.items() if len(seen) > 1]
         if not varying:
             return None
-        column_key = max(varying, key=lambda k: len({a[k] for a in axes if k in a}))
+        column_key = max(varying, key=lambda k: len(values[k]))
         row_keys = [k for k in varying if k != column_key]
         columns = tuple(dict.fromkeys(a.get(column_key, MISSING) for a in axes))
         rows: dict[str, dict[str, list[Cell]]] = {}
