@@ -39,9 +39,6 @@ class Budget:
     def exact(self) -> bool:
         return not (self.max_diff_bytes or self.max_diff_fraction or self.max_code_distance)
 
-    def allowed(self, total_bytes: int) -> int:
-        return max(self.max_diff_bytes, math.floor(self.max_diff_fraction * total_bytes))
-
 
 @dataclass(frozen=True)
 class BudgetVerdict:
@@ -103,7 +100,7 @@ def check(budget: Budget, diff: DiffResult, baseline: CacheBuffer, candidate: Ca
     if budget.max_code_distance and not diff.identical:
         excused, worst = _value_distances(diff, baseline, candidate, budget.max_code_distance)
     counted = diff.diff_bytes - excused
-    allowed = budget.allowed(diff.total_bytes)
+    allowed = max(budget.max_diff_bytes, math.floor(budget.max_diff_fraction * diff.total_bytes))
     failed: list[str] = []
     if counted > allowed:  # name only the budgets that were set; with none of bytes / fraction set, the distance
         sized = budget.max_diff_bytes or budget.max_diff_fraction
