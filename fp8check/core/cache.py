@@ -11,6 +11,7 @@ from pathlib import Path
 import torch
 
 from .errors import SpecError
+from .fp8 import encode_scales
 from .spec import CacheSpec
 
 # poison(i) = (i * POISON_STEP + POISON_OFFSET) % 256; linear in i, so it splits into per-block and
@@ -137,8 +138,6 @@ def scatter_rows(spec: CacheSpec, cache: torch.Tensor, slot_mapping: torch.Tenso
                  scales: torch.Tensor) -> None:
     """Write FP8 codes (uint8 [T, head_dim]) and fp32 scales ([T, head_dim/qbs]) of each token to its
     slot, in the spec's layout and scale format; tokens with a negative slot write nothing."""
-    from .fp8 import encode_scales
-
     blocks = cache.view(spec.num_blocks, spec.block_bytes)  # a view also of a per-layer strided cache
     keep = slot_mapping >= 0
     slots = slot_mapping[keep].to(torch.int64)
