@@ -4,6 +4,7 @@ else: exit 3, with or without `--debug`), and the exit codes. A verdict is never
 from __future__ import annotations
 
 import enum
+import linecache
 import sysconfig
 import traceback
 from pathlib import Path
@@ -94,8 +95,6 @@ def failure(exc: BaseException, at: str | None = None) -> str:
 def raised_at(exc: BaseException) -> str:
     """`FILE:LINE: source line` of the innermost frame of `exc` in the user's own code (not fp8check's, not
     the standard library's or an installed package's); "" when there is none."""
-    import linecache
-
     not_user_code = tuple(str(Path(p).resolve()) for p in {
         str(Path(__file__).parents[1]), *(sysconfig.get_paths()[k] for k in ("stdlib", "purelib", "platlib"))})
     found = ""
