@@ -10,7 +10,7 @@ from rich.text import Text
 
 from ..run.parity import ParityResult, fraction, rel
 from ..core.metrics import Metrics
-from .terminal import describe_provenance, side_label
+from .terminal import provenance_lines, side_label
 
 
 def _recall_cell(m: Metrics, min_recall: float) -> Text:
@@ -20,17 +20,14 @@ def _recall_cell(m: Metrics, min_recall: float) -> Text:
 
 def _title(result: ParityResult) -> Text:
     c = result.config
-    text = Text.assemble((f"top-{c.topk} parity", "bold"),
+    # code from files: what ran (an isolated one's child reported it)
+    ran = provenance_lines((("baseline", result.baseline), ("reader", result.reader),
+                            *(("writer", col) for col in result.columns)))
+    return Text.assemble((f"top-{c.topk} parity", "bold"),
                          f": {result.spec.summary()}; {result.source}; next_n {c.next_n}; on {result.device}\n",
                          "truth: ", (side_label(result.baseline.name, result.baseline.emulated), "bold"),
                          "'s bytes through fp8check's reference reader (float64); reader: ",
-                         (result.reader.name, "bold"))
-    # code from files: what ran (an isolated one's child reported it)
-    for role, provenance in (("baseline", result.baseline.provenance), ("reader", result.reader.provenance),
-                             *(("writer", col.provenance) for col in result.columns)):
-        if ran := describe_provenance(provenance):
-            text.append(f"\n{role}: {ran}", style="dim")
-    return text
+                         (result.reader.name, "bold"), ran)
 
 
 def _groups(result: ParityResult) -> list[tuple[list, list]]:
