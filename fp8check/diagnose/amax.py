@@ -64,11 +64,9 @@ def wrong_amax(frame: Frame, units: torch.Tensor, open_w: torch.Tensor) -> tuple
     # the right amax with the divisor multiplying (s = amax * DIV): the scale formula's operator swapped
     tries += [({"amax": "max(|x|) * DIV", "divisor": divisor}, scale_of(tried["max(|x|)"], 1 / divisor, True, pow2))
               for divisor in divisors]
-    best, best_found = none, {}
-    for found, wanted in tries:
-        match = open_w & ((cand - wanted).abs() <= ULP_LIMIT * torch.finfo(torch.float32).eps * wanted.abs())
-        if int(match.sum()) > int(best.sum()):
-            best, best_found = match, found
+    near = ULP_LIMIT * torch.finfo(torch.float32).eps
+    matches = ((open_w & ((cand - wanted).abs() <= near * wanted.abs()), found) for found, wanted in tries)
+    best, best_found = max(matches, key=lambda match: int(match[0].sum()))  # the first try that explains most
     if int(best.sum()) >= max(MIN_WORDS, SHARE * count):
         return best, best_found
     return none, {}
