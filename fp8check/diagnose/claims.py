@@ -22,9 +22,9 @@ class Claim:
     shown: torch.Tensor | None = None  # int64: flat cache index of each of the bytes in the frame's shown blocks
 
 
-def note(category: Category, **counts) -> Claim:
-    """A claim of no bytes that only reports counts."""
-    return Claim(category, counts={key: int(value) for key, value in counts.items()})
+def note(category: Category, found: dict | None = None, **counts) -> Claim:
+    """A claim of no bytes that only reports counts (and findings)."""
+    return Claim(category, counts={key: int(value) for key, value in counts.items()}, found=found or {})
 
 
 def unit_claim(frame: Frame, category: Category, units: torch.Tensor, *, value: bool = True,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from .claims import Claim, unit_claim
+from .claims import Claim, note, unit_claim
 from .frame import Frame
 from .model import Category
 from ..core.spec import Layout
@@ -121,8 +121,7 @@ def _take(frame: Frame, units: torch.Tensor, tables, what: str, by: str, k: int)
                     "scales": same_word & (frame.wdiff_u[units] > 0)}[what]
     taken = frame.units_mask(units[fits])
     claim = unit_claim(frame, Category.SHIFT, taken, value=True, scale=what != "values")
-    return [claim, Claim(Category.SHIFT, counts={"units": int((fits & (src >= 0)).sum())},
-                         found={"moved": what, "by": by, "offset": k})], taken
+    return [claim, note(Category.SHIFT, {"moved": what, "by": by, "offset": k}, units=(fits & (src >= 0)).sum())], taken
 
 
 # ---- value bytes moved within a block or into a neighbouring one ------------------------------------------

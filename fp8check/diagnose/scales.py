@@ -101,15 +101,12 @@ def _classify(frame: Frame, units: torch.Tensor) -> tuple[list[tuple[Category, t
         ScaleFormat.UE8M0 if spec.scale_fmt is ScaleFormat.UE8M0X4 else ScaleFormat.UE8M0X4
     notes = [note(Category.UNWRITTEN, baseline_scale_words=base_unwritten.sum(),
                   candidate_scale_words=cand_unwritten.sum()),
-             Claim(amax_category, counts={"words": int(wrong.sum()), "groups": int(wrong.sum())},
-                   found=amax_found),
+             note(amax_category, amax_found, words=wrong.sum(), groups=wrong.sum()),
              note(Category.SCALE_POW2, doubled=(pow2 & (ratio > 1)).sum(), halved=(pow2 & (ratio < 1)).sum()),
-             Claim(Category.AMAX_FLOOR, counts={"groups": int(floor.sum())},
-                   found={"floor_found": floor_found, "floor_bound": floor_bound}),
+             note(Category.AMAX_FLOOR, {"floor_found": floor_found, "floor_bound": floor_bound}, groups=floor.sum()),
              note(Category.UE8M0_ROUNDING, groups=rounded_down.sum()),
              note(Category.SCALE_SWAP, words=swapped.sum()),
-             Claim(Category.SCALE_FORMAT, counts={"words": int(stored_other.sum())},
-                   found={"format_found": found.value})]
+             note(Category.SCALE_FORMAT, {"format_found": found.value}, words=stored_other.sum())]
     if bool(in_cluster.any()):  # the constant multiple, and the DIV its words imply
         notes.append(Claim(Category.SCALE_RATIO, found={"ratio": float(torch.median(ratio[in_cluster])),
                                                         "divisor_range": implied_divisor(frame, units[in_cluster])}))
