@@ -3,8 +3,6 @@ unmapped slot in a block some token maps into are first offered to `layout`); ro
 
 from __future__ import annotations
 
-import dataclasses
-
 import torch
 
 from ..core.cache import CacheBuffer, poison_at
@@ -97,7 +95,7 @@ def overwritten(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
     taken = frame.units_mask(units[hit])
     claim = unit_claim(frame, Category.STRAY_WRITE, taken, value=True, scale=True)
     slots = torch.unique(frame.blocks[frame.block_i[units[hit]]] * spec.block_size + frame.token[units[hit]])
-    return [dataclasses.replace(claim, counts={"overwritten": claim.bytes, "overwritten_slots": slots.numel()})], taken
+    return [claim, note(Category.STRAY_WRITE, overwritten=claim.bytes, overwritten_slots=slots.numel())], taken
 
 
 FOREIGN_SLOTS = 2  # real tokens' slots a row of no token may overwrite: more is a systematic fault
@@ -132,4 +130,4 @@ def foreign_rows(frame: Frame) -> tuple[list[Claim], torch.Tensor]:
     rows = torch.cat([frame.value_rows(frame.base_phys, others), frame.base_wb[others]], dim=1)
     mine = torch.cat([cand, frame.cand_wb[units]], dim=1)
     key = "copied" if bool((mine.unsqueeze(1) == rows).all(dim=2).any(dim=1).all()) else "foreign"
-    return [dataclasses.replace(claim, counts={key: claim.bytes, f"{key}_slots": slots.numel()})], differs
+    return [claim, note(Category.STRAY_WRITE, **{key: claim.bytes, f"{key}_slots": slots.numel()})], differs
