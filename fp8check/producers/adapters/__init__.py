@@ -1,7 +1,7 @@
 """Producers and readers around real libraries that may or may not be installed (aiter, vLLM).
 
 Each adapter offers `availability() -> (ok, reason)`, which never raises and imports the library only
-when called, and `producer()` / `reader(spec)`, or ProducerError with the same reason (`loaded`).
+when called, and `producer()` / `reader(spec)`, which the registry calls only once it is ok.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import importlib.metadata
 from dataclasses import dataclass
 from typing import Callable, TypeVar
 
-from ...core.errors import ProducerError, first_line
+from ...core.errors import first_line
 
 T = TypeVar("T")
 
@@ -85,12 +85,3 @@ def availability_of(load: Callable[[], T], require: Callable, *, found: Callable
     except Unavailable as exc:
         return False, f"{found(loaded)} found, but {exc}"
     return True, ready(loaded, platform)
-
-
-def loaded(name: str, availability: Callable, load: Callable, probe: Callable, role: str = "producer") -> tuple:
-    """(what `load` finds, the platform `probe` finds) for an adapter that can run here, else ProducerError
-    with the reason."""
-    ok, reason = availability()
-    if not ok:
-        raise ProducerError(f"{role} {name!r} is unavailable: {reason}")
-    return load(), probe()

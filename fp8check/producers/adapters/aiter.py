@@ -18,7 +18,7 @@ import torch
 from ...core.errors import ProducerError
 from ...core.producer import Producer
 from ...core.spec import CacheSpec, Layout, default_layout
-from . import Unavailable, availability_of, first_line, import_module, installed_version, loaded
+from . import Unavailable, availability_of, first_line, import_module, installed_version
 from .platform import Backend, Platform, probe
 
 NAME = "aiter"
@@ -147,4 +147,4 @@ def make_producer(api: AiterAPI, platform: Platform) -> Producer:
 
 
 def producer() -> Producer:
-    return make_producer(*loaded(NAME, availability, load_api, probe))
+    return make_producer(load_api(), probe())

@@ -6,7 +6,7 @@ so on a cache written LINEAR it reads the wrong bytes (which `fp8check parity` r
 from __future__ import annotations
 
 from ...core.producer import Reader
-from . import FoundFunction, availability_of, find_function, installed_version, loaded
+from . import FoundFunction, availability_of, find_function, installed_version
 from .aiter import DISTRIBUTION, import_aiter, require_rocm
 from .platform import Platform, probe
 
@@ -45,4 +45,4 @@ def make_reader(found: FoundFunction, platform: Platform) -> Reader:
 
 
 def reader(spec) -> Reader:
-    return make_reader(*loaded(NAME, availability, load, probe, "reader"))
+    return make_reader(load(), probe())

@@ -10,7 +10,7 @@ import torch
 from ...core.errors import ProducerError
 from ...core.producer import Producer
 from ...core.spec import Layout
-from . import FoundFunction, Unavailable, availability_of, import_module, import_vllm, loaded
+from . import FoundFunction, Unavailable, availability_of, import_module, import_vllm
 from .platform import Platform, probe, require_gpu
 
 NAME = "vllm-cuda"
@@ -50,4 +50,4 @@ def make_producer(found: FoundFunction, platform: Platform) -> Producer:
 
 
 def producer() -> Producer:
-    return make_producer(*loaded(NAME, availability, load, probe))
+    return make_producer(load(), probe())

@@ -7,7 +7,7 @@ from __future__ import annotations
 from ...core.errors import ProducerError
 from ...core.producer import Producer
 from ...core.spec import default_layout
-from . import FoundFunction, availability_of, find_function, import_vllm, loaded
+from . import FoundFunction, availability_of, find_function, import_vllm
 from .platform import Platform, probe, require_gpu
 
 NAME = "vllm-triton"
@@ -36,4 +36,4 @@ def make_producer(found: FoundFunction, platform: Platform) -> Producer:
 
 
 def producer() -> Producer:
-    return make_producer(*loaded(NAME, availability, load, probe))
+    return make_producer(load(), probe())
