@@ -175,10 +175,7 @@ def check_options(path: Path, spec: CacheSpec, given: dict[str, tuple[str, objec
 def as_side(golden: Golden, path: Path, device):
     """The recorded bytes as a finished baseline Side for compare(), named after the recording producer."""
     recorded = json.loads(golden.metadata.get("producer_provenance", "{}"))
-    buffer = CacheBuffer.allocate(golden.spec, device)  # its guard zones as recorded: the poison
-    g = buffer.guard_bytes
+    buffer = CacheBuffer.allocate(golden.spec, device)  # its guard zones as recorded: read() checked the poison
     buffer.flat.copy_(golden.kv_cache.to(device))
-    buffer.buffer[:g].copy_(golden.guards[:g].to(device))
-    buffer.buffer[-g:].copy_(golden.guards[g:].to(device))
     return Side(f"{golden.producer} (golden {path.name})", f"recorded in {path}", golden.emulated, buffer,
                 {"recorded_by": recorded} if recorded else {})
