@@ -42,8 +42,7 @@ def paged_logits(spec: CacheSpec, q_codes: torch.Tensor, flat: torch.Tensor, wei
 def make_reader(spec: CacheSpec):
     """The reference reader with vLLM's signature, reading caches of `spec`'s layout and FP8 format."""
     def reference_reader(q_fp8, kv_cache, weights, context_lens, block_tables, max_model_len):
-        q_codes = q_fp8.view(torch.uint8) if q_fp8.dtype != torch.uint8 else q_fp8
         flat = kv_cache.reshape(kv_cache.shape[0], spec.block_bytes)
-        return paged_logits(spec, q_codes, flat, weights, context_lens, block_tables, max_model_len)
+        return paged_logits(spec, q_fp8.view(torch.uint8), flat, weights, context_lens, block_tables, max_model_len)
 
     return reference_reader
