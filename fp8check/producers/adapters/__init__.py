@@ -39,10 +39,9 @@ def installed_version(distribution: str, module) -> str:
         return str(getattr(module, "__version__", "unknown version"))
 
 
-def import_vllm():
-    """(the vllm module, its version), or Unavailable saying why."""
-    module = import_module("vllm", "vLLM is not installed")
-    return module, installed_version("vllm", module)
+def vllm_version() -> str:
+    """The installed vLLM's version, or Unavailable saying why vllm cannot be imported."""
+    return installed_version("vllm", import_module("vllm", "vLLM is not installed"))
 
 
 @dataclass(frozen=True)

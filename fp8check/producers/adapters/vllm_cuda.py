@@ -10,7 +10,7 @@ import torch
 from ...core.errors import ProducerError
 from ...core.producer import Producer
 from ...core.spec import Layout
-from . import FoundFunction, Unavailable, availability_of, import_module, import_vllm
+from . import FoundFunction, Unavailable, availability_of, import_module, vllm_version
 from .platform import Platform, probe, require_gpu
 
 NAME = "vllm-cuda"
@@ -19,7 +19,7 @@ OP = "torch.ops._C_cache_ops.indexer_k_quant_and_cache"
 
 
 def load() -> FoundFunction:
-    _, version = import_vllm()
+    version = vllm_version()
     # a compiled extension fails with OSError/ImportError on ABI mismatches
     import_module(EXTENSION, f"vLLM {version} has no compiled extension {EXTENSION} (a CPU-only or source tree?)")
     try:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from ...core.errors import ProducerError
 from ...core.producer import Producer
 from ...core.spec import default_layout
-from . import FoundFunction, availability_of, find_function, import_vllm
+from . import FoundFunction, availability_of, find_function, vllm_version
 from .platform import Platform, probe, require_gpu
 
 NAME = "vllm-triton"
@@ -15,7 +15,7 @@ MODULES = ("vllm.v1.attention.ops.rocm_aiter_mla_sparse", "vllm.attention.ops.ro
 
 
 def load() -> FoundFunction:
-    return find_function(MODULES, "indexer_k_quant_and_cache_triton", "vLLM", import_vllm()[1])
+    return find_function(MODULES, "indexer_k_quant_and_cache_triton", "vLLM", vllm_version())
 
 
 def availability(platform: Platform | None = None) -> tuple[bool, str]:
