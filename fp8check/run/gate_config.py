@@ -261,9 +261,7 @@ def _relative_to(values: dict, base: Path) -> dict:
     """Relative paths of file: producers and replayed inputs taken from the config's folder."""
     out = dict(values)
 
-    def resolve(text):
-        if not isinstance(text, str):
-            return text
+    def resolve(text: str) -> str:
         try:
             name = parse(text)
         except UserError:  # refused where the name is used, with the option named
