@@ -8,12 +8,11 @@ recording brings its spec and inputs). A product over MAX_CASES cases is refused
 
 from __future__ import annotations
 
-import dataclasses
 import fnmatch
 import itertools
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -128,7 +127,7 @@ def _with_checkouts(cases: list[Case], checkouts: tuple[str, ...], path: Path) -
     for case in cases:
         used = {project_of(name, role) for name, role in named_code(case.values)}
         mine = tuple(f"{name}={clone}" for name, clone in given.items() if name in used)
-        out.append(dataclasses.replace(case, values={**case.values, "checkout": mine}))
+        out.append(replace(case, values={**case.values, "checkout": mine}))
     return out
 
 

@@ -5,8 +5,7 @@ The first matching row gives a case its reason.
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from . import options
@@ -86,7 +85,7 @@ def apply(rows: tuple[ExpectRow, ...], cases: list) -> list:
         used.update(r.where for r in rows if r.matches(case.kind, case.values, ignore=("device",)))
         row = next((r for r in rows if r.matches(case.kind, case.values)), None)
         if row is not None and case.values.get("expect", "same") == "same":
-            case = dataclasses.replace(case, values={**case.values, "expect": row.expect}, reason=row.reason)
+            case = replace(case, values={**case.values, "expect": row.expect}, reason=row.reason)
         out.append(case)
     unused = [r.where for r in rows if r.where not in used]
     if unused:

@@ -7,10 +7,9 @@ not quietly become 1.
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +89,7 @@ class Option:
             text = value
             if isinstance(value, str):  # the command line's comma-separated text
                 value = [item.strip() for item in value.split(",") if item.strip()]
-            one = dataclasses.replace(self, default=None, many=False)
+            one = replace(self, default=None, many=False)
             converted = []
             for item in value if isinstance(value, (list, tuple)) else [value]:
                 if self.kind is int and isinstance(item, str):

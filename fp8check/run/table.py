@@ -3,8 +3,7 @@ run (written once, diffed twice); rows are blocks."""
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -76,7 +75,7 @@ class SeedTable:
 
         def titled(label: str, view):
             named = {"name": f"{label.lower()}-{view.name}"} if isinstance(view, CellMap) else {}
-            return dataclasses.replace(view, title=f"{label} column: {view.title}", **named)
+            return replace(view, title=f"{label} column: {view.title}", **named)
 
         return tuple(titled(label, view) for label, column, causes in (("BUGGY", self.buggy, self.buggy_causes),
                                                                        ("FIXED", self.fixed, self.fixed_causes))
