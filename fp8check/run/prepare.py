@@ -131,9 +131,8 @@ def prepare(request: Request, *, isolation="default", given_inputs=None, produce
         spec, data = _spec_and_inputs(request, given_inputs, device)
         data = data.to(device)
     names = {role: v[role] for role in ROLES[request.command] if role not in producers}
-    return Prepared(spec, data, device, {**producers, **resolve_producers(
-        device, names, spec, v["repo"], isolation=isolation, checkouts=checkouts_of(v, request.command),
-        allow_unpinned=v["allow_unpinned"], interpreter=v.get("interpreter", "grid"))})
+    resolved = resolve_producers(names, spec, v, checkouts_of(v, request.command), isolation)
+    return Prepared(spec, data, device, {**producers, **resolved})
 
 
 def _spec_and_inputs(request: Request, given_inputs, device):
@@ -221,19 +220,18 @@ def checkouts_of(v: dict, command: str) -> dict[str, str]:
     return found
 
 
-def resolve_producers(device, names: dict[str, str], spec: CacheSpec, repo: Path | None, *,
-                      isolation="default", checkouts: dict[str, str] | None = None,
-                      allow_unpinned: bool = False, interpreter: str = "grid") -> dict:
-    """Producers by role. Code from files runs in a child under `isolation` (Limits; "default": the registry's;
-    None: in this process). A preset runs from its project's clone in `checkouts` (else `repo`, else its
-    release); a spec its table declares unsupported is NotRunnableHere before anything runs."""
+def resolve_producers(names: dict[str, str], spec: CacheSpec, v: dict, checkouts: dict[str, str], isolation) -> dict:
+    """Producers by role, with the request values' repo, allow_unpinned and interpreter. Code from files runs in a child
+    under `isolation` (Limits; "default": the registry's; None: in this process). A preset runs from its project's clone
+    in `checkouts` (else the repo, else its release); a spec its table declares unsupported is NotRunnableHere before
+    anything runs."""
     limits = registry.DEFAULT_ISOLATION if isolation == "default" else isolation
     for name in names.values():
         check_declared(name, "writer", spec)
     return {role: dataclasses.replace(registry.resolve(name, fp8=spec.fp8, isolation=limits,
-                                                       allow_unpinned=allow_unpinned,
-                                                       repo=checkout_of(name, "writer", checkouts or {}) or repo),
-                                      interpreter=interpreter)
+                                                       allow_unpinned=v["allow_unpinned"],
+                                                       repo=checkout_of(name, "writer", checkouts) or v["repo"]),
+                                      interpreter=v.get("interpreter", "grid"))
             for role, name in names.items()}
 
 
@@ -267,6 +265,4 @@ def prepare_parity(request: Request, *, isolation="default") -> Prepared:
                                      repo=checkout_of(v["reader"], "reader", checkouts) or v["repo"],
                                      isolation=registry.DEFAULT_ISOLATION if isolation == "default" else isolation)
     names = {"baseline": v["baseline"], **{f"w{i}": n for i, n in enumerate(v["writers"])}}
-    sides = resolve_producers(device, names, spec, v["repo"], isolation=isolation, checkouts=checkouts,
-                              allow_unpinned=v["allow_unpinned"])
-    return Prepared(spec, data, device, sides, reader, config)
+    return Prepared(spec, data, device, resolve_producers(names, spec, v, checkouts, isolation), reader, config)
