@@ -121,22 +121,14 @@ def parse(text: str, *, error: type[UserError] = UserError) -> Name:
     text = str(text)
     kind = next((k for k in Kind if k.value and text.startswith(k.value)), Kind.BUILTIN)
     body = text[len(kind.value):]
-    if kind in (Kind.FILE, Kind.VLLM_FILE):
-        path, function = _split_function(body)
-        if not path:
-            raise error(f"{text!r}: expected {kind.form}")
-        return Name(text, kind, body, path, function)
-    if kind is Kind.PKG:
-        package, version, rest = split_pkg(body, text, error)
-        if not rest:
-            raise error(f"{text!r}: expected {kind.form}")
-        path, function = _split_function(rest)
-        return Name(text, kind, body, path, function, package, version)
+    package, version, rest = split_pkg(body, text, error) if kind is Kind.PKG else (None, None, body)
+    if not rest and kind in (*CODE_KINDS, *SOURCE_KINDS):  # no file named (for pkg:, after NAME==VERSION)
+        raise error(f"{text!r}: expected {kind.form}")
+    if kind in CODE_KINDS:
+        return Name(text, kind, body, *_split_function(rest), package, version)
     if kind is Kind.AITER_SRC and body.startswith(PKG_PREFIX):
         package, version, _ = split_pkg(body[len(PKG_PREFIX):], text, error)
         return Name(text, kind, body, body, package=package, version=version)
-    if kind in SOURCE_KINDS and not body:
-        raise error(f"{text!r}: expected {kind.form}")
     if kind in (Kind.GOLDEN, Kind.AITER_SRC, *SOURCE_KINDS):  # golden: with no file is refused where named
         return Name(text, kind, body, body)
     return Name(text, kind, body)  # BUILTIN, PRESET (body: PROJECT/NAME)
