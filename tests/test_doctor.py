@@ -102,7 +102,16 @@ def test_require_an_unavailable_producer_exits_1_naming_it(capsys):
     code, out, err = run(capsys, "doctor", "--require", "aiter")
     assert code == 1
     assert err == ""
-    assert "required aiter is not met: aiter is not installed" in " ".join(out.split())
+    assert " ".join(out.split()).endswith("FAIL: required aiter is not met (aiter is not installed (ROCm's kernel"
+                                          " library, pip package amd-aiter; needs a ROCm GPU))")
+
+
+def test_the_full_report_ends_in_the_verdict_line_quiet_prints(capsys):
+    code, out, _ = run(capsys, "doctor", "--require", "reference")
+    quiet_code, quiet, _ = run(capsys, "doctor", "--require", "reference", "--quiet")
+    assert code == quiet_code == 0
+    assert quiet.startswith("PASS: ") and quiet.rstrip().endswith("all required met: reference")
+    assert " ".join(out.split()).endswith(" ".join(quiet.split()))
 
 
 def test_an_unmet_requirement_is_no_byte_verdict_in_junit(capsys, tmp_path):

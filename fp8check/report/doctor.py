@@ -28,8 +28,5 @@ def render(report: DoctorReport) -> Group:
     for check in report.triton_exact:
         env.add_row(Text.assemble(f"triton exact ({check.name}) ", _status(check.ok, "ok", "not ok")), check.detail)
 
-    parts = [producers, env, *(Text(f"required {check.name} is not met: {check.detail}", style="bold red")
-                               for check in report.unmet)]
-    if report.required and not report.unmet:
-        parts.append(Text(f"all required met: {', '.join(report.required)}", style="bold green"))
-    return Group(*parts)
+    # the verdict line --quiet, Markdown and JUnit print: each unmet requirement, or what can run here
+    return Group(producers, env, Text(report.verdict_line(), style="bold " + ("green" if report.passed else "red")))
