@@ -24,7 +24,7 @@ from fp8check.diagnose import EXAMPLES, Category, diagnose
 from fp8check.core.inputs import Distribution, SlotPattern, generate
 from fp8check.diagnose.example_words import describe_example
 from fp8check.diagnose.words import diagnosis_json, explain
-from fp8check.core.spec import CacheSpec, FP8Format, Layout, ScaleFormat
+from fp8check.core.spec import CacheSpec, FP8Format, Layout, Region, ScaleFormat
 
 FAULTS = Path(__file__).parent / "faults"
 CPU = torch.device("cpu")
@@ -817,6 +817,13 @@ def test_groups_read_as_zeros_point_at_the_load_of_k(scale_fmt):
     assert [c.category for c in found] == [Category.ZERO_INPUT]
     assert found.top.facts == {"groups": 16 * spec.groups_per_token}
     assert "the load of k" in said(spec, found.top)[1]
+    # an example byte is the code of 0 where x is not: no quotient of the zeroed group's floor scale is shown
+    values = [e for e in found.top.examples if e.coordinate.region is Region.VALUE and e.facts.get("x")]
+    assert values
+    for example in values:
+        note = describe_example(Category.ZERO_INPUT, example)
+        assert example.candidate_byte == 0 and "x/s" not in note
+        assert note.endswith(f"x = {example.facts['x']:g}, written as the code of 0 (its group was quantized from zeros)")
 
 
 @pytest.mark.parametrize("scale_fmt", [ScaleFormat.UE8M0, ScaleFormat.FP32])

@@ -46,6 +46,8 @@ def example_note(category: Category, example: Example) -> str | None:
         base, cand = f["baseline_scale"], f["candidate_scale"]
         shown = base and math.isfinite(base) and math.isfinite(cand) and f"{base:g}" != f"{cand:g}"
         return f"scales {scale_pair(f)}" + (f", x{cand / base:.6g}" if shown else "")
+    if category is Category.ZERO_INPUT and "x" in f:  # the candidate quantized 0, not x: no x/s of its scale
+        return f"x = {f['x']:g}, written as the code of 0 (its group was quantized from zeros)"
     if category is Category.INTEGER_CAST:
         return f"x/s = {f['quotient']:.6g}" + _integer_of(f["quotient"], example.candidate_byte)
     if category is Category.LAYOUT:
