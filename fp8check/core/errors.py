@@ -78,6 +78,11 @@ def printable(text: object, *, newlines: bool = False) -> str:
     return "".join(c if c.isprintable() or (newlines and c == "\n") else repr(c)[1:-1] for c in str(text))
 
 
+def plural(n: int, word: str, words: str | None = None) -> str:
+    """`1 case`, `2 cases`; `words` for a plural that is not word + s (`batches`)."""
+    return f"{n} {word if n == 1 else words or word + 's'}"
+
+
 def one_line(text: object, limit: int = 400) -> str:
     """`text` as one printable line: its first line, control characters (terminal escapes, carriage
     returns) written as \\xNN, at most `limit` characters. For text that code under test chose."""

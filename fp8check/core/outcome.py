@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass
 from typing import Protocol
 
-from .errors import ExitCode
+from .errors import ExitCode, plural
 
 
 def json_safe(value):
@@ -160,8 +160,7 @@ class Outcomes:
         more = f", {skipped} skipped" if skipped else ""
         stopped = f" (stopped after {len(self.outcomes)}: --fail-fast)" if len(self.outcomes) < self.selected else ""
         none = " (no case ran: a gate that runs nothing never passes)" if self.nothing_ran else ""
-        return (f"{passed} passed, {failed} failed, {errors} error{'s' if errors != 1 else ''}{more} of"
-                f" {self.selected} case{'s' if self.selected != 1 else ''}"
+        return (f"{passed} passed, {failed} failed, {plural(errors, 'error')}{more} of {plural(self.selected, 'case')}"
                 f" in {self.seconds:.1f} s{stopped}{none}")
 
     def verdict_line(self) -> str:

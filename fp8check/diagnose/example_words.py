@@ -6,12 +6,9 @@ from __future__ import annotations
 import math
 
 from .model import Category, Example
+from ..core.errors import plural
 from ..core.fp8 import decode_scale_word
 from ..core.spec import Region, ScaleFormat
-
-
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}{'s' if n != 1 else ''}"
 
 
 def scale_pair(f: dict) -> str:

@@ -7,7 +7,8 @@ from itertools import groupby, islice
 from .model import Category, Cause, Diagnosis
 from .scales import E5M2_MAX
 from ..core.spec import CacheSpec, FP8Format, Layout
-from .example_words import describe_example, example_note, plural
+from .example_words import describe_example, example_note
+from ..core.errors import plural
 
 NUMERICS = "docs/NUMERICS.md"
 MOVED = " (the values of those groups move with their scale)"

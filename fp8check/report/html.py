@@ -11,6 +11,7 @@ import json
 import re
 from collections import Counter
 
+from ..core.errors import plural
 from ..core.outcome import Outcome, Outcomes, Status
 from ..core.views import Cell, CellMap, Curves, Grid, Table
 
@@ -102,7 +103,7 @@ def cell_map(view: CellMap, anchor: str) -> str:
     counts = view.counts()
     colours = {name: colour(k) for k, name in enumerate(view.legend) if name in counts}
     legend = "".join(f'<li><span class="swatch" style="background:{colours[name]}"></span>{html.escape(name)}'
-                     f" ({n} {'block' if view.shade else 'byte'}{'s' if n != 1 else ''})</li>" for name, n in counts.items())
+                     f" ({plural(n, 'block' if view.shade else 'byte')})</li>" for name, n in counts.items())
     data = (f' data-rows="{view.rows}" data-columns="{view.columns}" data-cells="{view.used}"'
             f" data-counts='{html.escape(json.dumps(counts))}' data-colours='{html.escape(json.dumps(colours))}'"
             f' data-none="{NONE_COLOUR}"')

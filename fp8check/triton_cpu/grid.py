@@ -24,6 +24,7 @@ import logging
 
 import numpy as np
 
+from ..core.errors import plural
 from .grid_builder import _Batch, _Stored, _cache_arguments, _make_builder_class
 from .grid_language import Unsupported, _Diverge, _batched_language
 
@@ -46,9 +47,9 @@ class GridRun:
     sequential_reason: str | None
 
     def note(self) -> str:
-        many = f"{self.programs} program{'s run' if self.programs != 1 else ' runs'}"
+        many = f"{plural(self.programs, 'program')} {'runs' if self.programs == 1 else 'run'}"
         if self.sequential_reason is None:
-            return f"{self.kernel}: {many} grid-at-once in {self.batches} batch{'es' if self.batches != 1 else ''}"
+            return f"{self.kernel}: {many} grid-at-once in {plural(self.batches, 'batch', 'batches')}"
         return f"{self.kernel}: {many} sequentially: {self.sequential_reason}"
 
 
