@@ -223,7 +223,9 @@ def writer_for(checkout: Checkout, built: dict[FP8Format, Library]):
         if k.device.type != "cpu" or kv_cache.device.type != "cpu":
             raise ProducerError("aiter-src runs on the CPU: give --device cpu")
         fmt = FP8Format.from_torch_dtype(fp8_dtype)
-        library = built[fmt] if fmt in built else built.setdefault(fmt, library_for(checkout, fmt))
+        if fmt not in built:
+            built[fmt] = library_for(checkout, fmt)
+        library = built[fmt]
         shuffle = (layout or Layout.SHUFFLE.value) == Layout.SHUFFLE.value
         slots, preshuffle = slot_mapping.to(torch.int64).contiguous(), shuffle and checkout.form.preshuffle
         write = functools.partial(library.run, k.to(torch.bfloat16).contiguous(), kv_cache, slots, quant_block_size,
